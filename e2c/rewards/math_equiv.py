@@ -1,0 +1,192 @@
+"""Mathematical equivalence of two answer strings.
+
+Two stages:
+
+1. :func:`quick_equal`, in-process and bounded: normalised string equality and exact numeric comparison
+   (integers, decimals, thousands separators, fractions, percents). Settles most real cases in
+   microseconds and cannot hang.
+2. math-verify (symbolic: sets, intervals, matrices, expressions), run in a :class:`HardTimeoutPool`
+   worker so a pathological input is cut at the bound whatever thread or process calls us.
+
+Seen math-verify quirks this module covers: ``50\\%`` vs ``0.5`` (math-verify says no; we compare
+percent values both ways), ``1,000`` as a thousands separator (math-verify reads ``2,3`` as a set, which
+we keep, but ``1,000`` needs the numeric path), and timeouts that raise off the main thread.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+from fractions import Fraction
+
+from e2c.rewards.pool import CallError, CallTimeout, HardTimeoutPool
+
+DEFAULT_TIMEOUT = float(os.environ.get("E2C_GRADER_TIMEOUT", "5"))
+
+_STRIP_CMDS = re.compile(r"\\(?:left|right|displaystyle|!|,|;|:|quad|qquad)(?![a-zA-Z])")
+_TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|operatorname)\{([^{}]*)\}")
+_DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree")
+_ASSIGN = re.compile(r"^[a-zA-Z]\s*=\s*(?!=)(.+)$")
+_UNIT_TAIL = re.compile(
+    r"^(-?[\d.,/]+)\s*(?:\\(?:mathrm|text)\{\s*~?[a-zA-Z ]+\}|~?[a-zA-Z]{2,}(?:\s+[a-zA-Z]+)*)$"
+)
+
+
+def normalize(s: str) -> str:
+    """A canonical string for cheap comparison: no ``$``, spacing commands, ``\\left``/``\\right``,
+    ``\\text{}`` wrappers, degree marks, trailing period, ``x =`` prefix, or whitespace."""
+    s = str(s).strip()
+    s = s.replace("\\$", "").replace("$", "")
+    s = s.replace("\\dfrac", "\\frac").replace("\\tfrac", "\\frac")
+    s = _STRIP_CMDS.sub("", s)
+    s = _DEGREE.sub("", s)
+    for _ in range(3):
+        s2 = _TEXT_WRAP.sub(r"\1", s)
+        if s2 == s:
+            break
+        s = s2
+    s = s.strip().rstrip(".").strip()
+    m = _ASSIGN.match(s)
+    if m:
+        s = m.group(1).strip()
+    s = re.sub(r"\s+", "", s)
+    if re.fullmatch(r"[A-Za-z]{2,}", s):
+        s = s.lower()
+    return s
+
+
+_INT_SEP = re.compile(r"^-?\d{1,3}(?:,\d{3})+(?:\.\d+)?$")
+_PLAIN = re.compile(r"^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$")
+_SLASH = re.compile(r"^(-?\d+)/(\d+)$")
+_FRAC = re.compile(r"^(-?)\\frac\{?(-?\d+)\}?\{?(\d+)\}?$")
+
+
+def to_number(s: str) -> tuple[Fraction, bool] | None:
+    """Parse a plain number: ``12``, ``-3.5``, ``1,000``, ``3/4``, ``\\frac{3}{4}``, ``50\\%``, ``5 cm``.
+
+    Returns ``(value, is_percent)`` with ``value`` exact, or None for anything else.
+    """
+    s = normalize(s)
+    unit = _UNIT_TAIL.match(s)
+    if unit:
+        s = unit.group(1)
+    percent = False
+    if s.endswith("\\%") or s.endswith("%"):
+        percent = True
+        s = s[:-2] if s.endswith("\\%") else s[:-1]
+    if _INT_SEP.match(s):
+        s = s.replace(",", "")
+    try:
+        if _PLAIN.match(s):
+            return Fraction(s), percent
+        m = _SLASH.match(s)
+        if m and int(m.group(2)) != 0:
+            return Fraction(int(m.group(1)), int(m.group(2))), percent
+        m = _FRAC.match(s)
+        if m and int(m.group(3)) != 0:
+            v = Fraction(int(m.group(2)), int(m.group(3)))
+            return (-v if m.group(1) else v), percent
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return None
+
+
+def _close(a: Fraction, b: Fraction) -> bool:
+    if a == b:
+        return True
+    return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
+
+
+def quick_equal(pred: str, gold: str) -> bool | None:
+    """Cheap, bounded comparison. True/False when decided; None when symbolic checking is needed."""
+    if normalize(pred) == normalize(gold):
+        return True
+    a, b = to_number(pred), to_number(gold)
+    if a is None or b is None:
+        return None
+    (va, pa), (vb, pb) = a, b
+    if pa == pb:
+        return _close(va, vb)
+    # One side is a percent: "50%" equals both "0.5" and "50".
+    pct, other = (va, vb) if pa else (vb, va)
+    return _close(pct / 100, other) or _close(pct, other)
+
+
+def _wrap(s: str) -> str:
+    return "\\boxed{" + normalize_for_parse(s) + "}"
+
+
+def normalize_for_parse(s: str) -> str:
+    """Light clean-up before math-verify: dollars and display spacing only (structure kept)."""
+    s = str(s).strip().replace("\\$", "")
+    if s.startswith("$") and s.endswith("$"):
+        s = s.strip("$")
+    return s.strip().rstrip(".")
+
+
+def verify_symbolic(pred: str, gold: str, inner_timeout: int | None = 5) -> bool | None:
+    """math-verify on two answer strings, in the calling process. None when the gold cannot be parsed.
+
+    ``inner_timeout`` is math-verify's own signal-based limit; it is only usable on the main thread, so
+    it is dropped elsewhere (the pool's hard limit is the real guard).
+    """
+    from math_verify import parse, verify
+
+    if threading.current_thread() is not threading.main_thread():
+        inner_timeout = None
+    g = parse(_wrap(gold), parsing_timeout=inner_timeout)
+    if not g:
+        return None
+    p = parse(_wrap(pred), parsing_timeout=inner_timeout)
+    if not p:
+        return False
+    return bool(verify(g, p, timeout_seconds=inner_timeout))
+
+
+_POOL: HardTimeoutPool | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def default_pool() -> HardTimeoutPool:
+    """The process-wide verification pool (created on first use, again after a fork).
+
+    Size from ``E2C_GRADER_WORKERS`` (default: min(4, CPUs)).
+    """
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL._pid != os.getpid():
+            n = int(os.environ.get("E2C_GRADER_WORKERS", min(4, os.cpu_count() or 1)))
+            _POOL = HardTimeoutPool("e2c.rewards.math_equiv:verify_symbolic", workers=n)
+        return _POOL
+
+
+def _inner(timeout: float) -> int | None:
+    return max(1, int(timeout) - 1) if timeout >= 2 else None
+
+
+def math_equal(
+    pred: str | None, gold: str | None, timeout: float = DEFAULT_TIMEOUT, pool: HardTimeoutPool | None = None
+) -> tuple[bool, str]:
+    """Whether ``pred`` is mathematically equal to ``gold``, never taking longer than ``timeout`` s
+    (plus a worker start the first time).
+
+    Returns ``(equal, how)`` where ``how`` is ``string``/``numeric`` (decided in-process), ``symbolic``
+    (math-verify), ``timeout``, ``unparseable_gold``, ``error`` or ``empty``.
+    """
+    if pred is None or gold is None or not str(pred).strip() or not str(gold).strip():
+        return False, "empty"
+    q = quick_equal(pred, gold)
+    if q is not None:
+        how = "string" if normalize(pred) == normalize(gold) else "numeric"
+        return q, how
+    pool = pool or default_pool()
+    out = pool.call((pred, gold, _inner(timeout)), timeout)
+    if isinstance(out, CallTimeout):
+        return False, "timeout"
+    if isinstance(out, CallError):
+        return False, "error"
+    if out is None:
+        return False, "unparseable_gold"
+    return bool(out), "symbolic"

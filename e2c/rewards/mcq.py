@@ -1,0 +1,90 @@
+"""Multiple-choice answers: find the chosen letter in a response, normalise the reference letter.
+
+An answer that cannot be read is ``None`` and grades as wrong (the paper's code scored it 0.25).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from e2c.rewards.extract import boxed_contents
+
+LETTERS = "ABCDEFGHIJ"
+
+_PHRASE = re.compile(
+    r"(?i:answer|option|choice)\s*(?i:is|:|=)?\s*(?i:option|choice)?\s*[:\-]?\s*"
+    r"[\(\[\*]*\s*([A-J])\s*[\)\]\*]*(?![A-Za-z0-9])"
+)
+_BARE = re.compile(r"^[\(\[\*\s]*([A-J])\s*[\)\]\*]*\s*[.:)]?\s*(.*)$", re.DOTALL)
+_TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\{([^{}]*)\}")
+
+
+def _norm_text(s: str) -> str:
+    s = _TEXT_WRAP.sub(r"\1", s)
+    s = re.sub(r"[^a-z0-9 ]+", " ", s.lower())
+    return " ".join(s.split())
+
+
+def _letter_of(s: str, valid: str, options: Mapping[str, str] | None) -> str | None:
+    """A letter from a short answer string: ``B``, ``(B)``, ``B.``, ``B. option text``, or option text."""
+    s = _TEXT_WRAP.sub(r"\1", s).strip().strip("$").strip()
+    s = re.sub(r"^(?i:option|choice)\s+", "", s)
+    m = _BARE.match(s)
+    if m and m.group(1) in valid:
+        rest = m.group(2).strip()
+        if not rest or (options and _norm_text(rest) == _norm_text(options.get(m.group(1), ""))):
+            return m.group(1)
+    if options:
+        t = _norm_text(s)
+        hits = [k for k, v in options.items() if t and _norm_text(v) == t]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+def extract_choice(
+    text: str, options: Mapping[str, str] | None = None, letters: str | None = None
+) -> tuple[str | None, str]:
+    """The chosen option letter in a response, and how it was found.
+
+    Recognised, in order: the last boxed answer (``\\boxed{B}``, ``\\boxed{(B)}``, ``\\boxed{\\text{B}}``,
+    ``\\boxed{B. text}`` or the option's text), the last "answer is (B)" / "Answer: B" / "option B"
+    phrase, a response that is only a letter (``B``, ``(B)``, ``B.``), and a final line that is an option's
+    text. Returns ``(letter, method)``; ``(None, "none")`` when nothing reliable is found.
+    """
+    if not isinstance(text, str):
+        return None, "none"
+    valid = letters or ("".join(options) if options else LETTERS)
+    for box in reversed(boxed_contents(text)):
+        got = _letter_of(box, valid, options)
+        if got:
+            return got, "boxed"
+    found = [m for m in _PHRASE.findall(text) if m in valid]
+    if found:
+        return found[-1], "phrase"
+    got = _letter_of(text, valid, options) if len(text.strip()) <= 200 else None
+    if got:
+        return got, "bare"
+    if options:
+        lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+        if lines:
+            got = _letter_of(lines[-1], valid, options)
+            if got:
+                return got, "option_text"
+    return None, "none"
+
+
+def reference_choice(gold: object, options: Mapping[str, str] | None = None) -> str | None:
+    """The reference letter: a letter as given (``"C"``, ``"(C)"``), an index (0 -> A), or option text."""
+    if gold is None:
+        return None
+    if isinstance(gold, int) and not isinstance(gold, bool):
+        return LETTERS[gold] if 0 <= gold < len(LETTERS) else None
+    s = str(gold).strip()
+    m = re.fullmatch(r"[\(\[]?([A-J])[\)\]]?\.?", s)
+    if m:
+        return m.group(1)
+    if options:
+        return _letter_of(s, "".join(options), options)
+    return None

@@ -1,0 +1,68 @@
+"""verl's custom reward function entry.
+
+Point verl at it with ``reward.custom_reward_function.path=<this file>`` and
+``reward.custom_reward_function.name=compute_score``. verl decodes responses before calling it; keep
+the E2C tags in that decode (they are special tokens, so ``skip_special_tokens=True`` would remove
+them and every chain would parse as untagged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from e2c.rewards.grader import grade
+
+# Data sources whose answers are option letters. Anything else is graded as math.
+MCQ_SOURCES = (
+    "medqa",
+    "medmcqa",
+    "mmlu",
+    "anatomy",
+    "clinical_knowledge",
+    "college_biology",
+    "college_medicine",
+    "medical_genetics",
+    "professional_medicine",
+)
+
+
+def kind_for_source(data_source: str | None, extra_info: Mapping[str, Any] | None = None) -> str:
+    """``mcq`` or ``math`` for a sample: ``extra_info["kind"]`` if given, else by data source name."""
+    if extra_info and extra_info.get("kind") in ("math", "mcq"):
+        return str(extra_info["kind"])
+    src = (data_source or "").lower()
+    return "mcq" if any(s in src for s in MCQ_SOURCES) else "math"
+
+
+def compute_score(
+    data_source: str | None,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Mapping[str, Any] | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """verl reward: a dict whose ``score`` is the reward and whose other keys become metrics.
+
+    ``extra_info`` may carry ``kind`` (math|mcq), ``options`` (MCQ), ``plan_bonus`` (bool) and
+    ``timeout`` (seconds). Never raises on model output.
+    """
+    info = dict(extra_info or {})
+    info.update(kwargs)
+    res = grade(
+        solution_str,
+        ground_truth,
+        kind_for_source(data_source, info),  # type: ignore[arg-type]
+        options=info.get("options") or info.get("choices"),
+        plan_bonus=bool(info.get("plan_bonus", False)),
+        **({"timeout": float(info["timeout"])} if "timeout" in info else {}),
+    )
+    return {
+        "score": res.score,
+        "acc": float(res.correct),
+        "pred": res.extracted or "",
+        "format": res.format_score,
+        "well_formed": float(res.chain_status == "ok"),
+        "no_answer": float(res.reason == "no_answer"),
+        "timeout": float(res.reason == "timeout"),
+    }
