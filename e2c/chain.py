@@ -371,9 +371,7 @@ def exploration_token_mask_reference(
     return out
 
 
-def char_span_token_mask(
-    offsets: Sequence[tuple[int, int]], span: tuple[int, int] | None
-) -> list[bool]:
+def char_span_token_mask(offsets: Sequence[tuple[int, int]], span: tuple[int, int] | None) -> list[bool]:
     """Tokens whose character range overlaps ``span`` (half-open). For formats whose tags are not single
     tokens: take the offsets from a fast tokenizer's ``return_offsets_mapping``."""
     if span is None:
@@ -382,9 +380,9 @@ def char_span_token_mask(
     return [a < e and b > s and b > a for a, b in offsets]
 
 
-def phase_char_spans(response: str, fmt: ChainFormat | None = None, prefilled: bool | None = None) -> dict[
-    str, tuple[int, int] | None
-]:
+def phase_char_spans(
+    response: str, fmt: ChainFormat | None = None, prefilled: bool | None = None
+) -> dict[str, tuple[int, int] | None]:
     """Character spans in ``response`` itself (not the prefilled text) of each phase, tags included.
 
     ``exploration`` runs from the start of the response to the end of the exploration boundary tag (the

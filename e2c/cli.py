@@ -1,0 +1,16 @@
+"""Helpers shared by the command-line entry points: one-line errors and a non-zero exit."""
+
+from __future__ import annotations
+
+import sys
+from typing import NoReturn
+
+
+class UserError(Exception):
+    """A problem with the user's input; printed as one line, exit code 2."""
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """Print ``error: message`` on stderr and exit."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(code)

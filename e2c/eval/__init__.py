@@ -1,0 +1,1 @@
+"""Evaluation: scoring, metrics and result files."""

@@ -1,0 +1,239 @@
+"""Re-score any JSONL (or parquet) of responses with the project's grader.
+
+    python -m e2c.eval.score FILE --response-key K --answer-key K [--kind math|mcq]
+
+Keys may be dotted paths (``reward_model.ground_truth``); a list value is joined with newlines
+(responses) or treated as a multi-part answer (references). Prints a small table and, as its last
+line, one JSON object with ``n``, ``correct``, ``accuracy`` and the failure counts.
+
+Examples (the benchmark copies in ``../shared/data/benchmarks``)::
+
+    python -m e2c.eval.score gsm8k.jsonl --response-key answer --answer-key answer
+    python -m e2c.eval.score medqa.jsonl --response-key answer --answer-key answer_idx --kind mcq
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from e2c.chain import FORMATS, get_format
+from e2c.cli import UserError, fail
+from e2c.rewards.grader import KINDS, GradeResult, grade_many
+
+_MISSING = object()
+
+
+def get_path(row: dict[str, Any], key: str) -> Any:
+    """``row[key]`` with dotted paths into nested dicts; a sentinel when absent."""
+    if key in row:
+        return row[key]
+    cur: Any = row
+    for part in key.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        else:
+            return _MISSING
+    return cur
+
+
+def read_rows(path: Path) -> Iterator[dict[str, Any]]:
+    """Rows of a ``.jsonl`` / ``.json`` (list) / ``.parquet`` file; malformed input raises UserError."""
+    if not path.is_file():
+        raise UserError(f"no such file: {path}")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(path)
+        except Exception as e:
+            raise UserError(f"{path}: not a readable parquet file ({type(e).__name__}: {e})") from None
+        yield from table.to_pylist()
+        return
+    if suffix == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise UserError(f"{path}: malformed JSON at line {e.lineno}: {e.msg}") from None
+        if not isinstance(data, list):
+            raise UserError(f"{path}: expected a JSON list of objects")
+        yield from data
+        return
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise UserError(f"{path}:{lineno}: malformed JSON line ({e.msg})") from None
+            if not isinstance(row, dict):
+                raise UserError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+            yield row
+
+
+def _as_response(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return "\n".join(str(x) for x in v)
+    return "" if v is None else str(v)
+
+
+def score_file(
+    path: Path,
+    response_key: str,
+    answer_key: str,
+    kind: str = "math",
+    options_key: str = "options",
+    chain_format: str = "e2c",
+    fallback_number: bool = False,
+    timeout: float = 5.0,
+    workers: int = 4,
+    limit: int | None = None,
+) -> tuple[list[dict[str, Any]], list[GradeResult]]:
+    """Grade every row of a file; returns the rows and their results. Raises UserError on bad input."""
+    rows = []
+    for i, row in enumerate(read_rows(path)):
+        if limit is not None and i >= limit:
+            break
+        rows.append(row)
+    if not rows:
+        raise UserError(f"{path}: no rows")
+    keys = sorted(rows[0])
+    for key, what in ((response_key, "--response-key"), (answer_key, "--answer-key")):
+        if get_path(rows[0], key) is _MISSING:
+            raise UserError(f"{what} {key!r} not in {path.name}; fields: {', '.join(keys)}")
+    responses, golds, opts = [], [], []
+    for n, row in enumerate(rows, 1):
+        r, g = get_path(row, response_key), get_path(row, answer_key)
+        if r is _MISSING or g is _MISSING:
+            missing = response_key if r is _MISSING else answer_key
+            raise UserError(f"{path.name} row {n}: field {missing!r} missing")
+        responses.append(_as_response(r))
+        golds.append(g)
+        o = get_path(row, options_key)
+        opts.append(o if isinstance(o, dict) else None)
+    fmt = None if chain_format == "none" else get_format(chain_format)
+    results = grade_many(
+        responses,
+        golds,
+        kind,  # type: ignore[arg-type]
+        options=opts,
+        fmt=fmt,
+        fallback_number=fallback_number,
+        timeout=timeout,
+        workers=workers,
+    )
+    return rows, results
+
+
+def summarize(results: list[GradeResult]) -> dict[str, Any]:
+    """Counts and accuracy over graded results."""
+    n = len(results)
+    reasons = Counter(r.reason for r in results)
+    correct = sum(r.correct for r in results)
+    return {
+        "n": n,
+        "correct": correct,
+        "accuracy": correct / n if n else 0.0,
+        "no_answer": reasons.get("no_answer", 0),
+        "timeout": reasons.get("timeout", 0),
+        "unparseable_gold": reasons.get("unparseable_gold", 0),
+        "error": reasons.get("error", 0),
+        "well_formed": sum(r.chain_status == "ok" for r in results),
+        "methods": dict(Counter(r.method for r in results)),
+    }
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m e2c.eval.score", description=__doc__.split("\n\n")[0])
+    p.add_argument("file", type=Path, help="JSONL, JSON list or parquet file of responses")
+    p.add_argument(
+        "--response-key", default="response", help="field with the response text (default: response)"
+    )
+    p.add_argument("--answer-key", default="answer", help="field with the reference answer (default: answer)")
+    p.add_argument("--kind", default="math", choices=KINDS, help="answer kind (default: math)")
+    p.add_argument(
+        "--options-key", default="options", help="field with MCQ options {letter: text} (default: options)"
+    )
+    p.add_argument(
+        "--format",
+        default="e2c",
+        choices=[*FORMATS, "none"],
+        help="chain format to parse before extracting the answer; 'none' grades the raw text (default: e2c)",
+    )
+    p.add_argument(
+        "--fallback-number",
+        action="store_true",
+        help="accept the last number when no explicit answer is found (for reference solutions)",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=5.0, help="hard bound per symbolic check, seconds (default: 5)"
+    )
+    p.add_argument("--workers", type=int, default=4, help="concurrent grading threads (default: 4)")
+    p.add_argument("--limit", type=int, default=None, help="grade only the first N rows (default: all)")
+    p.add_argument(
+        "--out", type=Path, default=None, help="write per-row results as JSONL here (default: none)"
+    )
+    p.add_argument("--show-wrong", type=int, default=0, help="print up to N wrong rows (default: 0)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    t0 = time.perf_counter()
+    try:
+        _, results = score_file(
+            args.file,
+            args.response_key,
+            args.answer_key,
+            kind=args.kind,
+            options_key=args.options_key,
+            chain_format=args.format,
+            fallback_number=args.fallback_number,
+            timeout=args.timeout,
+            workers=args.workers,
+            limit=args.limit,
+        )
+    except UserError as e:
+        fail(str(e))
+    secs = time.perf_counter() - t0
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.out.with_suffix(args.out.suffix + ".tmp")
+        with tmp.open("w", encoding="utf-8") as f:
+            for i, r in enumerate(results):
+                f.write(json.dumps({"row": i, **r.to_dict()}, ensure_ascii=False) + "\n")
+        tmp.replace(args.out)
+    s = summarize(results)
+    print(f"{'file':<14}{args.file.name}")
+    for k in ("n", "correct", "no_answer", "timeout", "unparseable_gold", "error", "well_formed"):
+        print(f"{k:<14}{s[k]}")
+    print(f"{'accuracy':<14}{s['accuracy']:.4f}")
+    print(f"{'answers by':<14}{', '.join(f'{k}={v}' for k, v in sorted(s['methods'].items()))}")
+    print(f"{'seconds':<14}{secs:.2f}")
+    shown = 0
+    for i, r in enumerate(results):
+        if shown >= args.show_wrong:
+            break
+        if not r.correct:
+            shown += 1
+            print(
+                f"  wrong row {i}: extracted={r.extracted!r} gold={r.gold!r} reason={r.reason}",
+                file=sys.stderr,
+            )
+    summary = {
+        k: s[k] for k in ("n", "correct", "accuracy", "no_answer", "timeout", "unparseable_gold", "error")
+    }
+    print(json.dumps({"file": str(args.file), "kind": args.kind, **summary, "seconds": round(secs, 3)}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Generation of E2C chains. ``hf`` is the transformers (CPU) path."""
