@@ -347,10 +347,10 @@ def exploration_token_mask(token_ids: Any, boundary_id: int, valid_mask: Any = N
         A boolean array/tensor of the same shape.
     """
     is_b = token_ids == boundary_id
-    # A token is exploration while no boundary token precedes it (the boundary itself included).
     counts = is_b.cumsum(-1)
     has_b = counts[..., -1:] > 0
-    mask = ((counts - is_b) == 0) & has_b
+    # No boundary seen yet, or this token is the first boundary.
+    mask = ((counts == 0) | (is_b & (counts == 1))) & has_b
     if valid_mask is not None:
         mask = mask & (valid_mask != 0)
     return mask

@@ -98,6 +98,8 @@ def to_number(s: str) -> tuple[Fraction, bool] | None:
 def _close(a: Fraction, b: Fraction) -> bool:
     if a == b:
         return True
+    if a.denominator == 1 and b.denominator == 1:
+        return False  # distinct integers never match, however large
     return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
 
 
@@ -128,23 +130,41 @@ def normalize_for_parse(s: str) -> str:
     return s.strip().rstrip(".")
 
 
-def verify_symbolic(pred: str, gold: str, inner_timeout: int | None = 5) -> bool | None:
-    """math-verify on two answer strings, in the calling process. None when the gold cannot be parsed.
+def verify_symbolic(pred: str, gold: str, inner_timeout: int | None = 5) -> bool | str | None:
+    """math-verify on two answer strings, in the calling process.
 
-    ``inner_timeout`` is math-verify's own signal-based limit; it is only usable on the main thread, so
-    it is dropped elsewhere (the pool's hard limit is the real guard).
+    Returns True/False, None when the gold cannot be parsed, or ``"timeout"`` when math-verify's own
+    limit fired. ``inner_timeout`` is that signal-based limit; it only works on the main thread, so it is
+    dropped elsewhere (the pool's hard limit is the real guard).
     """
-    from math_verify import parse, verify
+    import logging
 
+    from math_verify import parse, verify
+    from math_verify.errors import TimeoutException
+
+    # Its warnings would repeat what the returned value already says.
+    logging.getLogger("math_verify").setLevel(logging.ERROR)
     if threading.current_thread() is not threading.main_thread():
         inner_timeout = None
-    g = parse(_wrap(gold), parsing_timeout=inner_timeout)
-    if not g:
-        return None
-    p = parse(_wrap(pred), parsing_timeout=inner_timeout)
-    if not p:
-        return False
-    return bool(verify(g, p, timeout_seconds=inner_timeout))
+    try:
+        try:
+            g = parse(_wrap(gold), parsing_timeout=inner_timeout, raise_on_error=True)
+        except Exception:
+            g = []
+        if not g:
+            return None
+        try:
+            p = parse(_wrap(pred), parsing_timeout=inner_timeout, raise_on_error=True)
+        except Exception:
+            return False
+        if not p:
+            return False
+        try:
+            return bool(verify(g, p, timeout_seconds=inner_timeout, raise_on_error=True))
+        except Exception:
+            return False
+    except TimeoutException:
+        return "timeout"
 
 
 _POOL: HardTimeoutPool | None = None
@@ -191,4 +211,6 @@ def math_equal(
         return False, "error"
     if out is None:
         return False, "unparseable_gold"
+    if out == "timeout":
+        return False, "timeout"
     return bool(out), "symbolic"

@@ -1,0 +1,47 @@
+"""Shared fixtures. Models are built into the toolkit cache (``$E2C_CACHE`` or ``~/.cache/e2c``) once
+and reused across runs: the tiny model in seconds, the embedded one in about 40 s the first time."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH_DIR = Path(os.environ.get("E2C_BENCH_DIR", ROOT.parent / "shared" / "data" / "benchmarks"))
+
+
+@pytest.fixture(scope="session")
+def tiny_path() -> str:
+    from e2c.models import resolve_model
+
+    return resolve_model("tiny").path
+
+
+@pytest.fixture(scope="session")
+def tiny_tok(tiny_path: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_path)
+
+
+@pytest.fixture(scope="session")
+def embedded_path() -> str:
+    from e2c.models import resolve_model
+
+    return resolve_model("embedded").path
+
+
+@pytest.fixture(scope="session")
+def embedded_tok(embedded_path: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(embedded_path)
+
+
+@pytest.fixture(scope="session")
+def bench_dir() -> Path:
+    if not BENCH_DIR.is_dir():
+        pytest.skip(f"benchmark copies not found at {BENCH_DIR} (set E2C_BENCH_DIR)")
+    return BENCH_DIR
