@@ -17,7 +17,7 @@ import sys
 import time
 
 from e2c.chain import FORMATS, get_format
-from e2c.cli import fail
+from e2c.cli import ArgumentParser, fail
 from e2c.models import ModelSpecError, load_model_and_tokenizer
 from e2c.rewards import grade
 
@@ -29,7 +29,7 @@ DEFAULT_PROBLEM = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description="Run E2C inference on one problem.")
+    p = ArgumentParser(description="Run E2C inference on one problem.")
     p.add_argument(
         "--model_path",
         default="embedded",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from typing import NoReturn
 
@@ -14,3 +15,10 @@ def fail(message: str, code: int = 2) -> NoReturn:
     """Print ``error: message`` on stderr and exit."""
     print(f"error: {message}", file=sys.stderr)
     raise SystemExit(code)
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with a one-line error (no usage dump) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        fail(f"{message} (see {self.prog} --help)")

@@ -80,8 +80,12 @@ def test_format_response_roundtrip() -> None:
     rng = random.Random(0)
     for fmt in (E2C, PLAIN, THINK):
         for _ in range(50):
-            expl = " ".join(rng.choice(["plan", "1.", "step", "x=2", "\n"]) for _ in range(rng.randint(1, 12)))
-            exe = " ".join(rng.choice(["do", "2.", "y", "\\boxed{4}", "\n"]) for _ in range(rng.randint(1, 12)))
+            expl = " ".join(
+                rng.choice(["plan", "1.", "step", "x=2", "\n"]) for _ in range(rng.randint(1, 12))
+            )
+            exe = " ".join(
+                rng.choice(["do", "2.", "y", "\\boxed{4}", "\n"]) for _ in range(rng.randint(1, 12))
+            )
             text = fmt.format_response(expl, exe)
             p = fmt.parse(text, prefilled=False)
             assert p.exploration == expl and p.execution == exe, fmt.name

@@ -130,7 +130,11 @@ MATH_TABLE: list[tuple[str, str, bool]] = [
     ("\\begin{pmatrix} 1 & 2 \\\\ 3 & 4 \\end{pmatrix}", "\\begin{pmatrix}1&2\\\\4&3\\end{pmatrix}", False),
     ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix}1\\\\2\\end{pmatrix}", True),
     ("\\begin{pmatrix} 1 \\\\ 2 \\end{pmatrix}", "\\begin{pmatrix}2\\\\1\\end{pmatrix}", False),
-    ("\\begin{pmatrix} 1/2 & 0 \\\\ 0 & 1 \\end{pmatrix}", "\\begin{pmatrix}0.5&0\\\\0&1\\end{pmatrix}", True),
+    (
+        "\\begin{pmatrix} 1/2 & 0 \\\\ 0 & 1 \\end{pmatrix}",
+        "\\begin{pmatrix}0.5&0\\\\0&1\\end{pmatrix}",
+        True,
+    ),
     ("\\begin{bmatrix} 2 & 0 \\\\ 0 & 2 \\end{bmatrix}", "\\begin{bmatrix}2&0\\\\0&2\\end{bmatrix}", True),
     # LaTeX text answers
     ("\\text{Yes}", "Yes", True),

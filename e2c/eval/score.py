@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.chain import FORMATS, get_format
-from e2c.cli import UserError, fail
+from e2c.cli import ArgumentParser, UserError, fail
 from e2c.rewards.grader import KINDS, GradeResult, grade_many
 
 _MISSING = object()
@@ -152,7 +152,7 @@ def summarize(results: list[GradeResult]) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m e2c.eval.score", description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(prog="python -m e2c.eval.score", description=__doc__.split("\n\n")[0])
     p.add_argument("file", type=Path, help="JSONL, JSON list or parquet file of responses")
     p.add_argument(
         "--response-key", default="response", help="field with the response text (default: response)"

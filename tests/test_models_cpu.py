@@ -1,0 +1,87 @@
+"""Model specs: tiny (deterministic), embedded (packaged GGUF), local folders, hub ids, chain tokens."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+import torch
+
+from e2c.chain import E2C, THINK, tag_token_ids
+from e2c.models import (
+    ModelSpecError,
+    build_tiny_model,
+    build_tiny_tokenizer,
+    ensure_chain_tokens,
+    load_model_and_tokenizer,
+    resolve_model,
+)
+
+
+def _digest(folder: Path) -> dict[str, str]:
+    return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(folder.iterdir())}
+
+
+def test_tiny_is_deterministic(tmp_path: Path) -> None:
+    a = build_tiny_model(root=tmp_path / "a")
+    b = build_tiny_model(root=tmp_path / "b")
+    assert _digest(a) == _digest(b)
+    assert (a / "model.safetensors").is_file() and (a / "tokenizer.json").is_file()
+
+
+def test_tiny_loads_with_tags(tiny_path: str) -> None:
+    model, tok, res = load_model_and_tokenizer(tiny_path)
+    assert res.source == "local" and model.config.model_type == "qwen3"
+    assert len(tag_token_ids(tok, E2C)) == 4
+    assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
+    assert sum(p.numel() for p in model.parameters()) < 500_000
+    assert resolve_model("tiny").source == "tiny"
+
+
+def test_embedded_resolves(embedded_path: str, embedded_tok) -> None:
+    assert (Path(embedded_path) / "config.json").is_file()
+    assert len(tag_token_ids(embedded_tok, E2C)) == 4
+    assert embedded_tok.eos_token == "<|im_end|>"
+    assert "<|im_start|>assistant" in E2C.render_prompt(embedded_tok, "Q?")
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("no-such-model", "unknown model 'no-such-model'"),
+        ("", "empty model spec"),
+        ("./not/a/folder", "unknown model"),
+    ],
+)
+def test_bad_specs_are_one_clear_line(spec: str, match: str) -> None:
+    with pytest.raises(ModelSpecError, match=match) as e:
+        resolve_model(spec)
+    msg = str(e.value)
+    assert "\n" not in msg and "'tiny', 'embedded'" in msg
+
+
+def test_folder_without_config(tmp_path: Path) -> None:
+    with pytest.raises(ModelSpecError, match=r"no config\.json"):
+        resolve_model(str(tmp_path))
+
+
+def test_hub_offline_says_what_to_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ModelSpecError, match="--model embedded or --model tiny"):
+        resolve_model("TingheOliver/Explore-Execute-Chain-Qwen", "8B")
+
+
+def test_ensure_chain_tokens_adds_and_resizes(tiny_path: str) -> None:
+    from transformers import AutoModelForCausalLM
+
+    tok = build_tiny_tokenizer(THINK)  # no E2C tags
+    model = AutoModelForCausalLM.from_pretrained(tiny_path)
+    model.resize_token_embeddings(len(tok))
+    before = model.get_input_embeddings().weight.detach().clone()
+    assert ensure_chain_tokens(model, tok, E2C) == 4
+    emb = model.get_input_embeddings().weight.detach()
+    assert emb.shape[0] == len(tok) == before.shape[0] + 4
+    assert torch.allclose(emb[-1], before.mean(0), atol=1e-6)
+    assert len(tag_token_ids(tok, E2C)) == 4
+    assert ensure_chain_tokens(model, tok, E2C) == 0
