@@ -249,8 +249,7 @@ def build_tiny_tokenizer(fmt: ChainFormat = E2C) -> Any:
 
 def build_tiny_model(fmt: ChainFormat = E2C, root: Path | None = None, force: bool = False) -> Path:
     """Build (once) the tiny Qwen3 test model into the cache and return its folder."""
-    key = hashlib.sha1(repr(fmt.tags).encode()).hexdigest()[:8]
-    out = (root or cache_dir() / "models") / f"{TINY_VERSION}-{key}"
+    out = _cached_folder(TINY_VERSION, fmt, root)
     if (out / "config.json").is_file() and not force:
         return out
     import torch
@@ -285,6 +284,12 @@ def build_tiny_model(fmt: ChainFormat = E2C, root: Path | None = None, force: bo
     return out
 
 
+def _cached_folder(version: str, fmt: ChainFormat, root: Path | None) -> Path:
+    """Cache folder of a built model; keyed by the chain tags it was built with."""
+    key = hashlib.sha1(repr(fmt.tags).encode()).hexdigest()[:8]
+    return (root or cache_dir() / "models") / f"{version}-{key}"
+
+
 def _atomic_save(out: Path, model: Any, tok: Any) -> None:
     """Save to a temporary sibling folder and rename, so a killed build never leaves half a model."""
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -317,8 +322,7 @@ def embedded_gguf_path() -> Path:
 
 def build_embedded_model(fmt: ChainFormat = E2C, root: Path | None = None, force: bool = False) -> Path:
     """Convert (once, ~20 s) the packaged SmolLM2-135M-Instruct GGUF to an HF folder with the chain tags."""
-    key = hashlib.sha1(repr(fmt.tags).encode()).hexdigest()[:8]
-    out = (root or cache_dir() / "models") / f"{EMBEDDED_VERSION}-{key}"
+    out = _cached_folder(EMBEDDED_VERSION, fmt, root)
     if (out / "config.json").is_file() and not force:
         return out
     from transformers import AutoModelForCausalLM, AutoTokenizer
