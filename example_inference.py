@@ -56,6 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="I need to make a step-by-step plan.\n1.",
         help="text that starts the exploration for the model; '' for none (default: the release's usual opening)",
     )
+    p.add_argument(
+        "--trust_remote_code",
+        action="store_true",
+        help="allow the model repo's own Python code to run (off by default)",
+    )
     p.add_argument("--format", default="e2c", choices=list(FORMATS), help="chain format (default: e2c)")
     return p
 
@@ -69,7 +74,13 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     try:
-        model, tok, res = load_model_and_tokenizer(args.model_path, args.subfolder, fmt=fmt, dtype="float32")
+        model, tok, res = load_model_and_tokenizer(
+            args.model_path,
+            args.subfolder,
+            fmt=fmt,
+            dtype="float32",
+            trust_remote_code=args.trust_remote_code,
+        )
     except ModelSpecError as e:
         fail(str(e))
     print(f"model: {res.description}  [{res.path}]  loaded in {time.perf_counter() - t0:.1f}s")
