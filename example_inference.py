@@ -21,6 +21,10 @@ from e2c.cli import ArgumentParser, fail
 from e2c.models import ModelSpecError, load_model_and_tokenizer
 from e2c.rewards import grade
 
+CLOSED_FOR_MODEL = {
+    "budget": " (exploration closed for the model at its budget)",
+    "eos": " (the model ended its turn while exploring; exploration closed for it)",
+}
 DEFAULT_PROBLEM = (
     "Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for "
     "her friends every day with four. She sells the remainder at the farmers' market daily for $2 per "
@@ -107,9 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"extracted answer : {extracted}")
     if result:
         print(f"reference answer : {args.answer}  -> {'correct' if result.correct else result.reason}")
-    print(
-        f"chain status     : {parsed.status}{' (exploration closed at its budget)' if out.forced_close else ''}"
-    )
+    print(f"chain status     : {parsed.status}{CLOSED_FOR_MODEL.get(out.explore_stop, '')}")
     total = out.explore_tokens + out.execute_tokens
     print(
         f"tokens           : exploration {out.explore_tokens}, execution {out.execute_tokens}, "

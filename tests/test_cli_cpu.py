@@ -96,7 +96,7 @@ def test_demo_on_tiny_model() -> None:
     assert r.returncode == 0, r.stderr
     assert "EXPLORATION PHASE:" in r.stdout and "EXECUTION PHASE:" in r.stdout
     assert "tokens           : exploration 16, execution" in r.stdout
-    assert "(exploration closed at its budget)" in r.stdout
+    assert "(exploration closed for the model at its budget)" in r.stdout
 
 
 def test_demo_bad_model_is_one_line() -> None:

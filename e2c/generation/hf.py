@@ -21,8 +21,13 @@ class ChainOutput:
     response: str  # the assistant text after the prefilled opening tag, chain tags kept
     explore_tokens: int
     execute_tokens: int
-    forced_close: bool  # the exploration hit its budget and was closed for the model
+    explore_stop: str  # how the exploration ended: "tag" (the model closed it), "budget" or "eos"
     finish_reason: str  # "stop" (EOS or closing tag) or "length" (execution budget ran out)
+
+    @property
+    def forced_close(self) -> bool:
+        """The exploration's closing tag was written for the model, not sampled."""
+        return self.explore_stop != "tag"
 
 
 def _stop_ids(tok: Any, fmt: ChainFormat, tag: str) -> list[int]:
@@ -95,15 +100,21 @@ def generate_chain(
     prompt = fmt.render_prompt(tok, problem, "full")
     boundary = fmt.explore_boundary
     text_stop = "" if fmt.special_tokens else boundary
-    prompt += opener
     ids1, stopped = _generate(
-        model, tok, prompt, explore_budget, _stop_ids(tok, fmt, boundary), text_stop, temperature, top_p
+        model,
+        tok,
+        prompt + opener,
+        explore_budget,
+        _stop_ids(tok, fmt, boundary),
+        text_stop,
+        temperature,
+        top_p,
     )
     # Ending the turn (EOS) inside the exploration counts as not closing it: the execution is still asked for.
-    closed = stopped and tok.eos_token_id not in ids1[-1:]
+    eos = stopped and tok.eos_token_id in ids1[-1:]
+    explore_stop = "tag" if stopped and not eos else ("eos" if eos else "budget")
     exploration = opener + _decode(tok, ids1)
-    forced = not closed
-    if forced:
+    if explore_stop != "tag":
         exploration += boundary
     # With an empty explore_close the boundary is execute_open itself; otherwise open the execution.
     head = exploration + (fmt.execute_open if fmt.explore_close else "")
@@ -118,5 +129,5 @@ def generate_chain(
         top_p,
     )
     return ChainOutput(
-        head + _decode(tok, ids2), len(ids1), len(ids2), forced, "stop" if stopped else "length"
+        head + _decode(tok, ids2), len(ids1), len(ids2), explore_stop, "stop" if stopped else "length"
     )
