@@ -11,7 +11,7 @@ execution ignores its plan earns less.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -52,6 +52,17 @@ def format_score(parsed: ParsedChain, has_answer: bool) -> float:
     return 0.5 * float(parsed.well_formed) + 0.5 * float(has_answer and parsed.has_execution)
 
 
+def _extract(
+    find: Callable[[str], tuple[str | None, str]], region: str, response: str
+) -> tuple[str | None, str]:
+    """Look for the answer in the chain's answer region, then in the whole response: a malformed chain
+    may still end with an answer outside its execution."""
+    got = find(region)
+    if got[0] is None and region is not response:
+        got = find(response)
+    return got
+
+
 def grade(
     response: str,
     gold: Any,
@@ -87,9 +98,7 @@ def grade(
 
     if kind == "mcq":
         gold_s = reference_choice(gold, options)
-        pred, method = extract_choice(region, options)
-        if pred is None and parsed is not None and region is not response:
-            pred, method = extract_choice(response, options)
+        pred, method = _extract(lambda t: extract_choice(t, options), region, response)
         check = "letter"
         if gold_s is None:
             correct, reason = False, "unparseable_gold"
@@ -100,10 +109,7 @@ def grade(
             reason = "correct" if correct else "wrong"
     else:
         gold_s = reference_answer(gold)
-        pred, method = extract_answer(region, fallback_number=fallback_number)
-        if pred is None and parsed is not None and region is not response:
-            # A malformed chain may still end with an answer outside the execution.
-            pred, method = extract_answer(response, fallback_number=fallback_number)
+        pred, method = _extract(lambda t: extract_answer(t, fallback_number), region, response)
         if gold_s is None:
             correct, check, reason = False, "", "unparseable_gold"
         elif pred is None:
