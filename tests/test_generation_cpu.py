@@ -33,7 +33,7 @@ def test_phase_prompts(tiny, monkeypatch: pytest.MonkeyPatch) -> None:
         1: tok.encode(" done", add_special_tokens=False),
     }
 
-    def fake(model, tok, prompt, max_new, stop_ids, stop_str, temperature, top_p):
+    def fake(model, tok, prompt, max_new, stops, temperature, top_p):
         seen.append(prompt)
         return ids_for[len(seen) - 1], False
 

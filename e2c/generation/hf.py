@@ -30,13 +30,18 @@ class ChainOutput:
         return self.explore_stop != "tag"
 
 
-def _stop_ids(tok: Any, fmt: ChainFormat, tag: str) -> list[int]:
+def _stops(tok: Any, fmt: ChainFormat, tag: str) -> tuple[list[int], str]:
+    """What ends a phase at ``tag``: EOS plus the tag's id for special-token formats, or the tag as a
+    stop string for text formats."""
     ids = [tok.eos_token_id] if tok.eos_token_id is not None else []
-    if tag and fmt.special_tokens:
+    if not tag:
+        return ids, ""
+    if fmt.special_tokens:
         enc = tok.encode(tag, add_special_tokens=False)
         if len(enc) == 1:
             ids.append(enc[0])
-    return ids
+        return ids, ""
+    return ids, tag
 
 
 def _generate(
@@ -44,13 +49,13 @@ def _generate(
     tok: Any,
     prompt: str,
     max_new: int,
-    stop_ids: list[int],
-    stop_str: str,
+    stops: tuple[list[int], str],
     temperature: float,
     top_p: float,
 ) -> tuple[list[int], bool]:
     import torch
 
+    stop_ids, stop_str = stops
     enc = tok(prompt, return_tensors="pt", add_special_tokens=False)
     kwargs: dict[str, Any] = {
         "max_new_tokens": max_new,
@@ -99,16 +104,8 @@ def generate_chain(
         torch.manual_seed(seed)
     prompt = fmt.render_prompt(tok, problem, "full")
     boundary = fmt.explore_boundary
-    text_stop = "" if fmt.special_tokens else boundary
     ids1, stopped = _generate(
-        model,
-        tok,
-        prompt + opener,
-        explore_budget,
-        _stop_ids(tok, fmt, boundary),
-        text_stop,
-        temperature,
-        top_p,
+        model, tok, prompt + opener, explore_budget, _stops(tok, fmt, boundary), temperature, top_p
     )
     # Ending the turn (EOS) inside the exploration counts as not closing it: the execution is still asked for.
     eos = stopped and tok.eos_token_id in ids1[-1:]
@@ -119,14 +116,7 @@ def generate_chain(
     # With an empty explore_close the boundary is execute_open itself; otherwise open the execution.
     head = exploration + (fmt.execute_open if fmt.explore_close else "")
     ids2, stopped = _generate(
-        model,
-        tok,
-        prompt + head,
-        execute_budget,
-        _stop_ids(tok, fmt, fmt.execute_close),
-        "" if fmt.special_tokens else fmt.execute_close,
-        temperature,
-        top_p,
+        model, tok, prompt + head, execute_budget, _stops(tok, fmt, fmt.execute_close), temperature, top_p
     )
     return ChainOutput(
         head + _decode(tok, ids2), len(ids1), len(ids2), explore_stop, "stop" if stopped else "length"

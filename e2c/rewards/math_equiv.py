@@ -103,19 +103,25 @@ def _close(a: Fraction, b: Fraction) -> bool:
     return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
 
 
-def quick_equal(pred: str, gold: str) -> bool | None:
-    """Cheap, bounded comparison. True/False when decided; None when symbolic checking is needed."""
+def _quick_decide(pred: str, gold: str) -> tuple[bool, str] | None:
+    """:func:`quick_equal` with how it was decided (``string`` or ``numeric``)."""
     if normalize(pred) == normalize(gold):
-        return True
+        return True, "string"
     a, b = to_number(pred), to_number(gold)
     if a is None or b is None:
         return None
     (va, pa), (vb, pb) = a, b
     if pa == pb:
-        return _close(va, vb)
+        return _close(va, vb), "numeric"
     # One side is a percent: "50%" equals both "0.5" and "50".
     pct, other = (va, vb) if pa else (vb, va)
-    return _close(pct / 100, other) or _close(pct, other)
+    return _close(pct / 100, other) or _close(pct, other), "numeric"
+
+
+def quick_equal(pred: str, gold: str) -> bool | None:
+    """Cheap, bounded comparison. True/False when decided; None when symbolic checking is needed."""
+    decided = _quick_decide(pred, gold)
+    return None if decided is None else decided[0]
 
 
 def _wrap(s: str) -> str:
@@ -199,10 +205,9 @@ def math_equal(
     """
     if pred is None or gold is None or not str(pred).strip() or not str(gold).strip():
         return False, "empty"
-    q = quick_equal(pred, gold)
-    if q is not None:
-        how = "string" if normalize(pred) == normalize(gold) else "numeric"
-        return q, how
+    decided = _quick_decide(pred, gold)
+    if decided is not None:
+        return decided
     pool = pool or default_pool()
     out = pool.call((pred, gold, _inner(timeout)), timeout)
     if isinstance(out, CallTimeout):
