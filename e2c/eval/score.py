@@ -19,12 +19,12 @@ import json
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from e2c.chain import FORMATS, get_format
 from e2c.cli import ArgumentParser, UserError, fail
+from e2c.data.io import read_rows
 from e2c.rewards.grader import KINDS, GradeResult, grade_many
 
 _MISSING = object()
@@ -41,42 +41,6 @@ def get_path(row: dict[str, Any], key: str) -> Any:
         else:
             return _MISSING
     return cur
-
-
-def read_rows(path: Path) -> Iterator[dict[str, Any]]:
-    """Rows of a ``.jsonl`` / ``.json`` (list) / ``.parquet`` file; malformed input raises UserError."""
-    if not path.is_file():
-        raise UserError(f"no such file: {path}")
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
-
-            table = pq.read_table(path)
-        except Exception as e:
-            raise UserError(f"{path}: not a readable parquet file ({type(e).__name__}: {e})") from None
-        yield from table.to_pylist()
-        return
-    if suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}: malformed JSON at line {e.lineno}: {e.msg}") from None
-        if not isinstance(data, list):
-            raise UserError(f"{path}: expected a JSON list of objects")
-        yield from data
-        return
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{path}:{lineno}: malformed JSON line ({e.msg})") from None
-            if not isinstance(row, dict):
-                raise UserError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
-            yield row
 
 
 def _as_response(v: Any) -> str:

@@ -11,19 +11,21 @@ execution ignores its plan earns less.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from e2c.chain import E2C, ChainFormat, ParsedChain
+from e2c.rewards import countdown
 from e2c.rewards.extract import extract_answer, reference_answer
 from e2c.rewards.math_equiv import DEFAULT_TIMEOUT, math_equal
 from e2c.rewards.mcq import extract_choice, reference_choice
 from e2c.rewards.plan import plan_adherence
 
-Kind = Literal["math", "mcq"]
-KINDS = ("math", "mcq")
+Kind = Literal["math", "mcq", "countdown"]
+KINDS = ("math", "mcq", "countdown")
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,8 @@ def grade(
         response: model output (the continuation after the prefilled tag, or a full tagged text).
         gold: reference answer: a string, number, list, GSM8K solution or boxed solution (math); a letter,
             index or option text (mcq).
-        kind: ``math`` or ``mcq``.
+        kind: ``math``, ``mcq`` or ``countdown`` (gold ``{"target", "numbers"}``; the boxed expression must
+            use each number once and equal the target).
         options: the MCQ options ``{"A": text, ...}`` (lets option text count as an answer).
         fmt: the chain format to parse; ``None`` grades the raw text with no chain parsing.
         plan_bonus: score a correct answer by its plan adherence (stage-2 reward).
@@ -106,6 +109,17 @@ def grade(
             correct, reason = False, "no_answer"
         else:
             correct = pred == gold_s
+            reason = "correct" if correct else "wrong"
+    elif kind == "countdown":
+        ref = countdown.parse_reference(gold)
+        gold_s = None if ref is None else str(gold if isinstance(gold, str) else json.dumps(gold))
+        pred, method = _extract(lambda t: extract_answer(t), region, response)
+        correct, check = countdown.check(pred, gold)
+        if gold_s is None:
+            reason = "unparseable_gold"
+        elif pred is None:
+            reason = "no_answer"
+        else:
             reason = "correct" if correct else "wrong"
     else:
         gold_s = reference_answer(gold)

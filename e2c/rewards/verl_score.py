@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from e2c.rewards.grader import grade
+from e2c.rewards.grader import KINDS, grade
 
 # Data sources whose answers are option letters. Anything else is graded as math.
 MCQ_SOURCES = (
@@ -28,8 +28,8 @@ MCQ_SOURCES = (
 
 
 def kind_for_source(data_source: str | None, extra_info: Mapping[str, Any] | None = None) -> str:
-    """``mcq`` or ``math`` for a sample: ``extra_info["kind"]`` if given, else by data source name."""
-    if extra_info and extra_info.get("kind") in ("math", "mcq"):
+    """``math``, ``mcq`` or ``countdown`` for a sample: ``extra_info["kind"]`` if given, else by data source name."""
+    if extra_info and extra_info.get("kind") in KINDS:
         return str(extra_info["kind"])
     src = (data_source or "").lower()
     return "mcq" if any(s in src for s in MCQ_SOURCES) else "math"

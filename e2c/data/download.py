@@ -1,0 +1,250 @@
+"""Resumable, verified downloads of the paper's dataset repository from the HF hub (or a mirror).
+
+The file list comes from the hub's tree API, which gives each file's size and hash (sha256 for LFS
+files, the git blob sha1 otherwise). A download writes ``<dest>.part``, resumes it with an HTTP range
+request after an interruption, checks size and hash, and only then renames it into place, so a
+completed file is never replaced by a broken one. Re-running skips files that are already present and
+verified (recorded in ``manifest.json`` next to them).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from e2c.cli import UserError
+
+DATA_REPO = "TingheOliver/Explore-Execute-Chain-Datasets"
+OFFICIAL = "https://huggingface.co"
+MIRROR = "https://hf-mirror.com"
+CHUNK = 1 << 20
+# What each --dataset choice fetches from the repository (glob patterns on repo paths).
+SELECTIONS: dict[str, tuple[str, ...]] = {
+    "sft": ("*sft*.parquet",),
+    "rl": ("*rl*.parquet",),
+    "eval": ("evaluation/*.parquet", "evaluation/*/*.parquet"),
+}
+SELECTIONS["all"] = tuple(p for k in ("sft", "rl", "eval") for p in SELECTIONS[k])
+
+
+class DownloadError(UserError):
+    """The hub could not be reached or a file failed verification."""
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    path: str
+    size: int
+    sha256: str | None  # LFS files
+    git_sha1: str | None  # plain git blobs
+
+
+def endpoint(mirror: bool = False, explicit: str | None = None) -> str:
+    """The hub base URL: an explicit one, else the mirror, else ``$HF_ENDPOINT``, else huggingface.co."""
+    if explicit:
+        return explicit.rstrip("/")
+    if mirror:
+        return MIRROR
+    return os.environ.get("HF_ENDPOINT", OFFICIAL).rstrip("/")
+
+
+def _open(url: str, headers: dict[str, str] | None = None, timeout: float = 30.0) -> Any:
+    req = urllib.request.Request(url, headers={"User-Agent": "e2c-toolkit", **(headers or {})})
+    token = os.environ.get("HF_TOKEN")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    return urllib.request.urlopen(req, timeout=timeout)
+
+
+def _unreachable(base: str, e: Exception) -> DownloadError:
+    return DownloadError(
+        f"cannot reach {base} ({type(e).__name__}: {getattr(e, 'reason', e)}); check the network, use --mirror "
+        f"(hf-mirror.com) or HF_ENDPOINT=URL, or pass --skip-download to work offline"
+    )
+
+
+def list_files(repo: str = DATA_REPO, base: str = OFFICIAL, revision: str = "main") -> list[RemoteFile]:
+    """Every file of a dataset repository, with size and hash, from the hub's tree API."""
+    url = f"{base}/api/datasets/{repo}/tree/{revision}?recursive=true"
+    out: list[RemoteFile] = []
+    while url:
+        try:
+            with _open(url) as resp:
+                items = json.loads(resp.read().decode())
+                link = resp.headers.get("Link", "")
+        except urllib.error.HTTPError as e:
+            raise DownloadError(f"{base}: listing {repo} failed with HTTP {e.code}") from None
+        except (urllib.error.URLError, OSError) as e:
+            raise _unreachable(base, e) from None
+        for it in items:
+            if it.get("type") != "file":
+                continue
+            lfs = it.get("lfs") or {}
+            out.append(RemoteFile(it["path"], int(lfs.get("size", it.get("size", 0))), lfs.get("oid"),
+                                  None if lfs else it.get("oid")))  # fmt: skip
+        url = ""
+        if 'rel="next"' in link:
+            url = link.split(";")[0].strip().strip("<>")
+    return out
+
+
+def select(files: Sequence[RemoteFile], which: str) -> list[RemoteFile]:
+    """The files of a ``--dataset`` choice."""
+    if which not in SELECTIONS:
+        raise UserError(f"unknown --dataset {which!r}; valid: {', '.join(SELECTIONS)}")
+    pats = SELECTIONS[which]
+    return [f for f in files if any(fnmatch.fnmatch(f.path, p) for p in pats)]
+
+
+def file_digest(path: Path, f: RemoteFile) -> str:
+    """The hash of a local file in the form the hub reports for ``f``."""
+    if f.sha256:
+        h = hashlib.sha256()
+    else:
+        h = hashlib.sha1()
+        h.update(f"blob {path.stat().st_size}\0".encode())
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def verified(path: Path, f: RemoteFile) -> bool:
+    """Size and hash match the hub's record."""
+    if not path.is_file() or path.stat().st_size != f.size:
+        return False
+    want = f.sha256 or f.git_sha1
+    return want is None or file_digest(path, f) == want
+
+
+def fetch(
+    f: RemoteFile,
+    dest: Path,
+    repo: str = DATA_REPO,
+    base: str = OFFICIAL,
+    revision: str = "main",
+    log: Callable[[str], None] = print,
+    retries: int = 3,
+) -> Path:
+    """Download one file to ``dest``: resume ``dest.part``, verify, rename. Raises DownloadError."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    url = f"{base}/datasets/{repo}/resolve/{revision}/{urllib.parse.quote(f.path)}"
+    last = time.monotonic()
+    for attempt in range(retries + 1):
+        have = part.stat().st_size if part.exists() else 0
+        if have > f.size:
+            part.unlink()
+            have = 0
+        if have < f.size:
+            headers = {"Range": f"bytes={have}-"} if have else {}
+            try:
+                with _open(url, headers) as resp:
+                    mode = "ab" if have and resp.status == 206 else "wb"
+                    if mode == "wb":
+                        have = 0
+                    with part.open(mode) as out:
+                        for chunk in iter(lambda: resp.read(CHUNK), b""):
+                            out.write(chunk)
+                            have += len(chunk)
+                            if time.monotonic() - last > 5:
+                                log(f"  {f.path}: {have / 1e6:.1f} / {f.size / 1e6:.1f} MB")
+                                last = time.monotonic()
+            except urllib.error.HTTPError as e:
+                if e.code == 416:  # range past the end: the part is complete or corrupt; verify below
+                    pass
+                else:
+                    raise DownloadError(f"{url}: HTTP {e.code}") from None
+            except (urllib.error.URLError, OSError) as e:
+                if attempt == retries:
+                    raise DownloadError(
+                        f"{f.path}: interrupted at {have} of {f.size} bytes ({type(e).__name__}); "
+                        f"re-run the same command to resume"
+                    ) from None
+                log(f"  {f.path}: interrupted at {have} bytes, resuming")
+                continue
+        if verified(part, f):
+            os.replace(part, dest)
+            return dest
+        part.unlink(missing_ok=True)
+        if attempt == retries:
+            break
+        log(f"  {f.path}: hash mismatch, downloading again")
+    raise DownloadError(
+        f"{f.path}: downloaded file does not match the hub's size/hash after {retries + 1} tries"
+    )
+
+
+def _manifest(root: Path) -> dict[str, str]:
+    p = root / "manifest.json"
+    try:
+        return json.loads(p.read_text()) if p.is_file() else {}
+    except json.JSONDecodeError:
+        return {}
+
+
+def download(
+    which: str = "all",
+    out_dir: str | Path = "data/raw",
+    repo: str = DATA_REPO,
+    base: str = OFFICIAL,
+    revision: str = "main",
+    log: Callable[[str], None] = print,
+) -> list[Path]:
+    """Fetch a selection into ``out_dir`` (keeping the repo's paths); returns the local paths."""
+    root = Path(out_dir)
+    files = select(list_files(repo, base, revision), which)
+    if not files:
+        raise DownloadError(f"{repo}: no files match --dataset {which} ({', '.join(SELECTIONS[which])})")
+    manifest = _manifest(root)
+    got = []
+    for f in files:
+        dest = root / f.path
+        want = f.sha256 or f.git_sha1 or ""
+        if dest.is_file() and manifest.get(f.path) == want and dest.stat().st_size == f.size:
+            log(f"  {f.path}: already verified, skipped")
+        else:
+            log(f"  {f.path}: downloading {f.size / 1e6:.1f} MB from {base}")
+            fetch(f, dest, repo, base, revision, log)
+            manifest[f.path] = want
+            tmp = root / "manifest.json.tmp"
+            tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+            os.replace(tmp, root / "manifest.json")
+        got.append(dest)
+    return got
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from e2c.cli import ArgumentParser, fail
+
+    ap = ArgumentParser(prog="download_datasets", description=f"Download {DATA_REPO} (resumable, verified).")
+    ap.add_argument("--dataset", default="all", choices=list(SELECTIONS), help="what to fetch (default: all)")
+    ap.add_argument("--mirror", action="store_true", help=f"use the mirror {MIRROR}")
+    ap.add_argument("--endpoint", default=None, help="hub base URL (default: $HF_ENDPOINT or huggingface.co)")
+    ap.add_argument("--repo", default=DATA_REPO, help=f"dataset repository (default: {DATA_REPO})")
+    ap.add_argument("--revision", default="main", help="branch, tag or commit (default: main)")
+    ap.add_argument("--out", default="data/raw", help="where raw files land (default: data/raw)")
+    args = ap.parse_args(argv)
+    base = endpoint(args.mirror, args.endpoint)
+    try:
+        paths = download(args.dataset, args.out, args.repo, base, args.revision)
+    except UserError as e:
+        fail(str(e))
+    for p in paths:
+        print(f"wrote {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

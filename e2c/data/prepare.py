@@ -1,0 +1,235 @@
+"""Prepare every processed dataset: ``python -m e2c.data.prepare`` (``bash scripts/prepare_all_data.sh``).
+
+Steps (each prints what it wrote; a failed step is reported and the others still run):
+
+1. download the paper's data (``TingheOliver/Explore-Execute-Chain-Datasets``) into ``data/raw``
+   unless ``--skip-download`` (resumable and verified; ``--mirror`` for hf-mirror.com);
+2. convert the paper's SFT pairs and RL prompts (``data/processed/{sft,rl}/e2c_*``), with a
+   hash-based train/validation split;
+3. write the 16 benchmarks in the registry schema (``data/processed/eval/<name>.parquet``) from the
+   paper's evaluation files, ``--data-dir`` / ``$E2C_DATA_DIR``, or the hub;
+4. generate ``--synthetic N`` verified synthetic problems (``synthetic_*`` files in sft, rl, eval);
+5. build EF-SFT data from the paper's SFT (or the synthetic SFT when it is absent) and print the share
+   of trained tokens;
+6. validate every written file against its schema.
+
+Exit status 0 when every requested step succeeded, 1 otherwise (what succeeded is kept).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from e2c.chain import E2C
+from e2c.cli import ArgumentParser, UserError
+from e2c.data import efsft, paper, registry
+from e2c.data.download import DATA_REPO, download, endpoint
+from e2c.data.io import read_rows, write_parquet
+from e2c.data.schema import validate_file
+from e2c.data.synthetic.generate import generate, rows_by_split
+from e2c.models import ModelSpecError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Run:
+    """Collects what was written and what failed, for the final summary."""
+
+    def __init__(self) -> None:
+        self.written: list[tuple[Path, str, int]] = []
+        self.failed: list[str] = []
+        self.notes: list[str] = []
+
+    def write(self, rows: Sequence[dict[str, Any]], path: Path, schema: str) -> None:
+        write_parquet(rows, path)
+        n = validate_file(path, schema)
+        self.written.append((path, schema, n))
+        print(f"wrote {path} ({n} rows, {schema} schema)", flush=True)
+
+    def fail(self, step: str, message: str) -> None:
+        self.failed.append(f"{step}: {message}")
+        print(f"FAILED {step}: {message}", file=sys.stderr, flush=True)
+
+
+def _raw_files(raw: Path, pattern: str) -> list[Path]:
+    return sorted(p for p in raw.glob(pattern) if p.is_file() and p.suffix in (".parquet", ".jsonl", ".json"))
+
+
+def prepare_paper(
+    run: Run, raw: Path, out: Path, val_frac: float, seed: int, skip_rl: bool
+) -> list[dict] | None:
+    """Convert the downloaded SFT and RL files; returns the SFT train rows (or None)."""
+    sft_train = None
+    sft_files = _raw_files(raw, "*sft*")
+    if sft_files:
+        rows, dropped = paper.sft_rows(r for f in sft_files for r in read_rows(f))
+        if dropped:
+            run.notes.append(f"paper SFT: dropped {dict(dropped)}")
+        train, val = paper.split_train_val(rows, paper.first_user, val_frac, seed)
+        run.write(train, out / "sft" / "e2c_sft_train.parquet", "sft")
+        if val:
+            run.write(val, out / "sft" / "e2c_sft_val.parquet", "sft")
+        sft_train = train
+    else:
+        run.notes.append(f"paper SFT: no raw file in {raw} (download it with --dataset sft)")
+    if skip_rl:
+        return sft_train
+    rl_files = _raw_files(raw, "*rl*")
+    train_files = [f for f in rl_files if "valid" not in f.name and "val." not in f.name]
+    val_files = [f for f in rl_files if f not in train_files]
+    if train_files:
+        rows, dropped = paper.rl_rows(r for f in train_files for r in read_rows(f))
+        if dropped:
+            run.notes.append(f"paper RL: dropped {dict(dropped)}")
+        if val_files:
+            val, _ = paper.rl_rows(r for f in val_files for r in read_rows(f))
+            keys = {paper.norm_question(paper.first_user(r)) for r in val}
+            train = [r for r in rows if paper.norm_question(paper.first_user(r)) not in keys]
+        else:
+            train, val = paper.split_train_val(rows, paper.first_user, val_frac, seed)
+        run.write(train, out / "rl" / "e2c_rl_train.parquet", "rl")
+        if val:
+            run.write(val, out / "rl" / "e2c_rl_val.parquet", "rl")
+    else:
+        run.notes.append(f"paper RL: no raw file in {raw} (download it with --dataset rl)")
+    return sft_train
+
+
+def prepare_eval(run: Run, raw: Path, out: Path, data_dir: str | None, use_hub: bool) -> None:
+    """One registry-schema file per benchmark, from the first source that has it."""
+    sources = [raw / "evaluation", *([Path(data_dir)] if data_dir else [])]
+    missing = []
+    for name in registry.resolve_names("all,med"):
+        spec = registry.REGISTRY[name]
+        dirs = [d for d in sources if d.is_dir()] + registry.search_dirs()[:-1]
+        try:
+            path = registry.find_local(spec, dirs)
+            if path is not None:
+                recs = registry.records_from_rows(read_rows(path), spec, str(path))
+            elif use_hub:
+                recs = registry.load_benchmark(name, data_dir=None, use_hub=True)
+            else:
+                missing.append(name)
+                continue
+        except UserError as e:
+            if use_hub:
+                run.fail(f"eval {name}", str(e))
+            else:
+                missing.append(name)
+            continue
+        run.write([r.to_dict() for r in recs], out / "eval" / f"{name}.parquet", "eval")
+    if missing:
+        run.notes.append(
+            f"eval: no local copy of {', '.join(missing)}; run `bash scripts/download_datasets.sh --dataset eval` "
+            f"or pass --data-dir DIR"
+        )
+
+
+def prepare_synthetic(run: Run, out: Path, n: int, seed: int) -> list[dict]:
+    samples, report = generate(n, seed=seed, progress=lambda s: print(s, flush=True))
+    print(report.line(), flush=True)
+    rows = rows_by_split(samples, E2C)
+    run.write(rows["sft"], out / "sft" / "synthetic_sft.parquet", "sft")
+    run.write(rows["rl"], out / "rl" / "synthetic_rl.parquet", "rl")
+    run.write(rows["eval"], out / "eval" / "synthetic.parquet", "eval")
+    run.notes.append(report.line())
+    return rows["sft"]
+
+
+def prepare_efsft(
+    run: Run, out: Path, sft_rows: list[dict], reg_frac: float, seed: int, tokenizer: str
+) -> None:
+    from transformers import AutoTokenizer
+
+    from e2c.models import resolve_model
+
+    tok = AutoTokenizer.from_pretrained(resolve_model(tokenizer).path)
+    rows, stats = efsft.build(sft_rows, efsft.tokenizer_counter(tok), reg_frac=reg_frac, seed=seed)
+    run.write(rows, out / "ef_sft" / "ef_sft.parquet", "ef_sft")
+    print(stats.line(), flush=True)
+    run.notes.append(stats.line() + f" [tokenizer: {tokenizer}]")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = ArgumentParser(prog="prepare_all_data", description="Prepare SFT, RL, EF-SFT and eval data.")
+    ap.add_argument("--mirror", action="store_true", help="download from hf-mirror.com")
+    ap.add_argument("--endpoint", default=None, help="hub base URL (default: $HF_ENDPOINT or huggingface.co)")
+    ap.add_argument("--skip-download", action="store_true", help="use only files already on disk")
+    ap.add_argument("--skip-rl", action="store_true", help="do not download or convert the RL prompts")
+    ap.add_argument("--synthetic", type=int, default=2000, metavar="N",
+                    help="synthetic problems to generate (0: none; default 2000)")  # fmt: skip
+    ap.add_argument("--seed", type=int, default=0, help="seed for synthetic data and splits (default 0)")
+    ap.add_argument(
+        "--val-frac", type=float, default=0.02, help="validation share of the paper's data (default 0.02)"
+    )
+    ap.add_argument(
+        "--reg-frac", type=float, default=0.05, help="share of full chains in EF-SFT (default 0.05)"
+    )
+    ap.add_argument("--tokenizer", default="embedded",
+                    help="tokenizer for EF-SFT token counts: tiny, embedded, a folder or a hub id (default embedded)")  # fmt: skip
+    ap.add_argument("--data-dir", default=None,
+                    help=f"local benchmark files <name>.jsonl|parquet (default ${registry.DATA_DIR_ENV})")  # fmt: skip
+    ap.add_argument(
+        "--raw", default=str(ROOT / "data" / "raw"), help="raw download folder (default data/raw)"
+    )
+    ap.add_argument(
+        "--out", default=str(ROOT / "data" / "processed"), help="output folder (default data/processed)"
+    )
+    args = ap.parse_args(argv)
+    if args.synthetic < 0:
+        ap.error(f"--synthetic must be >= 0, got {args.synthetic}")
+    if not 0.0 <= args.val_frac < 1.0 or not 0.0 <= args.reg_frac < 1.0:
+        ap.error("--val-frac and --reg-frac must be in [0, 1)")
+    if args.data_dir and not Path(args.data_dir).is_dir():
+        ap.error(f"--data-dir {args.data_dir}: no such folder")
+
+    run = Run()
+    raw, out = Path(args.raw), Path(args.out)
+    if not args.skip_download:
+        base = endpoint(args.mirror, args.endpoint)
+        for which in ("sft", *(() if args.skip_rl else ("rl",)), "eval"):
+            print(f"download {which} from {base}/{DATA_REPO}", flush=True)
+            try:
+                download(which, raw, base=base)
+            except UserError as e:
+                run.fail(f"download {which}", str(e))
+                if "cannot reach" in str(e):
+                    break
+    steps = [
+        ("paper data", lambda: prepare_paper(run, raw, out, args.val_frac, args.seed, args.skip_rl)),
+        ("eval", lambda: prepare_eval(run, raw, out, args.data_dir, use_hub=not args.skip_download)),
+    ]
+    results: dict[str, Any] = {}
+    for name, fn in steps:
+        try:
+            results[name] = fn()
+        except UserError as e:
+            run.fail(name, str(e))
+    synth_sft: list[dict] = []
+    if args.synthetic:
+        try:
+            synth_sft = prepare_synthetic(run, out, args.synthetic, args.seed)
+        except UserError as e:
+            run.fail("synthetic", str(e))
+    ef_source = results.get("paper data") or synth_sft
+    if ef_source:
+        try:
+            prepare_efsft(run, out, ef_source, args.reg_frac, args.seed, args.tokenizer)
+        except (UserError, ModelSpecError) as e:
+            run.fail("ef_sft", str(e))
+
+    print("\nsummary:")
+    for path, schema, n in run.written:
+        print(f"  {schema:7s} {n:7d}  {path}")
+    for note in run.notes:
+        print(f"  note: {note}")
+    for f in run.failed:
+        print(f"  FAILED {f}")
+    return 1 if run.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,360 @@
+"""The evaluation-set registry: the paper's 16 benchmarks (plus the synthetic one) in one record schema.
+
+Every benchmark, whatever its source, loads into :class:`Record`::
+
+    id, problem, answer, kind ("math" | "mcq"), choices (option texts, A.. order; empty for math),
+    data_source (the registry name)
+
+For multiple choice ``answer`` is the option letter and ``problem`` is the stem only; use
+:func:`question_text` to get the text a model sees (stem plus lettered options).
+
+Sources, in order: a local folder (``--data-dir`` / ``$E2C_DATA_DIR``, then the project's
+``data/processed/eval``) holding ``<name>.jsonl|parquet|json`` (a few alternative file names are
+accepted, e.g. ``minerva_math`` or the combined ``mmlu_medical`` file filtered by ``subject``), then the
+HF hub (dataset id, config and split below). Field names differ between copies of the same set; each
+spec names its hub fields and the loader falls back to the common alternatives, so the copies in
+``../shared/data/benchmarks`` and the paper's release files load with the same code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from e2c.cli import UserError
+from e2c.data.io import ROW_SUFFIXES, read_rows
+from e2c.rewards.extract import reference_answer
+from e2c.rewards.mcq import LETTERS, reference_choice
+
+Kind = Literal["math", "mcq", "countdown"]
+DATA_DIR_ENV = "E2C_DATA_DIR"
+PROJECT_EVAL_DIR = Path(__file__).resolve().parents[2] / "data" / "processed" / "eval"
+
+# Fallback field names, tried after a spec's own, so other copies of a set load too.
+PROBLEM_KEYS = ("problem", "question", "Problem", "Question", "prompt", "input")
+ANSWER_KEYS = ("answer", "final_answer", "Answer", "expected_answer", "ground_truth", "target", "solution")
+MCQ_ANSWER_KEYS = ("answer_idx", "cop", "answer", "label", "target")
+ID_KEYS = ("id", "unique_id", "realidx", "idx", "ID")
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """How to load one benchmark.
+
+    Attributes:
+        name: registry name (also the ``data_source`` of its records).
+        group: ``math``, ``med`` or ``synthetic``.
+        kind: ``math`` (free-form answer) or ``mcq`` (option letter).
+        hf_id / hf_config / split: the hub source; ``hf_id=None`` means local files only.
+        problem_keys / answer_keys: the source's field names, tried before the common fallbacks.
+        local_names: file stems accepted in a local folder, in order of preference.
+        subject: for a combined MMLU file, keep the rows whose ``subject`` equals this.
+        max_new_tokens: the paper's generation budget for the set (8,192 math, 1,500 medical).
+    """
+
+    name: str
+    group: str
+    kind: Kind
+    hf_id: str | None
+    hf_config: str | None = None
+    split: str = "test"
+    problem_keys: tuple[str, ...] = ("problem",)
+    answer_keys: tuple[str, ...] = ("answer",)
+    local_names: tuple[str, ...] = ()
+    subject: str | None = None
+    max_new_tokens: int = 8192
+
+    @property
+    def file_stems(self) -> tuple[str, ...]:
+        return (self.name, *self.local_names)
+
+    @property
+    def hub_source(self) -> str:
+        if not self.hf_id:
+            return "local files only"
+        cfg = f", config {self.hf_config}" if self.hf_config else ""
+        return f"{self.hf_id}{cfg}, split {self.split}"
+
+
+def _mmlu(subject: str) -> DatasetSpec:
+    return DatasetSpec(
+        subject, "med", "mcq", "cais/mmlu", subject, "test", ("question",), ("answer",),
+        local_names=(f"mmlu_{subject}", "mmlu_medical"), subject=subject, max_new_tokens=1500,
+    )  # fmt: skip
+
+
+SPECS: tuple[DatasetSpec, ...] = (
+    DatasetSpec("aime24", "math", "math", "HuggingFaceH4/aime_2024", None, "train", local_names=("aime_2024",)),
+    DatasetSpec("aime25", "math", "math", "math-ai/aime25", None, "test", local_names=("aime_2025",)),
+    DatasetSpec("amc23", "math", "math", "math-ai/amc23", None, "test", ("question",), local_names=("amc",)),
+    DatasetSpec("gsm8k", "math", "math", "openai/gsm8k", "main", "test", ("question",)),
+    DatasetSpec("math500", "math", "math", "HuggingFaceH4/MATH-500", None, "test", local_names=("math_500", "math")),
+    DatasetSpec("minerva", "math", "math", "math-ai/minervamath", None, "test", ("question",),
+                local_names=("minerva_math", "minervamath")),
+    DatasetSpec("olympiadbench", "math", "math", "Hothan/OlympiadBench", "OE_TO_maths_en_COMP", "train",
+                ("question",), ("final_answer",), local_names=("olympiad_bench",)),
+    DatasetSpec("math_algebra", "math", "math", "EleutherAI/hendrycks_math", "algebra", "test",
+                answer_keys=("solution",), local_names=("math-algebra", "math_algebra_test")),
+    DatasetSpec("medqa", "med", "mcq", "GBaker/MedQA-USMLE-4-options", None, "test", ("question",),
+                ("answer_idx",), max_new_tokens=1500),
+    DatasetSpec("medmcqa", "med", "mcq", "openlifescienceai/medmcqa", None, "validation", ("question",),
+                ("cop",), max_new_tokens=1500),
+    _mmlu("anatomy"),
+    _mmlu("clinical_knowledge"),
+    _mmlu("college_biology"),
+    _mmlu("college_medicine"),
+    _mmlu("medical_genetics"),
+    _mmlu("professional_medicine"),
+    DatasetSpec("synthetic", "synthetic", "math", None, local_names=("synthetic_eval",), max_new_tokens=2048),
+)  # fmt: skip
+
+REGISTRY: dict[str, DatasetSpec] = {s.name: s for s in SPECS}
+GROUPS: dict[str, tuple[str, ...]] = {
+    "all": tuple(s.name for s in SPECS if s.group == "math"),
+    "med": tuple(s.name for s in SPECS if s.group == "med"),
+    "mmlu_medical": tuple(s.name for s in SPECS if s.hf_id == "cais/mmlu"),
+}
+# Other names users (and the paper's scripts) use for the same sets.
+ALIASES: dict[str, str] = {
+    "math": "math500",
+    "olympiad_bench": "olympiadbench",
+    "math-algebra": "math_algebra",
+    "minerva_math": "minerva",
+    "aime2024": "aime24",
+    "aime2025": "aime25",
+}
+
+
+@dataclass
+class Record:
+    """One evaluation problem in the project's schema."""
+
+    id: str
+    problem: str
+    answer: str
+    kind: Kind
+    choices: list[str] = field(default_factory=list)
+    data_source: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------------------------- names
+def valid_names() -> list[str]:
+    """Every name the CLI accepts: groups, benchmarks and aliases."""
+    return [*GROUPS, *REGISTRY, *ALIASES]
+
+
+def resolve_names(spec: str | Iterable[str]) -> list[str]:
+    """Expand a comma-separated (or listed) selection of groups, names and aliases into benchmark names.
+
+    Order is kept and duplicates dropped. An unknown name raises :class:`UserError` with the valid
+    names and the closest matches.
+    """
+    items = spec.split(",") if isinstance(spec, str) else list(spec)
+    out: list[str] = []
+    for raw in items:
+        name = raw.strip()
+        if not name:
+            continue
+        key = name.lower()
+        if key in GROUPS:
+            names: Sequence[str] = GROUPS[key]
+        elif key in REGISTRY:
+            names = (key,)
+        elif key in ALIASES:
+            names = (ALIASES[key],)
+        else:
+            close = difflib.get_close_matches(key, valid_names(), n=3, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise UserError(
+                f"unknown dataset {name!r}{hint} valid: groups {', '.join(GROUPS)}; "
+                f"sets {', '.join(REGISTRY)}"
+            )
+        out.extend(n for n in names if n not in out)
+    if not out:
+        raise UserError(f"no dataset named; valid: groups {', '.join(GROUPS)}; sets {', '.join(REGISTRY)}")
+    return out
+
+
+def get_spec(name: str) -> DatasetSpec:
+    """The spec of one benchmark (aliases accepted)."""
+    names = resolve_names(name)
+    if len(names) != 1:
+        raise UserError(f"{name!r} is a group of {len(names)} sets; name one of: {', '.join(names)}")
+    return REGISTRY[names[0]]
+
+
+# ------------------------------------------------------------------------------------------- mapping
+def _first(row: Mapping[str, Any], keys: Iterable[str]) -> tuple[str | None, Any]:
+    for k in keys:
+        v = row.get(k)
+        if v is not None and not (isinstance(v, str) and not v.strip()) and v != []:
+            return k, v
+    return None, None
+
+
+def row_choices(row: Mapping[str, Any]) -> list[str]:
+    """Option texts in letter order from the common MCQ layouts.
+
+    ``options`` as a dict ``{"A": ...}`` or a list, ``choices`` as a list (MMLU), or the MedMCQA columns
+    ``opa``..``opd``.
+    """
+    opts = row.get("options")
+    if opts is None:
+        opts = row.get("choices")
+    if isinstance(opts, Mapping):
+        keys = sorted(k for k in opts if isinstance(k, str) and len(k) == 1 and k.upper() in LETTERS)
+        return [str(opts[k]) for k in keys if opts[k] is not None]
+    if isinstance(opts, (list, tuple)) and opts:
+        return [str(o) for o in opts]
+    cols = [c for c in ("opa", "opb", "opc", "opd", "ope") if row.get(c) is not None]
+    return [str(row[c]) for c in cols]
+
+
+def to_record(row: Mapping[str, Any], spec: DatasetSpec, index: int) -> Record:
+    """Map one source row to a :class:`Record`; raises ValueError naming the missing or bad field."""
+    _, problem = _first(row, (*spec.problem_keys, *PROBLEM_KEYS))
+    if problem is None:
+        raise ValueError(
+            f"no problem text (looked for {', '.join(dict.fromkeys((*spec.problem_keys, *PROBLEM_KEYS)))})"
+        )
+    _, rid = _first(row, ID_KEYS)
+    rid = str(rid) if rid is not None else str(index)
+    rid = rid if rid.startswith(f"{spec.name}-") else f"{spec.name}-{rid}"
+    problem = str(problem).strip()
+    if spec.kind == "mcq":
+        choices = row_choices(row)
+        if len(choices) < 2:
+            raise ValueError("multiple-choice row without options (looked for options, choices, opa..opd)")
+        options = {LETTERS[i]: c for i, c in enumerate(choices)}
+        akey, gold = _first(row, (*spec.answer_keys, *MCQ_ANSWER_KEYS))
+        letter = reference_choice(gold, options) if gold is not None else None
+        if letter is None or letter not in options:
+            raise ValueError(f"answer {gold!r} (field {akey}) is not one of the options {', '.join(options)}")
+        return Record(rid, problem, letter, "mcq", choices, spec.name)
+    if spec.group == "synthetic" and row.get("kind") == "countdown":
+        return Record(rid, problem, str(row["answer"]), "countdown", [], spec.name)
+    akey, gold = _first(row, (*spec.answer_keys, *ANSWER_KEYS))
+    answer = reference_answer(gold) if gold is not None else None
+    if not answer:
+        raise ValueError(
+            f"no reference answer (looked for {', '.join(dict.fromkeys((*spec.answer_keys, *ANSWER_KEYS)))})"
+        )
+    return Record(rid, problem, answer, "math", [], spec.name)
+
+
+def question_text(record: Record | Mapping[str, Any]) -> str:
+    """The text a model is asked: the problem, plus ``A. ...`` option lines for multiple choice."""
+    r = record.to_dict() if isinstance(record, Record) else record
+    choices = r.get("choices") or []
+    if r.get("kind") != "mcq" or not choices:
+        return str(r["problem"])
+    lines = [f"{LETTERS[i]}. {c}" for i, c in enumerate(choices)]
+    return str(r["problem"]) + "\n" + "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------- loading
+def search_dirs(data_dir: str | Path | None = None) -> list[Path]:
+    """Local folders searched, in order: the argument, ``$E2C_DATA_DIR``, ``data/processed/eval``."""
+    dirs = [Path(d) for d in (data_dir, os.environ.get(DATA_DIR_ENV)) if d]
+    dirs.append(PROJECT_EVAL_DIR)
+    return list(dict.fromkeys(dirs))
+
+
+def find_local(spec: DatasetSpec, dirs: Sequence[Path]) -> Path | None:
+    """The first ``<dir>/<stem><suffix>`` that exists for a spec."""
+    for d in dirs:
+        for stem in spec.file_stems:
+            for suffix in ROW_SUFFIXES:
+                p = d / f"{stem}{suffix}"
+                if p.is_file():
+                    return p
+    return None
+
+
+def records_from_rows(rows: Iterable[Mapping[str, Any]], spec: DatasetSpec, source: str) -> list[Record]:
+    """Map rows to records; the first bad row raises UserError naming the source, row and problem."""
+    out = []
+    for i, row in enumerate(rows):
+        if spec.subject and "subject" in row and row["subject"] != spec.subject:
+            continue
+        try:
+            out.append(to_record(row, spec, i))
+        except ValueError as e:
+            raise UserError(f"{source} row {i}: {e}") from None
+    if not out:
+        raise UserError(
+            f"{source}: no rows for {spec.name}" + (f" (subject {spec.subject})" if spec.subject else "")
+        )
+    return out
+
+
+def _hub_offline() -> bool:
+    return any(
+        os.environ.get(v, "").lower() in ("1", "true", "yes")
+        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
+
+
+def _from_hub(spec: DatasetSpec, dirs: Sequence[Path]) -> list[Record]:
+    looked = ", ".join(str(d) for d in dirs)
+    hint = (
+        f"benchmark {spec.name!r}: no local file ({'|'.join(spec.file_stems)}.jsonl/.parquet) in {looked}, "
+        f"and the hub copy ({spec.hub_source}) is unavailable"
+    )
+    fix = "; run `bash scripts/download_datasets.sh --dataset eval` or pass --data-dir DIR"
+    if not spec.hf_id:
+        raise UserError(f"{hint}; build it with `bash scripts/prepare_all_data.sh --skip-download`")
+    if _hub_offline():
+        raise UserError(f"{hint} (HF offline mode is on){fix}")
+    try:
+        import datasets
+
+        ds = datasets.load_dataset(spec.hf_id, spec.hf_config, split=spec.split)
+    except Exception as e:  # no network, no such repo, gated, ...
+        raise UserError(f"{hint} ({type(e).__name__}){fix}") from None
+    return records_from_rows(ds, spec, f"{spec.hf_id}[{spec.split}]")
+
+
+def load_benchmark(
+    name: str, data_dir: str | Path | None = None, limit: int | None = None, use_hub: bool = True
+) -> list[Record]:
+    """Records of one benchmark: from a local file if one exists, else from the hub.
+
+    Args:
+        name: a registry name or alias (not a group).
+        data_dir: searched first; then ``$E2C_DATA_DIR`` and ``data/processed/eval``.
+        limit: keep the first ``limit`` records.
+        use_hub: fall back to the hub when no local file exists.
+    """
+    spec = get_spec(name)
+    dirs = search_dirs(data_dir)
+    if data_dir is not None and not Path(data_dir).is_dir():
+        raise UserError(f"--data-dir {data_dir}: no such folder")
+    path = find_local(spec, dirs)
+    if path is not None:
+        recs = records_from_rows(read_rows(path), spec, str(path))
+    elif use_hub:
+        recs = _from_hub(spec, dirs)
+    else:
+        looked = ", ".join(str(d) for d in dirs)
+        raise UserError(
+            f"benchmark {spec.name!r}: no local file ({'|'.join(spec.file_stems)}.jsonl/.parquet) in {looked}"
+        )
+    return recs[:limit] if limit else recs
+
+
+def load_benchmarks(
+    names: str | Iterable[str],
+    data_dir: str | Path | None = None,
+    limit: int | None = None,
+    use_hub: bool = True,
+) -> dict[str, list[Record]]:
+    """Load a selection (groups allowed): ``{name: records}`` in selection order."""
+    return {n: load_benchmark(n, data_dir, limit, use_hub) for n in resolve_names(names)}

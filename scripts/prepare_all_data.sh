@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Prepare every dataset the toolkit trains and evaluates on; outputs land in data/processed/{sft,rl,eval,ef_sft}/.
+#
+#   bash scripts/prepare_all_data.sh [--mirror] [--skip-rl] [--skip-download] [--synthetic N] [more: --help]
+#
+# With the hub reachable it downloads TingheOliver/Explore-Execute-Chain-Datasets (resumable, verified) and
+# converts it; offline, --skip-download builds the synthetic data (2,000 problems in a few seconds), the
+# benchmarks found in --data-dir / $E2C_DATA_DIR, and EF-SFT data from the synthetic SFT set.
+# The first run converts the embedded SmolLM2 tokenizer used for EF-SFT token counts (about a minute).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+bash scripts/setup_env.sh >/dev/null
+exec "${E2C_VENV:-$ROOT/.venv}/bin/python" -m e2c.data.prepare "$@"
