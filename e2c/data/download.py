@@ -174,6 +174,14 @@ def fetch(
                     ) from None
                 log(f"  {f.path}: interrupted at {have} bytes, resuming")
                 continue
+        have = part.stat().st_size if part.exists() else 0
+        if have < f.size:  # the server closed early without an error: resume from what arrived
+            if attempt == retries:
+                raise DownloadError(
+                    f"{f.path}: stopped at {have} of {f.size} bytes; re-run the same command to resume"
+                )
+            log(f"  {f.path}: interrupted at {have} bytes, resuming")
+            continue
         if verified(part, f):
             os.replace(part, dest)
             return dest

@@ -141,6 +141,8 @@ def reference_answer(gold: Any) -> str | None:
     ans, method = extract_answer(s)
     if method in ("boxed", "gsm8k"):
         return ans
+    if s.startswith("$") and s.endswith("$.") and len(s) > 2:  # "$x$." as written at a sentence end
+        s = s[:-1]
     if s.startswith("$") and s.endswith("$") and len(s) > 1:
         s = s.strip("$").strip()
     return s or None
