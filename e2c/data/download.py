@@ -70,7 +70,7 @@ def _open(url: str, headers: dict[str, str] | None = None, timeout: float = 30.0
 def _unreachable(base: str, e: Exception) -> DownloadError:
     return DownloadError(
         f"cannot reach {base} ({type(e).__name__}: {getattr(e, 'reason', e)}); check the network, use --mirror "
-        f"(hf-mirror.com) or HF_ENDPOINT=URL, or pass --skip-download to work offline"
+        f"(hf-mirror.com) or HF_ENDPOINT=URL, or work offline with `prepare_all_data.sh --skip-download`"
     )
 
 
