@@ -55,50 +55,30 @@ def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
             yield row
 
 
-def _atomic_target(path: Path) -> tuple[int, Path]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    return fd, Path(tmp)
-
-
 def write_parquet(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Write rows to a parquet file atomically. Same rows give a byte-identical file."""
+    """Write rows to a parquet file atomically (a temporary sibling renamed over the target).
+
+    Same rows give a byte-identical file. Rows pyarrow cannot store raise UserError naming the file.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     path = Path(path)
     if not rows:
         raise UserError(f"refusing to write {path}: no rows")
-    table = pa.Table.from_pylist(list(rows))
-    fd, tmp = _atomic_target(path)
+    try:
+        table = pa.Table.from_pylist(list(rows))
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise UserError(f"{path}: rows do not form one table ({e})") from None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    tmp = Path(name)
     try:
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, path)
+    except pa.ArrowNotImplementedError as e:
+        raise UserError(f"{path}: cannot store these rows as parquet ({e})") from None
     finally:
         tmp.unlink(missing_ok=True)
     return path
-
-
-def write_jsonl(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Write rows as JSON lines atomically."""
-    path = Path(path)
-    fd, tmp = _atomic_target(path)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for r in rows:
-                f.write(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
-
-
-def write_rows(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
-    """Write by suffix: ``.parquet`` or ``.jsonl``."""
-    p = Path(path)
-    if p.suffix == ".parquet":
-        return write_parquet(rows, p)
-    if p.suffix == ".jsonl":
-        return write_jsonl(rows, p)
-    raise UserError(f"{p}: unsupported output type {p.suffix!r}; valid: .parquet, .jsonl")
