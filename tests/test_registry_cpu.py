@@ -132,3 +132,16 @@ def test_question_text_lists_options() -> None:
     rec = to_record({"question": "Which?", "choices": ["x", "y"], "answer": 1}, REGISTRY["anatomy"], 0)
     assert question_text(rec) == "Which?\nA. x\nB. y"
     assert question_text(to_record({"question": "1+1?", "answer": "2"}, REGISTRY["gsm8k"], 0)) == "1+1?"
+
+
+def test_synthetic_eval_loads_through_the_registry(tmp_path: Path) -> None:
+    from e2c.data.io import write_parquet
+    from e2c.data.synthetic.generate import generate, rows_by_split
+
+    samples, _ = generate(400, seed=5)
+    write_parquet(rows_by_split(samples)["eval"], tmp_path / "synthetic.parquet")
+    recs = load_benchmark("synthetic", tmp_path)
+    kinds = {r.kind for r in recs}
+    assert kinds == {"math", "countdown"} and all(r.data_source == "synthetic" for r in recs)
+    with pytest.raises(UserError, match=r"build it with `bash scripts/prepare_all_data\.sh --skip-download`"):
+        load_benchmark("synthetic", tmp_path / "..")

@@ -1,0 +1,1 @@
+"""Synthetic E2C tasks whose executions are narrated traces of real program runs (see ``generate``)."""
