@@ -97,6 +97,10 @@ def test_wrong_reference_program_is_dropped(monkeypatch: pytest.MonkeyPatch) -> 
     samples, report = gen.generate(80, seed=1)
     assert report.dropped["program_disagrees"] > 0
     assert not any(s.family == "gcd_lcm" for s in samples)
+    for name in list(FAMILIES):
+        monkeypatch.setitem(FAMILIES, name, broken)
+    with pytest.raises(RuntimeError, match=r"no sample of \d+ verified; dropped"):
+        gen.generate(20, seed=1)
 
 
 def test_tracer_limits_and_events() -> None:

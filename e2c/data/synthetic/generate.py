@@ -177,6 +177,7 @@ def generate(
             seen.add(task.problem)
             tasks.append(task)
         traces = [tr for batch in _traced_batches(tasks, workers) for tr in batch]
+        before = kept
         for task, trace in zip(tasks, traces):
             if kept >= n:
                 break
@@ -202,6 +203,8 @@ def generate(
                         report.made["sft_trace"] += 1
                     else:
                         report.dropped["trace_narration"] += 1
+        if kept == before:  # a whole round verified nothing: more rounds would not either
+            raise RuntimeError(f"synthetic: no sample of {len(tasks)} verified; dropped {dict(report.dropped)}")
         if progress:
             progress(f"synthetic: {kept}/{n} problems verified")
     report.seconds = time.perf_counter() - t0
