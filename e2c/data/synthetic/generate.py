@@ -204,7 +204,9 @@ def generate(
                     else:
                         report.dropped["trace_narration"] += 1
         if kept == before:  # a whole round verified nothing: more rounds would not either
-            raise RuntimeError(f"synthetic: no sample of {len(tasks)} verified; dropped {dict(report.dropped)}")
+            raise RuntimeError(
+                f"synthetic: no sample of {len(tasks)} verified; dropped {dict(report.dropped)}"
+            )
         if progress:
             progress(f"synthetic: {kept}/{n} problems verified")
     report.seconds = time.perf_counter() - t0
