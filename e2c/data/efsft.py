@@ -13,13 +13,12 @@ can only be an exploration example.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
-from e2c.data.paper import first_user, strip_suffix
+from e2c.data.paper import first_user, question_of, strip_suffix, unit_hash
 
 
 @dataclass
@@ -62,7 +61,7 @@ def examples(
             q = strip_suffix(first_user(row), fmt)
             parsed = fmt.parse(row["messages"][-1].get("content", ""), prefilled=False)
         else:
-            q = str(row.get("question") or row.get("problem") or "")
+            q = question_of(row)
             text = row.get("solution")
             if isinstance(text, str) and fmt.explore_open in text:
                 parsed = fmt.parse(text, prefilled=False)
@@ -83,7 +82,7 @@ def examples(
 
 
 def _rank(question: str, seed: int) -> float:
-    return int.from_bytes(hashlib.sha256(f"ef{seed}\x00{question}".encode()).digest()[:8], "big") / 2**64
+    return unit_hash(f"ef{seed}\x00{question}")
 
 
 def build(

@@ -31,10 +31,14 @@ def norm_question(q: str) -> str:
     return re.sub(r"\s+", " ", q).strip().lower()
 
 
+def unit_hash(key: str) -> float:
+    """A stable number in [0, 1) for a key (sha256): the basis of every order-free split and pick."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") / 2**64
+
+
 def is_validation(question: str, val_frac: float, seed: int = 0) -> bool:
     """Deterministic membership of the validation side, by a hash of the normalised question."""
-    h = hashlib.sha256(f"{seed}\x00{norm_question(question)}".encode()).digest()
-    return int.from_bytes(h[:8], "big") / 2**64 < val_frac
+    return unit_hash(f"{seed}\x00{norm_question(question)}") < val_frac
 
 
 def strip_suffix(question: str, fmt: ChainFormat = E2C) -> str:
@@ -55,6 +59,12 @@ def _user_text(prompt: Any) -> str | None:
     return None
 
 
+def question_of(row: Mapping[str, Any]) -> str:
+    """The question of a raw row: ``question``, ``problem``, or the user turn of a ``prompt`` chat."""
+    q = row.get("question") or row.get("problem") or _user_text(row.get("prompt"))
+    return q if isinstance(q, str) else ""
+
+
 def sft_rows(
     rows: Iterable[Mapping[str, Any]], fmt: ChainFormat = E2C, source: str = "e2c_sft"
 ) -> tuple[list[dict], Counter]:
@@ -62,8 +72,8 @@ def sft_rows(
     out: list[dict] = []
     dropped: Counter = Counter()
     for i, row in enumerate(rows):
-        q = row.get("question") or row.get("problem") or _user_text(row.get("prompt"))
-        if not isinstance(q, str) or not q.strip():
+        q = question_of(row)
+        if not q.strip():
             dropped["no_question"] += 1
             continue
         response = row.get("solution") or row.get("response") or ""
@@ -96,8 +106,8 @@ def rl_rows(
     out: list[dict] = []
     dropped: Counter = Counter()
     for row in rows:
-        q = row.get("question") or row.get("problem") or _user_text(row.get("prompt"))
-        if not isinstance(q, str) or not q.strip():
+        q = question_of(row)
+        if not q.strip():
             dropped["no_question"] += 1
             continue
         rm = row.get("reward_model") if isinstance(row.get("reward_model"), Mapping) else {}

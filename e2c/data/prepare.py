@@ -100,11 +100,12 @@ def prepare_paper(
 
 def prepare_eval(run: Run, raw: Path, out: Path, data_dir: str | None, use_hub: bool) -> None:
     """One registry-schema file per benchmark, from the first source that has it."""
-    sources = [raw / "evaluation", *([Path(data_dir)] if data_dir else [])]
+    # The paper's files, --data-dir, $E2C_DATA_DIR; never data/processed/eval, which is where this writes.
+    candidates = [raw / "evaluation", *registry.search_dirs(data_dir)]
+    dirs = [d for d in candidates if d.is_dir() and d != registry.PROJECT_EVAL_DIR]
     missing = []
     for name in registry.resolve_names("all,med"):
         spec = registry.REGISTRY[name]
-        dirs = [d for d in sources if d.is_dir()] + registry.search_dirs()[:-1]
         try:
             path = registry.find_local(spec, dirs)
             if path is not None:

@@ -302,12 +302,13 @@ def _hub_offline() -> bool:
     )
 
 
-def _from_hub(spec: DatasetSpec, dirs: Sequence[Path]) -> list[Record]:
+def _no_local_file(spec: DatasetSpec, dirs: Sequence[Path]) -> str:
     looked = ", ".join(str(d) for d in dirs)
-    hint = (
-        f"benchmark {spec.name!r}: no local file ({'|'.join(spec.file_stems)}.jsonl/.parquet) in {looked}, "
-        f"and the hub copy ({spec.hub_source}) is unavailable"
-    )
+    return f"benchmark {spec.name!r}: no local file ({'|'.join(spec.file_stems)}.jsonl/.parquet) in {looked}"
+
+
+def _from_hub(spec: DatasetSpec, dirs: Sequence[Path]) -> list[Record]:
+    hint = f"{_no_local_file(spec, dirs)}, and the hub copy ({spec.hub_source}) is unavailable"
     fix = "; run `bash scripts/download_datasets.sh --dataset eval` or pass --data-dir DIR"
     if not spec.hf_id:
         raise UserError(f"{hint}; build it with `bash scripts/prepare_all_data.sh --skip-download`")
@@ -343,10 +344,7 @@ def load_benchmark(
     elif use_hub:
         recs = _from_hub(spec, dirs)
     else:
-        looked = ", ".join(str(d) for d in dirs)
-        raise UserError(
-            f"benchmark {spec.name!r}: no local file ({'|'.join(spec.file_stems)}.jsonl/.parquet) in {looked}"
-        )
+        raise UserError(_no_local_file(spec, dirs))
     return recs[:limit] if limit else recs
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
+from e2c.data.paper import unit_hash
 from e2c.data.synthetic.families import FAMILIES, LEVELS, Task
 from e2c.data.synthetic.narrate import PLAN_OPENER, execution_steps, execution_text, fmt_value, plan_text
 from e2c.data.synthetic.tracer import TraceResult, run_traced
@@ -72,7 +73,7 @@ class Report:
 
 def split_of(problem: str, seed: int, fractions: Sequence[float] = DEFAULT_FRACTIONS) -> str:
     """The split of a problem: a hash of its text (and the seed) against the cumulative fractions."""
-    h = int.from_bytes(hashlib.sha256(f"{seed}\x00{problem}".encode()).digest()[:8], "big") / 2**64
+    h = unit_hash(f"{seed}\x00{problem}")
     acc = 0.0
     for name, frac in zip(SPLITS, fractions):
         acc += frac
