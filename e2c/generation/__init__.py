@@ -1,1 +1,105 @@
-"""Generation of E2C chains. ``hf`` is the transformers (CPU) path."""
+"""Generation of E2C chains through one :class:`Generator` interface.
+
+Backends, chosen by name with :func:`make_generator`: ``vllm`` (GPU; imported only when chosen), ``hf``
+(transformers, batched; the CPU path), ``scripted`` (tests; built directly). ``auto`` picks vLLM when a
+CUDA device and the ``vllm`` package are both present, else transformers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+from e2c.chain import E2C, ChainFormat
+from e2c.cli import UserError
+from e2c.generation.base import Completion, Generator, Usage, derive_seed
+from e2c.generation.chains import ChainResult, chain_prompts, generate_chains
+from e2c.models import ResolvedModel, load_model_and_tokenizer, resolve_model
+
+BACKENDS = ("auto", "vllm", "hf")
+ALIASES = {"transformers": "hf"}
+
+__all__ = [
+    "BACKENDS",
+    "ChainResult",
+    "Completion",
+    "Generator",
+    "Usage",
+    "chain_prompts",
+    "derive_seed",
+    "generate_chains",
+    "make_generator",
+    "pick_backend",
+]
+
+
+def cuda_devices() -> int:
+    """Visible CUDA devices (0 without torch CUDA)."""
+    try:
+        import torch
+
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    except Exception:  # pragma: no cover - a broken CUDA install reads as none
+        return 0
+
+
+def pick_backend(name: str) -> str:
+    """Resolve ``auto`` and aliases; raise :class:`UserError` naming the valid choices."""
+    name = ALIASES.get(name, name)
+    if name not in BACKENDS:
+        raise UserError(f"unknown backend {name!r}; valid: {', '.join(BACKENDS)} (or 'transformers')")
+    has_vllm = importlib.util.find_spec("vllm") is not None
+    if name == "auto":
+        return "vllm" if cuda_devices() and has_vllm else "hf"
+    if name == "vllm" and not has_vllm:
+        raise UserError(
+            "--backend vllm needs the vllm package and a GPU (pip install -r requirements-gpu.txt); "
+            "on CPU use --backend hf"
+        )
+    return name
+
+
+def make_generator(
+    backend: str,
+    model: str,
+    subfolder: str | None = None,
+    *,
+    fmt: ChainFormat = E2C,
+    gpus: int | None = None,
+    batch_size: int = 16,
+    dtype: str = "auto",
+    trust_remote_code: bool = False,
+    seed: int = 0,
+    max_model_len: int | None = None,
+    gpu_memory_utilization: float = 0.9,
+) -> tuple[Any, ResolvedModel]:
+    """Build a generator for a model spec (see :mod:`e2c.models`); returns it and where the model came
+    from. Raises :class:`UserError` (bad backend) or :class:`~e2c.models.ModelSpecError` (bad model)."""
+    which = pick_backend(backend)
+    if which == "vllm":
+        from e2c.generation.vllm import VLLMGenerator
+
+        res = resolve_model(model, subfolder, fmt=fmt)
+        tp = gpus or cuda_devices() or 1
+        return (
+            VLLMGenerator(
+                res.path,
+                tensor_parallel_size=tp,
+                dtype=dtype,
+                gpu_memory_utilization=gpu_memory_utilization,
+                max_model_len=max_model_len,
+                trust_remote_code=trust_remote_code,
+                seed=seed,
+            ),
+            res,
+        )
+    from e2c.generation.hf import HFGenerator
+
+    if dtype == "auto" and not cuda_devices():
+        dtype = "float32"  # CPU kernels are fastest and exact in fp32; bf16 checkpoints would crawl
+    mdl, tok, res = load_model_and_tokenizer(
+        model, subfolder, fmt=fmt, dtype=dtype, trust_remote_code=trust_remote_code
+    )
+    if cuda_devices():
+        mdl = mdl.to("cuda")
+    return HFGenerator(mdl, tok, batch_size=batch_size), res

@@ -1,0 +1,182 @@
+"""The one generator interface every caller (eval, TTS, demos) counts tokens through.
+
+A generator turns rendered prompt strings into completions::
+
+    gen.generate(prompts, n=4, max_tokens=512, temperature=1.0, top_p=1.0, stop=["</EXPLORATION>"], seed=0)
+    -> [[Completion, ...n], ...per prompt]
+
+Completion semantics follow vLLM's, so every backend reads the same:
+
+- ``text``: the generated text, chain tags (special tokens) kept, EOS and padding dropped, and a matched
+  stop string removed (vLLM's default ``include_stop_str_in_output=False``).
+- ``token_ids``: every generated token, including the EOS or the stop token and the tokens that completed
+  a stop string; ``num_tokens`` is their count, so budgets and accounting agree across backends.
+- ``finish_reason``: ``"stop"`` (EOS, stop token or stop string) or ``"length"`` (``max_tokens`` reached).
+- ``stop_reason``: the stop string that ended generation, or ``None`` (EOS, or length). A stop string that
+  is a single special token of the tokenizer (the E2C tags) is matched as a token id, and reported as its
+  string.
+
+Each generator keeps a :class:`Usage` tally (calls, sequences, prompt and generated tokens).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One generated continuation of one prompt."""
+
+    text: str
+    token_ids: list[int]
+    finish_reason: str  # "stop" | "length"
+    stop_reason: str | None = None
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "num_tokens": self.num_tokens}
+
+
+@dataclass
+class Usage:
+    """Running totals of one generator; prompt tokens are counted once per generated sequence."""
+
+    calls: int = 0
+    sequences: int = 0
+    prompt_tokens: int = 0
+    generated_tokens: int = 0
+
+    def add(self, prompt_lens: Sequence[int], outputs: Sequence[Sequence[Completion]]) -> None:
+        self.calls += 1
+        for plen, outs in zip(prompt_lens, outputs, strict=True):
+            self.sequences += len(outs)
+            self.prompt_tokens += plen * len(outs)
+            self.generated_tokens += sum(c.num_tokens for c in outs)
+
+    def snapshot(self) -> dict[str, int]:
+        return asdict(self)
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """What eval, TTS and the demos need from a backend."""
+
+    name: str
+    tokenizer: Any
+    usage: Usage
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        n: int = 1,
+        max_tokens: int = 256,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> list[list[Completion]]:
+        """Per prompt, ``n`` completions (see the module docstring for their semantics)."""
+        ...
+
+
+@dataclass
+class StopSpec:
+    """Stops of one call, split by how a backend matches them."""
+
+    token_ids: dict[int, str] = field(default_factory=dict)  # single special tokens -> their string
+    strings: list[str] = field(default_factory=list)
+    eos_ids: set[int] = field(default_factory=set)
+
+
+def split_stops(tokenizer: Any, stop: Sequence[str] | None, eos_ids: Sequence[int | None] = ()) -> StopSpec:
+    """Match a stop string by token id when it is one added special token, else as text.
+
+    Token-id matching is exact for the E2C tags, which text matching can miss when a backend drops
+    special tokens while detokenizing.
+    """
+    spec = StopSpec(eos_ids={i for i in eos_ids if i is not None})
+    specials = set(getattr(tokenizer, "all_special_tokens", ()) or ()) | set(
+        getattr(tokenizer, "added_tokens_encoder", {}) or {}
+    )
+    for s in stop or ():
+        if not s:
+            continue
+        ids = tokenizer.encode(s, add_special_tokens=False)
+        if len(ids) == 1 and s in specials:
+            spec.token_ids[ids[0]] = s
+        elif s not in spec.strings:
+            spec.strings.append(s)
+    return spec
+
+
+def finish(
+    ids: Sequence[int],
+    decode: Callable[[list[int]], str],
+    stops: StopSpec,
+    max_tokens: int,
+    drop_ids: set[int] | None = None,
+) -> Completion:
+    """Cut raw generated ids at the first stop and build the :class:`Completion` vLLM would return.
+
+    ``ids`` may run past the real end (batch padding after a row finished, or a stop string found only
+    after the fact); ``decode`` maps ids to text with special tokens kept; ``drop_ids`` (EOS, padding)
+    never appear in the text.
+    """
+    ids = list(ids)[:max_tokens]
+    drop = set(drop_ids or ()) | stops.eos_ids
+    reason: str | None = None
+    finish_reason = "length"
+    for k, t in enumerate(ids):
+        if t in stops.eos_ids or t in stops.token_ids:
+            ids = ids[: k + 1]
+            reason = stops.token_ids.get(t)
+            finish_reason = "stop"
+            break
+    visible = [t for t in ids if t not in drop and t not in stops.token_ids]
+    text = decode(visible)
+    hits = [(text.find(s), -len(s), s) for s in stops.strings if s in text]
+    if hits:
+        pos, _, s = min(hits)
+        text, reason, finish_reason = text[:pos], s, "stop"
+        ids = ids[: _tokens_until(ids, drop | set(stops.token_ids), decode, s)]
+    return Completion(text, ids, finish_reason, reason)
+
+
+def _tokens_until(ids: list[int], drop: set[int], decode: Callable[[list[int]], str], s: str) -> int:
+    """Smallest k such that the text of ``ids[:k]`` contains ``s`` (binary search: containment grows
+    with k)."""
+    lo, hi = 1, len(ids)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if s in decode([t for t in ids[:mid] if t not in drop]):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def derive_seed(seed: int | None, *keys: Any) -> int | None:
+    """A stable 31-bit seed for a sub-task (a chunk, a request) of a seeded run; ``None`` stays ``None``."""
+    if seed is None:
+        return None
+    h = hashlib.sha256(repr((seed, *keys)).encode()).digest()
+    return int.from_bytes(h[:4], "little") & 0x7FFFFFFF
+
+
+def check_args(n: int, max_tokens: int, temperature: float, top_p: float) -> None:
+    """Reject impossible sampling settings with one line."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if not 0 < top_p <= 1:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")

@@ -1,0 +1,154 @@
+"""E2C chains through any :class:`~e2c.generation.base.Generator`, in one call or in two budgeted phases.
+
+Two-phase mode is the Elastic Reasoning recipe applied to E2C: every prompt x sample explores for up to
+``explore_budget`` tokens, stopping at the exploration boundary tag; when the budget (or an early EOS)
+ends the exploration instead, the boundary is written for the model (``forced_close``) and the execution
+opened; then every chain executes, in one batched call, for up to ``execute_budget`` tokens. Full mode is
+one call of ``max_tokens`` that stops at the execution's closing tag.
+
+Token counts are generated tokens only (what the generator's usage counts); text written for the model
+(the opener, a forced boundary, the execution's opening tag) is part of the response but never counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from e2c.chain import E2C, ChainFormat
+from e2c.generation.base import Completion, Generator, derive_seed
+
+
+@dataclass(frozen=True)
+class ChainResult:
+    """One generated chain."""
+
+    response: str  # the assistant text after the prompt's prefilled tag, chain tags kept
+    explore_tokens: int
+    execute_tokens: int
+    explore_stop: str  # how the exploration ended: "tag" (the model closed it), "budget", "eos", "none"
+    finish_reason: str  # "stop" or "length" (the last phase ran out of tokens)
+    mode: str = "two_phase"  # or "full"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.explore_tokens + self.execute_tokens
+
+    @property
+    def forced_close(self) -> bool:
+        """The exploration's boundary tag was written for the model, not sampled."""
+        return self.explore_stop in ("budget", "eos")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def chain_prompts(tokenizer: Any, problems: Sequence[str], fmt: ChainFormat = E2C) -> list[str]:
+    """The full-chain prompt of each problem (chat template, then the prefilled opening tag)."""
+    return [fmt.render_prompt(tokenizer, p, "full") for p in problems]
+
+
+def _with_stop(c: Completion) -> str:
+    """The completion's text with its stop string put back (the chain parser needs the closing tag)."""
+    return c.text + (c.stop_reason or "")
+
+
+def split_full_tokens(tokenizer: Any, fmt: ChainFormat, response: str, c: Completion) -> tuple[int, int]:
+    """(exploration, execution) token counts of a single-call chain.
+
+    Exact for special-token formats (the boundary tag's id is found in the ids); for text formats the
+    exploration is re-tokenized up to its boundary, which can differ from the sampled split by a token.
+    """
+    boundary = fmt.explore_boundary
+    if fmt.special_tokens:
+        ids = tokenizer.encode(boundary, add_special_tokens=False)
+        if len(ids) == 1 and ids[0] in c.token_ids:
+            k = c.token_ids.index(ids[0]) + 1
+            return k, c.num_tokens - k
+    pos = response.find(boundary)
+    if pos < 0:
+        return c.num_tokens, 0
+    k = min(len(tokenizer.encode(response[: pos + len(boundary)], add_special_tokens=False)), c.num_tokens)
+    return k, c.num_tokens - k
+
+
+def generate_chains(
+    gen: Generator,
+    problems: Sequence[str],
+    fmt: ChainFormat = E2C,
+    n: int = 1,
+    *,
+    explore_budget: int | None = None,
+    execute_budget: int | None = None,
+    max_tokens: int = 2048,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    seed: int | None = None,
+    opener: str = "",
+) -> list[list[ChainResult]]:
+    """Per problem, ``n`` chains (see the module docstring).
+
+    Two-phase mode when ``explore_budget`` is given (``execute_budget`` defaults to ``max_tokens -
+    explore_budget``); otherwise one call of ``max_tokens``. ``opener`` is written for the model at the
+    start of its exploration (e.g. "I need to make a step-by-step plan.") and steers models never
+    trained on the format.
+    """
+    base = chain_prompts(gen.tokenizer, problems, fmt)
+    prompts = [b + opener for b in base]
+    if explore_budget is None:
+        outs = gen.generate(
+            prompts, n, max_tokens, temperature, top_p, fmt.stop_strings("full"), derive_seed(seed, "full")
+        )
+        results = []
+        for row in outs:
+            chains = []
+            for c in row:
+                response = opener + _with_stop(c)
+                k1, k2 = split_full_tokens(gen.tokenizer, fmt, response, c)
+                closed = fmt.explore_boundary in response
+                chains.append(
+                    ChainResult(response, k1, k2, "tag" if closed else "none", c.finish_reason, "full")
+                )
+            results.append(chains)
+        return results
+
+    if explore_budget < 1:
+        raise ValueError(f"explore_budget must be >= 1, got {explore_budget}")
+    execute_budget = execute_budget if execute_budget is not None else max_tokens - explore_budget
+    if execute_budget < 1:
+        raise ValueError(f"execute_budget must be >= 1, got {execute_budget}")
+    boundary = fmt.explore_boundary
+    first = gen.generate(
+        prompts,
+        n,
+        explore_budget,
+        temperature,
+        top_p,
+        fmt.stop_strings("explore"),
+        derive_seed(seed, "explore"),
+    )
+    heads, stops, counts, second_prompts = [], [], [], []
+    for i, row in enumerate(first):
+        for c in row:
+            how = "tag" if c.stop_reason == boundary else ("budget" if c.finish_reason == "length" else "eos")
+            # With an empty explore_close the boundary is execute_open itself; otherwise open the execution.
+            head = opener + c.text + boundary + (fmt.execute_open if fmt.explore_close else "")
+            heads.append(head)
+            stops.append(how)
+            counts.append(c.num_tokens)
+            second_prompts.append(base[i] + head)
+    second = gen.generate(
+        second_prompts,
+        1,
+        execute_budget,
+        temperature,
+        top_p,
+        fmt.stop_strings("execute"),
+        derive_seed(seed, "execute"),
+    )
+    flat = [
+        ChainResult(h + _with_stop(o[0]), k, o[0].num_tokens, how, o[0].finish_reason)
+        for h, how, k, o in zip(heads, stops, counts, second, strict=True)
+    ]
+    return [flat[i * n : (i + 1) * n] for i in range(len(problems))]
