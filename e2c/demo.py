@@ -1,0 +1,127 @@
+"""What the two inference demos share: their generation flags, one solve-and-show step, the model loading.
+
+``example_inference.py`` solves one problem; ``example_interactive.py`` loops over built-in or typed
+problems. Both print the EXPLORATION PHASE and EXECUTION PHASE sections, the extracted answer (graded when
+a reference is known) and per-phase token counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+from e2c.chain import FORMATS, ChainFormat, get_format
+from e2c.cli import UserError, fail
+from e2c.generation import BACKENDS, generate_chains, make_generator
+from e2c.models import ModelSpecError
+from e2c.rewards import grade
+
+CLOSED_FOR_MODEL = {
+    "budget": " (exploration closed for the model at its budget)",
+    "eos": " (the model ended its turn while exploring; exploration closed for it)",
+}
+RULE = "=" * 70
+
+
+def add_generation_flags(
+    p: argparse.ArgumentParser, max_tokens: int = 384, explore_budget: int = 128
+) -> None:
+    """The paper's demo flags (``--model_path --subfolder --max_tokens --temperature``) plus ours."""
+    a = p.add_argument
+    a(
+        "--model_path",
+        default="embedded",
+        help="model: embedded, tiny, a folder or an HF id (default: embedded)",
+    )
+    a("--subfolder", default=None, help="subfolder of the model repo/folder, e.g. 8B or 4B (default: none)")
+    a(
+        "--backend",
+        default="auto",
+        choices=[*BACKENDS, "transformers"],
+        help="generation backend (default: auto)",
+    )
+    a("--max_tokens", type=int, default=max_tokens, help=f"new tokens, both phases (default: {max_tokens})")
+    a(
+        "--explore_budget",
+        type=int,
+        default=explore_budget,
+        help=f"tokens for the exploration; 0 = one call for the whole chain (default: {explore_budget})",
+    )
+    a("--temperature", type=float, default=0.7, help="sampling temperature; 0 = greedy (default: 0.7)")
+    a("--top_p", type=float, default=0.95, help="nucleus sampling mass (default: 0.95)")
+    a("--seed", type=int, default=0, help="random seed (default: 0)")
+    a(
+        "--opener",
+        default="I need to make a step-by-step plan.\n1.",
+        help="text that starts the exploration for the model; '' for none (default: the release's usual opening)",
+    )
+    a("--format", default="e2c", choices=list(FORMATS), help="chain format (default: e2c)")
+    a("--trust_remote_code", action="store_true", help="allow the model repo's own Python code to run")
+
+
+def load(args: argparse.Namespace) -> Any:
+    """Build the generator from the flags; one-line exit on a bad model or backend."""
+    if args.explore_budget < 0 or args.max_tokens <= args.explore_budget:
+        fail(f"--max_tokens ({args.max_tokens}) must exceed --explore_budget ({args.explore_budget}) >= 0")
+    t0 = time.perf_counter()
+    try:
+        gen, res = make_generator(
+            args.backend,
+            args.model_path,
+            args.subfolder,
+            fmt=get_format(args.format),
+            trust_remote_code=args.trust_remote_code,
+            seed=args.seed,
+        )
+    except (ModelSpecError, UserError) as e:
+        fail(str(e))
+    print(f"model: {res.description}  [{res.path}]  on {gen.name}, loaded in {time.perf_counter() - t0:.1f}s")
+    return gen
+
+
+def solve_and_show(
+    gen: Any,
+    args: argparse.Namespace,
+    problem: str,
+    answer: str | None = None,
+    kind: str = "math",
+    options: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Generate one chain for ``problem``, print it with its answer and token counts; return a summary."""
+    fmt: ChainFormat = get_format(args.format)
+    print(f"{RULE}\nPROBLEM:\n{problem}\n{RULE}", flush=True)
+    t0 = time.perf_counter()
+    [[out]] = generate_chains(
+        gen,
+        [problem],
+        fmt,
+        1,
+        explore_budget=args.explore_budget or None,
+        max_tokens=args.max_tokens,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        seed=args.seed,
+        opener=args.opener,
+    )
+    secs = time.perf_counter() - t0
+    parsed = fmt.parse(out.response)
+    print(fmt.render(parsed))
+    print(RULE)
+    result = grade(out.response, answer if answer else "0", kind, options=options, fmt=fmt)  # type: ignore[arg-type]
+    print(f"extracted answer : {result.extracted}")
+    if answer:
+        print(f"reference answer : {answer}  -> {'correct' if result.correct else result.reason}")
+    print(f"chain status     : {parsed.status}{CLOSED_FOR_MODEL.get(out.explore_stop, '')}")
+    print(
+        f"tokens           : exploration {out.explore_tokens}, execution {out.execute_tokens}, "
+        f"total {out.total_tokens} in {secs:.1f}s ({out.total_tokens / max(secs, 1e-9):.1f} tok/s)",
+        flush=True,
+    )
+    return {
+        "extracted": result.extracted,
+        "correct": result.correct if answer else None,
+        "status": parsed.status,
+        "explore_tokens": out.explore_tokens,
+        "execute_tokens": out.execute_tokens,
+    }

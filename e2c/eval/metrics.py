@@ -1,0 +1,110 @@
+"""Evaluation metrics over sampled predictions: pass@k, maj@k and chain statistics.
+
+Every function takes plain lists (per problem, its samples in sample order) and is checked in the tests
+against a plain reference loop and hand-computed values.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one problem with ``c`` correct out of ``n`` samples (Chen et al., 2021):
+    ``1 - C(n-c, k) / C(n, k)``, computed as a stable product."""
+    if not 0 <= c <= n or not 1 <= k <= n:
+        raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n; got n={n}, c={c}, k={k}")
+    if n - c < k:
+        return 1.0
+    prod = 1.0
+    for i in range(n - c + 1, n + 1):
+        prod *= 1.0 - k / i
+    return 1.0 - prod
+
+
+def default_ks(n: int) -> list[int]:
+    """1, 2, 4, ... up to ``n``, and ``n`` itself."""
+    ks = [k for k in (2**e for e in range(0, max(n, 1).bit_length())) if k <= n]
+    return ks + ([n] if n not in ks else [])
+
+
+def vote_key(correct: bool, extracted: str | None) -> str | None:
+    """The answer a sample votes for: every correct answer votes together (they all equal the reference,
+    however written: "1/2", "0.5"); a wrong answer votes for its own text; no answer does not vote."""
+    if correct:
+        return "\x00correct"
+    if extracted is None or not str(extracted).strip():
+        return None
+    return " ".join(str(extracted).split())
+
+
+def majority_correct(keys: Sequence[str | None], corrects: Sequence[bool]) -> bool:
+    """Whether the majority answer among ``keys`` is correct; ties go to the answer seen first, and a
+    problem with no votes counts as wrong."""
+    counts = Counter(k for k in keys if k is not None)
+    if not counts:
+        return False
+    best = max(counts.values())
+    first = next(k for k in keys if k is not None and counts[k] == best)
+    return any(c for k, c in zip(keys, corrects, strict=True) if k == first)
+
+
+def maj_at_k(keys: Sequence[str | None], corrects: Sequence[bool], k: int) -> bool:
+    """maj@k of one problem: the majority vote over its first ``k`` samples."""
+    return majority_correct(keys[:k], corrects[:k])
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return sum(xs) / len(xs) if xs else 0.0
+
+
+def summarize(
+    per_problem: Sequence[Sequence[Mapping[str, Any]]], ks: Sequence[int] | None = None
+) -> dict[str, Any]:
+    """Metrics of one dataset from its predictions, grouped per problem in sample order.
+
+    Each prediction needs ``correct``, ``extracted``, ``chain_status``, ``finish_reason``, ``reason``,
+    ``explore_tokens``, ``execute_tokens`` and ``forced_close``. pass@k and maj@k use the ``k`` that every
+    problem has samples for.
+    """
+    flat = [p for probs in per_problem for p in probs]
+    n_min = min((len(p) for p in per_problem), default=0)
+    ks = [k for k in (ks or default_ks(n_min)) if 1 <= k <= n_min]
+    out: dict[str, Any] = {
+        "problems": len(per_problem),
+        "samples": len(flat),
+        "pass@1": _mean([_mean([float(s["correct"]) for s in p]) for p in per_problem if p]),
+    }
+    for k in ks:
+        out[f"pass@{k}"] = _mean(
+            [pass_at_k(len(p), sum(bool(s["correct"]) for s in p), k) for p in per_problem]
+        )
+    for k in ks:
+        out[f"maj@{k}"] = _mean(
+            [
+                float(
+                    maj_at_k(
+                        [vote_key(s["correct"], s["extracted"]) for s in p], [s["correct"] for s in p], k
+                    )
+                )
+                for p in per_problem
+            ]
+        )
+    out.update(
+        format_rate=_mean([float(s["chain_status"] == "ok") for s in flat]),
+        truncation_rate=_mean([float(s["finish_reason"] == "length") for s in flat]),
+        no_answer_rate=_mean([float(s["reason"] == "no_answer") for s in flat]),
+        forced_close_rate=_mean([float(bool(s["forced_close"])) for s in flat]),
+        explore_tokens=_mean([s["explore_tokens"] for s in flat]),
+        execute_tokens=_mean([s["execute_tokens"] for s in flat]),
+    )
+    out["total_tokens"] = out["explore_tokens"] + out["execute_tokens"]
+    return out
+
+
+def pass_at_k_reference(n: int, c: int, k: int) -> float:
+    """pass@k straight from its definition with binomials (for tests)."""
+    return 1.0 - math.comb(n - c, k) / math.comb(n, k)

@@ -1,0 +1,206 @@
+"""Evaluate a model on math and medical benchmarks (``bash scripts/eval.sh`` wraps this).
+
+    python -m e2c.eval.run --model embedded --dataset gsm8k --limit 20 --sample 4 --max-tokens 256
+    python -m e2c.eval.run --dataset all --sample 8 --gpus 8          # the released 8B on GPUs (vLLM)
+
+Defaults follow the paper: the released checkpoint (8B), temperature 1.0, 8 samples, the dataset's token
+budget (8,192 math, 1,500 medical), single-call generation. ``--explore-budget`` switches to two-phase
+generation with per-phase budgets. Prints a table and, as its last line, the results JSON's path and
+headline numbers as one JSON object. A killed run restarted with the same arguments resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+from e2c.chain import FORMATS
+from e2c.cli import ArgumentParser, UserError, fail
+from e2c.data.registry import load_benchmarks, valid_names
+from e2c.eval.runner import EvalConfig, format_table, run_eval
+from e2c.models import RELEASED_REPO, ModelSpecError, resolve_model
+
+VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+
+
+def default_save_path(cfg: EvalConfig) -> Path:
+    """A folder named by the settings, so a restart with the same flags finds its own run."""
+    model = slug(Path(cfg.model).name if Path(cfg.model).exists() else cfg.model)
+    if cfg.subfolder:
+        model += f"-{slug(cfg.subfolder)}"
+    parts = [slug(cfg.dataset), f"n{cfg.samples}", f"t{cfg.temperature:g}", f"seed{cfg.seed}"]
+    if cfg.max_tokens:
+        parts.append(f"max{cfg.max_tokens}")
+    if cfg.explore_budget:
+        parts.append(f"eb{cfg.explore_budget}-xb{cfg.execute_budget or 'rest'}")
+    return Path("outputs") / "eval" / model / "_".join(parts)
+
+
+def parse_gpus(value: str | None) -> int | None:
+    """``--gpus``: a count (``8``) or a device list (``0,1,2,3``, which also sets CUDA_VISIBLE_DEVICES)."""
+    if value is None or value == "":
+        return None
+    if "," in value or (value.isdigit() and len(value) > 1 and value.startswith("0")):
+        devices = [d.strip() for d in value.split(",") if d.strip()]
+        if not all(d.isdigit() for d in devices):
+            raise UserError(f"--gpus {value!r}: give a count (8) or device ids (0,1,2,3)")
+        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
+        return len(devices)
+    if not value.isdigit():
+        raise UserError(f"--gpus {value!r}: give a count (8) or device ids (0,1,2,3)")
+    return int(value)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(prog="scripts/eval.sh", description=__doc__.split("\n\n")[0])
+    a = p.add_argument
+    a(
+        "--model",
+        default=RELEASED_REPO,
+        help=f"model: HF id, folder, 'embedded' or 'tiny' (default: {RELEASED_REPO})",
+    )
+    a(
+        "--subfolder",
+        default="8B",
+        help="subfolder of the model (8B, 4B, or a path); '' for none (default: 8B)",
+    )
+    a(
+        "--dataset",
+        default="gsm8k",
+        help="benchmark, alias or group: gsm8k, math, aime24, aime25, amc23, all, medqa, medmcqa, med, ... "
+        "(comma-separated for several; default: gsm8k)",
+    )
+    a("--sample", type=int, default=8, help="samples per problem (default: 8)")
+    a(
+        "--gpus",
+        default=None,
+        help="GPU count or device ids 0,1,..; vLLM tensor parallel size (default: all visible)",
+    )
+    a("--temp", type=float, default=1.0, help="sampling temperature; 0 = greedy (default: 1.0)")
+    a("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
+    a("--save-path", type=Path, default=None, help="run folder (default: outputs/eval/<model>/<settings>)")
+    a(
+        "--backend",
+        default="auto",
+        help="auto, vllm or hf (transformers) (default: auto: vllm when a GPU and vllm exist)",
+    )
+    a("--limit", type=int, default=None, help="first N problems of each dataset (default: all)")
+    a("--max-tokens", type=int, default=None, help="new tokens per sample (default: 8192 math, 1500 medical)")
+    a(
+        "--explore-budget",
+        type=int,
+        default=None,
+        help="two-phase: exploration budget in tokens (default: off)",
+    )
+    a(
+        "--execute-budget",
+        type=int,
+        default=None,
+        help="two-phase: execution budget (default: max tokens minus the exploration budget)",
+    )
+    a("--seed", type=int, default=0, help="random seed (default: 0)")
+    a("--data-dir", default=None, help="folder with local benchmark files, searched first (default: none)")
+    a("--format", default="e2c", choices=list(FORMATS), help="chain format (default: e2c)")
+    a("--opener", default="", help="text that starts the exploration for the model (default: none)")
+    a(
+        "--batch-size",
+        type=int,
+        default=16,
+        help="transformers backend: sequences per forward batch (default: 16)",
+    )
+    a(
+        "--chunk-size",
+        type=int,
+        default=None,
+        help=f"sequences per generation call and per resume unit (default: batch size for hf, {VLLM_CHUNK} for vllm)",
+    )
+    a(
+        "--k",
+        type=int,
+        nargs="+",
+        default=None,
+        help="k values for pass@k and maj@k (default: 1, 2, 4, ..., samples)",
+    )
+    a("--dtype", default="auto", help="model dtype (default: auto; float32 on CPU)")
+    a("--max-model-len", type=int, default=None, help="vLLM context length (default: the model's)")
+    a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
+    a("--no-hub", action="store_true", help="use local benchmark files only, never the HF hub")
+    a("--quiet", action="store_true", help="no progress lines")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from e2c.generation import make_generator, pick_backend
+
+    try:
+        gpus = parse_gpus(args.gpus)
+        backend = pick_backend(args.backend)
+        cfg = EvalConfig(
+            model=args.model,
+            subfolder=args.subfolder or None,
+            dataset=args.dataset,
+            samples=args.sample,
+            temperature=args.temp,
+            top_p=args.top_p,
+            max_tokens=args.max_tokens,
+            explore_budget=args.explore_budget,
+            execute_budget=args.execute_budget,
+            seed=args.seed,
+            backend=backend,
+            format=args.format,
+            opener=args.opener,
+            chunk_size=args.chunk_size or (VLLM_CHUNK if backend == "vllm" else args.batch_size),
+            limit=args.limit,
+            data_dir=args.data_dir,
+            ks=args.k,
+        )
+        cfg.check()
+        names = [n.strip() for n in args.dataset.split(",") if n.strip()]
+        if not names:
+            raise UserError(f"--dataset is empty; valid: {', '.join(valid_names())}")
+        # The model first: with no hub its one-line error (use --model embedded or tiny) is the one to see.
+        res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[args.format])
+        data = load_benchmarks(names, args.data_dir, args.limit, use_hub=not args.no_hub)
+        save = args.save_path or default_save_path(cfg)
+        log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+        gen, _ = make_generator(
+            backend,
+            res.path,
+            None,
+            fmt=FORMATS[args.format],
+            gpus=gpus,
+            batch_size=args.batch_size,
+            dtype=args.dtype,
+            trust_remote_code=args.trust_remote_code,
+            seed=args.seed,
+            max_model_len=args.max_model_len,
+        )
+        cfg.extra = {"model_path": res.path, "model_description": res.description}
+        log(f"model: {res.description} [{res.path}] on {gen.name}; run folder {save}")
+        results = run_eval(gen, data, cfg, save, log)
+    except (UserError, ModelSpecError) as e:
+        fail(str(e))
+    print(format_table(results["datasets"]))
+    print(f"results: {save / 'results.json'}  ({results['seconds']:.1f}s)")
+    head = {
+        "results": str(save / "results.json"),
+        **{
+            name: {k: round(m[k], 4) for k in ("pass@1", "format_rate")}
+            for name, m in results["datasets"].items()
+        },
+    }
+    print(json.dumps(head))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

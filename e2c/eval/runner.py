@@ -1,0 +1,345 @@
+"""Sample, grade and score benchmarks; resumable.
+
+Layout of a run folder (``save_path``)::
+
+    config.json                 the generation settings; a restart must match them
+    predictions/<dataset>.jsonl one line per (problem, sample), appended as each chunk finishes
+    results.json                config, git commit, package versions, metrics per dataset
+
+Work is cut into fixed chunks of problems (``chunk_size`` sequences each), chosen from the data order
+alone, and each chunk is sampled with a seed derived from (seed, dataset, chunk index). A killed run
+restarted with the same arguments skips the chunks it finished, re-samples an unfinished chunk with the
+same seed (same completions on the same machine and backend) and appends only the lines that are
+missing: nothing is lost, nothing is duplicated, and the final metrics equal those of an uninterrupted
+run. A line cut by the kill is dropped before resuming.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from e2c.chain import get_format
+from e2c.cli import UserError
+from e2c.data.registry import Record, get_spec, question_text
+from e2c.eval.metrics import summarize
+from e2c.generation.base import derive_seed
+from e2c.generation.chains import ChainResult, generate_chains
+from e2c.rewards.grader import grade_many
+from e2c.rewards.mcq import LETTERS
+
+# Settings that change what is generated: a resumed run must use the same ones.
+GENERATION_FIELDS = (
+    "model",
+    "subfolder",
+    "backend",
+    "samples",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "explore_budget",
+    "execute_budget",
+    "seed",
+    "format",
+    "opener",
+    "chunk_size",
+)
+PACKAGES = ("torch", "transformers", "vllm", "verl", "math-verify", "datasets")
+
+
+@dataclass
+class EvalConfig:
+    """Settings of one evaluation run (the CLI's flags)."""
+
+    model: str
+    subfolder: str | None = None
+    dataset: str = "gsm8k"
+    samples: int = 8
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int | None = None  # None: each dataset's budget (8192 math, 1500 medical)
+    explore_budget: int | None = None  # set: two-phase generation
+    execute_budget: int | None = None
+    seed: int = 0
+    backend: str = "hf"
+    format: str = "e2c"
+    opener: str = ""
+    chunk_size: int = 16  # sequences per generation call
+    limit: int | None = None
+    data_dir: str | None = None
+    ks: list[int] | None = None
+    grade_timeout: float = 5.0
+    extra: dict[str, Any] = field(default_factory=dict)  # recorded, not compared (e.g. resolved model path)
+
+    def generation_settings(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in GENERATION_FIELDS}
+
+    def check(self) -> None:
+        """Reject inconsistent settings with one line."""
+        if self.samples < 1:
+            raise UserError(f"--sample must be >= 1, got {self.samples}")
+        if self.execute_budget is not None and self.explore_budget is None:
+            raise UserError("--execute-budget needs --explore-budget (two-phase generation)")
+        for name in ("explore_budget", "execute_budget", "max_tokens", "limit"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
+        if self.temperature < 0:
+            raise UserError(f"--temp must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise UserError(f"--top-p must be in (0, 1], got {self.top_p}")
+        if self.chunk_size < 1:
+            raise UserError(f"--chunk-size must be >= 1, got {self.chunk_size}")
+
+
+# ------------------------------------------------------------------------------------ predictions
+def read_predictions(path: Path) -> dict[int, dict[int, dict[str, Any]]]:
+    """``{problem index: {sample: line}}`` from a predictions file.
+
+    A last line without its newline (cut by a kill) is removed from the file; any other unreadable line
+    is an error naming it.
+    """
+    out: dict[int, dict[int, dict[str, Any]]] = {}
+    if not path.exists():
+        return out
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        with path.open("r+b") as f:
+            f.truncate(keep)
+        data = data[:keep]
+    for n, line in enumerate(data.decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            out.setdefault(int(row["index"]), {})[int(row["sample"])] = row
+        except (ValueError, KeyError, TypeError) as e:
+            raise UserError(f"{path} line {n}: not a prediction line ({e}); move the file away to start over")
+    return out
+
+
+def chunk_problems(n_problems: int, samples: int, chunk_size: int) -> list[range]:
+    """Fixed chunks of problem indices, about ``chunk_size`` sequences each (at least one problem)."""
+    per = max(1, chunk_size // samples)
+    return [range(s, min(s + per, n_problems)) for s in range(0, n_problems, per)]
+
+
+def options_of(record: Record) -> dict[str, str] | None:
+    return {LETTERS[i]: c for i, c in enumerate(record.choices)} if record.choices else None
+
+
+def prediction_lines(
+    name: str, index: int, record: Record, chains: Sequence[ChainResult], cfg: EvalConfig
+) -> list[dict[str, Any]]:
+    """Grade one problem's samples into prediction lines."""
+    fmt = get_format(cfg.format)
+    results = grade_many(
+        [c.response for c in chains],
+        [record.answer] * len(chains),
+        record.kind,
+        options=[options_of(record)] * len(chains),
+        fmt=fmt,
+        timeout=cfg.grade_timeout,
+    )
+    return [
+        {
+            "dataset": name,
+            "index": index,
+            "id": record.id,
+            "sample": j,
+            "gold": record.answer,
+            "extracted": r.extracted,
+            "correct": r.correct,
+            "reason": r.reason,
+            "chain_status": r.chain_status,
+            "explore_tokens": c.explore_tokens,
+            "execute_tokens": c.execute_tokens,
+            "explore_stop": c.explore_stop,
+            "forced_close": c.forced_close,
+            "finish_reason": c.finish_reason,
+            "response": c.response,
+        }
+        for j, (c, r) in enumerate(zip(chains, results, strict=True))
+    ]
+
+
+def evaluate_dataset(
+    gen: Any,
+    name: str,
+    records: Sequence[Record],
+    cfg: EvalConfig,
+    save_path: Path,
+    log: Callable[[str], None] = lambda s: None,
+) -> dict[str, Any]:
+    """Sample and grade one dataset (resuming from its predictions file); returns its metrics."""
+    path = save_path / "predictions" / f"{name}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    done = read_predictions(path)
+    for i, lines in done.items():
+        if i < len(records) and any(line.get("id") != records[i].id for line in lines.values()):
+            raise UserError(
+                f"{path}: problem {i} was {next(iter(lines.values())).get('id')!r}, now {records[i].id!r}; "
+                "the data changed since this run started: use another --save-path"
+            )
+    spec = get_spec(name)
+    max_tokens = cfg.max_tokens or spec.max_new_tokens
+    fmt = get_format(cfg.format)
+    chunks = chunk_problems(len(records), cfg.samples, cfg.chunk_size)
+    t0, made = time.perf_counter(), 0
+    with path.open("a", encoding="utf-8") as f:
+        for ci, chunk in enumerate(chunks):
+            if all(len(done.get(i, {})) >= cfg.samples for i in chunk):
+                continue
+            chains = generate_chains(
+                gen,
+                [question_text(records[i]) for i in chunk],
+                fmt,
+                cfg.samples,
+                explore_budget=cfg.explore_budget,
+                execute_budget=cfg.execute_budget,
+                max_tokens=max_tokens,
+                temperature=cfg.temperature,
+                top_p=cfg.top_p,
+                seed=derive_seed(cfg.seed, name, ci),
+                opener=cfg.opener,
+            )
+            for i, row in zip(chunk, chains, strict=True):
+                for line in prediction_lines(name, i, records[i], row, cfg):
+                    if line["sample"] not in done.get(i, {}):
+                        f.write(json.dumps(line, ensure_ascii=False) + "\n")
+                        done.setdefault(i, {})[line["sample"]] = line
+                        made += 1
+            f.flush()
+            os.fsync(f.fileno())
+            secs = time.perf_counter() - t0
+            finished = sum(len(done.get(i, {})) >= cfg.samples for i in range(len(records)))
+            log(
+                f"{name}: {finished}/{len(records)} problems, {made} new samples in {secs:.0f}s "
+                f"({made / max(secs, 1e-9):.2f} samples/s)"
+            )
+    per_problem = [[done[i][j] for j in sorted(done[i])][: cfg.samples] for i in range(len(records))]
+    return summarize(per_problem, cfg.ks)
+
+
+# ---------------------------------------------------------------------------------------- run files
+def check_config(save_path: Path, cfg: EvalConfig) -> None:
+    """Write ``config.json`` on a new run; on a restart, refuse settings that differ from it."""
+    path = save_path / "config.json"
+    now = cfg.generation_settings()
+    if path.exists():
+        try:
+            before = json.loads(path.read_text())
+        except ValueError:
+            raise UserError(f"{path} is not valid JSON; move the run folder away to start over") from None
+        diff = [k for k in GENERATION_FIELDS if before.get(k) != now[k]]
+        if diff:
+            what = ", ".join(f"{k} {before.get(k)!r} -> {now[k]!r}" for k in diff)
+            raise UserError(f"{save_path} holds a run with other settings ({what}); use another --save-path")
+        return
+    save_path.mkdir(parents=True, exist_ok=True)
+    write_json(path, now)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Atomic JSON write (a kill never leaves half a file)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+def git_commit() -> str:
+    """The toolkit's commit (``+dirty`` with uncommitted changes), or ``unknown`` outside a checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        sha = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def versions() -> dict[str, str | None]:
+    """Installed versions of the packages that shape results (``None`` when absent)."""
+    out: dict[str, str | None] = {"python": sys.version.split()[0]}
+    for p in PACKAGES:
+        try:
+            out[p] = metadata.version(p)
+        except metadata.PackageNotFoundError:
+            out[p] = None
+    return out
+
+
+def run_eval(
+    gen: Any,
+    data: dict[str, list[Record]],
+    cfg: EvalConfig,
+    save_path: Path,
+    log: Callable[[str], None] = lambda s: None,
+) -> dict[str, Any]:
+    """Evaluate every dataset in ``data`` and write ``results.json``; returns its content."""
+    cfg.check()
+    check_config(save_path, cfg)
+    t0 = time.perf_counter()
+    metrics = {name: evaluate_dataset(gen, name, recs, cfg, save_path, log) for name, recs in data.items()}
+    results = {
+        "config": asdict(cfg),
+        "git_commit": git_commit(),
+        "versions": versions(),
+        "backend": getattr(gen, "name", type(gen).__name__),
+        "datasets": metrics,
+        "average": {
+            k: sum(m[k] for m in metrics.values()) / len(metrics)
+            for k in ("pass@1", "format_rate", "truncation_rate")
+            if metrics
+        },
+        "seconds": round(time.perf_counter() - t0, 3),
+        "usage": gen.usage.snapshot() if hasattr(gen, "usage") else None,
+    }
+    write_json(save_path / "results.json", results)
+    return results
+
+
+def format_table(metrics: dict[str, dict[str, Any]]) -> str:
+    """A fixed-width table of the headline metrics per dataset."""
+    if not metrics:
+        return ""
+    ks = sorted({int(k.split("@")[1]) for m in metrics.values() for k in m if k.startswith("pass@")})
+    kmax = ks[-1] if ks else 1
+    cols = ["problems", "samples", "pass@1", f"pass@{kmax}", f"maj@{kmax}", "format", "trunc", "no_ans"]
+    cols += ["explore_tok", "execute_tok"]
+    width = max(12, *(len(n) + 2 for n in metrics))
+    lines = [f"{'dataset':<{width}}" + "".join(f"{c:>12}" for c in cols)]
+    for name, m in metrics.items():
+        vals = [
+            m["problems"],
+            m["samples"],
+            m["pass@1"],
+            m.get(f"pass@{kmax}", float("nan")),
+            m.get(f"maj@{kmax}", float("nan")),
+            m["format_rate"],
+            m["truncation_rate"],
+            m["no_answer_rate"],
+            m["explore_tokens"],
+            m["execute_tokens"],
+        ]
+        cells = [f"{v:>12d}" if isinstance(v, int) else f"{v:>12.4f}" for v in vals[:8]]
+        cells += [f"{v:>12.1f}" for v in vals[8:]]
+        lines.append(f"{name:<{width}}" + "".join(cells))
+    return "\n".join(lines)

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Interactive E2C demo: pick one of eight built-in problems (math, medical, code) or type your own.
+
+    python example_interactive.py                         # embedded SmolLM2-135M, CPU, no hub
+    printf '1\n4\nWhat is 12*13?\nq\n' | python example_interactive.py --model_path tiny
+
+Each answer shows the EXPLORATION PHASE and EXECUTION PHASE, the extracted answer (graded for built-in
+problems) and per-phase token counts. Reads from a terminal or from piped stdin; ``q`` or end of input quits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from e2c.cli import ArgumentParser, fail
+from e2c.demo import add_generation_flags, load, solve_and_show
+
+PROBLEMS = Path(__file__).resolve().with_name("example_problems.json")
+QUIT = {"q", "quit", "exit"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(description="Interactive E2C inference.")
+    p.add_argument(
+        "--problems",
+        type=Path,
+        default=PROBLEMS,
+        help="JSON list of problems (default: example_problems.json)",
+    )
+    add_generation_flags(p)
+    return p
+
+
+def load_problems(path: Path) -> list[dict[str, Any]]:
+    """The built-in problems; one-line exit when the file is missing or malformed."""
+    try:
+        items = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        fail(f"--problems {path}: {e.strerror}")
+    except ValueError as e:
+        fail(f"--problems {path}: not valid JSON ({e})")
+    if not isinstance(items, list) or not all(isinstance(i, dict) and i.get("problem") for i in items):
+        fail(f"--problems {path}: expected a JSON list of objects with a 'problem' field")
+    return items
+
+
+def menu(items: list[dict[str, Any]]) -> str:
+    lines = ["", "Problems:"]
+    for n, it in enumerate(items, 1):
+        first = " ".join(str(it["problem"]).split())
+        lines.append(
+            f"  {n}. [{it.get('category', 'custom')}] {first[:72]}{'...' if len(first) > 72 else ''}"
+        )
+    return "\n".join(lines)
+
+
+def question(item: dict[str, Any]) -> str:
+    opts = item.get("options") or {}
+    return str(item["problem"]) + "".join(f"\n{k}. {v}" for k, v in opts.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    items = load_problems(args.problems)
+    gen = load(args)
+    tty = sys.stdin.isatty()
+    print(menu(items))
+    while True:
+        prompt = f"Pick 1-{len(items)}, type a problem, or q to quit: "
+        try:
+            line = input(prompt if tty else "")
+        except EOFError:
+            break
+        if not tty:
+            print(prompt + line)
+        choice = line.strip()
+        if not choice:
+            print(menu(items))
+            continue
+        if choice.lower() in QUIT:
+            break
+        if choice.isdigit():
+            k = int(choice)
+            if not 1 <= k <= len(items):
+                print(f"no problem {k}; pick 1-{len(items)}")
+                continue
+            it = items[k - 1]
+            solve_and_show(
+                gen, args, question(it), it.get("answer"), it.get("kind", "math"), it.get("options")
+            )
+        else:
+            solve_and_show(gen, args, choice)
+    print("bye")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
