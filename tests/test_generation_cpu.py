@@ -1,53 +1,269 @@
-"""Two-phase generation: budgets, forced closing, prompts of each phase (tiny model)."""
+"""The generator interface: completion semantics shared by all backends, the transformers backend on the
+tiny model, the vLLM output mapping, the scripted backend, and two-phase / full-chain E2C generation."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-import e2c.generation.hf as hf
-from e2c.chain import E2C, PLAIN
-from e2c.models import load_model_and_tokenizer
+from e2c.chain import E2C, PLAIN, THINK
+from e2c.cli import UserError
+from e2c.generation import generate_chains, make_generator, pick_backend
+from e2c.generation.base import Completion, StopSpec, derive_seed, finish, split_stops
+from e2c.generation.scripted import ScriptedGenerator, ScriptTokenizer
+from e2c.generation.vllm import completion_from_vllm
+
+# ----------------------------------------------------------------------------------- completion rules
+
+
+@pytest.fixture
+def stok() -> ScriptTokenizer:
+    return ScriptTokenizer()
+
+
+def ids_of(tok: ScriptTokenizer, text: str) -> list[int]:
+    return tok.encode(text)
+
+
+def test_script_tokenizer_round_trips_and_keeps_tags_whole(stok: ScriptTokenizer) -> None:
+    text = "plan: add 2 and 3.</EXPLORATION><EXECUTION> 2+3 = \\boxed{5}</EXECUTION>"
+    assert stok.decode(stok.encode(text)) == text
+    assert stok.tokenize("a</EXPLORATION>b") == ["a", "</EXPLORATION>", "b"]
+    assert stok.tokenize("add 2 and 3.") == ["add", " ", "2", " ", "and", " ", "3", "."]
+
+
+def test_split_stops_uses_ids_for_special_tags(stok: ScriptTokenizer) -> None:
+    spec = split_stops(stok, ["</EXPLORATION>", "Answer:", "", "Answer:"], [stok.eos_token_id])
+    assert spec.token_ids == {stok.encode("</EXPLORATION>")[0]: "</EXPLORATION>"}
+    assert spec.strings == ["Answer:"]
+    assert spec.eos_ids == {stok.eos_token_id}
+
+
+def test_split_stops_on_a_real_tokenizer(tiny_tok) -> None:
+    spec = split_stops(tiny_tok, ["</EXPLORATION>", "EXECUTION PHASE:"], [tiny_tok.eos_token_id])
+    assert list(spec.token_ids.values()) == ["</EXPLORATION>"]
+    assert spec.strings == ["EXECUTION PHASE:"]
+
+
+@pytest.mark.parametrize(
+    ("generated", "stop", "max_tokens", "text", "n_tokens", "finish_reason", "stop_reason"),
+    [
+        # EOS: kept in the ids, dropped from the text, no stop reason (vLLM's convention).
+        ("a plan<|eos|> more", [], 50, "a plan", 4, "stop", None),
+        # A tag matched by id: the id is kept, the tag text is not, the reason is the tag.
+        ("a plan</EXPLORATION> more", ["</EXPLORATION>"], 50, "a plan", 4, "stop", "</EXPLORATION>"),
+        # A text stop spanning tokens: cut before it; ids run up to the token completing it.
+        ("x = 1 Answer: 5", ["Answer:"], 50, "x = 1 ", 8, "stop", "Answer:"),
+        # The earliest of several stops wins, whatever their order in the list.
+        ("one two three", ["three", "two"], 50, "one ", 3, "stop", "two"),
+        # Budget reached first: length, text of the first max_tokens ids.
+        ("a b c d e", ["</EXPLORATION>"], 4, "a b ", 4, "length", None),
+        # A stop right at the budget still counts as a stop (vLLM checks stops before length).
+        ("a b<|eos|>", [], 4, "a b", 4, "stop", None),
+    ],
+)
+def test_finish_rules(stok, generated, stop, max_tokens, text, n_tokens, finish_reason, stop_reason) -> None:
+    spec = split_stops(stok, stop, [stok.eos_token_id])
+    c = finish(ids_of(stok, generated), stok.decode, spec, max_tokens)
+    assert (c.text, c.num_tokens, c.finish_reason, c.stop_reason) == (
+        text,
+        n_tokens,
+        finish_reason,
+        stop_reason,
+    )
+
+
+def test_finish_ignores_padding_after_the_end(stok: ScriptTokenizer) -> None:
+    spec = split_stops(stok, ["Answer:"], [stok.eos_token_id])
+    ids = stok.encode("x Answer:") + [stok.pad_token_id] * 3
+    c = finish(ids, stok.decode, spec, 20, {stok.pad_token_id})
+    assert (c.text, c.token_ids, c.stop_reason) == ("x ", stok.encode("x Answer:"), "Answer:")
+
+
+def test_derive_seed_is_stable_and_distinct() -> None:
+    assert derive_seed(0, "gsm8k", 3) == derive_seed(0, "gsm8k", 3)
+    assert len({derive_seed(0, "gsm8k", i) for i in range(100)}) == 100
+    assert derive_seed(None, 1) is None
+    assert 0 <= derive_seed(7, "x") < 2**31  # type: ignore[operator]
+
+
+# ----------------------------------------------------------------------------------- vLLM mapping
+
+
+def vout(text: str, ids: list[int], finish_reason: str, stop_reason) -> SimpleNamespace:
+    return SimpleNamespace(text=text, token_ids=ids, finish_reason=finish_reason, stop_reason=stop_reason)
+
+
+def test_vllm_outputs_map_to_the_same_completions() -> None:
+    stops = StopSpec(token_ids={7: "</EXPLORATION>"}, strings=["Answer:"], eos_ids={2})
+    # Stop token reported by id, tag text kept by the detokenizer: reported as the tag, text stripped.
+    c = completion_from_vllm(vout("plan</EXPLORATION>", [5, 6, 7], "stop", 7), stops, {2})
+    assert c == Completion("plan", [5, 6, 7], "stop", "</EXPLORATION>")
+    # Same stop with the tag already removed from the text.
+    assert completion_from_vllm(vout("plan", [5, 6, 7], "stop", 7), stops, {2}).text == "plan"
+    assert completion_from_vllm(vout("x ", [5, 9], "stop", "Answer:"), stops, {2}).stop_reason == "Answer:"
+    eos = completion_from_vllm(vout("done", [5, 2], "stop", None), stops, {2})
+    assert (eos.finish_reason, eos.stop_reason, eos.num_tokens) == ("stop", None, 2)
+    assert completion_from_vllm(vout("abc", [5, 5, 5], "length", None), stops, {2}).finish_reason == "length"
+
+
+def test_backend_choice_errors_are_one_line() -> None:
+    assert pick_backend("auto") in ("hf", "vllm")
+    assert pick_backend("transformers") == "hf"
+    with pytest.raises(UserError, match="unknown backend 'tensorrt'; valid: auto, vllm, hf"):
+        pick_backend("tensorrt")
+    try:
+        import vllm  # noqa: F401
+    except ImportError:
+        with pytest.raises(UserError, match="on CPU use --backend hf"):
+            pick_backend("vllm")
+
+
+# ----------------------------------------------------------------------------------- transformers
 
 
 @pytest.fixture(scope="module")
-def tiny(tiny_path: str):
-    model, tok, _ = load_model_and_tokenizer(tiny_path)
-    return model, tok
+def hf_gen(tiny_path: str):
+    gen, _ = make_generator("hf", tiny_path, batch_size=4)
+    return gen
 
 
-def test_budgets_and_forced_close(tiny) -> None:
-    model, tok = tiny
-    out = hf.generate_chain(model, tok, "What is 2+3?", explore_budget=12, execute_budget=20, seed=1)
-    assert out.explore_tokens <= 12 and out.execute_tokens <= 20
-    p = E2C.parse(out.response)
-    assert p.explore_closed and p.has_execution  # closed for the model if it did not close itself
-    if out.explore_stop == "budget":
-        assert out.explore_tokens == 12 and out.forced_close
+def test_hf_length_and_counts(hf_gen) -> None:
+    before = hf_gen.usage.snapshot()
+    out = hf_gen.generate(["Hello there", "What is 2+3?"], n=3, max_tokens=7, temperature=0.0)
+    assert [len(r) for r in out] == [3, 3]
+    for row in out:
+        for c in row:
+            assert c.num_tokens == 7 and c.finish_reason == "length" and c.stop_reason is None
+    after = hf_gen.usage.snapshot()
+    assert after["generated_tokens"] - before["generated_tokens"] == 42
+    assert after["sequences"] - before["sequences"] == 6 and after["calls"] - before["calls"] == 1
 
 
-def test_phase_prompts(tiny, monkeypatch: pytest.MonkeyPatch) -> None:
-    model, tok = tiny
-    seen: list[str] = []
-    ids_for = {
-        0: tok.encode(" plan", add_special_tokens=False),
-        1: tok.encode(" done", add_special_tokens=False),
-    }
-
-    def fake(model, tok, prompt, max_new, stops, temperature, top_p):
-        seen.append(prompt)
-        return ids_for[len(seen) - 1], False
-
-    monkeypatch.setattr(hf, "_generate", fake)
-    out = hf.generate_chain(model, tok, "Q?", opener="I plan.", explore_budget=5, execute_budget=5)
-    base = E2C.render_prompt(tok, "Q?")
-    assert seen[0] == base + "I plan."
-    assert seen[1] == base + "I plan. plan</EXPLORATION><EXECUTION>"  # the opener appears once
-    assert out.response == "I plan. plan</EXPLORATION><EXECUTION> done"
-    assert (out.explore_stop, out.finish_reason, out.explore_tokens) == ("budget", "length", len(ids_for[0]))
+def test_hf_batched_equals_one_at_a_time(hf_gen) -> None:
+    prompts = ["Hello there", "What is 2+3? Let me think", "x", "A much longer prompt about plans and steps"]
+    batched = hf_gen.generate(prompts, n=1, max_tokens=10, temperature=0.0)
+    single = [hf_gen.generate([p], n=1, max_tokens=10, temperature=0.0)[0] for p in prompts]
+    assert [r[0].token_ids for r in batched] == [r[0].token_ids for r in single]
 
 
-def test_text_label_format(tiny) -> None:
-    model, tok = tiny
-    out = hf.generate_chain(model, tok, "Q?", fmt=PLAIN, explore_budget=8, execute_budget=8)
-    assert "EXECUTION PHASE:" in out.response
-    assert PLAIN.parse(out.response).has_execution
+def test_hf_stop_string_is_stripped_and_only_generated_text_matches(hf_gen) -> None:
+    [[ref]] = hf_gen.generate(["Hello there"], max_tokens=20, temperature=0.0)
+    assert len(ref.text) > 12
+    stop = ref.text[6:12]
+    [[c]] = hf_gen.generate(["Hello there"], max_tokens=20, temperature=0.0, stop=[stop])
+    assert c.finish_reason == "stop" and c.stop_reason == stop
+    assert c.text == ref.text[: ref.text.find(stop)]
+    assert c.token_ids == ref.token_ids[: c.num_tokens] and c.num_tokens < 20
+    # Text that only appears across the prompt/output boundary never stops generation (transformers'
+    # stop_strings would stop there; vLLM matches generated text only).
+    across = "there" + ref.text[:2]
+    assert across not in ref.text
+    [[c2]] = hf_gen.generate(["Hello there"], max_tokens=20, temperature=0.0, stop=[across])
+    assert (c2.num_tokens, c2.finish_reason, c2.text) == (20, "length", ref.text)
+
+
+def test_hf_seeded_sampling_repeats(hf_gen) -> None:
+    a = hf_gen.generate(["Q?", "R?"], n=2, max_tokens=8, temperature=1.0, seed=3)
+    b = hf_gen.generate(["Q?", "R?"], n=2, max_tokens=8, temperature=1.0, seed=3)
+    c = hf_gen.generate(["Q?", "R?"], n=2, max_tokens=8, temperature=1.0, seed=4)
+    ids = lambda out: [x.token_ids for row in out for x in row]  # noqa: E731
+    assert ids(a) == ids(b) and ids(a) != ids(c)
+
+
+def test_hf_two_phase_budgets(hf_gen) -> None:
+    [chains] = generate_chains(hf_gen, ["What is 2+3?"], E2C, 3, explore_budget=6, execute_budget=9, seed=1)
+    for ch in chains:
+        assert ch.explore_tokens <= 6 and ch.execute_tokens <= 9
+        p = E2C.parse(ch.response)
+        assert p.explore_closed and p.has_execution  # closed for the model when it did not close itself
+        if ch.explore_stop == "budget":
+            assert ch.explore_tokens == 6 and ch.forced_close
+
+
+# ----------------------------------------------------------------------------------- scripted + chains
+
+
+CHAIN = "Plan: add.</EXPLORATION><EXECUTION> 2 + 3 = \\boxed{5}</EXECUTION>"
+
+
+def test_scripted_records_calls_and_derives_continuations() -> None:
+    gen = ScriptedGenerator.from_responses({"2+3": [CHAIN]})
+    prompt = E2C.render_prompt(gen.tokenizer, "What is 2+3?")
+    [[c]] = gen.generate([prompt], max_tokens=100, stop=["</EXECUTION>"])
+    assert c.text == CHAIN[: -len("</EXECUTION>")] and c.stop_reason == "</EXECUTION>"
+    # A prompt holding part of the chain continues it; one that diverged gets the execution.
+    [[d]] = gen.generate([prompt + "Plan: add.</EXPLORATION><EXECUTION>"], max_tokens=100)
+    assert d.text == " 2 + 3 = \\boxed{5}</EXECUTION>"
+    [[e]] = gen.generate([prompt + "Other plan</EXPLORATION><EXECUTION>"], max_tokens=100)
+    assert e.text == d.text
+    assert gen.calls[0]["stop"] == ["</EXECUTION>"] and len(gen.calls) == 3
+
+
+def test_two_phase_model_closes_its_exploration() -> None:
+    gen = ScriptedGenerator.from_responses({"2+3": [CHAIN]})
+    [[ch]] = generate_chains(gen, ["What is 2+3?"], E2C, explore_budget=50, execute_budget=50, seed=0)
+    tok = gen.tokenizer
+    assert ch.response == CHAIN
+    assert ch.explore_stop == "tag" and not ch.forced_close and ch.finish_reason == "stop"
+    # Phase 1 counts "Plan: add." (5 tokens) plus the sampled tag; phase 2 the execution plus its closing tag.
+    assert ch.explore_tokens == len(tok.encode("Plan: add.</EXPLORATION>")) == 6
+    assert ch.execute_tokens == len(tok.encode(" 2 + 3 = \\boxed{5}</EXECUTION>"))
+    assert gen.usage.generated_tokens == ch.total_tokens
+    # The execution prompt is the chain prompt plus the exploration, closed, and the execution opened.
+    assert gen.calls[1]["prompts"][0].endswith("<EXPLORATION>Plan: add.</EXPLORATION><EXECUTION>")
+    assert gen.calls[0]["stop"] == ["</EXPLORATION>"] and gen.calls[1]["stop"] == ["</EXECUTION>"]
+    assert gen.calls[0]["max_tokens"] == 50 and gen.calls[0]["seed"] != gen.calls[1]["seed"]
+
+
+def test_two_phase_budget_forces_the_close() -> None:
+    gen = ScriptedGenerator.from_responses(
+        {"2+3": ["Plan:First I add the numbers carefully.</EXPLORATION><EXECUTION> 5"]}
+    )
+    [[ch]] = generate_chains(gen, ["What is 2+3?"], E2C, explore_budget=3, execute_budget=10, opener="Plan:")
+    assert ch.explore_stop == "budget" and ch.forced_close and ch.explore_tokens == 3
+    assert ch.response == "Plan:First I</EXPLORATION><EXECUTION> 5"  # First, " ", I
+    assert ch.execute_tokens == 3 and ch.finish_reason == "stop"  # " ", "5", EOS
+    assert E2C.parse(ch.response).status == "truncated_execution"
+
+
+def test_two_phase_eos_while_exploring_and_execution_budget() -> None:
+    gen = ScriptedGenerator(
+        lambda p, j: "short plan" if p.endswith("<EXPLORATION>") else "one two three four"
+    )
+    [[ch]] = generate_chains(gen, ["Q"], E2C, explore_budget=10, execute_budget=4)
+    assert ch.explore_stop == "eos" and ch.forced_close and ch.explore_tokens == 4  # short, " ", plan, EOS
+    assert ch.finish_reason == "length" and ch.execute_tokens == 4
+    assert ch.response == "short plan</EXPLORATION><EXECUTION>one two "  # one, " ", two, " "
+
+
+def test_full_mode_splits_tokens_at_the_tag() -> None:
+    gen = ScriptedGenerator.from_responses({"2+3": [CHAIN, "no tags at all"]})
+    [chains] = generate_chains(gen, ["What is 2+3?"], E2C, 2, max_tokens=100)
+    ok, bad = chains
+    assert ok.response == CHAIN and ok.mode == "full" and ok.explore_stop == "tag"
+    assert (ok.explore_tokens, ok.execute_tokens) == (6, len(gen.tokenizer.encode(CHAIN)) - 6)
+    assert bad.explore_stop == "none" and bad.execute_tokens == 0 and bad.explore_tokens == 8  # 7 + EOS
+    assert len(gen.calls) == 1 and gen.calls[0]["n"] == 2 and gen.calls[0]["max_tokens"] == 100
+
+
+@pytest.mark.parametrize("fmt", [PLAIN, THINK])
+def test_text_formats_in_both_modes(fmt) -> None:
+    resp = f"make a plan{fmt.explore_boundary} do it, \\boxed{{4}}"
+    gen = ScriptedGenerator.from_responses({"Q": [resp]}, fmt=fmt)
+    [[two]] = generate_chains(gen, ["Q"], fmt, explore_budget=20, execute_budget=20)
+    [[one]] = generate_chains(gen, ["Q"], fmt, max_tokens=40)
+    for ch in (two, one):
+        p = fmt.parse(ch.response)
+        assert p.has_execution and "do it" in p.execution and ch.explore_stop == "tag"
+    assert two.response == one.response == resp
+    assert two.explore_tokens == one.explore_tokens
+
+
+def test_budget_errors() -> None:
+    gen = ScriptedGenerator(lambda p, j: "x")
+    with pytest.raises(ValueError, match="execute_budget must be >= 1"):
+        generate_chains(gen, ["Q"], explore_budget=10, max_tokens=10)
+    with pytest.raises(ValueError, match="max_tokens must be >= 1"):
+        gen.generate(["Q"], max_tokens=0)

@@ -123,7 +123,9 @@ def read_predictions(path: Path) -> dict[int, dict[int, dict[str, Any]]]:
             row = json.loads(line)
             out.setdefault(int(row["index"]), {})[int(row["sample"])] = row
         except (ValueError, KeyError, TypeError) as e:
-            raise UserError(f"{path} line {n}: not a prediction line ({e}); move the file away to start over")
+            raise UserError(
+                f"{path} line {n}: not a prediction line ({e}); move the file away to start over"
+            ) from None
     return out
 
 

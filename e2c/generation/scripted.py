@@ -136,7 +136,7 @@ class ScriptedGenerator:
         # The script's text ends the turn: an EOS follows it, as a model's would.
         out = [
             [
-                finish(tok.encode(self.script(p, j)) + [tok.eos_token_id], tok.decode, stops, max_tokens)
+                finish([*tok.encode(self.script(p, j)), tok.eos_token_id], tok.decode, stops, max_tokens)
                 for j in range(n)
             ]
             for p in prompts
