@@ -104,3 +104,52 @@ def test_demo_bad_model_is_one_line() -> None:
     assert r.returncode == 2
     assert r.stderr.strip().startswith("error: unknown model 'no-such-model'")
     assert "Traceback" not in r.stderr
+
+
+def test_interactive_demo_through_stdin() -> None:
+    r = subprocess.run(
+        [
+            sys.executable,
+            "example_interactive.py",
+            "--model_path",
+            "tiny",
+            "--max_tokens",
+            "24",
+            "--explore_budget",
+            "8",
+        ],
+        cwd=ROOT,
+        input="4\n9\nWhat is 12*13?\nq\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr
+    out = r.stdout
+    assert out.count("EXPLORATION PHASE:") == 2 and out.count("EXECUTION PHASE:") == 2
+    assert "8. [code]" in out and "[medical]" in out
+    assert "D. Aplastic anemia" in out and "reference answer : B" in out  # a built-in MCQ with its options
+    assert "no problem 9; pick 1-8" in out and "PROBLEM:\nWhat is 12*13?" in out
+    assert out.rstrip().endswith("bye")
+
+
+def test_interactive_demo_bad_problem_file(tmp_path: Path) -> None:
+    bad = tmp_path / "p.json"
+    bad.write_text("{not json")
+    r = run("example_interactive.py", "--model_path", "tiny", "--problems", str(bad))
+    assert r.returncode == 2 and r.stderr.startswith(f"error: --problems {bad}: not valid JSON")
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_problem_file_has_eight_problems_across_domains() -> None:
+    items = json.loads((ROOT / "example_problems.json").read_text())
+    assert len(items) == 8
+    assert {i["category"] for i in items} == {"math", "medical", "code"}
+    from e2c.rewards import grade
+
+    for it in items:  # every reference answer is gradeable by the project's grader
+        res = grade(
+            f"\\boxed{{{it['answer']}}}", it["answer"], it["kind"], options=it.get("options"), fmt=None
+        )
+        assert res.correct, it["id"]
