@@ -148,6 +148,15 @@ def test_hf_batched_equals_one_at_a_time(hf_gen) -> None:
     assert [r[0].token_ids for r in batched] == [r[0].token_ids for r in single]
 
 
+def test_hf_shared_prompt_encoding_changes_nothing(hf_gen) -> None:
+    # n > 1 encodes each prompt once and repeats its cache; greedy samples must equal the n = 1 output.
+    prompts = ["What is 2+3? Let me think", "x", "A much longer prompt about plans and steps"]
+    many = hf_gen.generate(prompts, n=3, max_tokens=10, temperature=0.0)
+    for p, row in zip(prompts, many, strict=True):
+        [[one]] = hf_gen.generate([p], n=1, max_tokens=10, temperature=0.0)
+        assert [c.token_ids for c in row] == [one.token_ids] * 3
+
+
 def test_hf_stop_string_is_stripped_and_only_generated_text_matches(hf_gen) -> None:
     [[ref]] = hf_gen.generate(["Hello there"], max_tokens=20, temperature=0.0)
     assert len(ref.text) > 12

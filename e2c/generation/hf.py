@@ -1,7 +1,8 @@
 """The transformers backend (CPU, or a single GPU without vLLM).
 
-Every (prompt, sample) pair becomes one row; rows are sorted by prompt length and generated in batches of
-``batch_size`` with left padding, so short prompts do not pay for long ones. Rows that end early are padded
+Every (prompt, sample) pair becomes one row; prompts are sorted by length and generated in left-padded
+batches of about ``batch_size`` rows (a prompt's samples always share a batch, and its prompt is encoded
+once for all of them), so short prompts do not pay for long ones. Rows that end early are padded
 by ``generate``; :func:`e2c.generation.base.finish` cuts each row at its first stop and reports the finish
 reason as vLLM would. With a ``seed`` the global torch RNG is seeded once per call: the same call on the
 same machine gives the same completions.
@@ -25,11 +26,11 @@ class _StopOnText(StoppingCriteria):
     each step: a stop string of c characters spans at most c tokens.
     """
 
-    def __init__(self, tokenizer: Any, strings: Sequence[str]) -> None:
+    def __init__(self, tokenizer: Any, strings: Sequence[str], start: int) -> None:
         self.tokenizer = tokenizer
         self.strings = list(strings)
         self.window = max(len(s) for s in strings) + 2
-        self.start = 0
+        self.start = start
 
     def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
         import torch
@@ -74,10 +75,10 @@ class HFGenerator:
         tok = self.tokenizer
         stops = split_stops(tok, stop, [tok.eos_token_id])
         encoded = [tok.encode(p, add_special_tokens=False) for p in prompts]
-        rows = sorted(
-            ((i, j) for i in range(len(prompts)) for j in range(n)), key=lambda r: -len(encoded[r[0]])
-        )
-        out: list[list[Completion | None]] = [[None] * n for _ in prompts]
+        # A prompt's n samples share a batch, so its prompt is encoded once (see _shared_prefill).
+        order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
+        per_batch = max(1, self.batch_size // n)
+        out: list[list[Completion]] = [[] for _ in prompts]
         kwargs: dict[str, Any] = {
             "max_new_tokens": max_tokens,
             "do_sample": temperature > 0,
@@ -86,28 +87,51 @@ class HFGenerator:
         }
         if temperature > 0:
             kwargs.update(temperature=temperature, top_p=top_p, top_k=0)
-        if stops.strings:
-            kwargs["stopping_criteria"] = [_StopOnText(tok, stops.strings)]
         if seed is not None:
             torch.manual_seed(seed)
         drop = {tok.pad_token_id, tok.eos_token_id}
-        for start in range(0, len(rows), self.batch_size):
-            batch = rows[start : start + self.batch_size]
-            width = max(len(encoded[i]) for i, _ in batch)
-            for crit in kwargs.get("stopping_criteria", ()):
-                crit.start = width
+        device = self.model.device
+        for start in range(0, len(order), per_batch):
+            batch = order[start : start + per_batch]
+            width = max(len(encoded[i]) for i in batch)
             ids = torch.full((len(batch), width), tok.pad_token_id, dtype=torch.long)
             mask = torch.zeros((len(batch), width), dtype=torch.long)
-            for r, (i, _) in enumerate(batch):
+            for r, i in enumerate(batch):
                 e = encoded[i]
                 ids[r, width - len(e) :] = torch.tensor(e, dtype=torch.long)
                 mask[r, width - len(e) :] = 1
+            ids, mask = ids.to(device), mask.to(device)
+            extra: dict[str, Any] = {}
+            if stops.strings:
+                extra["stopping_criteria"] = [_StopOnText(tok, stops.strings, width)]
             with torch.no_grad():
+                if n > 1 and width > 1:
+                    extra["past_key_values"] = self._shared_prefill(ids, mask, n)
                 gen = self.model.generate(
-                    input_ids=ids.to(self.model.device), attention_mask=mask.to(self.model.device), **kwargs
+                    input_ids=ids.repeat_interleave(n, 0),
+                    attention_mask=mask.repeat_interleave(n, 0),
+                    **kwargs,
+                    **extra,
                 )
-            for r, (i, j) in enumerate(batch):
-                out[i][j] = finish(gen[r, width:].tolist(), self._decode, stops, max_tokens, drop)
-        result = [[c for c in row if c is not None] for row in out]
-        self.usage.add([len(e) for e in encoded], result)
-        return result
+            for r, i in enumerate(batch):
+                out[i] = [
+                    finish(gen[r * n + j, width:].tolist(), self._decode, stops, max_tokens, drop)
+                    for j in range(n)
+                ]
+        self.usage.add([len(e) for e in encoded], out)
+        return out
+
+    def _shared_prefill(self, ids: Any, mask: Any, n: int) -> Any:
+        """The KV cache of every prompt but its last token, computed once and repeated for the n samples.
+
+        ``generate`` then only runs the last prompt token per row, instead of encoding each prompt n
+        times (``num_return_sequences`` expands before the prefill). Positions follow ``generate``'s own
+        rule for left padding, so the result equals the unshared path.
+        """
+        pos = (mask.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(
+            input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=pos[:, :-1], use_cache=True
+        )
+        cache = out.past_key_values
+        cache.batch_repeat_interleave(n)
+        return cache
