@@ -22,3 +22,13 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         fail(f"{message} (see {self.prog} --help)")
+
+
+def quiet_transformers() -> None:
+    """Keep transformers' weight-loading bars and advisory warnings out of command-line output."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers is a core dependency
+        return
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from e2c.chain import FORMATS, ChainFormat, get_format
-from e2c.cli import UserError, fail
+from e2c.cli import UserError, fail, quiet_transformers
 from e2c.generation import BACKENDS, generate_chains, make_generator
 from e2c.models import ModelSpecError
 from e2c.rewards import grade
@@ -64,6 +64,7 @@ def load(args: argparse.Namespace) -> Any:
     """Build the generator from the flags; one-line exit on a bad model or backend."""
     if args.explore_budget < 0 or args.max_tokens <= args.explore_budget:
         fail(f"--max_tokens ({args.max_tokens}) must exceed --explore_budget ({args.explore_budget}) >= 0")
+    quiet_transformers()
     t0 = time.perf_counter()
     try:
         gen, res = make_generator(

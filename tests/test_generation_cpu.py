@@ -148,6 +148,51 @@ def test_hf_batched_equals_one_at_a_time(hf_gen) -> None:
     assert [r[0].token_ids for r in batched] == [r[0].token_ids for r in single]
 
 
+def test_hf_greedy_equals_transformers_generate(hf_gen) -> None:
+    # Our decode loop (finished rows leave the batch) against model.generate, prompt by prompt.
+    prompts = ["What is 2+3? Let me think", "x", "A much longer prompt about plans and steps"]
+    ours = hf_gen.generate(prompts, n=2, max_tokens=12, temperature=0.0)
+    tok, model = hf_gen.tokenizer, hf_gen.model
+    for p, row in zip(prompts, ours, strict=True):
+        enc = tok(p, return_tensors="pt", add_special_tokens=False)
+        ref = model.generate(
+            **enc,
+            max_new_tokens=12,
+            do_sample=False,
+            eos_token_id=tok.eos_token_id,
+            pad_token_id=tok.pad_token_id,
+        )[0, enc["input_ids"].shape[1] :].tolist()
+        if tok.eos_token_id in ref:
+            ref = ref[: ref.index(tok.eos_token_id) + 1]
+        assert [c.token_ids for c in row] == [ref, ref]
+
+
+def nucleus_reference(probs: list[float], top_p: float) -> set[int]:
+    """Plain loop: take tokens by falling probability until their mass reaches top_p."""
+    kept, mass = set(), 0.0
+    for i in sorted(range(len(probs)), key=lambda i: -probs[i]):
+        if mass >= top_p:
+            break
+        kept.add(i)
+        mass += probs[i]
+    return kept
+
+
+def test_nucleus_sampling_keeps_the_reference_set() -> None:
+    import torch
+
+    from e2c.generation.hf import sample_next
+
+    torch.manual_seed(0)
+    for _ in range(20):
+        logits = torch.randn(1, 12) * 2
+        probs = torch.softmax(logits, -1)[0].tolist()
+        for top_p in (0.3, 0.6, 0.9, 1.0):
+            seen = {int(sample_next(logits, 1.0, top_p)) for _ in range(200)}
+            assert seen <= nucleus_reference(probs, top_p)
+    assert sample_next(torch.tensor([[0.1, 3.0, 0.2]]), 0.0, 1.0).tolist() == [1]
+
+
 def test_hf_shared_prompt_encoding_changes_nothing(hf_gen) -> None:
     # n > 1 encodes each prompt once and repeats its cache; greedy samples must equal the n = 1 output.
     prompts = ["What is 2+3? Let me think", "x", "A much longer prompt about plans and steps"]

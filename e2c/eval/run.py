@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from e2c.chain import FORMATS
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers
 from e2c.data.registry import load_benchmarks, valid_names
 from e2c.eval.runner import EvalConfig, format_table, run_eval
 from e2c.models import RELEASED_REPO, ModelSpecError, resolve_model
@@ -140,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from e2c.generation import make_generator, pick_backend
+
+    quiet_transformers()
 
     try:
         gpus = parse_gpus(args.gpus)

@@ -1,11 +1,16 @@
 """The transformers backend (CPU, or a single GPU without vLLM).
 
-Every (prompt, sample) pair becomes one row; prompts are sorted by length and generated in left-padded
-batches of about ``batch_size`` rows (a prompt's samples always share a batch, and its prompt is encoded
-once for all of them), so short prompts do not pay for long ones. Rows that end early are padded
-by ``generate``; :func:`e2c.generation.base.finish` cuts each row at its first stop and reports the finish
-reason as vLLM would. With a ``seed`` the global torch RNG is seeded once per call: the same call on the
-same machine gives the same completions.
+Every (prompt, sample) pair becomes one row. Prompts are sorted by length and decoded in left-padded
+batches of about ``batch_size`` rows; a prompt's n samples share a batch and its prompt is encoded once,
+its KV cache repeated for the samples. The decode loop is our own rather than ``model.generate``: a row
+that stops (EOS, a stop token, a stop string) leaves the batch at once, cache included, so compute follows
+the tokens actually generated instead of the longest row times the batch size. With sampled evaluation
+many rows stop early, which is where the batched speed-up comes from.
+
+Sampling: temperature, then top-p (nucleus) filtering, then a multinomial draw; ``temperature == 0`` is
+greedy (and gives the same tokens as ``model.generate``'s greedy search, which a test checks). With a
+``seed`` the torch RNG is seeded once per call: the same call on the same machine gives the same output.
+:func:`e2c.generation.base.finish` cuts each row at its stop and reports it as vLLM would.
 """
 
 from __future__ import annotations
@@ -13,34 +18,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from transformers import StoppingCriteria
-
-from e2c.generation.base import Completion, Usage, check_args, finish, split_stops
+from e2c.generation.base import Completion, StopSpec, Usage, check_args, finish, split_stops
 
 
-class _StopOnText(StoppingCriteria):
-    """Per-row stop on text found in the *generated* tokens only.
+def sample_next(logits: Any, temperature: float, top_p: float) -> Any:
+    """One next token per row from ``logits`` (rows x vocab): greedy at temperature 0, else
+    temperature-scaled nucleus sampling (the smallest set of tokens whose probability reaches ``top_p``)."""
+    import torch
 
-    transformers' own ``stop_strings`` also matches across the prompt's tail (a prompt ending in "re"
-    stops "re" + "re" at a "rere" stop), which vLLM never does. Only the last few tokens are decoded
-    each step: a stop string of c characters spans at most c tokens.
-    """
-
-    def __init__(self, tokenizer: Any, strings: Sequence[str], start: int) -> None:
-        self.tokenizer = tokenizer
-        self.strings = list(strings)
-        self.window = max(len(s) for s in strings) + 2
-        self.start = start
-
-    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
-        import torch
-
-        tail = input_ids[:, max(self.start, input_ids.shape[1] - self.window) :].tolist()
-        hit = [
-            any(s in self.tokenizer.decode(row, skip_special_tokens=False) for s in self.strings)
-            for row in tail
-        ]
-        return torch.tensor(hit, dtype=torch.bool, device=input_ids.device)
+    if temperature <= 0:
+        return logits.argmax(-1)
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_p, idx = probs.sort(dim=-1, descending=True)
+        # Drop a token when the mass before it already reaches top_p (the first token always stays).
+        drop = (sorted_p.cumsum(-1) - sorted_p) >= top_p
+        sorted_p = sorted_p.masked_fill(drop, 0.0)
+        probs = torch.zeros_like(probs).scatter(-1, idx, sorted_p)
+    return torch.multinomial(probs, 1).squeeze(-1)
 
 
 class HFGenerator:
@@ -75,63 +70,79 @@ class HFGenerator:
         tok = self.tokenizer
         stops = split_stops(tok, stop, [tok.eos_token_id])
         encoded = [tok.encode(p, add_special_tokens=False) for p in prompts]
-        # A prompt's n samples share a batch, so its prompt is encoded once (see _shared_prefill).
         order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
         per_batch = max(1, self.batch_size // n)
         out: list[list[Completion]] = [[] for _ in prompts]
-        kwargs: dict[str, Any] = {
-            "max_new_tokens": max_tokens,
-            "do_sample": temperature > 0,
-            "eos_token_id": sorted(stops.eos_ids | set(stops.token_ids)) or None,
-            "pad_token_id": tok.pad_token_id,
-        }
-        if temperature > 0:
-            kwargs.update(temperature=temperature, top_p=top_p, top_k=0)
         if seed is not None:
             torch.manual_seed(seed)
         drop = {tok.pad_token_id, tok.eos_token_id}
-        device = self.model.device
         for start in range(0, len(order), per_batch):
             batch = order[start : start + per_batch]
-            width = max(len(encoded[i]) for i in batch)
-            ids = torch.full((len(batch), width), tok.pad_token_id, dtype=torch.long)
-            mask = torch.zeros((len(batch), width), dtype=torch.long)
+            rows = self._decode_batch([encoded[i] for i in batch], n, max_tokens, temperature, top_p, stops)
             for r, i in enumerate(batch):
-                e = encoded[i]
-                ids[r, width - len(e) :] = torch.tensor(e, dtype=torch.long)
-                mask[r, width - len(e) :] = 1
-            ids, mask = ids.to(device), mask.to(device)
-            extra: dict[str, Any] = {}
-            if stops.strings:
-                extra["stopping_criteria"] = [_StopOnText(tok, stops.strings, width)]
-            with torch.no_grad():
-                if n > 1 and width > 1:
-                    extra["past_key_values"] = self._shared_prefill(ids, mask, n)
-                gen = self.model.generate(
-                    input_ids=ids.repeat_interleave(n, 0),
-                    attention_mask=mask.repeat_interleave(n, 0),
-                    **kwargs,
-                    **extra,
-                )
-            for r, i in enumerate(batch):
-                out[i] = [
-                    finish(gen[r * n + j, width:].tolist(), self._decode, stops, max_tokens, drop)
-                    for j in range(n)
-                ]
+                out[i] = [finish(rows[r * n + j], self._decode, stops, max_tokens, drop) for j in range(n)]
         self.usage.add([len(e) for e in encoded], out)
         return out
 
-    def _shared_prefill(self, ids: Any, mask: Any, n: int) -> Any:
-        """The KV cache of every prompt but its last token, computed once and repeated for the n samples.
+    def _decode_batch(
+        self,
+        encoded: list[list[int]],
+        n: int,
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        stops: StopSpec,
+    ) -> list[list[int]]:
+        """Generated ids of every prompt x sample (row ``r * n + j``), each ending at its first stop."""
+        import torch
 
-        ``generate`` then only runs the last prompt token per row, instead of encoding each prompt n
-        times (``num_return_sequences`` expands before the prefill). Positions follow ``generate``'s own
-        rule for left padding, so the result equals the unshared path.
-        """
+        tok, model = self.tokenizer, self.model
+        width = max(len(e) for e in encoded)
+        ids = torch.full((len(encoded), width), tok.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(encoded), width), dtype=torch.long)
+        for r, e in enumerate(encoded):
+            ids[r, width - len(e) :] = torch.tensor(e, dtype=torch.long)
+            mask[r, width - len(e) :] = 1
+        ids, mask = ids.to(model.device), mask.to(model.device)
+        # Positions skip the left padding, as generate() numbers them.
         pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(
-            input_ids=ids[:, :-1], attention_mask=mask[:, :-1], position_ids=pos[:, :-1], use_cache=True
-        )
-        cache = out.past_key_values
-        cache.batch_repeat_interleave(n)
-        return cache
+        stop_ids = stops.eos_ids | set(stops.token_ids)
+        window = max((len(s) for s in stops.strings), default=0) + 2
+        rows: list[list[int]] = [[] for _ in range(len(encoded) * n)]
+        with torch.no_grad():
+            step = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
+            cache, logits = step.past_key_values, step.logits[:, -1, :]
+            if n > 1:
+                cache.batch_repeat_interleave(n)
+                logits, mask, pos = (t.repeat_interleave(n, 0) for t in (logits, mask, pos))
+            alive = list(range(len(rows)))
+            next_pos = pos[:, -1:] + 1
+            for k in range(max_tokens):
+                chosen = sample_next(logits, temperature, top_p)
+                keep = []
+                for a, (row, t) in enumerate(zip(alive, chosen.tolist(), strict=True)):
+                    rows[row].append(t)
+                    ended = t in stop_ids or (
+                        bool(stops.strings)
+                        and any(s in self._decode(rows[row][-window:]) for s in stops.strings)
+                    )
+                    if not ended:
+                        keep.append(a)
+                if not keep or k == max_tokens - 1:
+                    break
+                if len(keep) < len(alive):
+                    sel = torch.tensor(keep, device=mask.device)
+                    cache.batch_select_indices(sel)
+                    mask, next_pos, chosen = mask[sel], next_pos[sel], chosen[sel]
+                    alive = [alive[a] for a in keep]
+                mask = torch.cat([mask, mask.new_ones((len(alive), 1))], dim=-1)
+                step = model(
+                    input_ids=chosen[:, None],
+                    attention_mask=mask,
+                    position_ids=next_pos,
+                    past_key_values=cache,
+                    use_cache=True,
+                )
+                cache, logits = step.past_key_values, step.logits[:, -1, :]
+                next_pos = next_pos + 1
+        return rows
