@@ -139,7 +139,7 @@ def cli(*args: str, timeout: int = 300, **kw) -> subprocess.CompletedProcess:
 
 def tiny_args(bench_dir: Path, save: Path, limit: int = 4) -> list[str]:
     return [
-        "--model", "tiny", "--subfolder", "", "--dataset", "gsm8k", "--data-dir", str(bench_dir),
+        "--model", "tiny", "--dataset", "gsm8k", "--data-dir", str(bench_dir),
         "--limit", str(limit), "--sample", "2", "--max-tokens", "12", "--chunk-size", "2",
         "--save-path", str(save), "--backend", "hf", "--quiet",
     ]  # fmt: skip
@@ -193,6 +193,16 @@ def test_cli_killed_mid_run_resumes_to_the_same_result(bench_dir: Path, tmp_path
     a = json.loads((save / "results.json").read_text())["datasets"]
     b = json.loads((tmp_path / "ref" / "results.json").read_text())["datasets"]
     assert a == b
+
+
+def test_subfolder_default_is_for_the_release_only() -> None:
+    from e2c.eval.run import default_subfolder
+    from e2c.models import RELEASED_REPO
+
+    assert default_subfolder(RELEASED_REPO, None) == "8B"
+    assert default_subfolder(RELEASED_REPO, "4B") == "4B"
+    assert default_subfolder("models/checkpoints/sft/final", None) is None
+    assert default_subfolder("owner/name", "") is None
 
 
 def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:

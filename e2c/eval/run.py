@@ -44,6 +44,14 @@ def default_save_path(cfg: EvalConfig) -> Path:
     return Path("outputs") / "eval" / model / "_".join(parts)
 
 
+def default_subfolder(model: str, subfolder: str | None) -> str | None:
+    """The paper's default (8B) applies to the released checkpoint only; a local folder or another id
+    is used as given."""
+    if subfolder is None:
+        return "8B" if model == RELEASED_REPO else None
+    return subfolder or None
+
+
 def parse_gpus(value: str | None) -> int | None:
     """``--gpus``: a count (``8``) or a device list (``0,1,2,3``, which also sets CUDA_VISIBLE_DEVICES)."""
     if value is None or value == "":
@@ -69,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a(
         "--subfolder",
-        default="8B",
-        help="subfolder of the model (8B, 4B, or a path); '' for none (default: 8B)",
+        default=None,
+        help="subfolder of the model (8B, 4B, or a path) (default: 8B for the released checkpoint, else none)",
     )
     a(
         "--dataset",
@@ -148,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         backend = pick_backend(args.backend)
         cfg = EvalConfig(
             model=args.model,
-            subfolder=args.subfolder or None,
+            subfolder=default_subfolder(args.model, args.subfolder),
             dataset=args.dataset,
             samples=args.sample,
             temperature=args.temp,
