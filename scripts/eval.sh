@@ -4,7 +4,7 @@
 #   bash scripts/eval.sh                                   # released E2C-Qwen3-8B on GSM8K, 8 samples (GPU + hub)
 #   bash scripts/eval.sh --dataset all --gpus 8            # the 8 math sets, vLLM tensor parallel 8
 #   bash scripts/eval.sh --model embedded --dataset gsm8k --data-dir ../shared/data/benchmarks \
-#       --limit 10 --sample 2 --max-tokens 256             # CPU, no hub: ~5 min on 2 cores
+#       --limit 10 --sample 2 --max-tokens 256             # CPU, no hub: about 1-2 min on 2 cores
 #
 # Paper defaults: temperature 1.0, 8 samples, 8,192 new tokens (math) / 1,500 (medical). Results go to
 # --save-path (default outputs/eval/<model>/<settings>/): config.json, predictions/<dataset>.jsonl,
