@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.cli import ArgumentParser, fail
+from e2c.data.registry import question_text
 from e2c.demo import add_generation_flags, load, solve_and_show
 
 PROBLEMS = Path(__file__).resolve().with_name("example_problems.json")
@@ -59,8 +60,11 @@ def menu(items: list[dict[str, Any]]) -> str:
 
 
 def question(item: dict[str, Any]) -> str:
+    """The problem with its lettered options, rendered as the benchmarks' questions are."""
     opts = item.get("options") or {}
-    return str(item["problem"]) + "".join(f"\n{k}. {v}" for k, v in opts.items())
+    return question_text(
+        {"problem": item["problem"], "kind": "mcq" if opts else "math", "choices": list(opts.values())}
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

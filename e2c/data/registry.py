@@ -232,7 +232,7 @@ def to_record(row: Mapping[str, Any], spec: DatasetSpec, index: int) -> Record:
         choices = row_choices(row)
         if len(choices) < 2:
             raise ValueError("multiple-choice row without options (looked for options, choices, opa..opd)")
-        options = {LETTERS[i]: c for i, c in enumerate(choices)}
+        options = letter_options(choices)
         akey, gold = _first(row, (*spec.answer_keys, *MCQ_ANSWER_KEYS))
         letter = reference_choice(gold, options) if gold is not None else None
         if letter is None or letter not in options:
@@ -249,13 +249,18 @@ def to_record(row: Mapping[str, Any], spec: DatasetSpec, index: int) -> Record:
     return Record(rid, problem, answer, "math", [], spec.name)
 
 
+def letter_options(choices: Sequence[str]) -> dict[str, str]:
+    """``{"A": first choice, "B": ...}``: how the grader and the prompt name the options."""
+    return {LETTERS[i]: c for i, c in enumerate(choices)}
+
+
 def question_text(record: Record | Mapping[str, Any]) -> str:
     """The text a model is asked: the problem, plus ``A. ...`` option lines for multiple choice."""
     r = record.to_dict() if isinstance(record, Record) else record
     choices = r.get("choices") or []
     if r.get("kind") != "mcq" or not choices:
         return str(r["problem"])
-    lines = [f"{LETTERS[i]}. {c}" for i, c in enumerate(choices)]
+    lines = [f"{k}. {c}" for k, c in letter_options(choices).items()]
     return str(r["problem"]) + "\n" + "\n".join(lines)
 
 

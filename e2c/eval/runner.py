@@ -29,12 +29,11 @@ from typing import Any
 
 from e2c.chain import get_format
 from e2c.cli import UserError
-from e2c.data.registry import Record, get_spec, question_text
+from e2c.data.registry import Record, get_spec, letter_options, question_text
 from e2c.eval.metrics import summarize
 from e2c.generation.base import derive_seed
 from e2c.generation.chains import ChainResult, generate_chains
 from e2c.rewards.grader import grade_many
-from e2c.rewards.mcq import LETTERS
 
 # Settings that change what is generated: a resumed run must use the same ones.
 GENERATION_FIELDS = (
@@ -136,7 +135,7 @@ def chunk_problems(n_problems: int, samples: int, chunk_size: int) -> list[range
 
 
 def options_of(record: Record) -> dict[str, str] | None:
-    return {LETTERS[i]: c for i, c in enumerate(record.choices)} if record.choices else None
+    return letter_options(record.choices) if record.choices else None
 
 
 def prediction_lines(
