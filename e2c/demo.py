@@ -109,7 +109,8 @@ def solve_and_show(
     parsed = fmt.parse(out.response)
     print(fmt.render(parsed))
     print(RULE)
-    result = grade(out.response, answer if answer else "0", kind, options=options, fmt=fmt)  # type: ignore[arg-type]
+    # With no reference the grader still extracts the answer (its reason is then unparseable_gold).
+    result = grade(out.response, answer, kind, options=options, fmt=fmt)  # type: ignore[arg-type]
     print(f"extracted answer : {result.extracted}")
     if answer:
         print(f"reference answer : {answer}  -> {'correct' if result.correct else result.reason}")
