@@ -15,7 +15,7 @@ greedy (and gives the same tokens as ``model.generate``'s greedy search, which a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from e2c.generation.base import Completion, StopSpec, Usage, check_args, finish, split_stops
@@ -94,55 +94,112 @@ class HFGenerator:
         stops: StopSpec,
     ) -> list[list[int]]:
         """Generated ids of every prompt x sample (row ``r * n + j``), each ending at its first stop."""
-        import torch
-
-        tok, model = self.tokenizer, self.model
-        width = max(len(e) for e in encoded)
-        ids = torch.full((len(encoded), width), tok.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(encoded), width), dtype=torch.long)
-        for r, e in enumerate(encoded):
-            ids[r, width - len(e) :] = torch.tensor(e, dtype=torch.long)
-            mask[r, width - len(e) :] = 1
-        ids, mask = ids.to(model.device), mask.to(model.device)
-        # Positions skip the left padding, as generate() numbers them.
-        pos = (mask.cumsum(-1) - 1).clamp(min=0)
-        stop_ids = stops.eos_ids | set(stops.token_ids)
         window = max((len(s) for s in stops.strings), default=0) + 2
-        rows: list[list[int]] = [[] for _ in range(len(encoded) * n)]
-        with torch.no_grad():
-            step = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
-            cache, logits = step.past_key_values, step.logits[:, -1, :]
-            if n > 1:
-                cache.batch_repeat_interleave(n)
-                logits, mask, pos = (t.repeat_interleave(n, 0) for t in (logits, mask, pos))
-            alive = list(range(len(rows)))
-            next_pos = pos[:, -1:] + 1
-            for k in range(max_tokens):
-                chosen = sample_next(logits, temperature, top_p)
-                keep = []
-                for a, (row, t) in enumerate(zip(alive, chosen.tolist(), strict=True)):
-                    rows[row].append(t)
-                    ended = t in stop_ids or (
-                        bool(stops.strings)
-                        and any(s in self._decode(rows[row][-window:]) for s in stops.strings)
-                    )
-                    if not ended:
-                        keep.append(a)
-                if not keep or k == max_tokens - 1:
-                    break
-                if len(keep) < len(alive):
-                    sel = torch.tensor(keep, device=mask.device)
-                    cache.batch_select_indices(sel)
-                    mask, next_pos, chosen = mask[sel], next_pos[sel], chosen[sel]
-                    alive = [alive[a] for a in keep]
-                mask = torch.cat([mask, mask.new_ones((len(alive), 1))], dim=-1)
-                step = model(
-                    input_ids=chosen[:, None],
-                    attention_mask=mask,
-                    position_ids=next_pos,
-                    past_key_values=cache,
-                    use_cache=True,
-                )
-                cache, logits = step.past_key_values, step.logits[:, -1, :]
-                next_pos = next_pos + 1
+
+        def stop_string_hit(row: list[int]) -> bool:
+            return any(s in self._decode(row[-window:]) for s in stops.strings)
+
+        rows, _ = decode_rows(
+            self.model,
+            self.tokenizer.pad_token_id,
+            encoded,
+            n=n,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            stop_ids=stops.eos_ids | set(stops.token_ids),
+            stop_check=stop_string_hit if stops.strings else None,
+        )
         return rows
+
+
+def decode_rows(
+    model: Any,
+    pad_id: int,
+    encoded: Sequence[Sequence[int]],
+    *,
+    n: int = 1,
+    max_tokens: int | Sequence[int] = 256,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
+    top_k: int = -1,
+    stop_ids: set[int] | frozenset[int] = frozenset(),
+    stop_check: Callable[[list[int]], bool] | None = None,
+    logprobs: bool = False,
+) -> tuple[list[list[int]], list[list[float]] | None]:
+    """Batched sampling from token-id prompts; the decode loop shared by the hf backend and the CPU RL rollout.
+
+    Row ``r * n + j`` is sample ``j`` of prompt ``r``. A row ends at a token in ``stop_ids`` (kept), when
+    ``stop_check(row)`` says so, or at its budget: ``max_tokens`` is one int or one per prompt. Ended rows
+    leave the batch with their cache. With ``logprobs`` the log-probability of every sampled token under the
+    temperature-scaled distribution (what verl's actor computes) is returned too.
+    """
+    import torch
+
+    limits = [int(max_tokens)] * len(encoded) if isinstance(max_tokens, int) else [int(m) for m in max_tokens]
+    if len(limits) != len(encoded):
+        raise ValueError(f"max_tokens has {len(limits)} entries for {len(encoded)} prompts")
+    row_limit = [limits[r // n] for r in range(len(encoded) * n)]
+    width = max(len(e) for e in encoded)
+    ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(encoded), width), dtype=torch.long)
+    for r, e in enumerate(encoded):
+        ids[r, width - len(e) :] = torch.tensor(list(e), dtype=torch.long)
+        mask[r, width - len(e) :] = 1
+    ids, mask = ids.to(model.device), mask.to(model.device)
+    # Positions skip the left padding, as generate() numbers them.
+    pos = (mask.cumsum(-1) - 1).clamp(min=0)
+    rows: list[list[int]] = [[] for _ in range(len(encoded) * n)]
+    lps: list[list[float]] = [[] for _ in rows]
+    alive = [r for r in range(len(rows)) if row_limit[r] > 0]
+    if not alive:
+        return rows, (lps if logprobs else None)
+    with torch.no_grad():
+        step = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=True)
+        cache, logits = step.past_key_values, step.logits[:, -1, :]
+        if n > 1:
+            cache.batch_repeat_interleave(n)
+            logits, mask, pos = (t.repeat_interleave(n, 0) for t in (logits, mask, pos))
+        next_pos = pos[:, -1:] + 1
+        if len(alive) < len(rows):
+            sel = torch.tensor(alive, device=mask.device)
+            cache.batch_select_indices(sel)
+            logits, mask, next_pos = logits[sel], mask[sel], next_pos[sel]
+        while True:
+            if top_k and top_k > 0:
+                kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]
+                logits = logits.masked_fill(logits < kth, float("-inf"))
+            chosen = sample_next(logits, temperature, top_p)
+            if logprobs:
+                scaled = logits.float() / (temperature if temperature > 0 else 1.0)
+                picked = torch.log_softmax(scaled, -1).gather(-1, chosen[:, None]).squeeze(-1).tolist()
+            keep = []
+            for a, (row, t) in enumerate(zip(alive, chosen.tolist(), strict=True)):
+                rows[row].append(t)
+                if logprobs:
+                    lps[row].append(float(picked[a]))
+                ended = (
+                    t in stop_ids
+                    or len(rows[row]) >= row_limit[row]
+                    or (stop_check is not None and stop_check(rows[row]))
+                )
+                if not ended:
+                    keep.append(a)
+            if not keep:
+                break
+            if len(keep) < len(alive):
+                sel = torch.tensor(keep, device=mask.device)
+                cache.batch_select_indices(sel)
+                mask, next_pos, chosen = mask[sel], next_pos[sel], chosen[sel]
+                alive = [alive[a] for a in keep]
+            mask = torch.cat([mask, mask.new_ones((len(alive), 1))], dim=-1)
+            step = model(
+                input_ids=chosen[:, None],
+                attention_mask=mask,
+                position_ids=next_pos,
+                past_key_values=cache,
+                use_cache=True,
+            )
+            cache, logits = step.past_key_values, step.logits[:, -1, :]
+            next_pos = next_pos + 1
+    return rows, (lps if logprobs else None)

@@ -1,0 +1,214 @@
+"""CPU support for verl 0.9.1: a ``cpu`` platform and a gloo process group.
+
+verl knows CUDA, NPU and ROCm platforms only; on a machine without an accelerator it falls back to CUDA and
+fails (``Distributed package doesn't have NCCL built in``). :func:`install` registers a ``cpu`` platform in
+verl's own :class:`~verl.plugin.platform.PlatformRegistry`, selects it through ``VERL_PLATFORM`` and makes
+the rest of verl's CPU path work:
+
+- verl builds the process-group backend as ``cpu:gloo,<device>:<backend>``, which on CPU becomes
+  ``cpu:gloo,cpu:gloo`` and torch rejects (``Duplicate device type cpu``); such strings are reduced to
+  ``gloo`` before they reach torch.
+- verl's FSDP engines are registered for ``cuda``/``npu``; ``VERL_ENGINE_DEVICE=cuda`` makes verl pick
+  them, and they run on the CPU tensors they are given (FSDP2 only; FSDP1 needs an accelerator).
+
+Everything here is a no-op when CUDA is available, so the same plugin is safe on GPU clusters.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+PLATFORM_NAME = "cpu"
+
+
+def accelerator_present() -> bool:
+    """True when torch sees a CUDA (or ROCm) device: then verl's own platforms apply."""
+    if os.environ.get("E2C_FORCE_CPU", "") == "1":
+        return False
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # pragma: no cover - torch is a hard dependency
+        return False
+
+
+def normalize_backend(backend: Any) -> Any:
+    """``cpu:gloo,cpu:gloo`` (verl's string on CPU) -> ``gloo``; anything else unchanged.
+
+    torch accepts ``device:backend`` pairs only for distinct devices; when every pair names the same
+    backend the plain backend name means the same thing.
+    """
+    if not isinstance(backend, str) or "," not in backend:
+        return backend
+    pairs = [p.strip() for p in backend.split(",") if p.strip()]
+    names = {p.split(":", 1)[-1] for p in pairs}
+    devices = [p.split(":", 1)[0] for p in pairs if ":" in p]
+    if len(names) == 1 and len(set(devices)) < len(devices):
+        return names.pop()
+    return backend
+
+
+def _device_module() -> ModuleType:
+    """``torch.cpu`` plus the no-op memory functions verl calls on its device module."""
+    import torch
+
+    mod = ModuleType("e2c_cpu_device")
+    for name in dir(torch.cpu):
+        if not name.startswith("__"):
+            setattr(mod, name, getattr(torch.cpu, name))
+
+    def zero(*_a: Any, **_k: Any) -> int:
+        return 0
+
+    def nothing(*_a: Any, **_k: Any) -> None:
+        return None
+
+    def mem_get_info(*_a: Any, **_k: Any) -> tuple[int, int]:
+        try:
+            pages, size = os.sysconf("SC_AVPHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+            total = os.sysconf("SC_PHYS_PAGES") * size
+            return pages * size, total
+        except (ValueError, OSError):  # pragma: no cover - non-POSIX
+            return 0, 0
+
+    for name in ("memory_allocated", "memory_reserved", "max_memory_allocated", "max_memory_reserved"):
+        setattr(mod, name, zero)
+    for name in ("empty_cache", "reset_peak_memory_stats", "set_device", "manual_seed", "manual_seed_all"):
+        setattr(mod, name, nothing)
+    mod.mem_get_info = mem_get_info
+    mod.is_available = lambda: True
+    mod.device_count = lambda: 1
+    mod.current_device = lambda: "cpu"
+    mod.synchronize = nothing
+    mod.memory_stats = lambda *_a, **_k: {}
+    mod.get_device_name = lambda *_a, **_k: "CPU"
+    mod.memory = SimpleNamespace(_set_allocator_settings=nothing)
+    return mod
+
+
+def _platform_class() -> type:
+    from verl.plugin.platform import PlatformBase, PlatformRegistry
+
+    @PlatformRegistry.register(platform=PLATFORM_NAME)
+    class PlatformCPU(PlatformBase):
+        """verl platform for machines without an accelerator (tests and CPU demos)."""
+
+        _module: ModuleType | None = None
+
+        @property
+        def device_name(self) -> str:
+            return "cpu"
+
+        @property
+        def vendor_name(self) -> str:
+            return "cpu"
+
+        @property
+        def device_module(self) -> ModuleType:
+            if PlatformCPU._module is None:
+                PlatformCPU._module = _device_module()
+            return PlatformCPU._module
+
+        def is_available(self) -> bool:
+            return True
+
+        def is_platform_available(self, use_smi_check: bool = False) -> bool:
+            return not accelerator_present()
+
+        def current_device(self) -> Any:
+            # verl builds devices as f"{name}:{current_device()}" in places and as torch.device(x) in others;
+            # "cpu" is valid for both.
+            return "cpu"
+
+        def device_count(self) -> int:
+            return 1
+
+        def set_device(self, device_index: int) -> None:
+            return None
+
+        def synchronize(self, device_index: int | None = None) -> None:
+            return None
+
+        def manual_seed(self, seed: int) -> None:
+            import torch
+
+            torch.manual_seed(seed)
+
+        def manual_seed_all(self, seed: int) -> None:
+            self.manual_seed(seed)
+
+        def set_allocator_settings(self, settings: str) -> None:
+            return None
+
+        def empty_cache(self) -> None:
+            return None
+
+        def get_device_capability(self, device_index: int = 0) -> tuple[int | None, int | None]:
+            return None, None
+
+        def communication_backend_name(self) -> str:
+            return "gloo"
+
+        def visible_devices_envvar(self) -> str:
+            return "CUDA_VISIBLE_DEVICES"
+
+        @contextmanager
+        def nvtx_range(self, msg: str):
+            yield
+
+        def profiler_start(self) -> None:
+            return None
+
+        def profiler_stop(self) -> None:
+            return None
+
+        def ray_resource_name(self) -> str:
+            # verl's resource pools ask ray for "GPU" bundles; on CPU the launcher gives ray logical GPUs.
+            return "GPU"
+
+        def ray_resource_options(self, num_gpus: float) -> dict[str, Any]:
+            return {"num_gpus": num_gpus}
+
+        def ray_noset_envvars(self) -> list[str]:
+            return ["RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES"]
+
+        def is_ipc_supported(self) -> bool:
+            return False
+
+        def cudart(self) -> Any:
+            return None
+
+    return PlatformCPU
+
+
+def _patch_init_process_group() -> None:
+    import torch.distributed as dist
+
+    if getattr(dist.init_process_group, "_e2c_cpu", False):
+        return
+    original = dist.init_process_group
+
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        if "backend" in kwargs:
+            kwargs["backend"] = normalize_backend(kwargs["backend"])
+        elif args:
+            args = (normalize_backend(args[0]), *args[1:])
+        return original(*args, **kwargs)
+
+    init_process_group._e2c_cpu = True  # type: ignore[attr-defined]
+    dist.init_process_group = init_process_group
+
+
+def install() -> bool:
+    """Register and select the CPU platform when no accelerator is present. Returns whether it did."""
+    if accelerator_present():
+        return False
+    _platform_class()
+    os.environ.setdefault("VERL_PLATFORM", PLATFORM_NAME)
+    os.environ.setdefault("VERL_ENGINE_DEVICE", "cuda")
+    _patch_init_process_group()
+    return True
