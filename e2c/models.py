@@ -153,6 +153,7 @@ def ensure_chain_tokens(model: Any, tokenizer: Any, fmt: ChainFormat = E2C) -> i
     missing = missing_chain_tokens(tokenizer, fmt)
     if not missing:
         return 0
+    n_before = len(tokenizer)
     added = tokenizer.add_tokens(
         [AddedToken(t, special=True, normalized=False) for t in missing], special_tokens=True
     )
@@ -160,24 +161,33 @@ def ensure_chain_tokens(model: Any, tokenizer: Any, fmt: ChainFormat = E2C) -> i
     if still:
         raise RuntimeError(f"could not add chain tokens {still} to this tokenizer")
     if model is not None:
-        _resize_with_mean(model, len(tokenizer))
+        _resize_with_mean(model, len(tokenizer), n_before)
     return added
 
 
-def _resize_with_mean(model: Any, size: int) -> None:
+def _resize_with_mean(model: Any, size: int, n_used: int | None = None) -> None:
+    """Grow the embeddings to ``size`` rows if needed and set rows ``n_used:size`` (the new tokens) to the
+    mean of the rows before them.
+
+    Models such as Qwen3 pad the embedding matrix past the tokenizer (151,936 rows for 151,669 tokens):
+    new tokens then land on padding rows that need no resize but hold untrained values, so they are
+    initialised all the same.
+    """
     import torch
 
     emb = model.get_input_embeddings()
     old = emb.weight.shape[0]
-    if size <= old:
+    start = min(old, n_used) if n_used is not None else old
+    if size > old:
+        model.resize_token_embeddings(size, mean_resizing=False)
+    if size <= start:
         return
-    model.resize_token_embeddings(size, mean_resizing=False)
     with torch.no_grad():
         emb = model.get_input_embeddings()
-        emb.weight[old:] = emb.weight[:old].mean(0, keepdim=True)
+        emb.weight[start:size] = emb.weight[:start].mean(0, keepdim=True)
         out = model.get_output_embeddings()
         if out is not None and out.weight.data_ptr() != emb.weight.data_ptr():
-            out.weight[old:] = out.weight[:old].mean(0, keepdim=True)
+            out.weight[start:size] = out.weight[:start].mean(0, keepdim=True)
 
 
 def load_model_and_tokenizer(
