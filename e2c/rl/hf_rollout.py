@@ -35,17 +35,19 @@ ROLLOUT_NAME = "hf"
 class _Request:
     prompt_ids: list[int]
     max_tokens: int
-    key: tuple[float, float, int, bool]
+    key: tuple[float, float, int, bool, tuple[int, ...]]
     future: asyncio.Future = field(repr=False)
 
 
-def sampling_key(params: dict[str, Any]) -> tuple[float, float, int, bool]:
-    """(temperature, top_p, top_k, logprobs) of a verl sampling-params dict; requests that share it batch together."""
+def sampling_key(params: dict[str, Any]) -> tuple[float, float, int, bool, tuple[int, ...]]:
+    """(temperature, top_p, top_k, logprobs, stop token ids) of a verl sampling-params dict; requests that
+    share it are decoded in one batch."""
     temperature = float(params.get("temperature", 1.0) or 0.0)
     top_p = float(params.get("top_p", 1.0) if params.get("top_p") is not None else 1.0)
     top_k = params.get("top_k", -1)
     top_k = -1 if top_k is None else int(top_k)
-    return temperature, top_p, top_k, bool(params.get("logprobs", False))
+    stops = tuple(sorted(int(t) for t in (params.get("stop_token_ids") or [])))
+    return temperature, top_p, top_k, bool(params.get("logprobs", False)), stops
 
 
 def max_new_tokens(params: dict[str, Any], prompt_len: int, response_length: int, max_model_len: int) -> int:
@@ -159,7 +161,8 @@ class HFRolloutServer:
 
         from e2c.generation.hf import decode_rows
 
-        temperature, top_p, top_k, want_lp = key
+        temperature, top_p, top_k, want_lp, extra_stops = key
+        stop_ids = self.stop_ids | frozenset(extra_stops)
         if self.seed:
             torch.manual_seed(self.seed + self.stats["batches"])
         t0 = time.perf_counter()
@@ -171,7 +174,7 @@ class HFRolloutServer:
             temperature=temperature,
             top_p=top_p,
             top_k=top_k,
-            stop_ids=self.stop_ids,
+            stop_ids=stop_ids,
             logprobs=want_lp,
         )
         self.stats["seconds"] += time.perf_counter() - t0
@@ -179,7 +182,7 @@ class HFRolloutServer:
         self.stats["batches"] += 1
         self.stats["tokens"] += sum(len(r) for r in rows)
         return [
-            (row, (lps[i] if lps is not None else None), bool(row) and row[-1] in self.stop_ids)
+            (row, (lps[i] if lps is not None else None), bool(row) and row[-1] in stop_ids)
             for i, row in enumerate(rows)
         ]
 

@@ -1,0 +1,110 @@
+"""Exploration-token advantage weighting (E2C) and per-segment statistics: pure tensor functions.
+
+After GRPO (or DAPO) normalisation every response token carries its sequence's advantage. E2C multiplies the
+advantages of the *exploration* tokens (up to and including the first ``</EXPLORATION>``) by a coefficient
+(1.0 in stage 1, 2.0 in stage 2), so that the plan, which decides the execution, gets a stronger signal.
+
+Departure from the paper's code: there, a response with no closing tag gets the exploration weight on every
+token, which rewards untagged responses in stage 2 whenever their advantage is positive. Here such a response
+keeps weight 1.0 everywhere and is counted (``untagged``) so the share can be watched.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from e2c.chain import exploration_token_mask
+
+
+def exploration_weights(
+    responses: Any, response_mask: Any, boundary_id: int, coef: float, execute_coef: float = 1.0
+) -> tuple[Any, Any]:
+    """Per-token advantage weights and the exploration mask.
+
+    Args:
+        responses: (B, T) response token ids (padding anywhere after the response is fine).
+        response_mask: (B, T) 1 for real response tokens.
+        boundary_id: token id that closes the exploration.
+        coef: weight of exploration tokens.
+        execute_coef: weight of the other response tokens (1.0 in the paper).
+
+    Returns:
+        (weights, explore_mask): float (B, T) weights (0 on padding) and the boolean exploration mask.
+    """
+    import torch
+
+    valid = response_mask.bool()
+    explore = exploration_token_mask(responses, boundary_id, valid)
+    weights = torch.where(
+        explore, torch.full_like(responses, 0, dtype=torch.float32) + coef, float(execute_coef)
+    )
+    return weights * valid.float(), explore
+
+
+def weight_advantages(
+    advantages: Any,
+    responses: Any,
+    response_mask: Any,
+    boundary_id: int,
+    coef: float,
+    execute_coef: float = 1.0,
+) -> tuple[Any, Any]:
+    """``advantages`` with exploration tokens scaled by ``coef`` (see :func:`exploration_weights`)."""
+    weights, explore = exploration_weights(responses, response_mask, boundary_id, coef, execute_coef)
+    return advantages * weights.to(advantages.dtype), explore
+
+
+def weight_advantages_reference(
+    advantages: list[list[float]],
+    responses: list[list[int]],
+    response_mask: list[list[int]],
+    boundary_id: int,
+    coef: float,
+    execute_coef: float = 1.0,
+) -> list[list[float]]:
+    """Plain-loop reference for :func:`weight_advantages` (used by tests)."""
+    out = []
+    for adv, ids, mask in zip(advantages, responses, response_mask, strict=True):
+        valid_ids = [t for t, m in zip(ids, mask, strict=True) if m]
+        tagged = boundary_id in valid_ids
+        row, inside = [], tagged
+        for a, t, m in zip(adv, ids, mask, strict=True):
+            if not m:
+                row.append(0.0)
+                continue
+            row.append(a * (coef if inside else execute_coef))
+            if t == boundary_id:
+                inside = False
+        out.append(row)
+    return out
+
+
+def segment_stats(
+    responses: Any, response_mask: Any, boundary_id: int, close_id: int | None = None
+) -> dict[str, float]:
+    """Batch statistics of the chain segments: mean exploration and execution tokens, the share of responses
+    with no exploration boundary (``untagged``), and the share with the boundary and, when ``close_id`` is
+    given, a closing execution tag after it (``well_formed``)."""
+
+    valid = response_mask.bool()
+    explore = exploration_token_mask(responses, boundary_id, valid)
+    n_explore = explore.sum(-1).float()
+    n_total = valid.sum(-1).float()
+    tagged = ((responses == boundary_id) & valid).any(-1)
+    out = {
+        "explore_tokens_mean": float(n_explore[tagged].mean()) if bool(tagged.any()) else 0.0,
+        "execute_tokens_mean": float((n_total - n_explore)[tagged].mean()) if bool(tagged.any()) else 0.0,
+        "untagged_share": float((~tagged).float().mean()),
+        "explore_token_share": float(n_explore.sum() / n_total.sum().clamp(min=1)),
+    }
+    if close_id is not None:
+        after = valid & ~explore & tagged[:, None]
+        closed = ((responses == close_id) & after).any(-1)
+        out["well_formed_share"] = float((tagged & closed).float().mean())
+    return out
+
+
+def segment_mean(values: Any, mask: Any) -> float:
+    """Mean of ``values`` over ``mask`` (0.0 for an empty mask); e.g. entropy per segment."""
+    m = mask.float()
+    return float((values.float() * m).sum() / m.sum().clamp(min=1))

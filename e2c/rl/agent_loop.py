@@ -1,0 +1,163 @@
+"""The E2C agent loop: rollouts that start inside the exploration, with optional elastic per-phase budgets.
+
+Registered in verl's agent-loop registry as ``e2c`` (``actor_rollout_ref.rollout.agent.default_agent_loop=e2c``).
+
+- The prompt is the chat template with a generation prompt followed by the format's prefilled opener
+  (``<EXPLORATION>``), as at inference; the opener is part of the prompt, not of the trained response.
+- Single call (default): one generation of up to ``response_length`` tokens.
+- Elastic budgets (``e2c.rollout.explore_budget`` > 0, Elastic Reasoning's budget-constrained rollout): the
+  exploration is generated with its own budget and stops at the closing tag. If the budget (or an EOS) cut
+  it, the closing tag and the execution opener are appended for the model and are **masked out of the loss**
+  (response_mask 0; the Elastic Reasoning code trains on them although the policy never sampled them). The
+  execution then gets ``e2c.rollout.execute_budget`` tokens (default: what is left of ``response_length``).
+
+Per-sample extras (``extra_fields``): ``explore_tokens``, ``execute_tokens``, ``forced_close``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import uuid4
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
+from verl.utils.profiler import simple_timer
+
+from e2c.chain import get_format
+
+AGENT_LOOP_NAME = "e2c"
+
+
+def elastic_settings(config: Any) -> dict[str, Any]:
+    """``e2c.rollout`` settings with defaults: format name, budgets (0 = single call)."""
+    group = (config.get("e2c", None) or {}).get("rollout", None) or {}
+    return {
+        "format": str(group.get("format", "e2c")),
+        "explore_budget": int(group.get("explore_budget", 0) or 0),
+        "execute_budget": int(group.get("execute_budget", 0) or 0),
+    }
+
+
+def join_phases(
+    explore_ids: list[int],
+    explore_lps: list[float] | None,
+    boundary_id: int,
+    bridge_ids: list[int],
+    execute_ids: list[int],
+    execute_lps: list[float] | None,
+) -> tuple[list[int], list[int], list[float] | None, bool]:
+    """Response ids, loss mask and log-probs of a two-phase rollout.
+
+    If the exploration does not end with ``boundary_id`` (cut by its budget or an EOS), the boundary is
+    appended for the model; ``bridge_ids`` (the execution opener) always follow the boundary. Appended tokens
+    get mask 0 and log-prob 0.0. Returns ``(ids, mask, logprobs, forced)``.
+    """
+    ids, mask = list(explore_ids), [1] * len(explore_ids)
+    lps = list(explore_lps) if explore_lps is not None else None
+    forced = not ids or ids[-1] != boundary_id
+    added = ([boundary_id] if forced else []) + list(bridge_ids)
+    ids += added
+    mask += [0] * len(added)
+    if lps is not None:
+        lps += [0.0] * len(added)
+    ids += execute_ids
+    mask += [1] * len(execute_ids)
+    if lps is not None:
+        lps += list(execute_lps) if execute_lps is not None else [0.0] * len(execute_ids)
+    return ids, mask, lps, forced
+
+
+@register(AGENT_LOOP_NAME)
+class E2CAgentLoop(AgentLoopBase):
+    """Single-turn E2C rollout with the opener prefilled and optional elastic exploration budget."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.response_length = int(self.rollout_config.response_length)
+        self.settings = elastic_settings(self.config)
+        self.fmt = get_format(self.settings["format"])
+        enc = self.tokenizer.encode
+        self.opener_ids = enc(self.fmt.assistant_prefix("full"), add_special_tokens=False)
+        boundary = enc(self.fmt.explore_boundary, add_special_tokens=False)
+        if self.settings["explore_budget"] and len(boundary) != 1:
+            raise ValueError(
+                f"elastic budgets need {self.fmt.explore_boundary!r} to be one token of the tokenizer; "
+                "train from a model with the E2C tags"
+            )
+        self.boundary_id = boundary[0] if len(boundary) == 1 else None
+        self.bridge_ids = (
+            enc(self.fmt.execute_open, add_special_tokens=False) if self.fmt.explore_close else []
+        )
+
+    async def _generate(self, prompt_ids: list[int], sampling_params: dict[str, Any], **extra: Any) -> Any:
+        params = dict(sampling_params)
+        params.update(extra)
+        return await self.server_manager.generate(
+            request_id=uuid4().hex, prompt_ids=prompt_ids, sampling_params=params
+        )
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        messages = list(kwargs["raw_prompt"])
+        prompt_ids = await self.ct_build_initial_tokens(messages) + self.opener_ids
+        if len(prompt_ids) > int(self.rollout_config.prompt_length):
+            raise ValueError(
+                f"prompt of {len(prompt_ids)} tokens (with the {len(self.opener_ids)}-token opener) exceeds "
+                f"rollout.prompt_length={self.rollout_config.prompt_length}; raise data.max_prompt_length"
+            )
+        metrics: dict[str, Any] = {}
+        budget = self.settings["explore_budget"]
+        with simple_timer("generate_sequences", metrics):
+            if not budget:
+                out = await self._generate(prompt_ids, sampling_params)
+                ids = list(out.token_ids)[: self.response_length]
+                mask = [1] * len(ids)
+                lps = list(out.log_probs)[: len(ids)] if out.log_probs else None
+                explore_n = ids.index(self.boundary_id) + 1 if self.boundary_id in ids else len(ids)
+                forced = False
+                extra_fields = dict(out.extra_fields)
+            else:
+                first = await self._generate(
+                    prompt_ids,
+                    sampling_params,
+                    max_tokens=min(budget, self.response_length),
+                    stop_token_ids=[self.boundary_id],
+                )
+                explore_ids = list(first.token_ids)
+                if self.boundary_id in explore_ids:  # keep up to the first boundary
+                    explore_ids = explore_ids[: explore_ids.index(self.boundary_id) + 1]
+                head, _head_mask, _, forced = join_phases(
+                    explore_ids, None, self.boundary_id, self.bridge_ids, [], None
+                )
+                left = self.response_length - len(head)
+                exec_budget = min(self.settings["execute_budget"] or left, left)
+                exec_ids: list[int] = []
+                exec_lps = None
+                if exec_budget > 0:
+                    second = await self._generate(prompt_ids + head, sampling_params, max_tokens=exec_budget)
+                    exec_ids = list(second.token_ids)[:exec_budget]
+                    exec_lps = list(second.log_probs)[: len(exec_ids)] if second.log_probs else None
+                first_lps = list(first.log_probs)[: len(explore_ids)] if first.log_probs else None
+                ids, mask, lps, forced = join_phases(
+                    explore_ids, first_lps, self.boundary_id, self.bridge_ids, exec_ids, exec_lps
+                )
+                if first.log_probs is None or (exec_ids and exec_lps is None):
+                    lps = None
+                explore_n = len(explore_ids)
+                extra_fields = dict(first.extra_fields)
+        extra_fields.update(
+            {
+                "explore_tokens": explore_n,
+                "execute_tokens": sum(mask) - min(explore_n, sum(mask)),
+                "forced_close": forced,
+                "turn_scores": [],
+                "tool_rewards": [],
+            }
+        )
+        return AgentLoopOutput(
+            prompt_ids=prompt_ids,
+            response_ids=ids[: self.response_length],
+            response_mask=mask[: self.response_length],
+            response_logprobs=lps[: self.response_length] if lps is not None else None,
+            num_turns=2,
+            metrics=metrics,
+            extra_fields=extra_fields,
+        )

@@ -1,0 +1,253 @@
+"""Launch E2C RL (GRPO or DAPO, stage 1 or 2) on verl: ``python -m e2c.rl.launch`` (wrapped by
+``scripts/e2c_rl.sh`` and ``scripts/e2c_dapo.sh``).
+
+The launcher picks the stage's Hydra config (``configs/e2c_<algo>_stage<N>.yaml``, which inherit verl's
+``ppo_trainer``), resolves the model, hands stage 1's final checkpoint to stage 2, and adds the overrides
+that make the same config run here:
+
+- GPU (CUDA visible): vLLM rollout, the config's sizes, ``n_gpus_per_node`` from the visible GPUs.
+- CPU (no CUDA): the ``hf`` rollout and CPU platform of :mod:`e2c.rl.plugin`, FSDP2 with SDPA attention,
+  ray with logical GPUs, one transfer-queue storage unit, and a small size preset (batch 4, n 4, 256+128
+  tokens) that any override given after ``--`` replaces.
+
+Stage hand-off: every checkpoint also saves a plain HF folder (``actor/huggingface``); stage 2 starts from
+the latest one of stage 1's output folder and fails with one line if there is none (it never falls back to
+the SFT model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from e2c.cli import UserError, fail
+
+REPO = Path(__file__).resolve().parents[2]
+ALGOS = ("grpo", "dapo")
+STAGES = (1, 2)
+CURRICULA = ("none", "e3")
+
+# Small enough for a 2-core CPU: one GRPO step of the tiny model in seconds, of SmolLM2-135M in about a minute.
+CPU_PRESET = {
+    "data.train_batch_size": "4",
+    "data.max_prompt_length": "256",
+    "actor_rollout_ref.rollout.prompt_length": "264",
+    "data.max_response_length": "128",
+    "data.val_max_samples": "8",
+    "actor_rollout_ref.rollout.n": "4",
+    "actor_rollout_ref.actor.ppo_mini_batch_size": "4",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "16",
+    "actor_rollout_ref.actor.use_dynamic_bsz": "false",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "16",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": "16",
+    "reward.reward_kwargs.overlong_buffer_cfg.len": "32",
+    "trainer.save_freq": "-1",
+    "trainer.test_freq": "-1",
+}
+
+# What makes verl run without an accelerator (see ../shared/notes/verl-on-cpu.md and e2c/rl/cpu.py).
+CPU_FIXED = {
+    "actor_rollout_ref.rollout.name": "hf",
+    "actor_rollout_ref.rollout.tensor_model_parallel_size": "1",
+    "actor_rollout_ref.actor.strategy": "fsdp2",
+    "actor_rollout_ref.ref.strategy": "fsdp2",
+    "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",
+    "actor_rollout_ref.model.use_remove_padding": "false",
+    "actor_rollout_ref.model.enable_gradient_checkpointing": "false",
+    "actor_rollout_ref.actor.use_torch_compile": "false",
+    "actor_rollout_ref.ref.use_torch_compile": "false",
+    "actor_rollout_ref.rollout.agent.num_workers": "1",
+    "reward.num_workers": "1",
+    "transfer_queue.backend.SimpleStorage.num_data_storage_units": "1",
+    "+ray_kwargs.ray_init.num_gpus": "1",
+    "ray_kwargs.ray_init.num_cpus": "8",
+    "trainer.n_gpus_per_node": "1",
+    "trainer.nnodes": "1",
+    "trainer.device": "cpu",
+}
+
+
+def cuda_gpu_count() -> int:
+    """GPUs this launch may use: CUDA_VISIBLE_DEVICES if set, else what torch sees."""
+    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None:
+        return len([d for d in vis.split(",") if d.strip() and d.strip() != "-1"])
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except Exception:  # pragma: no cover
+        return 0
+
+
+def config_name(algo: str, stage: int) -> str:
+    """The Hydra config of an algorithm and stage."""
+    return f"e2c_{algo}_stage{stage}"
+
+
+def default_output_dir(algo: str, stage: int) -> Path:
+    return REPO / "models" / "checkpoints" / "rl" / f"{algo}_stage{stage}"
+
+
+def latest_hf_checkpoint(run_dir: Path) -> Path:
+    """The HF folder of the latest complete checkpoint of a verl run folder.
+
+    verl writes ``latest_checkpointed_iteration.txt`` after a checkpoint is complete; its step's
+    ``actor/huggingface`` folder must hold a config and weights. Raises :class:`UserError` otherwise.
+    """
+    marker = run_dir / "latest_checkpointed_iteration.txt"
+    if not marker.is_file():
+        raise UserError(
+            f"no finished checkpoint in {run_dir} (missing {marker.name}); run stage 1 first "
+            "(bash scripts/e2c_rl.sh --stage 1) or pass --model"
+        )
+    step = marker.read_text().strip()
+    hf = run_dir / f"global_step_{step}" / "actor" / "huggingface"
+    if not (hf / "config.json").is_file() or not any(hf.glob("*.safetensors")):
+        raise UserError(
+            f"checkpoint {hf} has no HF weights (config.json + *.safetensors); cannot start stage 2"
+        )
+    return hf
+
+
+def resolve_model_path(spec: str) -> str:
+    """tiny | embedded | a folder | an HF id -> a loadable folder (one line on failure)."""
+    from e2c.models import ModelSpecError, resolve_model
+
+    try:
+        return resolve_model(spec).path
+    except ModelSpecError as e:
+        raise UserError(str(e)) from e
+
+
+def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
+    """Hydra overrides for this launch (CPU preset first, so the user's own overrides win)."""
+    out: dict[str, str] = {}
+    if gpus == 0:
+        out.update(CPU_PRESET)
+        out.update(CPU_FIXED)
+    else:
+        out["trainer.n_gpus_per_node"] = str(gpus)
+        out["trainer.nnodes"] = str(args.nnodes)
+    out["actor_rollout_ref.model.path"] = args.model_path
+    out["trainer.default_local_dir"] = str(args.output_dir)
+    if args.train_data:
+        out["data.train_files"] = args.train_data
+    if args.val_data:
+        out["data.val_files"] = args.val_data
+    if args.steps:
+        out["trainer.total_training_steps"] = str(args.steps)
+    if args.save_freq is not None:
+        out["trainer.save_freq"] = str(args.save_freq)
+    if args.explore_budget:
+        out["e2c.rollout.explore_budget"] = str(args.explore_budget)
+    if args.execute_budget:
+        out["e2c.rollout.execute_budget"] = str(args.execute_budget)
+    if args.explore_coef is not None:
+        out["e2c.explore_adv_coef"] = str(args.explore_coef)
+    return [f"{k}={v}" for k, v in out.items()] + list(args.overrides)
+
+
+def check_data(path: str, what: str) -> None:
+    for p in path.split(","):
+        if p and "://" not in p and not Path(p).expanduser().exists():
+            raise UserError(
+                f"{what} {p} does not exist; prepare it with bash scripts/prepare_all_data.sh "
+                "or pass --train-data/--val-data"
+            )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="e2c_rl",
+        description="E2C RL on verl (GRPO or DAPO, stage 1 or 2). Overrides after -- go to Hydra.",
+    )
+    p.add_argument("--algo", choices=ALGOS, default="grpo", help="grpo (paper) or dapo (default grpo)")
+    p.add_argument("--stage", type=int, choices=STAGES, default=1, help="1: warm-up, 2: weighted (default 1)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="stage 1: tiny|embedded|folder|HF id (default models/checkpoints/sft/final); "
+        "stage 2: default is stage 1's latest checkpoint",
+    )
+    p.add_argument(
+        "--stage1-dir", default=None, help="stage 1 run folder for the hand-off (default its output)"
+    )
+    p.add_argument(
+        "--train-data", default=None, help="RL parquet(s), comma-separated (default: the config's)"
+    )
+    p.add_argument("--val-data", default=None, help="validation parquet(s) (default: the config's)")
+    p.add_argument(
+        "--output-dir", default=None, help="run folder (default models/checkpoints/rl/<algo>_stage<N>)"
+    )
+    p.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: the config's epochs)")
+    p.add_argument("--save-freq", type=int, default=None, help="checkpoint every N steps (default: config)")
+    p.add_argument(
+        "--explore-budget", type=int, default=0, help="elastic exploration budget (0: single call)"
+    )
+    p.add_argument("--execute-budget", type=int, default=0, help="elastic execution budget (0: the rest)")
+    p.add_argument(
+        "--explore-coef", type=float, default=None, help="exploration advantage weight (default: stage)"
+    )
+    p.add_argument("--curriculum", choices=CURRICULA, default="none", help="e3: see e2c.rl.curriculum")
+    p.add_argument(
+        "--nnodes", type=int, default=int(os.environ.get("NNODES", "1")), help="nodes (default $NNODES or 1)"
+    )
+    p.add_argument("--dry-run", action="store_true", help="print the verl command and exit")
+    p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. trainer.total_epochs=3")
+    return p.parse_args(argv)
+
+
+def command(args: argparse.Namespace) -> list[str]:
+    """Resolve everything and return the verl command line (raises UserError on bad input)."""
+    gpus = cuda_gpu_count()
+    args.output_dir = Path(args.output_dir or default_output_dir(args.algo, args.stage)).resolve()
+    if args.stage == 2 and args.model is None:
+        stage1 = Path(args.stage1_dir or default_output_dir(args.algo, 1))
+        args.model_path = str(latest_hf_checkpoint(stage1))
+        print(f"[e2c-rl] stage 2 starts from stage 1's checkpoint {args.model_path}", flush=True)
+    else:
+        spec = args.model or str(REPO / "models" / "checkpoints" / "sft" / "final")
+        if args.model is None and not Path(spec).exists():
+            raise UserError(
+                f"no SFT model at {spec}; run bash scripts/e2c_sft.sh first or pass --model (tiny|embedded|folder)"
+            )
+        args.model_path = resolve_model_path(spec)
+    for what, val in (("training data", args.train_data), ("validation data", args.val_data)):
+        if val:
+            check_data(val, what)
+    overrides = build_overrides(args, gpus)
+    return [
+        sys.executable,
+        "-m",
+        "verl.trainer.main_ppo",
+        f"--config-path={REPO / 'configs'}",
+        f"--config-name={config_name(args.algo, args.stage)}",
+        *overrides,
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        cmd = command(args)
+    except UserError as e:
+        fail(str(e))
+    if args.dry_run:
+        print(" ".join(cmd))
+        return 0
+    env = dict(os.environ)
+    env.setdefault("HYDRA_FULL_ERROR", "1")
+    env.setdefault("RAY_DEDUP_LOGS", "0")
+    print(f"[e2c-rl] {args.algo} stage {args.stage} -> {args.output_dir}", flush=True)
+    if shutil.which(cmd[0]) is None and not Path(cmd[0]).exists():  # pragma: no cover
+        fail(f"python interpreter {cmd[0]} not found")
+    return subprocess.call(cmd, env=env, cwd=REPO)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

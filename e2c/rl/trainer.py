@@ -1,0 +1,102 @@
+"""The E2C trainer: verl's synchronous v1 PPO trainer with exploration-token advantage weighting.
+
+Registered as ``trainer.v1.trainer_mode=e2c_sync``. Everything except the advantage step is verl's: after
+verl computes GRPO/DAPO advantages, :meth:`E2CTrainer._compute_advantage` reads the response ids and
+advantages back from verl's transfer queue, scales the exploration span (:mod:`e2c.rl.advantage`), applies
+the e3 ``only_train_on_positive`` switch, writes the advantages back, and logs per-segment metrics:
+
+``e2c/explore_tokens_mean``, ``e2c/execute_tokens_mean``, ``e2c/untagged_share`` (responses with no closing
+exploration tag, which keep weight 1.0), ``e2c/well_formed_share``, ``e2c/explore_token_share``,
+``e2c/entropy_explore`` and ``e2c/entropy_execute`` (from the old-log-prob pass), ``e2c/adv_abs_before`` and
+``e2c/adv_abs_after``, ``e2c/explore_adv_coef``.
+
+Settings live in the top-level ``e2c`` config group (see ``configs/e2c_grpo.yaml``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import torch
+import transfer_queue as tq
+from tensordict import TensorDict
+from verl.trainer.ppo.v1.trainer_base import register_trainer
+from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+from verl.workers.utils.padding import response_to_nested
+
+from e2c.rl.advantage import segment_mean, segment_stats, weight_advantages
+
+logger = logging.getLogger(__name__)
+
+TRAINER_NAME = "e2c_sync"
+
+
+def e2c_settings(config: Any) -> dict[str, Any]:
+    """The ``e2c`` config group with defaults filled in (a missing group means plain GRPO behaviour)."""
+    group = config.get("e2c", None) or {}
+    return {
+        "explore_adv_coef": float(group.get("explore_adv_coef", 1.0)),
+        "execute_adv_coef": float(group.get("execute_adv_coef", 1.0)),
+        "boundary_token": str(group.get("boundary_token", "</EXPLORATION>")),
+        "close_token": str(group.get("close_token", "</EXECUTION>")),
+        "only_train_on_positive": bool(group.get("only_train_on_positive", False)),
+    }
+
+
+def _padded(nested: torch.Tensor, pad: float = 0) -> torch.Tensor:
+    return torch.nested.to_padded_tensor(nested, pad) if nested.is_nested else nested
+
+
+@register_trainer(TRAINER_NAME)
+class E2CTrainer(PPOTrainerSync):
+    """Synchronous PPO/GRPO/DAPO with E2C advantage weighting and segment metrics."""
+
+    def _token_id(self, token: str) -> int:
+        ids = self.tokenizer.encode(token, add_special_tokens=False)
+        if len(ids) != 1:
+            raise ValueError(
+                f"{token!r} is not a single token of this model's tokenizer; train from a model with the E2C "
+                "tags (the SFT scripts add them) or set e2c.boundary_token"
+            )
+        return int(ids[0])
+
+    def _compute_advantage(self, batch: Any, metrics: dict) -> Any:
+        batch = super()._compute_advantage(batch, metrics)
+        cfg = e2c_settings(self.config)
+        boundary = self._token_id(cfg["boundary_token"])
+        close = self._token_id(cfg["close_token"]) if cfg["close_token"] else None
+        data = tq.kv_batch_get(
+            keys=batch.keys,
+            partition_id=batch.partition_id,
+            select_fields=["responses", "response_mask", "advantages", "entropy"],
+        )
+        mask_nt = data["response_mask"]
+        responses = _padded(data["responses"]).long()
+        mask = _padded(mask_nt)
+        adv = _padded(data["advantages"])
+        width = min(responses.shape[1], mask.shape[1], adv.shape[1])
+        responses, mask, adv = responses[:, :width], mask[:, :width], adv[:, :width]
+
+        weighted, explore = weight_advantages(
+            adv, responses, mask, boundary, cfg["explore_adv_coef"], cfg["execute_adv_coef"]
+        )
+        if cfg["only_train_on_positive"]:
+            # e3's switch: drop every token of a sequence whose (GRPO) advantage is negative.
+            seq_adv = (adv * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+            weighted = weighted * (seq_adv >= 0).to(weighted.dtype)[:, None]
+
+        valid = mask.bool()
+        stats = segment_stats(responses, mask, boundary, close)
+        out = {f"e2c/{k}": v for k, v in stats.items()}
+        out["e2c/explore_adv_coef"] = cfg["explore_adv_coef"]
+        out["e2c/adv_abs_before"] = segment_mean(adv.abs(), valid)
+        out["e2c/adv_abs_after"] = segment_mean(weighted.abs(), valid)
+        if "entropy" in data:
+            ent = _padded(data["entropy"])[:, :width]
+            out["e2c/entropy_explore"] = segment_mean(ent, explore)
+            out["e2c/entropy_execute"] = segment_mean(ent, valid & ~explore)
+        metrics.update(out)
+
+        fields = TensorDict({"advantages": response_to_nested(weighted, mask_nt)}, batch_size=len(batch))
+        return tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=fields)
