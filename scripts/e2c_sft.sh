@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# E2C SFT: train a base model on full Explore-Execute chains with verl's SFT trainer (python -m e2c.sft.run).
+#
+#   bash scripts/e2c_sft.sh                                    # GPUs: Qwen/Qwen3-8B on the processed SFT data
+#   MODEL_PATH=embedded TOTAL_TRAINING_STEPS=6 bash scripts/e2c_sft.sh   # CPU, no hub: ~25 s/step (SmolLM2-135M)
+#   MODEL_PATH=tiny TOTAL_TRAINING_STEPS=3 bash scripts/e2c_sft.sh data.train_batch_size=4   # smoke test, ~40 s
+#   NNODES=2 NODE_RANK=0 MASTER_ADDR=node0 bash scripts/e2c_sft.sh   # on every node, NODE_RANK 0..NNODES-1
+#
+# Environment (all optional):
+#   MODEL_PATH            base model: HF id, folder, 'embedded' or 'tiny' (default: Qwen/Qwen3-8B with GPUs,
+#                         embedded on CPU); a model without the E2C tags gets a tagged copy in models/base/
+#   TRAIN_DATA            training parquet(s), comma-separated (default: data/processed/sft/e2c_sft_train.parquet,
+#                         else data/processed/sft/synthetic_sft.parquet)
+#   VAL_DATA              validation parquet(s) or 'none' (default: data/processed/sft/e2c_sft_val.parquet if present)
+#   OUTPUT_DIR            run folder (default: models/checkpoints/sft): verl/ checkpoints, final/ HF model,
+#                         sft_data_stats.json, train.log
+#   TOTAL_TRAINING_STEPS  optimizer steps (default: 3 epochs with GPUs, 20 on CPU)
+#   CUDA_VISIBLE_DEVICES  GPUs to use; GPUs are counted from it or nvidia-smi; none found -> one CPU process
+#   NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT   multi-node torchrun rendezvous (default: 1 node)
+# Extra arguments are Hydra overrides for configs/e2c_sft.yaml (e.g. optim.lr=1e-5 data.max_length=16384)
+# or flags of python -m e2c.sft.run (--help). The result, models/checkpoints/sft/final, loads with
+# transformers, e2c.models.resolve_model, scripts/eval.sh --model and the RL scripts.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${E2C_VENV:-$ROOT/.venv}"
+PY="python"
+if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
+cd "$ROOT"
+args=(--mode sft --nnodes "${NNODES:-1}" --node-rank "${NODE_RANK:-0}")
+[ -n "${MODEL_PATH:-}" ] && args+=(--model "$MODEL_PATH")
+[ -n "${TRAIN_DATA:-}" ] && args+=(--train-data "$TRAIN_DATA")
+[ -n "${VAL_DATA:-}" ] && args+=(--val-data "$VAL_DATA")
+[ -n "${OUTPUT_DIR:-}" ] && args+=(--output-dir "$OUTPUT_DIR")
+[ -n "${TOTAL_TRAINING_STEPS:-}" ] && args+=(--total-steps "$TOTAL_TRAINING_STEPS")
+exec "$PY" -m e2c.sft.run "${args[@]}" "$@"

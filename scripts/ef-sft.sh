@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# EF-SFT (exploration-focused SFT): adapt a model to a new domain by training only on its explorations, plus
+# a small share of full chains that keeps execution intact (python -m e2c.sft.run --mode ef-sft).
+#
+#   bash scripts/ef-sft.sh                                     # GPUs: Qwen/Qwen3-8B on data/processed/ef_sft/
+#   MODEL_PATH=models/checkpoints/sft/final bash scripts/ef-sft.sh       # continue from an E2C SFT model
+#   MODEL_PATH=embedded TOTAL_TRAINING_STEPS=6 bash scripts/ef-sft.sh    # CPU, no hub: ~15 s/step (SmolLM2-135M)
+#
+# Rows with loss_scope=exploration train on the assistant tokens up to and including </EXPLORATION> (not the
+# end-of-turn token: the model must not learn to stop after its plan); rows with loss_scope=full train the
+# whole chain. Build the data with `bash scripts/prepare_all_data.sh` (its EF-SFT step prints the token share).
+#
+# Environment (all optional):
+#   MODEL_PATH            base model: HF id, folder, 'embedded' or 'tiny' (default: Qwen/Qwen3-8B with GPUs,
+#                         embedded on CPU); a model without the E2C tags gets a tagged copy in models/base/
+#   TRAIN_DATA            EF-SFT parquet(s), comma-separated (default: data/processed/ef_sft/ef_sft.parquet)
+#   VAL_DATA              validation parquet(s) or 'none' (default: none)
+#   OUTPUT_DIR            run folder (default: models/checkpoints/ef_sft): verl/, final/, sft_data_stats.json
+#   TOTAL_TRAINING_STEPS  optimizer steps (default: 3 epochs with GPUs, 20 on CPU)
+#   CUDA_VISIBLE_DEVICES  GPUs to use; GPUs are counted from it or nvidia-smi; none found -> one CPU process
+#   NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT   multi-node torchrun rendezvous (default: 1 node)
+# Extra arguments are Hydra overrides for configs/e2c_sft.yaml or flags of python -m e2c.sft.run (--help).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${E2C_VENV:-$ROOT/.venv}"
+PY="python"
+if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
+cd "$ROOT"
+args=(--mode ef-sft --nnodes "${NNODES:-1}" --node-rank "${NODE_RANK:-0}")
+[ -n "${MODEL_PATH:-}" ] && args+=(--model "$MODEL_PATH")
+[ -n "${TRAIN_DATA:-}" ] && args+=(--train-data "$TRAIN_DATA")
+[ -n "${VAL_DATA:-}" ] && args+=(--val-data "$VAL_DATA")
+[ -n "${OUTPUT_DIR:-}" ] && args+=(--output-dir "$OUTPUT_DIR")
+[ -n "${TOTAL_TRAINING_STEPS:-}" ] && args+=(--total-steps "$TOTAL_TRAINING_STEPS")
+exec "$PY" -m e2c.sft.run "${args[@]}" "$@"
