@@ -1,7 +1,7 @@
 """Launch E2C RL (GRPO or DAPO, stage 1 or 2) on verl: ``python -m e2c.rl.launch`` (wrapped by
 ``scripts/e2c_rl.sh`` and ``scripts/e2c_dapo.sh``).
 
-The launcher picks the stage's Hydra config (``configs/e2c_<algo>_stage<N>.yaml``, which inherit verl's
+The launcher picks the stage's Hydra config (``configs/e2c_<algo>.yaml`` with ``e2c_stage=stage<N>``, inheriting verl's
 ``ppo_trainer``), resolves the model, hands stage 1's final checkpoint to stage 2, and adds the overrides
 that make the same config run here:
 
@@ -29,7 +29,6 @@ from e2c.cli import UserError, fail
 REPO = Path(__file__).resolve().parents[2]
 ALGOS = ("grpo", "dapo")
 STAGES = (1, 2)
-CURRICULA = ("none", "e3")
 
 # Small enough for a 2-core CPU: one GRPO step of the tiny model in seconds, of SmolLM2-135M in about a minute.
 CPU_PRESET = {
@@ -84,9 +83,9 @@ def cuda_gpu_count() -> int:
         return 0
 
 
-def config_name(algo: str, stage: int) -> str:
-    """The Hydra config of an algorithm and stage."""
-    return f"e2c_{algo}_stage{stage}"
+def config_name(algo: str) -> str:
+    """The primary Hydra config of an algorithm (the stage is the ``e2c_stage`` group)."""
+    return f"e2c_{algo}"
 
 
 def default_output_dir(algo: str, stage: int) -> Path:
@@ -135,6 +134,11 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
         out["trainer.nnodes"] = str(args.nnodes)
     out["actor_rollout_ref.model.path"] = args.model_path
     out["trainer.default_local_dir"] = str(args.output_dir)
+    # Per-step metrics as JSON lines next to the checkpoints (verl's file logger runs in the task runner).
+    out["trainer.logger"] = "[console,file]"
+    out["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = str(
+        args.output_dir / "metrics.jsonl"
+    )
     if args.train_data:
         out["data.train_files"] = args.train_data
     if args.val_data:
@@ -193,7 +197,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--explore-coef", type=float, default=None, help="exploration advantage weight (default: stage)"
     )
-    p.add_argument("--curriculum", choices=CURRICULA, default="none", help="e3: see e2c.rl.curriculum")
     p.add_argument(
         "--nnodes", type=int, default=int(os.environ.get("NNODES", "1")), help="nodes (default $NNODES or 1)"
     )
@@ -206,6 +209,7 @@ def command(args: argparse.Namespace) -> list[str]:
     """Resolve everything and return the verl command line (raises UserError on bad input)."""
     gpus = cuda_gpu_count()
     args.output_dir = Path(args.output_dir or default_output_dir(args.algo, args.stage)).resolve()
+    args.output_dir.mkdir(parents=True, exist_ok=True)
     if args.stage == 2 and args.model is None:
         stage1 = Path(args.stage1_dir or default_output_dir(args.algo, 1))
         args.model_path = str(latest_hf_checkpoint(stage1))
@@ -226,7 +230,8 @@ def command(args: argparse.Namespace) -> list[str]:
         "-m",
         "verl.trainer.main_ppo",
         f"--config-path={REPO / 'configs'}",
-        f"--config-name={config_name(args.algo, args.stage)}",
+        f"--config-name={config_name(args.algo)}",
+        f"e2c_stage=stage{args.stage}",
         *overrides,
     ]
 

@@ -16,11 +16,13 @@ Settings live in the top-level ``e2c`` config group (see ``configs/e2c_grpo.yaml
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import Any
 
 import torch
 import transfer_queue as tq
 from tensordict import TensorDict
+from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
@@ -48,9 +50,66 @@ def _padded(nested: torch.Tensor, pad: float = 0) -> torch.Tensor:
     return torch.nested.to_padded_tensor(nested, pad) if nested.is_nested else nested
 
 
+class BudgetedReplayBuffer(ReplayBuffer):
+    """verl's sync replay buffer with a bound on DAPO's dynamic sampling.
+
+    verl 0.9.1's v1 buffer ignores ``max_num_gen_batches`` and refills filtered groups for as long as it
+    takes; with a policy that solves every prompt (or none) a step then never ends. Here, once a step has
+    dispatched ``budget_prompts`` refill prompts, groups stop being filtered: the step trains on the groups
+    it has, identical-accuracy ones included (their GRPO advantages are zero, so they add no gradient), a
+    warning says so once per step and ``e2c/filter_budget_exhausted`` is 1 for that step.
+    """
+
+    budget_prompts: int = 0
+
+    def sample(self, global_steps: int, partition_id: str, batch_size: int) -> tuple[Any, dict]:
+        self._e2c_dispatched, self._e2c_exhausted = 0, False
+        original = self.refill_fn
+
+        def counting_refill(n: int) -> Any:
+            self._e2c_dispatched += n
+            return original(n)
+
+        self.refill_fn = counting_refill
+        try:
+            batch, metrics = super().sample(global_steps, partition_id, batch_size)
+        finally:
+            self.refill_fn = original
+        if partition_id != "val" and self.filter_groups_metric is not None:
+            metrics["e2c/filter_budget_exhausted"] = float(self._e2c_exhausted)
+            metrics["e2c/filter_refill_prompts"] = float(self._e2c_dispatched)
+        return batch, metrics
+
+    def _dapo_filtered_keys(self, partition_id: str) -> tuple[set[str], Counter]:
+        uids, counts = super()._dapo_filtered_keys(partition_id)
+        dispatched = getattr(self, "_e2c_dispatched", 0)
+        if uids and self.budget_prompts and dispatched >= self.budget_prompts:
+            if not self._e2c_exhausted:
+                logger.warning(
+                    "DAPO dynamic sampling: %d refill prompts (e2c.max_num_gen_batches) did not yield enough "
+                    "groups with mixed accuracy; training this step on the groups at hand, %d of them with "
+                    "identical accuracy (zero advantage)",
+                    dispatched,
+                    len(uids),
+                )
+            self._e2c_exhausted = True
+            return set(), Counter()
+        return uids, counts
+
+
 @register_trainer(TRAINER_NAME)
 class E2CTrainer(PPOTrainerSync):
     """Synchronous PPO/GRPO/DAPO with E2C advantage weighting and segment metrics."""
+
+    def _build_replay_buffer(self) -> Any:
+        buffer = super()._build_replay_buffer()
+        max_batches = int((self.config.get("e2c", None) or {}).get("max_num_gen_batches", 0) or 0)
+        if type(buffer) is ReplayBuffer and buffer.filter_groups_metric is not None and max_batches > 0:
+            # verl built the buffer with its filter settings; only the budget is added, so the instance is
+            # kept and its class swapped for the subclass.
+            buffer.__class__ = BudgetedReplayBuffer
+            buffer.budget_prompts = (max_batches - 1) * int(self.config.data.train_batch_size)
+        return buffer
 
     def _token_id(self, token: str) -> int:
         ids = self.tokenizer.encode(token, add_special_tokens=False)
@@ -92,6 +151,11 @@ class E2CTrainer(PPOTrainerSync):
         out["e2c/explore_adv_coef"] = cfg["explore_adv_coef"]
         out["e2c/adv_abs_before"] = segment_mean(adv.abs(), valid)
         out["e2c/adv_abs_after"] = segment_mean(weighted.abs(), valid)
+        # Realised scale per segment (|after| / |before|): coef on exploration tokens, 1 elsewhere.
+        for name, seg in (("explore", explore), ("execute", valid & ~explore)):
+            before = (adv.abs() * seg).sum()
+            if float(before) > 0:
+                out[f"e2c/adv_scale_{name}"] = float((weighted.abs() * seg).sum() / before)
         if "entropy" in data:
             ent = _padded(data["entropy"])[:, :width]
             out["e2c/entropy_explore"] = segment_mean(ent, explore)
