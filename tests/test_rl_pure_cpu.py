@@ -1,0 +1,115 @@
+"""Pure functions of the RL recipe against plain reference loops (no verl trainer, no ray)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from e2c.rl.advantage import segment_stats, weight_advantages, weight_advantages_reference
+from e2c.rl.agent_loop import join_phases
+from e2c.rl.cpu import normalize_backend
+from e2c.rl.hf_rollout import max_new_tokens, sampling_key
+from e2c.rl.reward import overlong_penalty
+
+B = 7  # boundary id
+C = 9  # closing execution id
+
+
+def _batch(rows: list[list[int]], width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    ids = torch.zeros((len(rows), width), dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r)
+        mask[i, : len(r)] = 1
+    return ids, mask
+
+
+@pytest.mark.parametrize("coef", [1.0, 2.0, 0.5])
+def test_weight_advantages_matches_reference_cpu(coef: float) -> None:
+    rows = [
+        [1, 2, B, 3, 4, C],  # tagged
+        [1, 2, 3, 4],  # no tag: weight 1.0 everywhere (not the paper's exploration weight)
+        [1, 2, 3, B],  # tag at the end
+        [B, 1, B, 2],  # tag first, repeated: only up to the first
+        [1, 2, 3, 4, 5, 6, 8, 8],  # truncated, untagged, full width
+        [],  # empty response
+    ]
+    width = 8
+    ids, mask = _batch(rows, width)
+    rng = random.Random(0)
+    adv = torch.tensor([[rng.uniform(-2, 2) for _ in range(width)] for _ in rows])
+    got, explore = weight_advantages(adv, ids, mask, B, coef)
+    ref = weight_advantages_reference(adv.tolist(), ids.tolist(), mask.tolist(), B, coef)
+    assert torch.allclose(got, torch.tensor(ref), atol=1e-6)
+    assert explore[0].tolist() == [True, True, True, False, False, False, False, False]
+    assert not explore[1].any() and not explore[4].any()
+    assert explore[2].tolist()[:4] == [True] * 4
+    assert explore[3].tolist()[:4] == [True, False, False, False]
+    if coef != 1.0:
+        # The untagged row is untouched, the tagged row's exploration is scaled.
+        assert torch.allclose(got[1, :4], adv[1, :4])
+        assert torch.allclose(got[0, :3], adv[0, :3] * coef)
+        assert torch.allclose(got[0, 3:6], adv[0, 3:6])
+
+
+def test_weight_advantages_random_against_reference_cpu() -> None:
+    rng = random.Random(1)
+    for _ in range(20):
+        rows = [[rng.choice([1, 2, 3, B, C]) for _ in range(rng.randint(0, 12))] for _ in range(5)]
+        ids, mask = _batch(rows, 12)
+        adv = torch.randn(5, 12)
+        got, _ = weight_advantages(adv, ids, mask, B, 2.0, execute_coef=0.5)
+        ref = weight_advantages_reference(adv.tolist(), ids.tolist(), mask.tolist(), B, 2.0, 0.5)
+        assert torch.allclose(got, torch.tensor(ref), atol=1e-6)
+
+
+def test_segment_stats_cpu() -> None:
+    ids, mask = _batch([[1, B, 2, 3, C], [1, 2], [B, 4]], 5)
+    s = segment_stats(ids, mask, B, C)
+    assert s["untagged_share"] == pytest.approx(1 / 3)
+    assert s["explore_tokens_mean"] == pytest.approx((2 + 1) / 2)
+    assert s["execute_tokens_mean"] == pytest.approx((3 + 1) / 2)
+    assert s["well_formed_share"] == pytest.approx(1 / 3)
+    assert s["explore_token_share"] == pytest.approx(3 / 9)
+
+
+def test_join_phases_masks_forced_tokens_cpu() -> None:
+    # The model closed its exploration itself: only the execution opener is added (mask 0).
+    ids, mask, lps, forced = join_phases([1, 2, B], [-0.1, -0.2, -0.3], B, [8], [4, 5], [-0.4, -0.5])
+    assert (ids, mask, forced) == ([1, 2, B, 8, 4, 5], [1, 1, 1, 0, 1, 1], False)
+    assert lps == [-0.1, -0.2, -0.3, 0.0, -0.4, -0.5]
+    # Cut by the budget: the boundary is forced and masked out, like the opener.
+    ids, mask, lps, forced = join_phases([1, 2], None, B, [8], [4], None)
+    assert (ids, mask, lps, forced) == ([1, 2, B, 8, 4], [1, 1, 0, 0, 1], None, True)
+
+
+def test_overlong_penalty_cpu() -> None:
+    assert overlong_penalty(90, 128, 32, 1.0) == 0.0
+    assert overlong_penalty(100, 128, 32, 1.0) == pytest.approx(-0.125)
+    assert overlong_penalty(96, 128, 32, 1.0) == 0.0
+    assert overlong_penalty(112, 128, 32, 1.0) == pytest.approx(-0.5)
+    assert overlong_penalty(128, 128, 32, 2.0) == pytest.approx(-2.0)
+    assert overlong_penalty(50, 128, 0, 1.0) == 0.0
+
+
+def test_rollout_request_helpers_cpu() -> None:
+    assert sampling_key({"temperature": 1.3, "top_p": 0.9, "top_k": -1, "logprobs": True}) == (
+        1.3,
+        0.9,
+        -1,
+        True,
+        (),
+    )
+    assert sampling_key({"temperature": 0, "stop_token_ids": [9, 7]})[4] == (7, 9)
+    assert max_new_tokens({}, 10, 128, 4096) == 128
+    assert max_new_tokens({"max_tokens": 50}, 10, 128, 4096) == 50
+    assert max_new_tokens({"max_tokens": 500}, 4000, 128, 4096) == 96
+
+
+def test_normalize_backend_cpu() -> None:
+    assert normalize_backend("cpu:gloo,cpu:gloo") == "gloo"
+    assert normalize_backend("cpu:gloo,cuda:nccl") == "cpu:gloo,cuda:nccl"
+    assert normalize_backend("nccl") == "nccl"
+    assert normalize_backend(None) is None
