@@ -106,7 +106,12 @@ def test_grpo_stage1_then_stage2_with_weighting_cpu(grpo_runs: dict) -> None:
         assert m["e2c/adv_abs_after"] == pytest.approx(m["e2c/adv_abs_before"])
     for m in m2:
         assert m["e2c/explore_adv_coef"] == 2.0
-        for key in ("e2c/untagged_share", "e2c/explore_tokens_mean", "e2c/entropy_explore", "critic/score/mean"):
+        for key in (
+            "e2c/untagged_share",
+            "e2c/explore_tokens_mean",
+            "e2c/entropy_explore",
+            "critic/score/mean",
+        ):
             assert key in m
         # Only exploration tokens are scaled: x2 there, x1 on the rest.
         if "e2c/adv_scale_explore" in m:
