@@ -18,8 +18,9 @@
 # Everything after `--` is passed to Hydra, e.g. `-- trainer.save_freq=10 data.train_batch_size=128`.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-PY="${E2C_PYTHON:-$ROOT/.venv/bin/python}"
-[ -x "$PY" ] || PY=python3
+VENV="${E2C_VENV:-$ROOT/.venv}"
+PY="python"
+if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
 ALGO="${E2C_ALGO:-grpo}"
 ARGS=(--algo "$ALGO")
 [ -n "${MODEL_PATH:-}" ] && ARGS+=(--model "$MODEL_PATH")

@@ -26,7 +26,7 @@ VENV="${E2C_VENV:-$ROOT/.venv}"
 PY="python"
 if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
 cd "$ROOT"
-args=(--mode sft --nnodes "${NNODES:-1}" --node-rank "${NODE_RANK:-0}")
+args=(--mode "${E2C_SFT_MODE:-sft}" --nnodes "${NNODES:-1}" --node-rank "${NODE_RANK:-0}")
 [ -n "${MODEL_PATH:-}" ] && args+=(--model "$MODEL_PATH")
 [ -n "${TRAIN_DATA:-}" ] && args+=(--train-data "$TRAIN_DATA")
 [ -n "${VAL_DATA:-}" ] && args+=(--val-data "$VAL_DATA")

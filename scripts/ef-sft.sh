@@ -21,15 +21,4 @@
 #   NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT   multi-node torchrun rendezvous (default: 1 node)
 # Extra arguments are Hydra overrides for configs/e2c_sft.yaml or flags of python -m e2c.sft.run (--help).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${E2C_VENV:-$ROOT/.venv}"
-PY="python"
-if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
-cd "$ROOT"
-args=(--mode ef-sft --nnodes "${NNODES:-1}" --node-rank "${NODE_RANK:-0}")
-[ -n "${MODEL_PATH:-}" ] && args+=(--model "$MODEL_PATH")
-[ -n "${TRAIN_DATA:-}" ] && args+=(--train-data "$TRAIN_DATA")
-[ -n "${VAL_DATA:-}" ] && args+=(--val-data "$VAL_DATA")
-[ -n "${OUTPUT_DIR:-}" ] && args+=(--output-dir "$OUTPUT_DIR")
-[ -n "${TOTAL_TRAINING_STEPS:-}" ] && args+=(--total-steps "$TOTAL_TRAINING_STEPS")
-exec "$PY" -m e2c.sft.run "${args[@]}" "$@"
+E2C_SFT_MODE=ef-sft exec bash "$(dirname "${BASH_SOURCE[0]}")/e2c_sft.sh" "$@"

@@ -73,6 +73,9 @@ def test_segment_stats_cpu() -> None:
     assert s["execute_tokens_mean"] == pytest.approx((3 + 1) / 2)
     assert s["well_formed_share"] == pytest.approx(1 / 3)
     assert s["explore_token_share"] == pytest.approx(3 / 9)
+    # The trainer passes the mask weight_advantages already computed: same statistics.
+    _, explore = weight_advantages(torch.ones(ids.shape), ids, mask, B, 2.0)
+    assert segment_stats(ids, mask, B, C, explore=explore) == s
 
 
 def test_join_phases_masks_forced_tokens_cpu() -> None:

@@ -35,9 +35,7 @@ def exploration_weights(
 
     valid = response_mask.bool()
     explore = exploration_token_mask(responses, boundary_id, valid)
-    weights = torch.where(
-        explore, torch.full_like(responses, 0, dtype=torch.float32) + coef, float(execute_coef)
-    )
+    weights = torch.where(explore, float(coef), float(execute_coef))
     return weights * valid.float(), explore
 
 
@@ -80,14 +78,15 @@ def weight_advantages_reference(
 
 
 def segment_stats(
-    responses: Any, response_mask: Any, boundary_id: int, close_id: int | None = None
+    responses: Any, response_mask: Any, boundary_id: int, close_id: int | None = None, explore: Any = None
 ) -> dict[str, float]:
     """Batch statistics of the chain segments: mean exploration and execution tokens, the share of responses
     with no exploration boundary (``untagged``), and the share with the boundary and, when ``close_id`` is
-    given, a closing execution tag after it (``well_formed``)."""
-
+    given, a closing execution tag after it (``well_formed``). ``explore`` is the exploration mask if the
+    caller already has it (from :func:`weight_advantages`)."""
     valid = response_mask.bool()
-    explore = exploration_token_mask(responses, boundary_id, valid)
+    if explore is None:
+        explore = exploration_token_mask(responses, boundary_id, valid)
     n_explore = explore.sum(-1).float()
     n_total = valid.sum(-1).float()
     tagged = ((responses == boundary_id) & valid).any(-1)

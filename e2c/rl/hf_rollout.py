@@ -97,7 +97,6 @@ class HFRolloutServer:
         self.seed = int(getattr(self.config, "seed", 0) or 0)
         self.global_steps: int | None = None
         self._pending: list[_Request] = []
-        self._wakeup: asyncio.Event | None = None
         self._worker: asyncio.Task | None = None
         self.stats = {"requests": 0, "batches": 0, "tokens": 0, "seconds": 0.0, "weight_updates": 0}
         torch.set_num_threads(
@@ -123,9 +122,6 @@ class HFRolloutServer:
         loop = asyncio.get_running_loop()
         req = _Request(prompt_ids, budget, sampling_key(sampling_params), loop.create_future())
         self._pending.append(req)
-        if self._wakeup is None:
-            self._wakeup = asyncio.Event()
-        self._wakeup.set()
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._serve())
         token_ids, log_probs, finished = await req.future

@@ -146,7 +146,7 @@ class E2CTrainer(PPOTrainerSync):
             weighted = weighted * (seq_adv >= 0).to(weighted.dtype)[:, None]
 
         valid = mask.bool()
-        stats = segment_stats(responses, mask, boundary, close)
+        stats = segment_stats(responses, mask, boundary, close, explore=explore)
         out = {f"e2c/{k}": v for k, v in stats.items()}
         out["e2c/explore_adv_coef"] = cfg["explore_adv_coef"]
         out["e2c/adv_abs_before"] = segment_mean(adv.abs(), valid)
