@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +13,8 @@ from e2c.rl.agent_loop import join_phases
 from e2c.rl.cpu import normalize_backend
 from e2c.rl.hf_rollout import max_new_tokens, sampling_key
 from e2c.rl.reward import overlong_penalty
+
+ROOT = Path(__file__).resolve().parents[1]
 
 B = 7  # boundary id
 C = 9  # closing execution id
@@ -116,3 +119,27 @@ def test_normalize_backend_cpu() -> None:
     assert normalize_backend("cpu:gloo,cuda:nccl") == "cpu:gloo,cuda:nccl"
     assert normalize_backend("nccl") == "nccl"
     assert normalize_backend(None) is None
+
+
+@pytest.mark.parametrize("algo", ["grpo", "dapo"])
+def test_stage_configs_compose_with_paper_settings_cpu(algo: str) -> None:
+    from hydra import compose, initialize_config_dir
+
+    cfgs = {}
+    for stage in (1, 2):
+        with initialize_config_dir(config_dir=str(ROOT / "configs"), version_base=None):
+            cfgs[stage] = compose(config_name=f"e2c_{algo}", overrides=[f"e2c_stage=stage{stage}"])
+    s1, s2 = cfgs[1], cfgs[2]
+    assert s1.trainer.v1.trainer_mode == "e2c_sync" and s1.reward.reward_manager.name == "e2c"
+    assert (s1.actor_rollout_ref.rollout.n, s1.actor_rollout_ref.rollout.temperature) == (32, 1.3)
+    assert (s1.e2c.explore_adv_coef, s1.trainer.total_epochs) == (1.0, 1)
+    assert (s2.actor_rollout_ref.rollout.n, s2.actor_rollout_ref.rollout.temperature) == (8, 1.0)
+    assert (s2.e2c.explore_adv_coef, s2.trainer.total_epochs) == (2.0, 2)
+    actor = s2.actor_rollout_ref.actor
+    if algo == "dapo":
+        assert (actor.clip_ratio_low, actor.clip_ratio_high, actor.loss_agg_mode) == (0.2, 0.28, "token-mean")
+        assert not actor.use_kl_loss and not s2.algorithm.use_kl_in_reward
+        assert s2.algorithm.filter_groups.enable and s2.algorithm.filter_groups.metric == "acc"
+        assert s2.reward.reward_kwargs.overlong_buffer_cfg.enable
+    else:
+        assert not s2.algorithm.get("filter_groups", {}).get("enable", False)

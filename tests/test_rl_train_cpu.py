@@ -119,3 +119,28 @@ def test_grpo_stage1_then_stage2_with_weighting_cpu(grpo_runs: dict) -> None:
         if "e2c/adv_scale_execute" in m:
             assert m["e2c/adv_scale_execute"] == pytest.approx(1.0, rel=1e-4)
     assert any("e2c/adv_scale_execute" in m for m in m2)
+
+
+def test_dapo_dynamic_sampling_budget_cpu(tmp_path: Path) -> None:
+    """The random tiny model never solves a prompt, so every group has identical accuracy: DAPO filters them
+    all, refills up to its budget ((max_num_gen_batches - 1) x train_batch_size prompts), then trains on the
+    groups at hand instead of refilling forever (verl 0.9.1's sync buffer would never end this step)."""
+    data = _rl_parquet(tmp_path / "rl.parquet")
+    env = {**os.environ, "TRAIN_DATA": str(data), "VAL_DATA": str(data), "TOTAL_TRAINING_STEPS": "2"}
+    out_dir = tmp_path / "dapo"
+    cmd = ["bash", "scripts/e2c_dapo.sh", "--stage", "1", "--model", "tiny", "--output-dir", str(out_dir)]
+    cmd += ["--", "e2c.max_num_gen_batches=3", "trainer.save_freq=2"]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    metrics = _metrics(out_dir)
+    assert len(metrics) == 2
+    budget = (3 - 1) * 4  # train_batch_size 4 in the CPU preset
+    for m in metrics:
+        assert m["e2c/filter_budget_exhausted"] == 1.0
+        assert m["e2c/filter_refill_prompts"] == budget
+        # the first batch was filtered (all-zero accuracy), then refills until the budget was spent; groups
+        # that finish after that are kept, so at most `budget` groups are evicted
+        assert 4 <= m["training/filter_groups/evicted_samples"] <= budget
+        assert m["e2c/explore_adv_coef"] == 1.0
+    assert "did not yield enough groups with mixed accuracy" in res.stdout + res.stderr
+    assert (out_dir / "global_step_2" / "actor" / "huggingface" / "config.json").is_file()

@@ -11,6 +11,10 @@ Registered in verl's agent-loop registry as ``e2c`` (``actor_rollout_ref.rollout
   (response_mask 0; the Elastic Reasoning code trains on them although the policy never sampled them). The
   execution then gets ``e2c.rollout.execute_budget`` tokens (default: what is left of ``response_length``).
 
+Per-row budget: a row whose ``extra_info`` has ``max_response_tokens`` gets at most that many response tokens
+(capped by ``rollout.response_length``, which sizes the padded tensors). The e3 curriculum
+(:mod:`e2c.rl.curriculum`) uses it to train at a stage's budget and validate the same run at twice it.
+
 Per-sample extras (``extra_fields``): ``explore_tokens``, ``execute_tokens``, ``forced_close``.
 """
 
@@ -35,6 +39,14 @@ def elastic_settings(config: Any) -> dict[str, Any]:
         "explore_budget": int(group.get("explore_budget", 0) or 0),
         "execute_budget": int(group.get("execute_budget", 0) or 0),
     }
+
+
+def row_budget(extra_info: Any, response_length: int) -> int:
+    """The response budget of one row: ``extra_info.max_response_tokens`` capped by ``response_length``."""
+    value = extra_info.get("max_response_tokens") if isinstance(extra_info, dict) else None
+    if value is None or int(value) <= 0:
+        return response_length
+    return min(int(value), response_length)
 
 
 def join_phases(
@@ -105,10 +117,11 @@ class E2CAgentLoop(AgentLoopBase):
             )
         metrics: dict[str, Any] = {}
         budget = self.settings["explore_budget"]
+        cap = row_budget(kwargs.get("extra_info"), self.response_length)
         with simple_timer("generate_sequences", metrics):
             if not budget:
-                out = await self._generate(prompt_ids, sampling_params)
-                ids = list(out.token_ids)[: self.response_length]
+                out = await self._generate(prompt_ids, sampling_params, max_tokens=cap)
+                ids = list(out.token_ids)[:cap]
                 mask = [1] * len(ids)
                 lps = list(out.log_probs)[: len(ids)] if out.log_probs else None
                 explore_n = ids.index(self.boundary_id) + 1 if self.boundary_id in ids else len(ids)
@@ -118,7 +131,7 @@ class E2CAgentLoop(AgentLoopBase):
                 first = await self._generate(
                     prompt_ids,
                     sampling_params,
-                    max_tokens=min(budget, self.response_length),
+                    max_tokens=min(budget, cap),
                     stop_token_ids=[self.boundary_id],
                 )
                 explore_ids = list(first.token_ids)
@@ -127,7 +140,7 @@ class E2CAgentLoop(AgentLoopBase):
                 head, _head_mask, _, forced = join_phases(
                     explore_ids, None, self.boundary_id, self.bridge_ids, [], None
                 )
-                left = self.response_length - len(head)
+                left = cap - len(head)
                 exec_budget = min(self.settings["execute_budget"] or left, left)
                 exec_ids: list[int] = []
                 exec_lps = None
@@ -154,9 +167,9 @@ class E2CAgentLoop(AgentLoopBase):
         )
         return AgentLoopOutput(
             prompt_ids=prompt_ids,
-            response_ids=ids[: self.response_length],
-            response_mask=mask[: self.response_length],
-            response_logprobs=lps[: self.response_length] if lps is not None else None,
+            response_ids=ids[:cap],
+            response_mask=mask[:cap],
+            response_logprobs=lps[:cap] if lps is not None else None,
             num_turns=2,
             metrics=metrics,
             extra_fields=extra_fields,

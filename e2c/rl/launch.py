@@ -60,6 +60,8 @@ CPU_FIXED = {
     "actor_rollout_ref.ref.use_torch_compile": "false",
     "actor_rollout_ref.rollout.agent.num_workers": "1",
     "reward.num_workers": "1",
+    # Two cores: load prompts in the trainer process (worker processes also die noisily at ray shutdown).
+    "data.dataloader_num_workers": "0",
     "transfer_queue.backend.SimpleStorage.num_data_storage_units": "1",
     "+ray_kwargs.ray_init.num_gpus": "1",
     "ray_kwargs.ray_init.num_cpus": "8",

@@ -8,7 +8,8 @@ unless ``reward.custom_reward_function`` names another function.
 
 Overlong penalty (DAPO's soft overlong punishment, also used by the E2C paper's GRPO runs): with
 ``reward.reward_kwargs.overlong_buffer_cfg.enable`` a response longer than ``max_resp_len - len`` loses up
-to ``penalty_factor`` linearly over the buffer (:func:`overlong_penalty`).
+to ``penalty_factor`` linearly over the buffer (:func:`overlong_penalty`); a row with its own
+``extra_info.max_response_tokens`` budget is measured against that budget.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from e2c.rewards.verl_score import compute_score as e2c_compute_score
+from e2c.rl.agent_loop import row_budget
 
 REWARD_MANAGER_NAME = "e2c"
 
@@ -99,9 +101,10 @@ class E2CRewardManager(RewardManagerBase):
             score = float(result)
             info = {"acc": score}
         if self.overlong is not None and self.overlong.get("enable", False):
-            pen = overlong_penalty(
-                valid_len, int(self.max_resp_len), int(self.overlong.len), float(self.overlong.penalty_factor)
-            )
+            # A row with its own budget (e3 curriculum) is penalised against that budget.
+            max_len = row_budget(kwargs["extra_info"], int(self.max_resp_len))
+            buffer_len = min(int(self.overlong.len), max_len)
+            pen = overlong_penalty(valid_len, max_len, buffer_len, float(self.overlong.penalty_factor))
             score += pen
             if self.overlong.get("log", False):
                 info["overlong_reward"] = pen

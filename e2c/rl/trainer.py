@@ -54,8 +54,8 @@ class BudgetedReplayBuffer(ReplayBuffer):
     """verl's sync replay buffer with a bound on DAPO's dynamic sampling.
 
     verl 0.9.1's v1 buffer ignores ``max_num_gen_batches`` and refills filtered groups for as long as it
-    takes; with a policy that solves every prompt (or none) a step then never ends. Here, once a step has
-    dispatched ``budget_prompts`` refill prompts, groups stop being filtered: the step trains on the groups
+    takes; with a policy that solves every prompt (or none) a step then never ends. Here a step dispatches
+    at most ``budget_prompts`` refill prompts; once they are spent, groups stop being filtered: the step trains on the groups
     it has, identical-accuracy ones included (their GRPO advantages are zero, so they add no gradient), a
     warning says so once per step and ``e2c/filter_budget_exhausted`` is 1 for that step.
     """
@@ -67,6 +67,11 @@ class BudgetedReplayBuffer(ReplayBuffer):
         original = self.refill_fn
 
         def counting_refill(n: int) -> Any:
+            # Never dispatch past the budget: verl asks for refills in chunks of up to the in-flight limit.
+            if self.budget_prompts:
+                n = min(n, self.budget_prompts - self._e2c_dispatched)
+            if n <= 0:
+                return 0
             self._e2c_dispatched += n
             return original(n)
 
@@ -102,6 +107,12 @@ class E2CTrainer(PPOTrainerSync):
     """Synchronous PPO/GRPO/DAPO with E2C advantage weighting and segment metrics."""
 
     def _build_replay_buffer(self) -> Any:
+        # verl looks the trainer class up by trainer.v1.trainer_mode but then compares the mode with the
+        # literal "sync" to pick sync semantics (replay buffer, dispatch, checkpointed queue state). Under
+        # its own registry name this trainer would silently get the async ones (ReplayBufferAsync: stale
+        # groups trained, DAPO refills never bounded), so it declares itself sync before anything is built.
+        self.trainer_mode = "sync"
+        self.parameter_sync_step = self.config.trainer.v1.get("sync", {}).get("parameter_sync_step", 1)
         buffer = super()._build_replay_buffer()
         max_batches = int((self.config.get("e2c", None) or {}).get("max_num_gen_batches", 0) or 0)
         if type(buffer) is ReplayBuffer and buffer.filter_groups_metric is not None and max_batches > 0:

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# e3 curriculum on the E2C RL recipe (python -m e2c.rl.curriculum): stages that couple a difficulty band
+# with a response budget, each from the previous stage's checkpoint, validated at 2x its budget.
+#
+#   bash scripts/e2c_curriculum.sh                              # configs/e2c_curriculum.yaml (e3: 8k easy, 16k harder)
+#   bash scripts/e2c_curriculum.sh --model tiny --steps-per-stage 1   # CPU smoke run
+#
+# Env (each has a default):
+#   MODEL_PATH   stage-1 start model (default models/checkpoints/sft/final; tiny|embedded|folder|HF id)
+#   TRAIN_DATA   RL parquet with extra_info.difficulty (default data/processed/rl/e2c_rl.parquet)
+#   VAL_DATA     validation parquet (default data/processed/rl/e2c_rl_valid.parquet)
+#   OUTPUT_DIR   one sub-folder per stage (default models/checkpoints/rl/curriculum)
+#   CURRICULUM   the curriculum YAML (default configs/e2c_curriculum.yaml)
+# A rerun skips finished stages and resumes a killed one from its latest checkpoint.
+# Everything after `--` is passed to Hydra for every stage.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${E2C_VENV:-$ROOT/.venv}"
+PY="python"
+if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
+ARGS=()
+[ -n "${CURRICULUM:-}" ] && ARGS+=(--config "$CURRICULUM")
+[ -n "${MODEL_PATH:-}" ] && ARGS+=(--model "$MODEL_PATH")
+[ -n "${TRAIN_DATA:-}" ] && ARGS+=(--train-data "$TRAIN_DATA")
+[ -n "${VAL_DATA:-}" ] && ARGS+=(--val-data "$VAL_DATA")
+[ -n "${OUTPUT_DIR:-}" ] && ARGS+=(--output-dir "$OUTPUT_DIR")
+cd "$ROOT"
+exec "$PY" -m e2c.rl.curriculum "${ARGS[@]}" "$@"
