@@ -57,6 +57,8 @@ def read_steps(metrics: Path) -> list[dict]:
                 "old_log_prob_s": d.get("timing_s/old_log_prob", 0.0),
                 "update_s": d.get("timing_s/update_actor", 0.0),
                 "response_tokens": d.get("response_length/mean", 0.0),
+                # trainer vs rollout log-prob gap: a check that both compute the same model
+                "probs_diff": d.get("training/rollout_probs_diff_mean", float("nan")),
             }
         )
     return out
@@ -82,11 +84,13 @@ def main() -> None:
         "--stage", type=int, choices=(1, 2), default=2, help="config stage (default: 2, weighted)"
     )
     ap.add_argument("--keep", default="", help="keep the run folder here (default: a temp folder)")
+    ap.add_argument("overrides", nargs="*", help="extra Hydra overrides for the run, after --")
     args = ap.parse_args()
 
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="e2c_rl_bench_"))
     tmp.mkdir(parents=True, exist_ok=True)
-    data = gsm8k_rl_parquet(args.data_dir, args.prompts, tmp / "gsm8k_rl.parquet")
+    # One epoch must hold every step (stage 2 runs 2 epochs; verl stops when the data runs out).
+    data = gsm8k_rl_parquet(args.data_dir, args.prompts * args.steps, tmp / "gsm8k_rl.parquet")
     run_dir = tmp / "run"
     cmd = [sys.executable, "-m", "e2c.rl.launch", "--algo", args.algo, "--stage", str(args.stage)]
     cmd += ["--model", args.model, "--train-data", str(data), "--val-data", str(data)]
@@ -97,6 +101,7 @@ def main() -> None:
         f"actor_rollout_ref.rollout.n={args.n}",
         f"data.max_response_length={args.max_tokens}",
         f"reward.reward_kwargs.overlong_buffer_cfg.len={max(1, args.max_tokens // 4)}",
+        *args.overrides,
     ]
     print(f"[rl_cpu_step] {args.algo} stage {args.stage}, {args.model}: {args.prompts} prompts x {args.n} "
           f"samples x <= {args.max_tokens} tokens, {args.steps} steps; log {tmp / 'train.log'}", flush=True)  # fmt: skip

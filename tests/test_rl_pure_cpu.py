@@ -91,6 +91,22 @@ def test_join_phases_masks_forced_tokens_cpu() -> None:
     assert (ids, mask, lps, forced) == ([1, 2, B, 8, 4], [1, 1, 0, 0, 1], None, True)
 
 
+def test_forced_boundary_still_weights_the_sampled_exploration_cpu() -> None:
+    # An elastic budget cut the exploration: the forced boundary and opener have mask 0, yet the sampled
+    # exploration before them is exploration (x coef) and the row counts as tagged.
+    ids, mask, _, forced = join_phases([1, 2, 3], None, B, [8], [4, 5], None)
+    assert forced
+    t_ids, t_mask = torch.tensor([[*ids, 0]]), torch.tensor([[*mask, 0]])
+    adv = torch.ones(t_ids.shape)
+    weighted, explore = weight_advantages(adv, t_ids, t_mask, B, 2.0)
+    assert weighted.tolist() == [[2.0, 2.0, 2.0, 0.0, 0.0, 1.0, 1.0, 0.0]]
+    assert weighted.tolist() == weight_advantages_reference(
+        adv.tolist(), t_ids.tolist(), t_mask.tolist(), B, 2.0
+    )
+    s = segment_stats(t_ids, t_mask, B, explore=explore)
+    assert s["untagged_share"] == 0.0 and s["explore_tokens_mean"] == 3.0 and s["execute_tokens_mean"] == 2.0
+
+
 def test_overlong_penalty_cpu() -> None:
     assert overlong_penalty(90, 128, 32, 1.0) == 0.0
     assert overlong_penalty(100, 128, 32, 1.0) == pytest.approx(-0.125)
@@ -143,3 +159,14 @@ def test_stage_configs_compose_with_paper_settings_cpu(algo: str) -> None:
         assert s2.reward.reward_kwargs.overlong_buffer_cfg.enable
     else:
         assert not s2.algorithm.get("filter_groups", {}).get("enable", False)
+
+
+def test_rollout_dtype_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from e2c.generation.hf import cpu_has_bf16
+    from e2c.rl.hf_rollout import rollout_dtype
+
+    assert rollout_dtype("float32") is torch.float32 and rollout_dtype("bfloat16") is torch.bfloat16
+    monkeypatch.setenv("E2C_ROLLOUT_DTYPE", "auto")
+    assert rollout_dtype() is (torch.bfloat16 if cpu_has_bf16() else torch.float32)
+    with pytest.raises(ValueError, match="not one of auto, bfloat16, float32"):
+        rollout_dtype("fp8")

@@ -83,7 +83,10 @@ def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     data = _rl_parquet(tmp / "rl.parquet")
     env = {**os.environ, "TRAIN_DATA": str(data), "VAL_DATA": str(data), "TOTAL_TRAINING_STEPS": "2"}
     runs = {}
-    for stage, extra in (("1", ["--model", "tiny"]), ("2", ["--stage1-dir", str(tmp / "s1")])):
+    # Stage 2 also runs the elastic two-phase rollout: every exploration is closed (by the model or forced at
+    # 16 tokens), so every response has an exploration span to weight.
+    stage2 = ["--stage1-dir", str(tmp / "s1"), "--explore-budget", "16"]
+    for stage, extra in (("1", ["--model", "tiny"]), ("2", stage2)):
         out_dir = tmp / f"s{stage}"
         cmd = ["bash", "scripts/e2c_rl.sh", "--stage", stage, "--output-dir", str(out_dir), *extra]
         cmd += ["--", "trainer.save_freq=2"]
@@ -113,12 +116,14 @@ def test_grpo_stage1_then_stage2_with_weighting_cpu(grpo_runs: dict) -> None:
             "critic/score/mean",
         ):
             assert key in m
+        # Elastic budget: no untagged response, explorations at most 16 sampled tokens.
+        assert m["e2c/untagged_share"] == 0.0
+        assert 0 < m["e2c/explore_tokens_mean"] <= 16
         # Only exploration tokens are scaled: x2 there, x1 on the rest.
-        if "e2c/adv_scale_explore" in m:
+        if m["e2c/adv_abs_before"] > 0:
             assert m["e2c/adv_scale_explore"] == pytest.approx(2.0, rel=1e-4)
-        if "e2c/adv_scale_execute" in m:
             assert m["e2c/adv_scale_execute"] == pytest.approx(1.0, rel=1e-4)
-    assert any("e2c/adv_scale_execute" in m for m in m2)
+    assert any(m["e2c/adv_abs_before"] > 0 for m in m2), "no step had a nonzero advantage to weight"
 
 
 def test_dapo_dynamic_sampling_budget_cpu(tmp_path: Path) -> None:

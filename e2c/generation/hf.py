@@ -21,6 +21,23 @@ from typing import Any
 from e2c.generation.base import Completion, StopSpec, Usage, check_args, finish, split_stops
 
 
+def cpu_has_bf16() -> bool:
+    """Whether this CPU multiplies bf16 natively (AVX512-BF16 or AMX): then bf16 decoding is the fast one.
+
+    Measured on a 2-core AMD EPYC with AVX512-BF16: SmolLM2-135M decoding 32 rows x 60 tokens took 14.8 s in
+    bf16 against 27.1 s in fp32. Without those units bf16 is emulated and slower than fp32.
+    """
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
 def sample_next(logits: Any, temperature: float, top_p: float) -> Any:
     """One next token per row from ``logits`` (rows x vocab): greedy at temperature 0, else
     temperature-scaled nucleus sampling (the smallest set of tokens whose probability reaches ``top_p``)."""

@@ -23,7 +23,8 @@ def exploration_weights(
 
     Args:
         responses: (B, T) response token ids (padding anywhere after the response is fine).
-        response_mask: (B, T) 1 for real response tokens.
+        response_mask: (B, T) 1 for trained response tokens; 0 on padding and on tokens the policy did not
+            sample (an elastic budget's forced boundary, which still ends the exploration span).
         boundary_id: token id that closes the exploration.
         coef: weight of exploration tokens.
         execute_coef: weight of the other response tokens (1.0 in the paper).
@@ -63,14 +64,11 @@ def weight_advantages_reference(
     """Plain-loop reference for :func:`weight_advantages` (used by tests)."""
     out = []
     for adv, ids, mask in zip(advantages, responses, response_mask, strict=True):
-        valid_ids = [t for t, m in zip(ids, mask, strict=True) if m]
-        tagged = boundary_id in valid_ids
+        # A boundary with mask 0 (forced by an elastic budget) still ends the sampled exploration.
+        tagged = boundary_id in ids
         row, inside = [], tagged
         for a, t, m in zip(adv, ids, mask, strict=True):
-            if not m:
-                row.append(0.0)
-                continue
-            row.append(a * (coef if inside else execute_coef))
+            row.append(a * (coef if inside else execute_coef) if m else 0.0)
             if t == boundary_id:
                 inside = False
         out.append(row)
@@ -89,7 +87,8 @@ def segment_stats(
         explore = exploration_token_mask(responses, boundary_id, valid)
     n_explore = explore.sum(-1).float()
     n_total = valid.sum(-1).float()
-    tagged = ((responses == boundary_id) & valid).any(-1)
+    # Padding is never the boundary; a masked (forced) boundary still closes the exploration.
+    tagged = (responses == boundary_id).any(-1)
     out = {
         "explore_tokens_mean": float(n_explore[tagged].mean()) if bool(tagged.any()) else 0.0,
         "execute_tokens_mean": float((n_total - n_explore)[tagged].mean()) if bool(tagged.any()) else 0.0,

@@ -11,6 +11,8 @@ the rest of verl's CPU path work:
 - verl's FSDP engines are registered for ``cuda``/``npu``; ``VERL_ENGINE_DEVICE=cuda`` makes verl pick
   them, and they run on the CPU tensors they are given (FSDP2 only; FSDP1 needs an accelerator).
 
+- ray exports ``OMP_NUM_THREADS=1`` to its actors; torch is given every core instead (``E2C_CPU_THREADS``).
+
 Everything here is a no-op when CUDA is available, so the same plugin is safe on GPU clusters.
 """
 
@@ -203,10 +205,27 @@ def _patch_init_process_group() -> None:
     dist.init_process_group = init_process_group
 
 
+def cpu_threads() -> int:
+    """Threads for torch in this process: ``E2C_CPU_THREADS``, else every core this process may run on."""
+    env = os.environ.get("E2C_CPU_THREADS", "")
+    if env.strip():
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
 def install() -> bool:
     """Register and select the CPU platform when no accelerator is present. Returns whether it did."""
     if accelerator_present():
         return False
+    import torch
+
+    # ray exports OMP_NUM_THREADS=1 to every actor, so verl's workers and the rollout would each compute on
+    # one core. On CPU the phases of a step (generate, log-probs, update) run one after another, so each
+    # can use every core: measured on 2 cores with SmolLM2-135M, this halves the GRPO step.
+    torch.set_num_threads(cpu_threads())
     _platform_class()
     os.environ.setdefault("VERL_PLATFORM", PLATFORM_NAME)
     os.environ.setdefault("VERL_ENGINE_DEVICE", "cuda")

@@ -77,8 +77,8 @@ class HFRolloutServer:
         path = model_config.local_path
         self.replica_rank = replica_rank
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        # fp32 is the fast dtype for CPU matmuls; weights pushed from a bf16 trainer are upcast on load.
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+        # Pushed weights are cast to this dtype on load.
+        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=rollout_dtype()).eval()
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = self.tokenizer.eos_token_id
@@ -234,6 +234,24 @@ class HFRolloutServer:
 
     async def stop_profile(self) -> None:
         return None
+
+
+ROLLOUT_DTYPES = ("auto", "bfloat16", "float32")
+
+
+def rollout_dtype(name: str | None = None) -> Any:
+    """The rollout model's dtype: ``E2C_ROLLOUT_DTYPE`` (auto | bfloat16 | float32; default auto = bf16 on a
+    CPU with native bf16 units, else fp32, which is also what a GPU-less machine without them runs fastest)."""
+    import torch
+
+    from e2c.generation.hf import cpu_has_bf16
+
+    name = (name or os.environ.get("E2C_ROLLOUT_DTYPE", "auto")).strip().lower()
+    if name not in ROLLOUT_DTYPES:
+        raise ValueError(f"E2C_ROLLOUT_DTYPE={name!r} is not one of {', '.join(ROLLOUT_DTYPES)}")
+    if name == "auto":
+        name = "bfloat16" if (torch.cuda.is_available() or cpu_has_bf16()) else "float32"
+    return getattr(torch, name)
 
 
 def server_actor_name(replica_rank: int, node_rank: int = 0) -> str:
