@@ -8,6 +8,9 @@ per-step timings from ``<run>/metrics.jsonl``. The first step also pays warm-up 
 allocator growth), so the summary is the median over the later steps. Target (issue #5): at most 60 s per
 step; a one-request-at-a-time rollout measured ~270 s, 75% of it generating.
 
+``logp gap`` is verl's mean |p_trainer - p_rollout| per token: the bf16 trainer and the rollout compute
+the same policy (under 0.01 here), so the trained log-probs are on-policy.
+
 Prints a table of steps, then one JSON line.
 """
 
@@ -112,13 +115,14 @@ def main() -> None:
     if rc != 0 or not metrics.is_file():
         sys.exit(f"rl_cpu_step: training failed (exit {rc}); see {tmp / 'train.log'}")
     steps = read_steps(metrics)
-    print(
+    head = (
         f"{'step':>4} {'step s':>8} {'gen s':>8} {'gen %':>6} {'logp s':>7} {'update s':>9} {'resp tok':>9}"
     )
+    print(head + f" {'logp gap':>9}")
     for s in steps:
         share = 100 * s["gen_s"] / s["step_s"] if s["step_s"] else 0.0
         print(f"{s['step']:>4} {s['step_s']:>8.1f} {s['gen_s']:>8.1f} {share:>6.1f} {s['old_log_prob_s']:>7.1f} "
-              f"{s['update_s']:>9.1f} {s['response_tokens']:>9.1f}")  # fmt: skip
+              f"{s['update_s']:>9.1f} {s['response_tokens']:>9.1f} {s['probs_diff']:>9.4f}")  # fmt: skip
     later = steps[1:] or steps
     step_s = statistics.median(s["step_s"] for s in later)
     gen_s = statistics.median(s["gen_s"] for s in later)

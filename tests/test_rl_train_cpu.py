@@ -78,11 +78,11 @@ def test_grpo_stage2_needs_stage1_checkpoint_cpu(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     tmp = tmp_path_factory.mktemp("rl")
     data = _rl_parquet(tmp / "rl.parquet")
     env = {**os.environ, "TRAIN_DATA": str(data), "VAL_DATA": str(data), "TOTAL_TRAINING_STEPS": "2"}
-    runs = {}
+    runs: dict = {"data": data}
     # Stage 2 also runs the elastic two-phase rollout: every exploration is closed (by the model or forced at
     # 16 tokens), so every response has an exploration span to weight.
     stage2 = ["--stage1-dir", str(tmp / "s1"), "--explore-budget", "16"]
@@ -93,7 +93,7 @@ def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         runs[stage] = out_dir
-        runs[f"log{stage}"] = res.stdout  # type: ignore[assignment]
+        runs[f"log{stage}"] = res.stdout
     return runs
 
 
@@ -149,3 +149,19 @@ def test_dapo_dynamic_sampling_budget_cpu(tmp_path: Path) -> None:
         assert m["e2c/explore_adv_coef"] == 1.0
     assert "did not yield enough groups with mixed accuracy" in res.stdout + res.stderr
     assert (out_dir / "global_step_2" / "actor" / "huggingface" / "config.json").is_file()
+
+
+def test_grpo_resumes_from_latest_checkpoint_cpu(grpo_runs: dict) -> None:
+    """A rerun of a run folder continues from its latest complete checkpoint (here step 2 of stage 1) instead of
+    starting over: only step 3 is trained and logged."""
+    s1 = grpo_runs["1"]
+    data = str(grpo_runs["data"])
+    env = {**os.environ, "TRAIN_DATA": data, "VAL_DATA": data, "TOTAL_TRAINING_STEPS": "3"}
+    cmd = ["bash", "scripts/e2c_rl.sh", "--stage", "1", "--model", "tiny", "--output-dir", str(s1)]
+    res = subprocess.run([*cmd, "--", "trainer.save_freq=1"], capture_output=True, text=True, cwd=ROOT, env=env,
+                         timeout=600)  # fmt: skip
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    steps = [json.loads(line)["step"] for line in (s1 / "metrics.jsonl").read_text().splitlines() if line]
+    assert steps == [1, 2, 3]
+    assert (s1 / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
+    assert "global_step_2" in res.stdout + res.stderr  # loaded from there
