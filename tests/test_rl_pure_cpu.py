@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -170,3 +171,23 @@ def test_rollout_dtype_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     assert rollout_dtype() is (torch.bfloat16 if cpu_has_bf16() else torch.float32)
     with pytest.raises(ValueError, match="not one of auto, bfloat16, float32"):
         rollout_dtype("fp8")
+
+
+def test_metrics_survive_relaunches_cpu(tmp_path: Path) -> None:
+    from e2c.rl.launch import keep_metrics, merge_metric_lines, restore_metrics
+
+    line = lambda step, v: json.dumps({"step": step, "data": {"x": v}})  # noqa: E731
+    assert merge_metric_lines([line(1, 0), line(2, 0)], [line(2, 1), '{"step": 3, "da']) == [
+        line(1, 0),
+        line(2, 1),
+    ]
+    run = tmp_path
+    (run / "metrics.jsonl").write_text(line(1, 0) + "\n" + line(2, 0) + "\n")
+    keep_metrics(run)  # a relaunch: verl will truncate metrics.jsonl
+    (run / "metrics.jsonl").write_text(line(2, 1) + "\n" + line(3, 1) + "\n")  # resumed from step 1
+    restore_metrics(run)
+    assert (run / "metrics.jsonl").read_text().splitlines() == [line(1, 0), line(2, 1), line(3, 1)]
+    keep_metrics(run)
+    (run / "metrics.jsonl").write_text("")  # killed before its first step
+    restore_metrics(run)
+    assert len((run / "metrics.jsonl").read_text().splitlines()) == 3

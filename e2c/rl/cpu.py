@@ -89,6 +89,10 @@ def _device_module() -> ModuleType:
     mod.memory_stats = lambda *_a, **_k: {}
     mod.get_device_name = lambda *_a, **_k: "CPU"
     mod.memory = SimpleNamespace(_set_allocator_settings=nothing)
+    # Checkpoint resume restores "the device's" RNG from the state saved under the device name ("cpu"),
+    # which is torch's own CPU generator.
+    mod.get_rng_state = torch.get_rng_state
+    mod.set_rng_state = torch.set_rng_state
     return mod
 
 

@@ -27,6 +27,8 @@ from e2c.cli import UserError, fail
 
 REPO = Path(__file__).resolve().parents[2]
 ALGOS = ("grpo", "dapo")
+METRICS = "metrics.jsonl"
+METRICS_HISTORY = "metrics_history.jsonl"
 STAGES = (1, 2)
 
 # Small enough for a 2-core CPU: one GRPO step of the tiny model in seconds, of SmolLM2-135M in about a minute.
@@ -135,11 +137,10 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
         out["trainer.nnodes"] = str(args.nnodes)
     out["actor_rollout_ref.model.path"] = args.model_path
     out["trainer.default_local_dir"] = str(args.output_dir)
-    # Per-step metrics as JSON lines next to the checkpoints (verl's file logger runs in the task runner).
+    # Per-step metrics as JSON lines next to the checkpoints (verl's file logger runs in the task runner and
+    # truncates the file: main() keeps earlier launches' steps in metrics_history.jsonl and merges them back).
     out["trainer.logger"] = "[console,file]"
-    out["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = str(
-        args.output_dir / "metrics.jsonl"
-    )
+    out["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = str(args.output_dir / METRICS)
     if args.train_data:
         out["data.train_files"] = args.train_data
     if args.val_data:
@@ -237,6 +238,48 @@ def command(args: argparse.Namespace) -> list[str]:
     ]
 
 
+def merge_metric_lines(*sources: list[str]) -> list[str]:
+    """JSON lines of per-step metrics from several launches of one run, one per step (the latest source
+    wins: a step trained again after a resume replaces the record of the killed attempt), by step."""
+    import json
+
+    by_step: dict[int, str] = {}
+    for lines in sources:
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                step = int(json.loads(line)["step"])
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by a kill
+            by_step[step] = line.rstrip("\n")
+    return [by_step[k] for k in sorted(by_step)]
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.is_file() else []
+
+
+def _write_lines(path: Path, lines: list[str]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in lines))
+    os.replace(tmp, path)
+
+
+def keep_metrics(run_dir: Path) -> None:
+    """Before a launch: fold the run's metrics file into its history (verl's file logger truncates it)."""
+    current, history = run_dir / METRICS, run_dir / METRICS_HISTORY
+    if _lines(current):
+        _write_lines(history, merge_metric_lines(_lines(history), _lines(current)))
+
+
+def restore_metrics(run_dir: Path) -> None:
+    """After a launch: the metrics file holds every step of every launch of this run."""
+    history = run_dir / METRICS_HISTORY
+    if history.is_file():
+        _write_lines(run_dir / METRICS, merge_metric_lines(_lines(history), _lines(run_dir / METRICS)))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -250,7 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     env.setdefault("HYDRA_FULL_ERROR", "1")
     env.setdefault("RAY_DEDUP_LOGS", "0")
     print(f"[e2c-rl] {args.algo} stage {args.stage} -> {args.output_dir}", flush=True)
-    return subprocess.call(cmd, env=env, cwd=REPO)
+    keep_metrics(args.output_dir)
+    try:
+        return subprocess.call(cmd, env=env, cwd=REPO)
+    finally:
+        restore_metrics(args.output_dir)
 
 
 if __name__ == "__main__":
