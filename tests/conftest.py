@@ -45,3 +45,20 @@ def bench_dir() -> Path:
     if not BENCH_DIR.is_dir():
         pytest.skip(f"benchmark copies not found at {BENCH_DIR} (set E2C_BENCH_DIR)")
     return BENCH_DIR
+
+
+def arithmetic_rl_rows(n: int = 16) -> list[dict]:
+    """verl RL rows of small sums (what the tiny-model training tests train on); difficulty 1-3 in turn."""
+    rows = []
+    for i in range(n):
+        a, b = 3 + i, 4 + 2 * i
+        rows.append(
+            {
+                "prompt": [{"role": "user", "content": f"What is {a} + {b}? Put the answer in \\boxed{{}}."}],
+                "data_source": "synthetic/arithmetic",
+                "ability": "math",
+                "reward_model": {"style": "rule", "ground_truth": str(a + b)},
+                "extra_info": {"index": i, "kind": "math", "difficulty": 1 + i % 3},
+            }
+        )
+    return rows

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import arithmetic_rl_rows
 
 from e2c.cli import UserError
 from e2c.rl.agent_loop import row_budget
@@ -25,19 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _rows(n: int = 12) -> list[dict]:
-    rows = []
-    for i in range(n):
-        a, b = 3 + i, 4 + 2 * i
-        rows.append(
-            {
-                "prompt": [{"role": "user", "content": f"What is {a} + {b}? Put the answer in \\boxed{{}}."}],
-                "data_source": "synthetic/arithmetic",
-                "ability": "math",
-                "reward_model": {"style": "rule", "ground_truth": str(a + b)},
-                "extra_info": {"index": i, "kind": "math", "difficulty": 1 + i % 3},
-            }
-        )
-    return rows
+    return arithmetic_rl_rows(n)
 
 
 def test_difficulty_values_and_bands_cpu() -> None:

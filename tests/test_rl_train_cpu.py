@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import arithmetic_rl_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,19 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def _rl_parquet(path: Path, n: int = 16) -> Path:
     import pandas as pd
 
-    rows = []
-    for i in range(n):
-        a, b = 3 + i, 4 + 2 * i
-        rows.append(
-            {
-                "prompt": [{"role": "user", "content": f"What is {a} + {b}? Put the answer in \\boxed{{}}."}],
-                "data_source": "synthetic/arithmetic",
-                "ability": "math",
-                "reward_model": {"style": "rule", "ground_truth": str(a + b)},
-                "extra_info": {"index": i, "kind": "math"},
-            }
-        )
-    pd.DataFrame(rows).to_parquet(path)
+    pd.DataFrame(arithmetic_rl_rows(n)).to_parquet(path)
     return path
 
 

@@ -1,0 +1,211 @@
+"""Shared pieces of the test-time-scaling methods: settings, token metering, the method registry, voting.
+
+Every method receives a :class:`Meter`, a generator wrapper that counts every token of every call it
+forwards (explorations, executions, judge and refinement calls alike), so a method cannot spend tokens
+that are not reported. Votes merge answers with the project's grader, exactly as maj@k does in
+:mod:`e2c.eval.metrics` (every correct answer votes together, however it is written).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from e2c.chain import E2C, ChainFormat
+from e2c.data.registry import Record, question_text
+from e2c.eval.metrics import vote_key
+from e2c.generation.base import Completion, Generator, Usage, derive_seed
+from e2c.generation.chains import chain_prompts
+from e2c.rewards.grader import GradeResult, grade
+
+
+@dataclass
+class TTSSettings:
+    """Sampling and budget settings shared by every method (defaults: the E2C paper's TTS set-up)."""
+
+    explore_tokens: int = 512  # one exploration (plan)
+    execute_tokens: int = 16384  # one execution
+    cot_tokens: int = 16384  # one full chain in a single call (greedy_cot, self_consistency, forest leaves)
+    judge_tokens: int = 256  # a judge's or a node scorer's reply
+    refine_tokens: int = 512  # a refined plan
+    temperature: float = 0.9
+    top_p: float = 0.95
+    execute_temperature: float = 0.0  # executions are decoded greedily
+    react_rounds: int = 3  # refinement rounds of the ReAct loop
+    clusters: int = 3  # semantic clusters
+    embedder: str = "all-MiniLM-L6-v2"  # sentence-transformers model (name, folder or installed package)
+    tree_branching: int = 4  # children per expanded node (tree_of_thoughts, e2c_tot)
+    tree_beam: int = 2  # nodes kept per level after scoring
+    tree_step_tokens: int = 128  # tokens per thought / exploration prefix step
+    forest_trees: int = 2  # trees in a forest
+    seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Meter:
+    """A :class:`Generator` that forwards to another one and counts what passes through it.
+
+    ``usage`` counts generated tokens (every call) and prompt tokens (once per sequence, as vLLM bills);
+    ``by_role`` splits generated tokens by the ``role`` the method passes (explore, execute, judge, ...).
+    """
+
+    def __init__(self, gen: Generator) -> None:
+        self.gen = gen
+        self.name = gen.name
+        self.tokenizer = gen.tokenizer
+        self.usage = Usage()
+        self.by_role: Counter = Counter()
+
+    def generate(
+        self,
+        prompts: Sequence[str],
+        n: int = 1,
+        max_tokens: int = 256,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+        role: str = "other",
+    ) -> list[list[Completion]]:
+        outs = self.gen.generate(prompts, n, max_tokens, temperature, top_p, stop, seed)
+        lens = [len(self.tokenizer.encode(p, add_special_tokens=False)) for p in prompts]
+        self.usage.add(lens, outs)
+        self.by_role[role] += sum(c.num_tokens for row in outs for c in row)
+        return outs
+
+
+@dataclass
+class Candidate:
+    """One executed answer: the response it came from, the plan behind it (if any) and its grade."""
+
+    response: str
+    plan: str | None
+    graded: GradeResult
+    weight: float = 1.0
+
+    @property
+    def key(self) -> str | None:
+        return vote_key(self.graded.correct, self.graded.extracted)
+
+
+@dataclass
+class MethodResult:
+    """What one method did on one problem at one budget."""
+
+    method: str
+    budget: int
+    problem_id: str
+    correct: bool
+    answer: str | None
+    generated_tokens: int
+    prompt_tokens: int
+    calls: int
+    seconds: float
+    tokens_by_role: dict[str, int] = field(default_factory=dict)
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Context:
+    """Everything a method needs for one problem."""
+
+    gen: Meter
+    record: Record
+    settings: TTSSettings
+    fmt: ChainFormat = E2C
+    embed: Callable[[list[str]], Any] | None = None  # texts -> (n, d) array, for semantic clustering
+
+    @property
+    def question(self) -> str:
+        return question_text(self.record)
+
+    def seed(self, *keys: Any) -> int | None:
+        return derive_seed(self.settings.seed, self.record.id, *keys)
+
+    def options(self) -> dict[str, str] | None:
+        from e2c.eval.runner import options_of
+
+        return options_of(self.record)
+
+    def grade(self, response: str, plan: str | None = None, weight: float = 1.0) -> Candidate:
+        g = grade(response, self.record.answer, self.record.kind, options=self.options(), fmt=self.fmt)
+        return Candidate(response, plan, g, weight)
+
+    def base_prompt(self) -> str:
+        """The chat prompt ending with the prefilled exploration opener."""
+        return chain_prompts(self.gen.tokenizer, [self.question], self.fmt)[0]
+
+    def chat(self, message: str) -> str:
+        """A plain one-turn chat prompt (judge, scorer and refinement calls: no chain format)."""
+        return self.gen.tokenizer.apply_chat_template(
+            [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
+        )
+
+
+MethodFn = Callable[[Context, int], tuple[Candidate | None, dict[str, Any]]]
+METHODS: dict[str, MethodFn] = {}
+
+
+def register(name: str) -> Callable[[MethodFn], MethodFn]:
+    """Add a method to the registry under ``name``."""
+
+    def deco(fn: MethodFn) -> MethodFn:
+        if name in METHODS:
+            raise ValueError(f"TTS method {name!r} is registered twice")
+        METHODS[name] = fn
+        return fn
+
+    return deco
+
+
+def weighted_vote(cands: Sequence[Candidate]) -> Candidate | None:
+    """The candidate of the answer with the largest total weight; ties go to the answer seen first;
+    candidates without an answer do not vote (``None`` if none has one)."""
+    totals: dict[str, float] = {}
+    first: dict[str, Candidate] = {}
+    for c in cands:
+        k = c.key
+        if k is None:
+            continue
+        totals[k] = totals.get(k, 0.0) + c.weight
+        first.setdefault(k, c)
+    if not totals:
+        return None
+    best = max(totals.values())
+    winner = next(k for k in first if totals[k] == best)
+    return first[winner]
+
+
+def run_method(name: str, gen: Generator, record: Record, budget: int, settings: TTSSettings,
+               fmt: ChainFormat = E2C, embed: Callable[[list[str]], Any] | None = None) -> MethodResult:  # fmt: skip
+    """Run one registered method on one problem at one budget, metering every token."""
+    if name not in METHODS:
+        raise KeyError(f"unknown TTS method {name!r}; valid: {', '.join(sorted(METHODS))}")
+    if budget < 1:
+        raise ValueError(f"budget must be >= 1, got {budget}")
+    meter = Meter(gen)
+    ctx = Context(meter, record, settings, fmt, embed)
+    t0 = time.perf_counter()
+    chosen, details = METHODS[name](ctx, budget)
+    secs = time.perf_counter() - t0
+    return MethodResult(
+        method=name,
+        budget=budget,
+        problem_id=str(record.id),
+        correct=bool(chosen is not None and chosen.graded.correct),
+        answer=None if chosen is None else chosen.graded.extracted,
+        generated_tokens=meter.usage.generated_tokens,
+        prompt_tokens=meter.usage.prompt_tokens,
+        calls=meter.usage.calls,
+        seconds=round(secs, 3),
+        tokens_by_role=dict(meter.by_role),
+        details=details,
+    )

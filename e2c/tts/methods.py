@@ -1,0 +1,328 @@
+"""The ten test-time-scaling methods, registered by name in :data:`e2c.tts.base.METHODS`.
+
+Each is a function ``(ctx, budget) -> (chosen candidate or None, details)``; ``budget`` is the paper's K/N
+(samples, explorations or tree leaves, per method). Every generation goes through ``ctx.gen`` (a
+:class:`~e2c.tts.base.Meter`), so all tokens are counted; ``role`` labels each call for the breakdown.
+Executions of a plan continue the chain after ``</EXPLORATION><EXECUTION>`` and are decoded greedily
+(``execute_temperature``), as in the paper's TTS code.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+from e2c.tts.base import Candidate, Context, register, weighted_vote
+
+# ------------------------------------------------------------------------------------------- building blocks
+
+
+def sample_full(ctx: Context, n: int, temperature: float, tag: str) -> list[Candidate]:
+    """``n`` whole chains in one call each of at most ``cot_tokens`` (the plain CoT / full-chain mode)."""
+    s = ctx.settings
+    outs = ctx.gen.generate([ctx.base_prompt()], n, s.cot_tokens, temperature, s.top_p,
+                            ctx.fmt.stop_strings("full"), ctx.seed(tag), role="full")[0]  # fmt: skip
+    return [ctx.grade(c.text + (c.stop_reason or "")) for c in outs]
+
+
+def explore(ctx: Context, k: int, tag: str = "explore") -> list[str]:
+    """``k`` sampled explorations (plans), each cut at the exploration boundary or ``explore_tokens``."""
+    s = ctx.settings
+    outs = ctx.gen.generate([ctx.base_prompt()], k, s.explore_tokens, s.temperature, s.top_p,
+                            ctx.fmt.stop_strings("explore"), ctx.seed(tag), role="explore")[0]  # fmt: skip
+    return [c.text for c in outs]
+
+
+def execute(ctx: Context, plans: list[str], tag: str = "execute") -> list[Candidate]:
+    """Execute each plan (one call with every plan as a prompt; greedy by default)."""
+    if not plans:
+        return []
+    s, fmt = ctx.settings, ctx.fmt
+    prompts = [fmt.render_prompt(ctx.gen.tokenizer, ctx.question, "execute", p) for p in plans]
+    outs = ctx.gen.generate(prompts, 1, s.execute_tokens, s.execute_temperature, s.top_p,
+                            fmt.stop_strings("execute"), ctx.seed(tag), role="execute")  # fmt: skip
+    cands = []
+    for p, row in zip(plans, outs, strict=True):
+        # Graded as the whole response after the prefilled opener: plan, boundary, execution.
+        head = fmt.assistant_prefix("execute", p)[len(fmt.assistant_prefix("full")) :]
+        cands.append(ctx.grade(head + row[0].text + (row[0].stop_reason or ""), plan=p))
+    return cands
+
+
+def first_int(text: str, lo: int, hi: int) -> int | None:
+    """The first integer in ``text`` within ``[lo, hi]``."""
+    for m in re.finditer(r"\d+", text):
+        v = int(m.group())
+        if lo <= v <= hi:
+            return v
+    return None
+
+
+def judge_pick(ctx: Context, plans: list[str], tag: str = "judge") -> tuple[int, bool]:
+    """Ask the model which plan is best; returns (index, whether its reply named one). An unreadable
+    reply falls back to the first plan."""
+    if len(plans) == 1:
+        return 0, True
+    listing = "\n\n".join(f"Plan {i + 1}:\n{p.strip()}" for i, p in enumerate(plans))
+    msg = (f"Problem:\n{ctx.question}\n\nCandidate plans for solving it:\n\n{listing}\n\n"
+           f"Which plan is most likely to lead to a correct answer? Reply with the plan number only (1-{len(plans)}).")  # fmt: skip
+    prompt = ctx.chat(msg)
+    s = ctx.settings
+    out = ctx.gen.generate([prompt], 1, s.judge_tokens, 0.0, 1.0, None, ctx.seed(tag), role="judge")[0][0]
+    pick = first_int(out.text, 1, len(plans))
+    return (pick - 1, True) if pick is not None else (0, False)
+
+
+def score_text(ctx: Context, partial: str, what: str, tag: str) -> float:
+    """The model's 1-10 rating of a partial solution or plan (5 when the reply holds no rating)."""
+    msg = (f"Problem:\n{ctx.question}\n\nPartial {what}:\n{partial.strip() or '(empty)'}\n\n"
+           "How likely is this to lead to a correct final answer? Reply with one number from 1 to 10.")  # fmt: skip
+    s = ctx.settings
+    out = ctx.gen.generate([ctx.chat(msg)], 1, s.judge_tokens, 0.0, 1.0, None, ctx.seed(tag), role="score")
+    v = first_int(out[0][0].text, 1, 10)
+    return float(v) if v is not None else 5.0
+
+
+def normalize_plan(p: str) -> str:
+    return " ".join(re.findall(r"\w+", p.lower()))
+
+
+def dedupe_plans(plans: list[str], threshold: float = 0.9) -> list[str]:
+    """Drop near-duplicate plans (word-set Jaccard similarity >= ``threshold`` with a kept one) and empty ones."""
+    kept: list[tuple[str, set[str]]] = []
+    for p in plans:
+        words = set(normalize_plan(p).split())
+        if not words:
+            continue
+        if any(len(words & w) / len(words | w) >= threshold for _, w in kept):
+            continue
+        kept.append((p, words))
+    return [p for p, _ in kept]
+
+
+def kmeans(x: Any, k: int, seed: int = 0, iters: int = 50) -> tuple[Any, Any]:
+    """Plain k-means (k-means++ start) on the rows of ``x``; returns (labels, centroids)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    n = x.shape[0]
+    k = max(1, min(k, n))
+    centers = [x[rng.integers(n)]]
+    for _ in range(1, k):
+        d = np.min(((x[:, None, :] - np.array(centers)[None]) ** 2).sum(-1), axis=1)
+        if d.sum() <= 0:
+            break
+        centers.append(x[rng.choice(n, p=d / d.sum())])
+    c = np.array(centers)
+    labels = np.zeros(n, dtype=int)
+    for _ in range(iters):
+        labels = ((x[:, None, :] - c[None]) ** 2).sum(-1).argmin(1)
+        new = np.array([x[labels == j].mean(0) if (labels == j).any() else c[j] for j in range(len(c))])
+        if np.allclose(new, c):
+            break
+        c = new
+    return labels, c
+
+
+# ------------------------------------------------------------------------------------------------ methods
+
+
+@register("greedy_cot")
+def greedy_cot(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
+    """One whole chain decoded greedily (temperature 0). The budget does not apply: K/N = 1 always."""
+    cand = sample_full(ctx, 1, 0.0, "greedy")[0]
+    return cand, {"responses": 1}
+
+
+@register("self_consistency")
+def self_consistency(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
+    """Self-consistency: N whole chains sampled at ``temperature``; the majority answer wins."""
+    cands = sample_full(ctx, budget, ctx.settings.temperature, "sc")
+    return weighted_vote(cands), {"votes": [c.key for c in cands]}
+
+
+@register("e2c_sc")
+def e2c_sc(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
+    """E2C self-consistency: K sampled explorations, each executed (greedy); the majority answer wins."""
+    cands = execute(ctx, explore(ctx, budget))
+    return weighted_vote(cands), {"votes": [c.key for c in cands]}
+
+
+@register("e2c_rp")
+def e2c_rp(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
+    """E2C random pick: K sampled explorations, one chosen uniformly at random (seeded) and executed."""
+    plans = explore(ctx, budget)
+    i = random.Random(ctx.seed("rp")).randrange(len(plans))
+    return execute(ctx, [plans[i]])[0], {"picked": i}
+
+
+@register("e2c_select_lm_judge")
+def e2c_select_lm_judge(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
+    """E2C with an LM judge: K sampled explorations; the model reads them all and names the most
+    promising (its reply is mapped back to a plan by the first number in range; unreadable -> plan 1);
+    only that plan is executed."""
+    plans = explore(ctx, budget)
+    i, ok = judge_pick(ctx, plans)
+    return execute(ctx, [plans[i]])[0], {"picked": i, "judge_parsed": ok}
+
+
+@register("e2c_select_semantic_cluster")
+def e2c_select_semantic_cluster(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
+    """E2C with semantic clustering: K sampled explorations are embedded (sentence-transformers),
+    L2-normalised and clustered with k-means (``clusters``, 3 by default); the plan nearest each centroid is
+    executed and its answer gets as many votes as its cluster has members."""
+    import numpy as np
+
+    if ctx.embed is None:
+        raise ValueError("e2c_select_semantic_cluster needs an embedding model (TTSSettings.embedder)")
+    plans = explore(ctx, budget)
+    x = np.asarray(ctx.embed(plans), dtype=float)
+    x = x / np.clip(np.linalg.norm(x, axis=1, keepdims=True), 1e-12, None)
+    labels, centers = kmeans(x, ctx.settings.clusters, seed=ctx.seed("kmeans") or 0)
+    reps, sizes = [], []
+    for j in range(len(centers)):
+        members = np.flatnonzero(labels == j)
+        if len(members) == 0:
+            continue
+        reps.append(int(members[((x[members] - centers[j]) ** 2).sum(1).argmin()]))
+        sizes.append(len(members))
+    cands = execute(ctx, [plans[i] for i in reps])
+    for c, size in zip(cands, sizes, strict=True):
+        c.weight = float(size)
+    return weighted_vote(cands), {"representatives": reps, "cluster_sizes": sizes}
+
+
+def accepted(c: Candidate) -> bool:
+    """A well-formed answer: the chain parses with both phases and an answer was extracted."""
+    return c.graded.extracted is not None and c.graded.chain_status == "ok"
+
+
+def refine(ctx: Context, plan: str, cand: Candidate, round_: int) -> str:
+    """A revised plan from the old plan and the tail of its execution (the feedback)."""
+    tail = cand.response[-1500:]
+    msg = (f"Problem:\n{ctx.question}\n\nA plan for solving it:\n{plan.strip()}\n\n"
+           f"Carrying the plan out ended like this:\n...{tail}\n\nIt did not reach a clear final answer. "
+           "Write a revised, better plan. Reply with the plan only.")  # fmt: skip
+    s = ctx.settings
+    out = ctx.gen.generate([ctx.chat(msg)], 1, s.refine_tokens, s.temperature, s.top_p, None,
+                           ctx.seed("refine", round_), role="refine")  # fmt: skip
+    return out[0][0].text.strip()
+
+
+@register("e2c_react_loop")
+def e2c_react_loop(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
+    """E2C-ReAct: K sampled explorations, near-duplicates removed; the LM judge picks a plan, which is
+    executed. A well-formed answer is accepted. Otherwise the plan is refined from the tail of its
+    execution (up to ``react_rounds`` rounds per plan); when a refinement stops changing the plan, or the
+    rounds run out, the loop falls back to the judge's pick among the unused plans. At most K executions;
+    with none accepted, the last execution's answer stands."""
+    pool = dedupe_plans(explore(ctx, budget)) or [""]
+    i, _ = judge_pick(ctx, pool)
+    plan, unused = pool[i], [p for j, p in enumerate(pool) if j != i]
+    trace: list[dict[str, Any]] = []
+    last: Candidate | None = None
+    rounds = executions = 0
+    while executions < budget:
+        last = execute(ctx, [plan], tag=f"execute{executions}")[0]
+        executions += 1
+        trace.append({"plan": plan[:200], "answer": last.graded.extracted, "accepted": accepted(last)})
+        if accepted(last):
+            break
+        new = refine(ctx, plan, last, executions) if rounds < ctx.settings.react_rounds else ""
+        if new and normalize_plan(new) != normalize_plan(plan):
+            plan, rounds = new, rounds + 1
+            continue
+        if not unused:
+            break  # stalled with no plan left
+        j, _ = judge_pick(ctx, unused, tag=f"judge{executions}")
+        plan, rounds = unused.pop(j), 0
+    return last, {"plans": len(pool), "executions": executions, "trace": trace}
+
+
+def _tree_search(ctx: Context, leaves_wanted: int, prompt: str, stop: list[str], max_steps: int,
+                 what: str, tag: str) -> list[tuple[str, float, bool]]:  # fmt: skip
+    """Beam search over text prefixes: expand each frontier node with ``tree_branching`` sampled steps of
+    ``tree_step_tokens``; a step that stops (``stop`` or EOS) completes a leaf; open nodes are scored by
+    the model (1-10) and the best ``tree_beam`` kept. Ends with ``leaves_wanted`` complete leaves or after
+    ``max_steps`` levels (open nodes then count as leaves). Returns (text, score, complete) per leaf."""
+    s = ctx.settings
+    frontier: list[tuple[str, float]] = [("", 0.0)]
+    leaves: list[tuple[str, float, bool]] = []
+    for depth in range(max_steps):
+        if not frontier or len(leaves) >= leaves_wanted:
+            break
+        outs = ctx.gen.generate([prompt + t for t, _ in frontier], s.tree_branching, s.tree_step_tokens,
+                                s.temperature, s.top_p, stop, ctx.seed(tag, depth), role="tree")  # fmt: skip
+        children: list[tuple[str, float]] = []
+        for (text, _), row in zip(frontier, outs, strict=True):
+            for j, c in enumerate(row):
+                child = text + c.text
+                if c.finish_reason == "stop":
+                    sc = score_text(ctx, child, what, f"{tag}-leaf-{depth}-{len(leaves)}-{j}")
+                    leaves.append((child + (c.stop_reason or ""), sc, True))
+                else:
+                    children.append((child, score_text(ctx, child, what, f"{tag}-{depth}-{len(children)}")))
+        children.sort(key=lambda t: -t[1])  # stable: ties keep generation order
+        frontier = children[: s.tree_beam]
+    if len(leaves) < leaves_wanted:
+        leaves += [(t, sc, False) for t, sc in frontier]
+    return leaves[: max(leaves_wanted, 1)] if leaves else []
+
+
+@register("e2c_tot")
+def e2c_tot(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
+    """E2C tree of thoughts: a beam search over exploration prefixes (steps of ``tree_step_tokens``, scored
+    by the model, best ``tree_beam`` kept) until K explorations are complete; the best-scored complete
+    exploration (else the best open one) is executed."""
+    s = ctx.settings
+    steps = max(1, -(-s.explore_tokens // s.tree_step_tokens))
+    leaves = _tree_search(
+        ctx, budget, ctx.base_prompt(), ctx.fmt.stop_strings("explore"), steps, "plan", "etot"
+    )
+    if not leaves:
+        return None, {"leaves": 0}
+    best = max(leaves, key=lambda t: (t[2], t[1]))
+    plan = best[0]
+    if plan.endswith(ctx.fmt.explore_boundary):
+        plan = plan[: -len(ctx.fmt.explore_boundary)]
+    return execute(ctx, [plan])[0], {"leaves": len(leaves), "best_score": best[1]}
+
+
+def _tot_answer(ctx: Context, budget: int, tag: str) -> tuple[Candidate | None, dict[str, Any]]:
+    s = ctx.settings
+    steps = max(1, -(-s.cot_tokens // s.tree_step_tokens))
+    leaves = _tree_search(
+        ctx, budget, ctx.base_prompt(), ctx.fmt.stop_strings("full"), steps, "solution", tag
+    )
+    cands = [ctx.grade(text, weight=score) for text, score, _ in leaves]
+    if not cands:
+        return None, {"leaves": 0}
+    # The highest-scored leaf with an answer; the model's scores decide, not a vote.
+    answered = [c for c in cands if c.key is not None] or cands
+    best = max(answered, key=lambda c: c.weight)
+    return best, {"leaves": len(leaves), "scores": [c.weight for c in cands]}
+
+
+@register("tree_of_thoughts")
+def tree_of_thoughts(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
+    """Tree of Thoughts (Yao et al.) over whole chains: thoughts are steps of ``tree_step_tokens``; every
+    node is valued by the model (1-10) and only the best ``tree_beam`` per level are expanded (BFS with
+    pruning), until N complete solutions exist; the best-valued one answers. (The paper's code keeps the
+    first N nodes with no scoring; this is the published algorithm.)"""
+    return _tot_answer(ctx, budget, "tot")
+
+
+@register("forest_of_thought")
+def forest_of_thought(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
+    """Forest of Thought: ``forest_trees`` independent trees (each a tree_of_thoughts with N / trees
+    leaves, differently seeded); the trees' answers are combined by majority vote. (The paper's code never
+    uses its trees' answers, which makes it self-consistency plus waste; here the trees decide.)"""
+    trees = max(1, min(ctx.settings.forest_trees, budget))
+    per = max(1, budget // trees)
+    answers = []
+    for t in range(trees):
+        cand, _ = _tot_answer(ctx, per, f"forest{t}")
+        if cand is not None:
+            answers.append(Candidate(cand.response, cand.plan, cand.graded, 1.0))
+    return weighted_vote(answers) or (answers[0] if answers else None), {"trees": trees, "votes": [a.key for a in answers]}  # fmt: skip

@@ -1,0 +1,137 @@
+"""Test-time scaling: accuracy against generated tokens for the ten search methods.
+
+    python tts/run_tts.py [--methods ...] [--budgets 4 8 16 32] [--limit N] [--dataset aime24] [--model ...]
+                          [--backend ...] [--config tts/config/tts.yaml] [--set key=value ...]
+
+Defaults come from ``tts/config/tts.yaml``; flags override them, ``--set`` overrides method settings
+(``--set explore_tokens=256``). Results (records.jsonl, results.json, results.csv, accuracy_vs_tokens.png)
+go to ``<output_dir>/<dataset>/<model>/``; a rerun with the same settings resumes per (method, budget,
+problem). The last line printed is one JSON object with the results' paths and the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers  # noqa: E402
+
+
+def parse_args(argv: list[str] | None = None):
+    p = ArgumentParser(prog="tts/run_tts.py", description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=str(ROOT / "tts" / "config" / "tts.yaml"), help="defaults (YAML)")
+    p.add_argument("--methods", nargs="+", default=None, help="methods to run (default: the config's ten)")
+    p.add_argument("--budgets", nargs="+", type=int, default=None, help="K/N values (default: 4 8 16 32)")
+    p.add_argument(
+        "--limit", type=int, default=None, help="first N problems (default: the config's; 0 = all)"
+    )
+    p.add_argument("--dataset", default=None, help="benchmark name (default: aime24)")
+    p.add_argument(
+        "--data-dir", default=None, help="folder with local benchmark files (default: the config's)"
+    )
+    p.add_argument(
+        "--model", default=None, help="model: HF id, folder, embedded, tiny (default: the released 8B)"
+    )
+    p.add_argument(
+        "--subfolder",
+        default=None,
+        help="model subfolder (default: 8B for the released checkpoint, else none)",
+    )
+    p.add_argument("--backend", default=None, help="auto, vllm or hf (default: auto)")
+    p.add_argument("--output-dir", default=None, help="results root (default: tts/outputs)")
+    p.add_argument("--dtype", default=None, help="model dtype: auto, float32, bfloat16 (default: auto)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a method setting, e.g. explore_tokens=256 (repeatable)")  # fmt: skip
+    return p.parse_args(argv)
+
+
+def load_config(args) -> dict:
+    import yaml
+
+    path = Path(args.config)
+    if not path.is_file():
+        raise UserError(f"no TTS config at {path}")
+    cfg = yaml.safe_load(path.read_text()) or {}
+    keys = (
+        "methods",
+        "budgets",
+        "limit",
+        "dataset",
+        "data_dir",
+        "model",
+        "subfolder",
+        "backend",
+        "output_dir",
+        "dtype",
+    )
+    for key in keys:
+        val = getattr(args, key)
+        if val is not None:
+            cfg[key] = val
+    settings = dict(cfg.get("settings") or {})
+    for item in args.sets:
+        if "=" not in item:
+            raise UserError(f"--set {item!r}: expected KEY=VALUE")
+        k, v = item.split("=", 1)
+        settings[k.strip()] = yaml.safe_load(v)
+    cfg["settings"] = settings
+    return cfg
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    quiet_transformers()
+    try:
+        from e2c.data.registry import load_benchmark
+        from e2c.eval.run import default_subfolder
+        from e2c.generation import make_generator
+        from e2c.models import ModelSpecError
+        from e2c.tts.run import (
+            check_budgets,
+            check_methods,
+            format_table,
+            load_embedder,
+            run_tts,
+            settings_from,
+        )
+
+        cfg = load_config(args)
+        cfg["subfolder"] = default_subfolder(cfg["model"], cfg.get("subfolder"))
+        methods = check_methods(cfg["methods"])
+        budgets = check_budgets(cfg["budgets"])
+        settings = settings_from(cfg["settings"])
+        records = load_benchmark(cfg["dataset"], cfg.get("data_dir"), cfg.get("limit") or None)
+        try:
+            gen, _ = make_generator(cfg.get("backend", "auto"), cfg["model"], cfg.get("subfolder") or None,
+                                    seed=settings.seed, dtype=cfg.get("dtype") or "auto")  # fmt: skip
+        except ModelSpecError as e:
+            raise UserError(str(e)) from None
+        embed = load_embedder(settings.embedder) if "e2c_select_semantic_cluster" in methods else None
+        model_name = Path(cfg["model"]).name if Path(cfg["model"]).exists() else cfg["model"]
+        out_dir = (
+            Path(cfg.get("output_dir") or "tts/outputs")
+            / slug(cfg["dataset"])
+            / slug(model_name + (f"-{cfg['subfolder']}" if cfg.get("subfolder") else ""))
+        )
+        run_cfg = {"dataset": cfg["dataset"], "model": cfg["model"], "subfolder": cfg.get("subfolder"),
+                   "backend": gen.name, "limit": cfg.get("limit"), "settings": settings.to_dict()}  # fmt: skip
+        rows = run_tts(gen, records, methods, budgets, settings, out_dir, run_cfg, embed)
+    except UserError as e:
+        fail(str(e))
+    print(format_table(rows))
+    print(json.dumps({"results": str(out_dir / "results.json"), "csv": str(out_dir / "results.csv"),
+                      "plot": str(out_dir / "accuracy_vs_tokens.png"), "summary": rows}))  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
