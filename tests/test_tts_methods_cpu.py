@@ -213,3 +213,14 @@ def test_helpers_cpu() -> None:
     cands[1].weight = 2.5
     assert weighted_vote(cands).graded.extracted == "12"
     assert weighted_vote([Candidate("", None, g("x y"), 1.0)]) is not None
+
+
+def test_opener_starts_every_plan_cpu() -> None:
+    gen = scripted(["add ", "mul "])
+    s = TTSSettings(**{**SET.to_dict(), "opener": "My plan: "})
+    res = run_method("e2c_sc", gen, REC, 2, s)
+    explore_call, exec_call = gen.calls
+    assert explore_call["prompts"][0].endswith("<EXPLORATION>My plan: ")
+    assert all("<EXPLORATION>My plan: " in p for p in exec_call["prompts"])
+    # the opener is prompt text, not generated: only the model's own tokens are counted
+    assert res.tokens_by_role["explore"] == gen.usage.generated_tokens - res.tokens_by_role["execute"]

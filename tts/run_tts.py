@@ -12,7 +12,6 @@ problem). The last line printed is one JSON object with the results' paths and t
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -83,16 +82,12 @@ def load_config(args) -> dict:
     return cfg
 
 
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     quiet_transformers()
     try:
         from e2c.data.registry import load_benchmark
-        from e2c.eval.run import default_subfolder
+        from e2c.eval.run import default_subfolder, slug
         from e2c.generation import make_generator
         from e2c.models import ModelSpecError
         from e2c.tts.run import (

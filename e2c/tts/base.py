@@ -42,6 +42,9 @@ class TTSSettings:
     tree_step_tokens: int = 128  # tokens per thought / exploration prefix step
     forest_trees: int = 2  # trees in a forest
     seed: int = 0
+    # Written for the model at the start of every exploration and whole chain (steers models never trained
+    # on the format, e.g. "I need to make a step-by-step plan.\n1."); part of the plan, not counted.
+    opener: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -139,9 +142,13 @@ class Context:
         g = grade(response, self.record.answer, self.record.kind, options=self.options(), fmt=self.fmt)
         return Candidate(response, plan, g, weight)
 
-    def base_prompt(self) -> str:
-        """The chat prompt ending with the prefilled exploration opener."""
+    def chain_prompt(self) -> str:
+        """The chat prompt ending with the prefilled exploration tag (no ``opener``)."""
         return chain_prompts(self.gen.tokenizer, [self.question], self.fmt)[0]
+
+    def base_prompt(self) -> str:
+        """The prompt explorations and whole chains continue: the chain prompt, then the ``opener``."""
+        return self.chain_prompt() + self.settings.opener
 
     def chat(self, message: str) -> str:
         """A plain one-turn chat prompt (judge, scorer and refinement calls: no chain format)."""

@@ -23,7 +23,7 @@ def sample_full(ctx: Context, n: int, temperature: float, tag: str) -> list[Cand
     s = ctx.settings
     outs = ctx.gen.generate([ctx.base_prompt()], n, s.cot_tokens, temperature, s.top_p,
                             ctx.fmt.stop_strings("full"), ctx.seed(tag), role="full")[0]  # fmt: skip
-    return [ctx.grade(c.text + (c.stop_reason or "")) for c in outs]
+    return [ctx.grade(s.opener + c.text + (c.stop_reason or "")) for c in outs]
 
 
 def explore(ctx: Context, k: int, tag: str = "explore") -> list[str]:
@@ -31,7 +31,7 @@ def explore(ctx: Context, k: int, tag: str = "explore") -> list[str]:
     s = ctx.settings
     outs = ctx.gen.generate([ctx.base_prompt()], k, s.explore_tokens, s.temperature, s.top_p,
                             ctx.fmt.stop_strings("explore"), ctx.seed(tag), role="explore")[0]  # fmt: skip
-    return [c.text for c in outs]
+    return [s.opener + c.text for c in outs]
 
 
 def execute(ctx: Context, plans: list[str], tag: str = "execute") -> list[Candidate]:
@@ -247,7 +247,7 @@ def _tree_search(ctx: Context, leaves_wanted: int, prompt: str, stop: list[str],
     the model (1-10) and the best ``tree_beam`` kept. Ends with ``leaves_wanted`` complete leaves or after
     ``max_steps`` levels (open nodes then count as leaves). Returns (text, score, complete) per leaf."""
     s = ctx.settings
-    frontier: list[tuple[str, float]] = [("", 0.0)]
+    frontier: list[tuple[str, float]] = [(s.opener, 0.0)]
     leaves: list[tuple[str, float, bool]] = []
     for depth in range(max_steps):
         if not frontier or len(leaves) >= leaves_wanted:
@@ -278,7 +278,7 @@ def e2c_tot(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]
     s = ctx.settings
     steps = max(1, -(-s.explore_tokens // s.tree_step_tokens))
     leaves = _tree_search(
-        ctx, budget, ctx.base_prompt(), ctx.fmt.stop_strings("explore"), steps, "plan", "etot"
+        ctx, budget, ctx.chain_prompt(), ctx.fmt.stop_strings("explore"), steps, "plan", "etot"
     )
     if not leaves:
         return None, {"leaves": 0}
@@ -293,7 +293,7 @@ def _tot_answer(ctx: Context, budget: int, tag: str) -> tuple[Candidate | None, 
     s = ctx.settings
     steps = max(1, -(-s.cot_tokens // s.tree_step_tokens))
     leaves = _tree_search(
-        ctx, budget, ctx.base_prompt(), ctx.fmt.stop_strings("full"), steps, "solution", tag
+        ctx, budget, ctx.chain_prompt(), ctx.fmt.stop_strings("full"), steps, "solution", tag
     )
     cands = [ctx.grade(text, weight=score) for text, score, _ in leaves]
     if not cands:
