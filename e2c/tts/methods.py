@@ -74,14 +74,17 @@ def judge_pick(ctx: Context, plans: list[str], tag: str = "judge") -> tuple[int,
     return (pick - 1, True) if pick is not None else (0, False)
 
 
-def score_text(ctx: Context, partial: str, what: str, tag: str) -> float:
-    """The model's 1-10 rating of a partial solution or plan (5 when the reply holds no rating)."""
-    msg = (f"Problem:\n{ctx.question}\n\nPartial {what}:\n{partial.strip() or '(empty)'}\n\n"
-           "How likely is this to lead to a correct final answer? Reply with one number from 1 to 10.")  # fmt: skip
+def score_texts(ctx: Context, partials: list[str], what: str, tag: str) -> list[float]:
+    """The model's 1-10 rating of each partial solution or plan (greedy, one batched call; 5 when a reply
+    holds no rating)."""
+    if not partials:
+        return []
+    msgs = [(f"Problem:\n{ctx.question}\n\nPartial {what}:\n{p.strip() or '(empty)'}\n\n"
+             "How likely is this to lead to a correct final answer? Reply with one number from 1 to 10.")
+            for p in partials]  # fmt: skip
     s = ctx.settings
-    out = ctx.gen.generate([ctx.chat(msg)], 1, s.judge_tokens, 0.0, 1.0, None, ctx.seed(tag), role="score")
-    v = first_int(out[0][0].text, 1, 10)
-    return float(v) if v is not None else 5.0
+    outs = ctx.gen.generate([ctx.chat(m) for m in msgs], 1, s.judge_tokens, 0.0, 1.0, None, ctx.seed(tag), role="score")  # fmt: skip
+    return [float(v) if (v := first_int(row[0].text, 1, 10)) is not None else 5.0 for row in outs]
 
 
 def normalize_plan(p: str) -> str:
@@ -254,15 +257,14 @@ def _tree_search(ctx: Context, leaves_wanted: int, prompt: str, stop: list[str],
             break
         outs = ctx.gen.generate([prompt + t for t, _ in frontier], s.tree_branching, s.tree_step_tokens,
                                 s.temperature, s.top_p, stop, ctx.seed(tag, depth), role="tree")  # fmt: skip
+        grown = [(text + c.text, c) for (text, _), row in zip(frontier, outs, strict=True) for c in row]
+        scores = score_texts(ctx, [t for t, _ in grown], what, f"{tag}-{depth}")
         children: list[tuple[str, float]] = []
-        for (text, _), row in zip(frontier, outs, strict=True):
-            for j, c in enumerate(row):
-                child = text + c.text
-                if c.finish_reason == "stop":
-                    sc = score_text(ctx, child, what, f"{tag}-leaf-{depth}-{len(leaves)}-{j}")
-                    leaves.append((child + (c.stop_reason or ""), sc, True))
-                else:
-                    children.append((child, score_text(ctx, child, what, f"{tag}-{depth}-{len(children)}")))
+        for (text, c), sc in zip(grown, scores, strict=True):
+            if c.finish_reason == "stop":
+                leaves.append((text + (c.stop_reason or ""), sc, True))
+            else:
+                children.append((text, sc))
         children.sort(key=lambda t: -t[1])  # stable: ties keep generation order
         frontier = children[: s.tree_beam]
     if len(leaves) < leaves_wanted:
