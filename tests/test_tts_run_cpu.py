@@ -98,3 +98,20 @@ def test_run_tts_embedded_small_slow(tmp_path: Path, bench_dir: Path) -> None:
     assert set(rows) == {"self_consistency", "e2c_sc", "e2c_select_lm_judge"}
     assert 0 < rows["e2c_sc"]["tokens_k"] <= 2 * (48 + 96) / 1000
     assert 0 < rows["self_consistency"]["tokens_k"] <= 2 * 144 / 1000
+
+
+def test_budget_free_method_runs_once_per_problem_cpu(tmp_path: Path) -> None:
+    from e2c.data.registry import Record
+    from e2c.generation.scripted import ScriptedGenerator
+    from e2c.tts import TTSSettings
+    from e2c.tts.run import run_tts
+
+    gen = ScriptedGenerator(lambda prompt, j: "plan</EXPLORATION><EXECUTION>\\boxed{12}</EXECUTION>")
+    recs = [
+        Record(id=f"q{i}", problem=f"What is {i} + 12 - {i}?", answer="12", kind="math") for i in range(2)
+    ]
+    rows = run_tts(gen, recs, ["greedy_cot"], [1, 4, 8], TTSSettings(cot_tokens=20), tmp_path, {"t": 1},
+                   log=lambda _m: None)  # fmt: skip
+    assert len(gen.calls) == 2  # one greedy chain per problem, reused at every budget
+    assert [(r["budget"], r["accuracy"]) for r in rows] == [(1, 1.0), (4, 1.0), (8, 1.0)]
+    assert rows[0]["tokens_k"] == rows[2]["tokens_k"] > 0

@@ -131,6 +131,10 @@ def kmeans(x: Any, k: int, seed: int = 0, iters: int = 50) -> tuple[Any, Any]:
 # ------------------------------------------------------------------------------------------------ methods
 
 
+# Methods whose result does not depend on the budget: the runner computes them once per problem.
+BUDGET_FREE = frozenset({"greedy_cot"})
+
+
 @register("greedy_cot")
 def greedy_cot(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """One whole chain decoded greedily (temperature 0). The budget does not apply: K/N = 1 always."""

@@ -22,6 +22,7 @@ from typing import Any
 from e2c.cli import UserError
 from e2c.data.registry import Record
 from e2c.tts import METHODS, TTSSettings, run_method
+from e2c.tts.methods import BUDGET_FREE
 
 SUMMARY_KEYS = ("method", "budget", "problems", "accuracy", "tokens_k", "prompt_tokens_k", "calls", "seconds")
 
@@ -184,7 +185,12 @@ def run_tts(
     t0 = time.perf_counter()
     with rec_path.open("a", encoding="utf-8") as f:
         for i, (m, b, r) in enumerate(todo, 1):
-            res = run_method(m, gen, r, b, settings, embed=embed).to_dict()
+            same = next((v for k, v in done.items() if m in BUDGET_FREE and k.startswith(f"{m}\t")
+                         and k.endswith(f"\t{r.id}")), None)  # fmt: skip
+            if same is not None:  # e.g. greedy_cot: one greedy chain whatever the budget
+                res = {**same, "budget": b, "details": {**same["details"], "same_as_budget": same["budget"]}}
+            else:
+                res = run_method(m, gen, r, b, settings, embed=embed).to_dict()
             f.write(json.dumps(res) + "\n")
             f.flush()
             done[record_key(m, b, str(r.id))] = res
