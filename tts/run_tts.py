@@ -82,6 +82,12 @@ def load_config(args) -> dict:
     return cfg
 
 
+def out_root(path: str, from_flag: bool) -> Path:
+    """A relative --output-dir is taken from the working directory; the config's, from the repository."""
+    p = Path(path)
+    return p if p.is_absolute() or from_flag else ROOT / p
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     quiet_transformers()
@@ -113,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         embed = load_embedder(settings.embedder) if "e2c_select_semantic_cluster" in methods else None
         model_name = Path(cfg["model"]).name if Path(cfg["model"]).exists() else cfg["model"]
         out_dir = (
-            Path(cfg.get("output_dir") or "tts/outputs")
+            out_root(cfg.get("output_dir") or "tts/outputs", from_flag=args.output_dir is not None)
             / slug(cfg["dataset"])
             / slug(model_name + (f"-{cfg['subfolder']}" if cfg.get("subfolder") else ""))
         )
