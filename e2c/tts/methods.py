@@ -249,8 +249,8 @@ def e2c_react_loop(ctx: Context, budget: int) -> tuple[Candidate | None, dict[st
 
 def _tree_search(ctx: Context, leaves_wanted: int, prompt: str, stop: list[str], max_steps: int,
                  what: str, tag: str) -> list[tuple[str, float, bool]]:  # fmt: skip
-    """Beam search over text prefixes: expand each frontier node with ``tree_branching`` sampled steps of
-    ``tree_step_tokens``; a step that stops (``stop`` or EOS) completes a leaf; open nodes are scored by
+    """Beam search over text prefixes: expand the root into ``leaves_wanted`` and each later frontier node
+    into ``tree_branching`` sampled steps of ``tree_step_tokens``; a step that stops (``stop`` or EOS) completes a leaf; open nodes are scored by
     the model (1-10) and the best ``tree_beam`` kept. Ends with ``leaves_wanted`` complete leaves or after
     ``max_steps`` levels (open nodes then count as leaves). Returns (text, score, complete) per leaf."""
     s = ctx.settings
@@ -259,7 +259,10 @@ def _tree_search(ctx: Context, leaves_wanted: int, prompt: str, stop: list[str],
     for depth in range(max_steps):
         if not frontier or len(leaves) >= leaves_wanted:
             break
-        outs = ctx.gen.generate([prompt + t for t, _ in frontier], s.tree_branching, s.tree_step_tokens,
+        # The root is expanded into `leaves_wanted` children (K/N sets the tree's width, as it sets the
+        # sample count of the other methods); deeper nodes into `tree_branching` each.
+        width = max(leaves_wanted, 1) if depth == 0 else s.tree_branching
+        outs = ctx.gen.generate([prompt + t for t, _ in frontier], width, s.tree_step_tokens,
                                 s.temperature, s.top_p, stop, ctx.seed(tag, depth), role="tree")  # fmt: skip
         grown = [(text + c.text, c) for (text, _), row in zip(frontier, outs, strict=True) for c in row]
         scores = score_texts(ctx, [t for t, _ in grown], what, f"{tag}-{depth}")
