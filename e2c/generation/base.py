@@ -40,6 +40,11 @@ class Completion:
     def num_tokens(self) -> int:
         return len(self.token_ids)
 
+    @property
+    def text_with_stop(self) -> str:
+        """The text with its stop string put back (the chain parser needs the closing tag)."""
+        return self.text + (self.stop_reason or "")
+
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "num_tokens": self.num_tokens}
 

@@ -49,11 +49,6 @@ def chain_prompts(tokenizer: Any, problems: Sequence[str], fmt: ChainFormat = E2
     return [fmt.render_prompt(tokenizer, p, "full") for p in problems]
 
 
-def _with_stop(c: Completion) -> str:
-    """The completion's text with its stop string put back (the chain parser needs the closing tag)."""
-    return c.text + (c.stop_reason or "")
-
-
 def split_full_tokens(tokenizer: Any, fmt: ChainFormat, response: str, c: Completion) -> tuple[int, int]:
     """(exploration, execution) token counts of a single-call chain.
 
@@ -104,7 +99,7 @@ def generate_chains(
         for row in outs:
             chains = []
             for c in row:
-                response = opener + _with_stop(c)
+                response = opener + c.text_with_stop
                 k1, k2 = split_full_tokens(gen.tokenizer, fmt, response, c)
                 closed = fmt.explore_boundary in response
                 chains.append(
@@ -148,7 +143,7 @@ def generate_chains(
         derive_seed(seed, "execute"),
     )
     flat = [
-        ChainResult(h + _with_stop(o[0]), k, o[0].num_tokens, how, o[0].finish_reason)
+        ChainResult(h + o[0].text_with_stop, k, o[0].num_tokens, how, o[0].finish_reason)
         for h, how, k, o in zip(heads, stops, counts, second, strict=True)
     ]
     return [flat[i * n : (i + 1) * n] for i in range(len(problems))]

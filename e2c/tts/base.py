@@ -75,9 +75,12 @@ class Meter:
         seed: int | None = None,
         role: str = "other",
     ) -> list[list[Completion]]:
+        before = self.gen.usage.prompt_tokens
         outs = self.gen.generate(prompts, n, max_tokens, temperature, top_p, stop, seed)
-        lens = [len(self.tokenizer.encode(p, add_special_tokens=False)) for p in prompts]
-        self.usage.add(lens, outs)
+        # The backend already tokenized the prompts and tallied them: take its count rather than encoding
+        # every prompt (long ones, in tree searches) a second time.
+        self.usage.add([0] * len(prompts), outs)
+        self.usage.prompt_tokens += self.gen.usage.prompt_tokens - before
         self.by_role[role] += sum(c.num_tokens for row in outs for c in row)
         return outs
 

@@ -23,7 +23,7 @@ def sample_full(ctx: Context, n: int, temperature: float, tag: str) -> list[Cand
     s = ctx.settings
     outs = ctx.gen.generate([ctx.base_prompt()], n, s.cot_tokens, temperature, s.top_p,
                             ctx.fmt.stop_strings("full"), ctx.seed(tag), role="full")[0]  # fmt: skip
-    return [ctx.grade(s.opener + c.text + (c.stop_reason or "")) for c in outs]
+    return [ctx.grade(s.opener + c.text_with_stop) for c in outs]
 
 
 def explore(ctx: Context, k: int, tag: str = "explore") -> list[str]:
@@ -46,7 +46,7 @@ def execute(ctx: Context, plans: list[str], tag: str = "execute") -> list[Candid
     for p, row in zip(plans, outs, strict=True):
         # Graded as the whole response after the prefilled opener: plan, boundary, execution.
         head = fmt.assistant_prefix("execute", p)[len(fmt.assistant_prefix("full")) :]
-        cands.append(ctx.grade(head + row[0].text + (row[0].stop_reason or ""), plan=p))
+        cands.append(ctx.grade(head + row[0].text_with_stop, plan=p))
     return cands
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from e2c.cli import UserError
 from e2c.data.registry import Record
+from e2c.eval.runner import write_json
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.methods import BUDGET_FREE
 
@@ -82,7 +83,7 @@ def check_run_config(path: Path, config: dict[str, Any]) -> None:
             )
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(config, indent=2, sort_keys=True))
+        write_json(path, config)
 
 
 def summarize(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -199,7 +200,7 @@ def run_tts(
     wanted = {record_key(m, b, str(r.id)) for m in methods for b in budgets for r in records}
     results = [v for k, v in done.items() if k in wanted]
     rows = summarize(results)
-    (out_dir / "results.json").write_text(json.dumps({"config": config, "summary": rows}, indent=2))
+    write_json(out_dir / "results.json", {"config": config, "summary": rows})
     write_csv(out_dir / "results.csv", rows)
     plot(out_dir / "accuracy_vs_tokens.png", rows, f"{config.get('dataset')} - {config.get('model')}")
     return rows
