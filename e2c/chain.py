@@ -206,8 +206,20 @@ class ParsedChain:
 
     @property
     def answer_region(self) -> str:
-        """Where the final answer should be looked for: the execution if there is one, else all text."""
-        return self.execution if self.has_execution else self.text
+        """Where the final answer is read: the one rule every grader call follows.
+
+        - the execution, whenever the chain has one (truncated or not): an answer written only in the
+          plan is never credited, so RL cannot learn to guess in the exploration;
+        - else, when the exploration was closed, the text after its boundary (an execution whose opening
+          tag is missing);
+        - else (no execution at all: untagged text, or a plan cut before it closed) the whole text, so
+          models that ignore the format are still graded on what they wrote.
+        """
+        if self.has_execution:
+            return self.execution
+        if self.explore_end is not None:
+            return self.text[self.explore_end :]
+        return self.text
 
 
 def _find(text: str, tag: str, start: int = 0) -> int:
