@@ -158,6 +158,7 @@ def prediction_lines(
             "id": record.id,
             "sample": j,
             "gold": record.answer,
+            "kind": record.kind,
             "extracted": r.extracted,
             "correct": r.correct,
             "reason": r.reason,
