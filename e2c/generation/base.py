@@ -150,17 +150,38 @@ def finish(
     if hits:
         pos, _, s = min(hits)
         text, reason, finish_reason = text[:pos], s, "stop"
-        ids = ids[: _tokens_until(ids, drop | set(stops.token_ids), decode, s)]
+        k = tokens_until(ids, decode, s, drop=drop | set(stops.token_ids))
+        ids = ids[: len(ids) if k is None else k]
     return Completion(text, ids, finish_reason, reason)
 
 
-def _tokens_until(ids: list[int], drop: set[int], decode: Callable[[list[int]], str], s: str) -> int:
-    """Smallest k such that the text of ``ids[:k]`` contains ``s`` (binary search: containment grows
-    with k)."""
-    lo, hi = 1, len(ids)
+def tokens_until(
+    ids: Sequence[int],
+    decode: Callable[[list[int]], str],
+    s: str,
+    *,
+    written: str = "",
+    drop: set[int] | frozenset[int] = frozenset(),
+) -> int | None:
+    """The fewest leading generated ``ids`` whose text, after the ``written`` text, contains ``s``.
+
+    ``written`` is text that precedes the generated tokens but was not generated (an opener, a prefilled
+    tag): it can hold ``s`` or part of it, yet never counts, so the answer is 0 when it already holds ``s``.
+    ``drop`` ids (EOS, padding) are left out of the text. Returns ``None`` when even all of ``ids`` do not
+    reach ``s``. Decoding the sampled ids (not re-encoding the text) keeps the count exact when the model
+    sampled a tokenization the tokenizer would not produce. Binary search: containment grows with k.
+    """
+    ids = list(ids)
+
+    def holds(k: int) -> bool:
+        return s in written + decode([t for t in ids[:k] if t not in drop])
+
+    if not holds(len(ids)):
+        return None
+    lo, hi = 0, len(ids)
     while lo < hi:
         mid = (lo + hi) // 2
-        if s in decode([t for t in ids[:mid] if t not in drop]):
+        if holds(mid):
             hi = mid
         else:
             lo = mid + 1

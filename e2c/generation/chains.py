@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
-from e2c.generation.base import Completion, Generator, derive_seed
+from e2c.generation.base import Completion, Generator, derive_seed, tokens_until
 
 
 @dataclass(frozen=True)
@@ -49,22 +49,31 @@ def chain_prompts(tokenizer: Any, problems: Sequence[str], fmt: ChainFormat = E2
     return [fmt.render_prompt(tokenizer, p, "full") for p in problems]
 
 
-def split_full_tokens(tokenizer: Any, fmt: ChainFormat, response: str, c: Completion) -> tuple[int, int]:
-    """(exploration, execution) token counts of a single-call chain.
+def split_full_tokens(tokenizer: Any, fmt: ChainFormat, c: Completion, written: str = "") -> tuple[int, int]:
+    """(exploration, execution) counts of the generated tokens of a single-call chain.
 
-    Exact for special-token formats (the boundary tag's id is found in the ids); for text formats the
-    exploration is re-tokenized up to its boundary, which can differ from the sampled split by a token.
+    ``written`` is the text the response starts with that the model did not generate (the opener); it is
+    never counted, and when it already holds the exploration boundary every generated token is execution.
+    The exploration is every generated token up to and including the boundary: found by id for a
+    special-token format, else the fewest sampled ids whose decoded text (after ``written``) reaches it.
+    Decoding the sampled ids rather than re-encoding the response keeps the split exact: re-encoding would
+    count the opener's tokens and could tokenize the plan differently from how it was sampled.
     """
     boundary = fmt.explore_boundary
+    if boundary in written:
+        return 0, c.num_tokens
     if fmt.special_tokens:
         ids = tokenizer.encode(boundary, add_special_tokens=False)
         if len(ids) == 1 and ids[0] in c.token_ids:
             k = c.token_ids.index(ids[0]) + 1
             return k, c.num_tokens - k
-    pos = response.find(boundary)
-    if pos < 0:
+
+    def decode(ids: list[int]) -> str:
+        return tokenizer.decode(ids, skip_special_tokens=False)  # the tags stay, as in the completion text
+
+    k = tokens_until(c.token_ids, decode, boundary, written=written)
+    if k is None:
         return c.num_tokens, 0
-    k = min(len(tokenizer.encode(response[: pos + len(boundary)], add_special_tokens=False)), c.num_tokens)
     return k, c.num_tokens - k
 
 
@@ -100,7 +109,7 @@ def generate_chains(
             chains = []
             for c in row:
                 response = opener + c.text_with_stop
-                k1, k2 = split_full_tokens(gen.tokenizer, fmt, response, c)
+                k1, k2 = split_full_tokens(gen.tokenizer, fmt, c, written=opener)
                 closed = fmt.explore_boundary in response
                 chains.append(
                     ChainResult(response, k1, k2, "tag" if closed else "none", c.finish_reason, "full")
