@@ -11,7 +11,7 @@ from e2c.data.registry import Record
 from e2c.generation.scripted import ASSISTANT, ScriptedGenerator
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.base import Candidate, weighted_vote
-from e2c.tts.methods import dedupe_plans, first_int, kmeans
+from e2c.tts.methods import best_leaves, dedupe_plans, first_int, kmeans
 
 REC = Record(id="p1", problem="What is 7 + 5?", answer="12", kind="math")
 SET = TTSSettings(explore_tokens=30, execute_tokens=30, cot_tokens=60, judge_tokens=16, refine_tokens=20,
@@ -224,3 +224,49 @@ def test_opener_starts_every_plan_cpu() -> None:
     assert all("<EXPLORATION>My plan: " in p for p in exec_call["prompts"])
     # the opener is prompt text, not generated: only the model's own tokens are counted
     assert res.tokens_by_role["explore"] == gen.usage.generated_tokens - res.tokens_by_role["execute"]
+
+
+# ----------------------------------------------------------------------- tree searches keep the best leaves
+
+ROOT_STEP = "Let us think step by step about it now and then some more and more and more"
+
+
+def late_best_leaf_tree(full: bool) -> ScriptedGenerator:
+    """A tree whose root opens one node and whose next level completes two leaves; the later one, which
+    adds (answer 12), scores 9, the earlier one, which multiplies (35), scores 3."""
+    leaves = [" then mul: \\boxed{35}", " then add better: \\boxed{12}"]
+
+    def script(prompt: str, j: int) -> str:
+        if "Reply with one number from 1 to 10" in prompt:
+            return "9" if "better" in prompt.split("Partial")[-1] else "3"
+        written = prompt.rsplit(ASSISTANT, 1)[-1]
+        if "<EXECUTION>" in written:  # e2c_tot's execution of its chosen plan
+            return _execution(written.split("</EXPLORATION>")[0])
+        if not written.removeprefix("<EXPLORATION>"):
+            return ROOT_STEP  # longer than a step: the root's child stays open
+        if full:
+            return "</EXPLORATION><EXECUTION>" + leaves[j % 2] + "</EXECUTION>"
+        return leaves[j % 2].split(":")[0] + ".</EXPLORATION>"
+
+    return ScriptedGenerator(script)
+
+
+@pytest.mark.parametrize("method", ["e2c_tot", "tree_of_thoughts"])
+def test_tree_search_keeps_the_best_scored_leaves_cpu(method: str) -> None:
+    s = TTSSettings(**{**SET.to_dict(), "tree_step_tokens": 20})
+    gen = late_best_leaf_tree(full=method == "tree_of_thoughts")
+    res = run_method(method, gen, REC, 1, s)
+    levels = [c for c in gen.calls if c["max_tokens"] == s.tree_step_tokens]
+    assert [c["n"] for c in levels] == [1, s.tree_branching]  # two leaves paid for, one wanted
+    assert res.details["leaves"] == 1
+    assert res.correct and res.answer == "12"  # the later, better-scored leaf survived and was chosen
+    assert res.details.get("best_score", 9.0) == 9.0 and res.details.get("scores", [9.0]) == [9.0]
+
+
+def test_best_leaves_ranks_complete_then_score_stably_cpu() -> None:
+    leaves = [("a", 5.0, True), ("b", 7.0, True), ("c", 7.0, True), ("d", 9.0, False)]
+    assert best_leaves(leaves, 1) == [leaves[1]]  # a tie goes to the earlier leaf
+    assert best_leaves(leaves, 2) == [leaves[1], leaves[2]]
+    assert best_leaves(leaves, 3) == leaves[:3]  # an open node never displaces a complete leaf
+    assert best_leaves(leaves, 9) == leaves and best_leaves([], 2) == []
+    assert best_leaves([("x", 5.0, True), ("y", 5.0, True)], 1) == [("x", 5.0, True)]

@@ -247,12 +247,24 @@ def e2c_react_loop(ctx: Context, budget: int) -> tuple[Candidate | None, dict[st
     return last, {"plans": len(pool), "executions": executions, "trace": trace}
 
 
+def best_leaves(leaves: list[tuple[str, float, bool]], n: int) -> list[tuple[str, float, bool]]:
+    """The ``n`` best of ``(text, score, complete)`` leaves, in generation order.
+
+    Complete leaves rank before open ones (open nodes only fill in for missing complete leaves), then the
+    higher score; ties keep generation order. A level can complete more leaves than are wanted, all of them
+    already generated and scored: cutting by generation order would throw away better-scored ones.
+    """
+    ranked = sorted(range(len(leaves)), key=lambda i: (not leaves[i][2], -leaves[i][1]))  # stable
+    return [leaves[i] for i in sorted(ranked[: max(n, 0)])]
+
+
 def _tree_search(ctx: Context, leaves_wanted: int, prompt: str, stop: list[str], max_steps: int,
                  what: str, tag: str) -> list[tuple[str, float, bool]]:  # fmt: skip
     """Beam search over text prefixes: expand the root into ``leaves_wanted`` and each later frontier node
     into ``tree_branching`` sampled steps of ``tree_step_tokens``; a step that stops (``stop`` or EOS) completes a leaf; open nodes are scored by
     the model (1-10) and the best ``tree_beam`` kept. Ends with ``leaves_wanted`` complete leaves or after
-    ``max_steps`` levels (open nodes then count as leaves). Returns (text, score, complete) per leaf."""
+    ``max_steps`` levels (open nodes then count as leaves); of more leaves than wanted, the best-scored
+    are kept (:func:`best_leaves`). Returns (text, score, complete) per leaf."""
     s = ctx.settings
     frontier: list[tuple[str, float]] = [(s.opener, 0.0)]
     leaves: list[tuple[str, float, bool]] = []
@@ -276,7 +288,7 @@ def _tree_search(ctx: Context, leaves_wanted: int, prompt: str, stop: list[str],
         frontier = children[: s.tree_beam]
     if len(leaves) < leaves_wanted:
         leaves += [(t, sc, False) for t, sc in frontier]
-    return leaves[: max(leaves_wanted, 1)] if leaves else []
+    return best_leaves(leaves, max(leaves_wanted, 1))
 
 
 @register("e2c_tot")
