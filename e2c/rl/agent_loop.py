@@ -8,8 +8,11 @@ Registered in verl's agent-loop registry as ``e2c`` (``actor_rollout_ref.rollout
 - Elastic budgets (``e2c.rollout.explore_budget`` > 0, Elastic Reasoning's budget-constrained rollout): the
   exploration is generated with its own budget and stops at the closing tag. If the budget (or an EOS) cut
   it, the closing tag and the execution opener are appended for the model and are **masked out of the loss**
-  (response_mask 0; the Elastic Reasoning code trains on them although the policy never sampled them). The
-  execution then gets ``e2c.rollout.execute_budget`` tokens (default: what is left of ``response_length``).
+  (response_mask 0; the Elastic Reasoning code trains on them although the policy never sampled them). An EOS
+  that ended the exploration is dropped, with its log-prob, from the response and from the execution call's
+  prompt, as inference does (:mod:`e2c.generation.chains` continues from the exploration's text); kept, it
+  would train the policy to end its plan with EOS. The execution then gets ``e2c.rollout.execute_budget``
+  tokens (default: what is left of ``response_length``).
 
 Per-row budget: a row whose ``extra_info`` has ``max_response_tokens`` gets at most that many response tokens
 (capped by ``rollout.response_length``, which sizes the padded tensors). The e3 curriculum
@@ -20,6 +23,9 @@ Per-sample extras (``extra_fields``): ``explore_tokens``, ``execute_tokens``, ``
 
 from __future__ import annotations
 
+import functools
+import logging
+from collections.abc import Collection
 from typing import Any
 from uuid import uuid4
 
@@ -27,6 +33,8 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.utils.profiler import simple_timer
 
 from e2c.chain import get_format
+
+logger = logging.getLogger(__name__)
 
 AGENT_LOOP_NAME = "e2c"
 
@@ -56,15 +64,24 @@ def join_phases(
     bridge_ids: list[int],
     execute_ids: list[int],
     execute_lps: list[float] | None,
+    stop_ids: Collection[int] = (),
 ) -> tuple[list[int], list[int], list[float] | None, bool]:
     """Response ids, loss mask and log-probs of a two-phase rollout.
 
     If the exploration does not end with ``boundary_id`` (cut by its budget or an EOS), the boundary is
     appended for the model; ``bridge_ids`` (the execution opener) always follow the boundary. Appended tokens
-    get mask 0 and log-prob 0.0. Returns ``(ids, mask, logprobs, forced)``.
+    get mask 0 and log-prob 0.0. An exploration that ended on one of ``stop_ids`` (EOS) loses that token and
+    its log-prob: inference (:func:`e2c.generation.chains.generate_chains`) writes the boundary after the
+    exploration's text, which has no EOS, so the chain never contains one before the execution. Training on it
+    would teach the policy to end its plan with EOS. Returns ``(ids, mask, logprobs, forced)``.
     """
-    ids, mask = list(explore_ids), [1] * len(explore_ids)
+    ids = list(explore_ids)
     lps = list(explore_lps) if explore_lps is not None else None
+    if ids and ids[-1] in stop_ids and ids[-1] != boundary_id:
+        ids.pop()
+        if lps is not None:
+            lps = lps[: len(ids)]
+    mask = [1] * len(ids)
     forced = not ids or ids[-1] != boundary_id
     added = ([boundary_id] if forced else []) + list(bridge_ids)
     ids += added
@@ -76,6 +93,36 @@ def join_phases(
     if lps is not None:
         lps += list(execute_lps) if execute_lps is not None else [0.0] * len(execute_ids)
     return ids, mask, lps, forced
+
+
+def eos_ids(tokenizer: Any, generation_config: Any = None) -> frozenset[int]:
+    """Token ids that end a generation: the tokenizer's EOS and the model's generation-config EOS ids (vLLM and
+    the ``hf`` rollout stop on both)."""
+    ids: set[int] = set()
+    for source in (tokenizer, generation_config):
+        value = getattr(source, "eos_token_id", None) if source is not None else None
+        for i in value if isinstance(value, (list, tuple)) else [value]:
+            if i is not None:
+                ids.add(int(i))
+    return frozenset(ids)
+
+
+@functools.lru_cache(maxsize=8)
+def _generation_config(model_path: str | None) -> Any:
+    """The model's ``GenerationConfig`` (None when it cannot be read); cached because verl builds an agent loop
+    per sample."""
+    if not model_path:
+        return None
+    try:
+        from verl.utils.fs import copy_to_local
+        from verl.utils.model import get_generation_config
+
+        return get_generation_config(copy_to_local(model_path))
+    except Exception as e:  # the tokenizer's EOS still applies; say why the model's own were not read
+        logger.warning(
+            "no generation config for %s (%s); stopping ids are the tokenizer's EOS only", model_path, e
+        )
+        return None
 
 
 @register(AGENT_LOOP_NAME)
@@ -98,6 +145,12 @@ class E2CAgentLoop(AgentLoopBase):
         self.boundary_id = boundary[0] if len(boundary) == 1 else None
         self.bridge_ids = (
             enc(self.fmt.execute_open, add_special_tokens=False) if self.fmt.explore_close else []
+        )
+        model_path = (self.config.get("actor_rollout_ref", None) or {}).get("model", {}).get("path", None)
+        self.eos_ids = (
+            eos_ids(self.tokenizer, _generation_config(model_path))
+            if self.settings["explore_budget"]
+            else frozenset()
         )
 
     async def _generate(self, prompt_ids: list[int], sampling_params: dict[str, Any], **extra: Any) -> Any:
@@ -128,17 +181,20 @@ class E2CAgentLoop(AgentLoopBase):
                 forced = False
                 extra_fields = dict(out.extra_fields)
             else:
+                requested = [int(t) for t in sampling_params.get("stop_token_ids") or ()]
                 first = await self._generate(
                     prompt_ids,
                     sampling_params,
                     max_tokens=min(budget, cap),
-                    stop_token_ids=[self.boundary_id],
+                    stop_token_ids=[*requested, self.boundary_id],
                 )
                 explore_ids = list(first.token_ids)
                 if self.boundary_id in explore_ids:  # keep up to the first boundary
                     explore_ids = explore_ids[: explore_ids.index(self.boundary_id) + 1]
-                head, _head_mask, _, forced = join_phases(
-                    explore_ids, None, self.boundary_id, self.bridge_ids, [], None
+                # An EOS that ended the exploration is dropped from the execution's prompt and the response.
+                stops = self.eos_ids | set(requested)
+                head, head_mask, _, forced = join_phases(
+                    explore_ids, None, self.boundary_id, self.bridge_ids, [], None, stops
                 )
                 left = cap - len(head)
                 exec_budget = min(self.settings["execute_budget"] or left, left)
@@ -150,11 +206,12 @@ class E2CAgentLoop(AgentLoopBase):
                     exec_lps = list(second.log_probs)[: len(exec_ids)] if second.log_probs else None
                 first_lps = list(first.log_probs)[: len(explore_ids)] if first.log_probs else None
                 ids, mask, lps, forced = join_phases(
-                    explore_ids, first_lps, self.boundary_id, self.bridge_ids, exec_ids, exec_lps
+                    explore_ids, first_lps, self.boundary_id, self.bridge_ids, exec_ids, exec_lps, stops
                 )
                 if first.log_probs is None or (exec_ids and exec_lps is None):
                     lps = None
-                explore_n = len(explore_ids)
+                # Sampled exploration tokens (with the boundary when the model wrote it).
+                explore_n = sum(head_mask)
                 extra_fields = dict(first.extra_fields)
         extra_fields.update(
             {
