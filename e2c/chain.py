@@ -17,14 +17,66 @@ flags say what is wrong.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import functools
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Mode = Literal["full", "explore", "execute"]
 
-# The released evaluation config appends this to every question verbatim (no separator).
-RELEASE_PROMPT_SUFFIX = "Provide the final answer in the boxed{}.Please reasoning step-by-step."
+# The release's evaluation config and TTS prompts append this to every question, with no separator.
+RELEASE_PROMPT_SUFFIX = "Provide the final answer in the boxed{}. Please reasoning step-by-step."
+# An earlier version of the release's code had no space after "boxed{}."; data in the wild carries either.
+RELEASE_PROMPT_SUFFIX_NO_SPACE = "Provide the final answer in the boxed{}.Please reasoning step-by-step."
+# The release's optional prompts for the medical sets (off by default there, as here): a system message
+# and a suffix that starts with a real newline and has no space after "step-by-step.".
+MEDICAL_SYSTEM_PROMPT = (
+    "You are a medical expert. You will be given a medical question and several candidate answers. "
+    "Please choose the best answer based on your medical knowledge. You must give your answer in the "
+    "format: 'The correct answer is boxed{A,B,C or D}'."
+)
+MEDICAL_PROMPT_SUFFIX = "\nPlease reasoning step-by-step.Provide the final answer in the boxed{}."
+# Every suffix the release has used: they ask for the same thing, so a text carrying any of them is
+# never given another one by a format whose own suffix is one of them.
+RELEASE_SUFFIXES = (RELEASE_PROMPT_SUFFIX, RELEASE_PROMPT_SUFFIX_NO_SPACE, MEDICAL_PROMPT_SUFFIX)
+
+
+@functools.lru_cache(maxsize=64)
+def _suffix_pattern(suffix: str) -> re.Pattern[str]:
+    """A pattern for ``suffix`` at the end of a text, whitespace-insensitive: any run of whitespace (or
+    none) may stand between its characters, and trailing whitespace may follow it."""
+    chars = [re.escape(c) for c in suffix if not c.isspace()]
+    return re.compile(r"\s*" + r"\s*".join(chars) + r"\s*\Z")
+
+
+def suffix_family(suffix: str) -> tuple[str, ...]:
+    """The suffixes a text may already carry in place of ``suffix``: all the release's when ``suffix`` is
+    one of them (in any spelling), else ``suffix`` alone."""
+    if not suffix.strip():
+        return ()
+    if any(_suffix_pattern(s).fullmatch(suffix) for s in RELEASE_SUFFIXES):
+        return RELEASE_SUFFIXES
+    return (suffix,)
+
+
+def carried_suffix(text: str, suffix: str) -> re.Match[str] | None:
+    """Where ``text`` ends with ``suffix`` (or a suffix of its family), ignoring whitespace; else None."""
+    for s in suffix_family(suffix):
+        m = _suffix_pattern(s).search(text)
+        if m is not None:
+            return m
+    return None
+
+
+def strip_prompt_suffix(text: str, suffix: str = RELEASE_PROMPT_SUFFIX) -> str:
+    """``text`` without a trailing prompt suffix (any spelling of ``suffix``'s family) and whitespace.
+
+    Raw data (the paper's SFT and RL files, evaluation prompts) may carry the suffix already; stripping it
+    lets the chain format add its own exactly once.
+    """
+    m = carried_suffix(text, suffix)
+    return (text[: m.start()] if m else text).strip()
 
 
 @dataclass(frozen=True)
@@ -84,8 +136,13 @@ class ChainFormat:
 
     # ----------------------------------------------------------------------------------------- prompts
     def user_content(self, problem: str) -> str:
-        """The user message: the problem followed by the format's suffix."""
-        if not self.prompt_suffix:
+        """The user message: the problem followed by the format's suffix.
+
+        A problem that already ends with the suffix, in any whitespace spelling (``boxed{}. Please`` or
+        ``boxed{}.Please``, trailing whitespace allowed), or with another of the release's suffixes when
+        this format uses one of them, is returned unchanged: the suffix is never appended twice.
+        """
+        if not self.prompt_suffix or carried_suffix(problem, self.prompt_suffix):
             return problem
         return f"{problem}{self.suffix_separator}{self.prompt_suffix}"
 
@@ -123,8 +180,24 @@ class ChainFormat:
         self, tokenizer: Any, problem: str, mode: Mode = "full", plan: str | None = None
     ) -> str:
         """The full prompt text: chat template with a generation prompt, then the assistant prefix."""
+        return self.render_chat(tokenizer, self.messages(problem), mode, plan)
+
+    def render_chat(
+        self,
+        tokenizer: Any,
+        messages: Sequence[Mapping[str, Any]],
+        mode: Mode = "full",
+        plan: str | None = None,
+        **template_kwargs: Any,
+    ) -> str:
+        """:meth:`render_prompt` for chat messages already built (e.g. an SFT row's turns before its answer).
+
+        The one place that turns messages into the text a model continues, so SFT can train on exactly
+        the prompt inference sends. ``template_kwargs`` go to ``apply_chat_template`` (e.g.
+        ``enable_thinking``); inference passes none.
+        """
         text = tokenizer.apply_chat_template(
-            self.messages(problem), tokenize=False, add_generation_prompt=True
+            list(messages), tokenize=False, add_generation_prompt=True, **template_kwargs
         )
         return text + self.assistant_prefix(mode, plan)
 
@@ -438,7 +511,13 @@ THINK = ChainFormat(
 )
 """``<think>`` style: the plan inside think tags, the execution after them."""
 
-FORMATS: dict[str, ChainFormat] = {f.name: f for f in (E2C, PLAIN, THINK)}
+E2C_MEDICAL = E2C.replace(
+    name="e2c-medical", system_prompt=MEDICAL_SYSTEM_PROMPT, prompt_suffix=MEDICAL_PROMPT_SUFFIX
+)
+"""The release's optional prompts for the medical sets: its medical system message and question suffix,
+with the E2C tags and prefill."""
+
+FORMATS: dict[str, ChainFormat] = {f.name: f for f in (E2C, PLAIN, THINK, E2C_MEDICAL)}
 
 
 def get_format(name: str | ChainFormat) -> ChainFormat:

@@ -61,7 +61,7 @@ def examples(
             q = strip_suffix(first_user(row), fmt)
             parsed = fmt.parse(row["messages"][-1].get("content", ""), prefilled=False)
         else:
-            q = question_of(row)
+            q = strip_suffix(question_of(row), fmt)
             text = row.get("solution")
             if isinstance(text, str) and fmt.explore_open in text:
                 parsed = fmt.parse(text, prefilled=False)

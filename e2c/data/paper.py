@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from e2c.chain import E2C, ChainFormat
+from e2c.chain import E2C, ChainFormat, strip_prompt_suffix
 from e2c.rewards.extract import reference_answer
 from e2c.rewards.verl_score import kind_for_source
 
@@ -42,12 +42,11 @@ def is_validation(question: str, val_frac: float, seed: int = 0) -> bool:
 
 
 def strip_suffix(question: str, fmt: ChainFormat = E2C) -> str:
-    """The question without the format's prompt suffix (released prompts already carry it)."""
-    q = question.strip()
-    suffix = fmt.prompt_suffix.strip()
-    if suffix and q.endswith(suffix):
-        q = q[: -len(suffix)].rstrip()
-    return q
+    """The question without a trailing prompt suffix: the format's own or any of the release's, in any
+    whitespace spelling (released prompts already carry one, with or without the space after
+    ``boxed{}.``), so the format's suffix is then added exactly once."""
+    q = strip_prompt_suffix(question, fmt.prompt_suffix) if fmt.prompt_suffix else question.strip()
+    return strip_prompt_suffix(q)
 
 
 def _user_text(prompt: Any) -> str | None:

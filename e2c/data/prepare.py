@@ -3,7 +3,10 @@
 Steps (each prints what it wrote; a failed step is reported and the others still run):
 
 1. download the paper's data (``TingheOliver/Explore-Execute-Chain-Datasets``) into ``data/raw``
-   unless ``--skip-download`` (resumable and verified; ``--mirror`` for hf-mirror.com);
+   unless ``--skip-download`` (resumable and verified; ``--mirror`` for hf-mirror.com). Files already on
+   disk are found in either layout: ours (the hub's paths under ``data/raw``: ``e2c-sft.parquet``,
+   ``ef-rl*.parquet``, ``evaluation/``) or the release's download scripts' (``data/raw/sft/``,
+   ``data/raw/rl/`` with ``e2c-rl*.parquet``, and ``data/evaluation/`` next to ``data/raw``);
 2. convert the paper's SFT pairs and RL prompts (``data/processed/{sft,rl}/e2c_*``), with a
    hash-based train/validation split;
 3. write the 16 benchmarks in the registry schema (``data/processed/eval/<name>.parquet``) from the
@@ -58,12 +61,31 @@ def _raw_files(raw: Path, pattern: str) -> list[Path]:
     return sorted(p for p in raw.glob(pattern) if p.is_file() and p.suffix in (".parquet", ".jsonl", ".json"))
 
 
+def raw_files(raw: Path, kind: str) -> list[Path]:
+    """The paper's raw ``kind`` files (``sft`` or ``rl``), sorted by name, in both layouts.
+
+    Ours keeps the hub's names at the top of ``raw`` (``e2c-sft.parquet``, ``ef-rl.parquet``,
+    ``ef-rl-valid.parquet``); the release's download scripts save them as ``raw/sft/e2c-sft.parquet``
+    and ``raw/rl/e2c-rl.parquet`` / ``e2c-rl-valid.parquet``. A name present in both is read once.
+    """
+    found: dict[str, Path] = {}
+    for p in [*_raw_files(raw, f"*{kind}*"), *_raw_files(raw / kind, "*")]:
+        found.setdefault(p.name, p)
+    return sorted(found.values(), key=lambda p: p.name)
+
+
+def raw_eval_dirs(raw: Path) -> list[Path]:
+    """Folders that may hold the paper's evaluation files: ``raw/evaluation`` (our download) and the
+    ``evaluation`` folder next to ``raw`` (the release's scripts write ``data/evaluation``)."""
+    return [raw / "evaluation", raw.parent / "evaluation"]
+
+
 def prepare_paper(
     run: Run, raw: Path, out: Path, val_frac: float, seed: int, skip_rl: bool
 ) -> list[dict] | None:
     """Convert the downloaded SFT and RL files; returns the SFT train rows (or None)."""
     sft_train = None
-    sft_files = _raw_files(raw, "*sft*")
+    sft_files = raw_files(raw, "sft")
     if sft_files:
         rows, dropped = paper.sft_rows(r for f in sft_files for r in read_rows(f))
         if dropped:
@@ -74,10 +96,10 @@ def prepare_paper(
             run.write(val, out / "sft" / "e2c_sft_val.parquet", "sft")
         sft_train = train
     else:
-        run.notes.append(f"paper SFT: no raw file in {raw} (download it with --dataset sft)")
+        run.notes.append(f"paper SFT: no raw file in {raw} or {raw / 'sft'} (download it with --dataset sft)")
     if skip_rl:
         return sft_train
-    rl_files = _raw_files(raw, "*rl*")
+    rl_files = raw_files(raw, "rl")
     train_files = [f for f in rl_files if "valid" not in f.name and "val." not in f.name]
     val_files = [f for f in rl_files if f not in train_files]
     if train_files:
@@ -94,15 +116,15 @@ def prepare_paper(
         if val:
             run.write(val, out / "rl" / "e2c_rl_val.parquet", "rl")
     else:
-        run.notes.append(f"paper RL: no raw file in {raw} (download it with --dataset rl)")
+        run.notes.append(f"paper RL: no raw file in {raw} or {raw / 'rl'} (download it with --dataset rl)")
     return sft_train
 
 
 def prepare_eval(run: Run, raw: Path, out: Path, data_dir: str | None, use_hub: bool) -> None:
     """One registry-schema file per benchmark, from the first source that has it."""
     # The paper's files, --data-dir, $E2C_DATA_DIR; never data/processed/eval, which is where this writes.
-    candidates = [raw / "evaluation", *registry.search_dirs(data_dir)]
-    dirs = [d for d in candidates if d.is_dir() and d != registry.PROJECT_EVAL_DIR]
+    candidates = [*raw_eval_dirs(raw), *registry.search_dirs(data_dir)]
+    dirs = [d for d in dict.fromkeys(candidates) if d.is_dir() and d != registry.PROJECT_EVAL_DIR]
     missing = []
     for name in registry.resolve_names("all,med"):
         spec = registry.REGISTRY[name]

@@ -9,22 +9,34 @@ For multiple choice ``answer`` is the option letter and ``problem`` is the stem 
 :func:`question_text` to get the text a model sees (stem plus lettered options).
 
 Sources, in order: a local folder (``--data-dir`` / ``$E2C_DATA_DIR``, then the project's
-``data/processed/eval``) holding ``<name>.jsonl|parquet|json`` (a few alternative file names are
-accepted, e.g. ``minerva_math`` or the combined ``mmlu_medical`` file filtered by ``subject``), then the
-HF hub (dataset id, config and split below). Field names differ between copies of the same set; each
-spec names its hub fields and the loader falls back to the common alternatives, so the copies in
-``../shared/data/benchmarks`` and the paper's release files load with the same code.
+``data/processed/eval``, then the paper's raw evaluation files where its download scripts put them,
+``data/evaluation`` and ``data/raw/evaluation``) holding ``<name>.jsonl|parquet|json`` (a few alternative
+file names are accepted, e.g. ``minerva_math``, ``math-algebra`` or the combined ``mmlu_medical`` file
+filtered by ``subject``), then the HF hub (dataset id, config and split below). Field names differ between
+copies of the same set; each spec names its hub fields and the loader falls back to the common
+alternatives, so the copies in ``../shared/data/benchmarks`` and the paper's release files load with the
+same code.
+
+The release's evaluation files: the question in ``question`` | ``Question`` | ``prompt`` (a string or a
+chat list), the answer in ``answer`` | ``Answer`` | ``response``; for the medical sets the answer is a
+mapping with an ``answer_idx`` letter (or a JSON string of one) and the options may be only in the
+question text (``A. ...`` / ``(A) ...`` / ``A: ...`` lines, or inline), where they are parsed from and
+left in place, so the model sees the question exactly as the release sends it. A prompt suffix the
+question already carries (any of the release's spellings) is removed; the chain format adds its own.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from e2c.chain import strip_prompt_suffix
 from e2c.cli import UserError
 from e2c.data.io import ROW_SUFFIXES, read_rows
 from e2c.rewards.extract import reference_answer
@@ -32,12 +44,17 @@ from e2c.rewards.mcq import LETTERS, reference_choice
 
 Kind = Literal["math", "mcq", "countdown"]
 DATA_DIR_ENV = "E2C_DATA_DIR"
-PROJECT_EVAL_DIR = Path(__file__).resolve().parents[2] / "data" / "processed" / "eval"
+PROJECT_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
+PROJECT_EVAL_DIR = PROJECT_DATA_DIR / "processed" / "eval"
 
 # Fallback field names, tried after a spec's own, so other copies of a set load too.
 PROBLEM_KEYS = ("problem", "question", "Problem", "Question", "prompt", "input")
-ANSWER_KEYS = ("answer", "final_answer", "Answer", "expected_answer", "ground_truth", "target", "solution")
-MCQ_ANSWER_KEYS = ("answer_idx", "cop", "answer", "label", "target")
+ANSWER_KEYS = (
+    "answer", "final_answer", "Answer", "expected_answer", "ground_truth", "target", "solution", "response",
+)  # fmt: skip
+MCQ_ANSWER_KEYS = ("answer_idx", "cop", "answer", "Answer", "label", "target", "response")
+# Keys of an answer given as a mapping (the release's medical files: ``gt['answer_idx']``), in order.
+MCQ_GOLD_KEYS = ("answer_idx", "answer", "label")
 ID_KEYS = ("id", "unique_id", "realidx", "idx", "ID")
 
 
@@ -202,12 +219,17 @@ def _first(row: Mapping[str, Any], keys: Iterable[str]) -> tuple[str | None, Any
 def row_choices(row: Mapping[str, Any]) -> list[str]:
     """Option texts in letter order from the common MCQ layouts.
 
-    ``options`` as a dict ``{"A": ...}`` or a list, ``choices`` as a list (MMLU), or the MedMCQA columns
-    ``opa``..``opd``.
+    ``options`` as a dict ``{"A": ...}`` or a list (either possibly a JSON string, as some parquet exports
+    store them), ``choices`` as a list (MMLU), or the MedMCQA columns ``opa``..``opd``.
     """
     opts = row.get("options")
     if opts is None:
         opts = row.get("choices")
+    if isinstance(opts, str) and opts.strip()[:1] in ("{", "["):
+        try:
+            opts = json.loads(opts)
+        except ValueError:
+            opts = None
     if isinstance(opts, Mapping):
         keys = sorted(k for k in opts if isinstance(k, str) and len(k) == 1 and k.upper() in LETTERS)
         return [str(opts[k]) for k in keys if opts[k] is not None]
@@ -217,23 +239,96 @@ def row_choices(row: Mapping[str, Any]) -> list[str]:
     return [str(row[c]) for c in cols]
 
 
+def _text(value: Any) -> str | None:
+    """A question field as text: a string, or the last user turn of a chat list (a ``prompt`` column)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        users = [m.get("content") for m in value if isinstance(m, Mapping) and m.get("role") == "user"]
+        return users[-1] if users and isinstance(users[-1], str) else None
+    return None if value is None else str(value)
+
+
+def _as_mapping(value: Any) -> Mapping[str, Any] | None:
+    """An answer given as a mapping, or as a JSON string of one; else None."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, Mapping) else None
+
+
+def _gold_of(value: Any) -> Any:
+    """The reference inside an answer mapping (``answer_idx`` first), or the value itself."""
+    m = _as_mapping(value)
+    if m is None:
+        return value
+    return next((m[k] for k in MCQ_GOLD_KEYS if m.get(k) not in (None, "")), None)
+
+
+_OPTION_LINE = re.compile(r"^\s*\(?([A-J])\s*[).:]\s*(\S.*?)\s*$")
+_OPTION_MARK = re.compile(r"(?:^|(?<=\s))\(?([A-J])[).:]\s+")
+
+
+def options_in_text(text: str) -> dict[str, str]:
+    """Lettered options written in a question's text, ``{"A": ..., "B": ...}``; empty when there are none.
+
+    One option per line (``A. x`` / ``A) x`` / ``(A) x`` / ``A: x``), the last such run starting at A; else
+    inline (``... A) x B) y``) from the last ``A`` marker, letters in order. At least two options.
+    """
+    best: dict[str, str] = {}
+    run: dict[str, str] = {}
+    for line in [*text.splitlines(), ""]:
+        m = _OPTION_LINE.match(line)
+        if m and len(run) < len(LETTERS) and m.group(1) == LETTERS[len(run)]:
+            run[m.group(1)] = m.group(2)
+            continue
+        if len(run) >= 2:
+            best = run
+        run = {m.group(1): m.group(2)} if m and m.group(1) == "A" else {}
+    if best:
+        return best
+    marks = list(_OPTION_MARK.finditer(text))
+    starts = [i for i, m in enumerate(marks) if m.group(1) == "A"]
+    if not starts:
+        return {}
+    picked = [marks[starts[-1]]]
+    for m in marks[starts[-1] + 1 :]:
+        if len(picked) < len(LETTERS) and m.group(1) == LETTERS[len(picked)]:
+            picked.append(m)
+    if len(picked) < 2:
+        return {}
+    ends = [m.start() for m in picked[1:]] + [len(text)]
+    return {m.group(1): text[m.end() : e].strip() for m, e in zip(picked, ends, strict=True)}
+
+
 def to_record(row: Mapping[str, Any], spec: DatasetSpec, index: int) -> Record:
     """Map one source row to a :class:`Record`; raises ValueError naming the missing or bad field."""
-    _, problem = _first(row, (*spec.problem_keys, *PROBLEM_KEYS))
-    if problem is None:
+    _, raw_problem = _first(row, (*spec.problem_keys, *PROBLEM_KEYS))
+    problem = _text(raw_problem)
+    if problem is None or not problem.strip():
         raise ValueError(
             f"no problem text (looked for {', '.join(dict.fromkeys((*spec.problem_keys, *PROBLEM_KEYS)))})"
         )
     _, rid = _first(row, ID_KEYS)
     rid = str(rid) if rid is not None else str(index)
     rid = rid if rid.startswith(f"{spec.name}-") else f"{spec.name}-{rid}"
-    problem = str(problem).strip()
+    # A suffix the file already carries would be sent twice (or next to another one): the format adds it.
+    problem = strip_prompt_suffix(problem)
     if spec.kind == "mcq":
-        choices = row_choices(row)
+        akey, raw_gold = _first(row, (*spec.answer_keys, *MCQ_ANSWER_KEYS))
+        choices = row_choices(row) or row_choices(_as_mapping(raw_gold) or {})
         if len(choices) < 2:
-            raise ValueError("multiple-choice row without options (looked for options, choices, opa..opd)")
+            # The release sends only the question: its options are in the text, and stay there.
+            choices = list(options_in_text(problem).values())
+        if len(choices) < 2:
+            raise ValueError(
+                "multiple-choice row without options (looked for options, choices, opa..opd, and "
+                "lettered options in the question text)"
+            )
         options = letter_options(choices)
-        akey, gold = _first(row, (*spec.answer_keys, *MCQ_ANSWER_KEYS))
+        gold = _gold_of(raw_gold)
         letter = reference_choice(gold, options) if gold is not None else None
         if letter is None or letter not in options:
             raise ValueError(f"answer {gold!r} (field {akey}) is not one of the options {', '.join(options)}")
@@ -255,20 +350,32 @@ def letter_options(choices: Sequence[str]) -> dict[str, str]:
 
 
 def question_text(record: Record | Mapping[str, Any]) -> str:
-    """The text a model is asked: the problem, plus ``A. ...`` option lines for multiple choice."""
+    """The text a model is asked: the problem, plus ``A. ...`` option lines for multiple choice (unless
+    the problem text already lists exactly these options, as the release's medical files do)."""
     r = record.to_dict() if isinstance(record, Record) else record
     choices = r.get("choices") or []
     if r.get("kind") != "mcq" or not choices:
+        return str(r["problem"])
+    if options_in_text(str(r["problem"])) == {k: str(c).strip() for k, c in letter_options(choices).items()}:
         return str(r["problem"])
     lines = [f"{k}. {c}" for k, c in letter_options(choices).items()]
     return str(r["problem"]) + "\n" + "\n".join(lines)
 
 
 # ------------------------------------------------------------------------------------------- loading
+def release_eval_dirs(data: Path | None = None) -> list[Path]:
+    """Where the paper's evaluation files already are for its users: ``data/evaluation`` (its download
+    scripts) and ``data/raw/evaluation`` (ours, which keeps the hub's paths under ``data/raw``)."""
+    data = data or PROJECT_DATA_DIR
+    return [data / "evaluation", data / "raw" / "evaluation"]
+
+
 def search_dirs(data_dir: str | Path | None = None) -> list[Path]:
-    """Local folders searched, in order: the argument, ``$E2C_DATA_DIR``, ``data/processed/eval``."""
+    """Local folders searched, in order: the argument, ``$E2C_DATA_DIR``, ``data/processed/eval``, then
+    the paper's raw evaluation files (:func:`release_eval_dirs`)."""
     dirs = [Path(d) for d in (data_dir, os.environ.get(DATA_DIR_ENV)) if d]
     dirs.append(PROJECT_EVAL_DIR)
+    dirs.extend(release_eval_dirs())
     return list(dict.fromkeys(dirs))
 
 

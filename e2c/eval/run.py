@@ -5,7 +5,10 @@
 
 Defaults follow the paper: the released checkpoint (8B), temperature 1.0, 8 samples, the dataset's token
 budget (8,192 math, 1,500 medical), single-call generation. ``--explore-budget`` switches to two-phase
-generation with per-phase budgets. Prints a table and, as its last line, the results JSON's path and
+generation with per-phase budgets. The prompt is the question plus the release's suffix with the assistant
+turn prefilled with ``<EXPLORATION>`` (as the release's RL and TTS do); ``--no-prefill`` sends the
+release's evaluation prompt exactly (no prefill), and ``--medical-prompt release`` adds the release's
+optional medical system prompt and suffix to the medical sets. Prints a table and, as its last line, the results JSON's path and
 headline numbers as one JSON object. A killed run restarted with the same arguments resumes.
 """
 
@@ -21,7 +24,7 @@ from pathlib import Path
 from e2c.chain import FORMATS
 from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers
 from e2c.data.registry import load_benchmarks, valid_names
-from e2c.eval.runner import EvalConfig, format_table, run_eval
+from e2c.eval.runner import MEDICAL_PROMPTS, EvalConfig, format_table, run_eval
 from e2c.models import RELEASED_REPO, ModelSpecError, resolve_model
 
 VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones
@@ -41,6 +44,11 @@ def default_save_path(cfg: EvalConfig) -> Path:
         parts.append(f"max{cfg.max_tokens}")
     if cfg.explore_budget:
         parts.append(f"eb{cfg.explore_budget}-xb{cfg.execute_budget or 'rest'}")
+    # Prompt settings off their defaults get their own folder, so both variants of a run can coexist.
+    if not cfg.prefill:
+        parts.append("noprefill")
+    if cfg.medical_prompt != "none":
+        parts.append(f"med-{slug(cfg.medical_prompt)}")
     return Path("outputs") / "eval" / model / "_".join(parts)
 
 
@@ -119,6 +127,19 @@ def build_parser() -> argparse.ArgumentParser:
     a("--format", default="e2c", choices=list(FORMATS), help="chain format (default: e2c)")
     a("--opener", default="", help="text that starts the exploration for the model (default: none)")
     a(
+        "--no-prefill",
+        action="store_true",
+        help="the release's evaluation prompt: question + suffix, assistant turn not prefilled with "
+        "<EXPLORATION> (default: prefilled, as the release's RL and TTS)",
+    )
+    a(
+        "--medical-prompt",
+        default="none",
+        choices=list(MEDICAL_PROMPTS),
+        help="medical sets: 'release' adds the release's medical system prompt and question suffix "
+        "(default: none, as in the release)",
+    )
+    a(
         "--batch-size",
         type=int,
         default=16,
@@ -168,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
             backend=backend,
             format=args.format,
             opener=args.opener,
+            prefill=not args.no_prefill,
+            medical_prompt=args.medical_prompt,
             chunk_size=args.chunk_size or (VLLM_CHUNK if backend == "vllm" else args.batch_size),
             limit=args.limit,
             data_dir=args.data_dir,

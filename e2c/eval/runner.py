@@ -27,7 +27,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from e2c.chain import get_format
+from e2c.chain import MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
 from e2c.cli import UserError
 from e2c.data.registry import Record, get_spec, letter_options, question_text
 from e2c.eval.metrics import summarize
@@ -50,7 +50,15 @@ GENERATION_FIELDS = (
     "format",
     "opener",
     "chunk_size",
+    "prefill",
+    "medical_prompt",
 )
+# Values of settings added after runs were first recorded: a config.json without the key was made with
+# this value, so such a run still resumes under the same settings.
+FIELD_DEFAULTS: dict[str, Any] = {"prefill": True, "medical_prompt": "none"}
+# --medical-prompt: "none" (the release's default) or "release" (its optional medical system prompt and
+# question suffix, for the medical sets only).
+MEDICAL_PROMPTS = ("none", "release")
 PACKAGES = ("torch", "transformers", "vllm", "verl", "math-verify", "datasets")
 
 
@@ -72,6 +80,8 @@ class EvalConfig:
     format: str = "e2c"
     opener: str = ""
     chunk_size: int = 16  # sequences per generation call
+    prefill: bool = True  # False: the release's evaluation prompt (no <EXPLORATION> written for the model)
+    medical_prompt: str = "none"  # "release": the release's medical system prompt and suffix (medical sets)
     limit: int | None = None
     data_dir: str | None = None
     ks: list[int] | None = None
@@ -97,6 +107,29 @@ class EvalConfig:
             raise UserError(f"--top-p must be in (0, 1], got {self.top_p}")
         if self.chunk_size < 1:
             raise UserError(f"--chunk-size must be >= 1, got {self.chunk_size}")
+        if self.medical_prompt not in MEDICAL_PROMPTS:
+            raise UserError(f"--medical-prompt {self.medical_prompt!r}; valid: {', '.join(MEDICAL_PROMPTS)}")
+        if not self.prefill and self.opener:
+            # The opener is written inside the exploration; with no prefill there is no open exploration yet.
+            raise UserError("--opener needs the prefilled exploration; drop --opener or --no-prefill")
+
+
+def dataset_format(cfg: EvalConfig, name: str) -> ChainFormat:
+    """The chain format one dataset is prompted and parsed with.
+
+    ``cfg.format``, with the release's medical system prompt and question suffix for the medical sets when
+    ``cfg.medical_prompt == "release"``, and without the prefilled opening tag when ``cfg.prefill`` is
+    off (the release's evaluation prompt: the question and suffix only). Parsing then expects the model
+    to write the opening tag itself.
+    """
+    fmt = get_format(cfg.format)
+    if cfg.medical_prompt == "release" and get_spec(name).group == "med":
+        fmt = fmt.replace(
+            system_prompt=MEDICAL_SYSTEM_PROMPT, prompt_suffix=MEDICAL_PROMPT_SUFFIX, suffix_separator=""
+        )
+    if not cfg.prefill:
+        fmt = fmt.replace(prefill_assistant=False)
+    return fmt
 
 
 # ------------------------------------------------------------------------------------ predictions
@@ -139,10 +172,16 @@ def options_of(record: Record) -> dict[str, str] | None:
 
 
 def prediction_lines(
-    name: str, index: int, record: Record, chains: Sequence[ChainResult], cfg: EvalConfig
+    name: str,
+    index: int,
+    record: Record,
+    chains: Sequence[ChainResult],
+    cfg: EvalConfig,
+    fmt: ChainFormat | None = None,
 ) -> list[dict[str, Any]]:
-    """Grade one problem's samples into prediction lines."""
-    fmt = get_format(cfg.format)
+    """Grade one problem's samples into prediction lines (``fmt``: the dataset's, see
+    :func:`dataset_format`)."""
+    fmt = fmt or dataset_format(cfg, name)
     results = grade_many(
         [c.response for c in chains],
         [record.answer] * len(chains),
@@ -194,7 +233,7 @@ def evaluate_dataset(
             )
     spec = get_spec(name)
     max_tokens = cfg.max_tokens or spec.max_new_tokens
-    fmt = get_format(cfg.format)
+    fmt = dataset_format(cfg, name)
     chunks = chunk_problems(len(records), cfg.samples, cfg.chunk_size)
     t0, made = time.perf_counter(), 0
     with path.open("a", encoding="utf-8") as f:
@@ -215,7 +254,7 @@ def evaluate_dataset(
                 opener=cfg.opener,
             )
             for i, row in zip(chunk, chains, strict=True):
-                for line in prediction_lines(name, i, records[i], row, cfg):
+                for line in prediction_lines(name, i, records[i], row, cfg, fmt):
                     if line["sample"] not in done.get(i, {}):
                         f.write(json.dumps(line, ensure_ascii=False) + "\n")
                         done.setdefault(i, {})[line["sample"]] = line
@@ -242,9 +281,9 @@ def check_config(save_path: Path, cfg: EvalConfig) -> None:
             before = json.loads(path.read_text())
         except ValueError:
             raise UserError(f"{path} is not valid JSON; move the run folder away to start over") from None
-        diff = [k for k in GENERATION_FIELDS if before.get(k) != now[k]]
+        diff = [k for k in GENERATION_FIELDS if before.get(k, FIELD_DEFAULTS.get(k)) != now[k]]
         if diff:
-            what = ", ".join(f"{k} {before.get(k)!r} -> {now[k]!r}" for k in diff)
+            what = ", ".join(f"{k} {before.get(k, FIELD_DEFAULTS.get(k))!r} -> {now[k]!r}" for k in diff)
             raise UserError(f"{save_path} holds a run with other settings ({what}); use another --save-path")
         return
     save_path.mkdir(parents=True, exist_ok=True)
@@ -302,6 +341,12 @@ def run_eval(
     metrics = {name: evaluate_dataset(gen, name, recs, cfg, save_path, log) for name, recs in data.items()}
     results = {
         "config": asdict(cfg),
+        # The exact text sent for each dataset's first problem, to compare prompts across runs and releases.
+        "prompts": {
+            name: dataset_format(cfg, name).render_prompt(gen.tokenizer, question_text(recs[0]))
+            for name, recs in data.items()
+            if recs and hasattr(gen, "tokenizer")
+        },
         "git_commit": git_commit(),
         "versions": versions(),
         "backend": getattr(gen, "name", type(gen).__name__),

@@ -1,8 +1,17 @@
 """verl multi-turn SFT dataset with E2C loss scopes (``data.custom_cls.path=pkg://e2c.sft.dataset``).
 
 :class:`E2CSFTDataset` subclasses :class:`verl.utils.dataset.multiturn_sft_dataset.MultiTurnSFTDataset`
-and changes three things:
+and changes four things:
 
+0. **The trained text is the inference text**, for any chat template. verl renders each message through
+   the template; Qwen3's template writes an empty ``<think>\n\n</think>\n\n`` before the last assistant
+   turn of a whole conversation (and verl's check that per-message and whole renderings agree then
+   stops), a text inference never produces. Here a row ``[... user, assistant chain]`` is tokenized as
+   inference sees it: the turns before the chain rendered with the generation prompt and the prefilled
+   opening tag (:meth:`e2c.chain.ChainFormat.render_chat`, the function inference uses), then the rest of
+   the chain, then the text the template writes after an assistant message (:func:`end_of_turn`, e.g.
+   ``<|im_end|>\n``). The loss covers the chain (opening tag included) and the end of turn; nothing
+   before it. The release's SFT does the same (generation prompt, then the raw solution).
 1. **Loss scope per row.** The ``loss_scope`` column (or ``extra_info.loss_scope``; else
    ``data.default_loss_scope``) picks the mask: ``full`` trains the whole assistant chain (verl's mask),
    ``exploration`` trains assistant tokens up to and including the first ``</EXPLORATION>`` token
@@ -18,29 +27,96 @@ and changes three things:
 
 Extra ``data.*`` keys (all optional): ``chain_format`` (default ``e2c``), ``loss_scope_key``
 (``loss_scope``), ``default_loss_scope`` (``full``; :class:`EFSFTDataset`: ``exploration``), ``overlong``
-(``skip``), ``stats_path`` (none).
+(``skip``), ``stats_path`` (none). verl's ``apply_chat_template_kwargs`` and ``enable_thinking`` are passed
+to the template as verl does; inference passes neither, so leave them unset to train on its text.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 
-from e2c.chain import get_format
+from e2c.chain import ChainFormat, get_format
 from e2c.sft.masks import SCOPES, boundary_token_id, scope_loss_mask
 
 OVERLONG = ("skip", "error", "truncate")
+# Stands in for an assistant answer when reading what the template writes after one; plain letters, so
+# no template escapes, trims or splits it.
+_PROBE = "E2CProbeAssistantAnswer"
+
+
+def end_of_turn(tokenizer: Any, **template_kwargs: Any) -> str:
+    """The text a chat template writes after an assistant message's content (``<|im_end|>\n`` for
+    ChatML and Qwen3), read from the template by rendering a probe conversation.
+
+    Falls back to the EOS token when the template does not show the content verbatim.
+    """
+    msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": _PROBE}]
+    try:
+        text = tokenizer.apply_chat_template(
+            msgs, tokenize=False, add_generation_prompt=False, **template_kwargs
+        )
+    except Exception:  # a template that refuses the probe: the EOS token is the usual end of a turn
+        text = ""
+    at = text.rfind(_PROBE) if isinstance(text, str) else -1
+    if at < 0:
+        return tokenizer.eos_token or ""
+    return text[at + len(_PROBE) :]
+
+
+def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def encode_chain_row(
+    tokenizer: Any,
+    messages: Sequence[Mapping[str, Any]],
+    fmt: ChainFormat,
+    eot: str,
+    **template_kwargs: Any,
+) -> tuple[list[int], list[int]]:
+    """Token ids and loss mask (1 = a label) of one SFT row, tokenized as inference sees it.
+
+    The prompt is ``fmt.render_chat`` of the turns before the last (the assistant's chain): the chat
+    template with its generation prompt, then the prefilled opening tag when the chain starts with it. The
+    rest of the chain and ``eot`` follow. Every token from the end of the generation prompt on is a label
+    (the prefilled tag too: the model learns to write it, as an un-prefilled prompt requires).
+    """
+    if (
+        not messages
+        or messages[-1].get("role") != "assistant"
+        or not isinstance(messages[-1].get("content"), str)
+    ):
+        raise ValueError("the last message must be the assistant's chain (a string)")
+    context, chain = list(messages[:-1]), str(messages[-1]["content"])
+    bare = fmt.replace(prefill_assistant=False)
+    gen_prompt = bare.render_chat(tokenizer, context, **template_kwargs)
+    prefilled = fmt.assistant_prefix("full")
+    if prefilled and chain.startswith(prefilled):
+        prompt, rest = gen_prompt + prefilled, chain[len(prefilled) :]
+    else:
+        prompt, rest = gen_prompt, chain
+    prompt_ids = tokenizer.encode(prompt, add_special_tokens=False)
+    ids = prompt_ids + tokenizer.encode(rest + eot, add_special_tokens=False)
+    # Labels start where the generation prompt ends (normally its own token count; a merge across the
+    # boundary with the prefilled tag moves it to the first token that differs).
+    start = _common_prefix(tokenizer.encode(gen_prompt, add_special_tokens=False), prompt_ids)
+    return ids, [0] * start + [1] * (len(ids) - start)
 
 
 @dataclass
@@ -140,8 +216,16 @@ class E2CSFTDataset(MultiTurnSFTDataset):
         if self.overlong not in OVERLONG:
             raise ValueError(f"data.overlong={self.overlong!r}; valid: {', '.join(OVERLONG)}")
         super().__init__(parquet_files, tokenizer, config, processor=processor, max_samples=max_samples)
+        media = [k for k in (self.image_key, self.video_key) if k in self.dataframe.columns]
+        if media:
+            # Rows are tokenized as text (the prompt inference renders); images would be dropped silently.
+            raise ValueError(
+                f"{','.join(map(str, self.parquet_files))}: column {media[0]!r}; E2C SFT rows are text only, "
+                "use verl's MultiTurnSFTDataset for images or videos"
+            )
         if self.overlong == "truncate" and self.truncation == "error":
             self.truncation = "right"
+        self._eot = end_of_turn(self.tokenizer)
         self.boundary_id = boundary_token_id(self.tokenizer, self.chain_format.explore_boundary)
         self.loss_scopes = self._read_scopes()
         self.stats = self._scan()
@@ -173,21 +257,66 @@ class E2CSFTDataset(MultiTurnSFTDataset):
                 )
         return scopes
 
-    # ------------------------------------------------------------------------------------------ scan
-    @contextmanager
-    def _untruncated(self) -> Iterator[None]:
-        """Let the parent's ``__getitem__`` return whole rows: no padding, no length limit.
+    # ------------------------------------------------------------------------------------------ encode
+    def _template_kwargs(self, item: int) -> dict[str, Any]:
+        """verl's chat-template settings for a row (``apply_chat_template_kwargs``, ``enable_thinking``)."""
+        kwargs = dict(self.apply_chat_template_kwargs or {})
+        thinking = (
+            self.enable_thinking[item] if self.enable_thinking is not None else self.enable_thinking_default
+        )
+        if thinking is not None and not (isinstance(thinking, float) and np.isnan(thinking)):
+            kwargs["enable_thinking"] = bool(thinking)
+        if self.tools is not None and self.tools[item] is not None:
+            kwargs["tools"] = self.tools[item]
+        return kwargs
 
-        The scan needs each row's true length and mask; reusing the parent's tokenization (instead of a
-        copy of it) keeps the statistics identical to what training sees. Only used in ``__init__``.
-        """
-        saved = self.pad_mode, self.max_length, self.truncation
-        self.pad_mode, self.max_length, self.truncation = "no_padding", sys.maxsize, "right"
+    def _encode(self, item: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Whole (untruncated, unpadded) token ids and loss mask of row ``item``; see :func:`encode_chain_row`."""
+        kwargs = self._template_kwargs(item)
+        eot = self._eot if not kwargs else end_of_turn(self.tokenizer, **kwargs)
         try:
-            yield
-        finally:
-            self.pad_mode, self.max_length, self.truncation = saved
+            ids, mask = encode_chain_row(
+                self.tokenizer, self.messages[item], self.chain_format, eot, **kwargs
+            )
+        except ValueError as e:
+            raise ValueError(f"{','.join(map(str, self.parquet_files))} row {item}: {e}") from None
+        return torch.tensor(ids, dtype=torch.long), torch.tensor(mask, dtype=torch.long)
 
+    def _finish(self, input_ids: torch.Tensor, loss_mask: torch.Tensor) -> dict[str, Any]:
+        """Pad or truncate one row as verl's multi-turn dataset does, with the same output keys."""
+        n, limit = int(input_ids.shape[0]), int(self.max_length)
+        position_ids = torch.arange(n, dtype=torch.long)
+        if self.pad_mode == "no_padding":
+            if n > limit and self.truncation == "error":
+                raise ValueError(f"sequence_length={n} is larger than self.max_length={limit}")
+            # verl keeps the first max_length tokens here, whatever the truncation side.
+            return {
+                "input_ids": input_ids[:limit],
+                "position_ids": position_ids[:limit],
+                "loss_mask": loss_mask[:limit],
+            }
+        attention_mask = torch.ones_like(input_ids)
+        if n < limit:
+            pad = limit - n
+            pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+            input_ids = torch.cat((input_ids, torch.full((pad,), pad_id, dtype=input_ids.dtype)))
+            attention_mask = torch.cat((attention_mask, torch.zeros(pad, dtype=attention_mask.dtype)))
+            loss_mask = torch.cat((loss_mask, torch.zeros(pad, dtype=loss_mask.dtype)))
+            position_ids = torch.cat((position_ids, torch.zeros(pad, dtype=position_ids.dtype)))
+        elif n > limit:
+            if self.truncation == "error":
+                raise ValueError(f"sequence_length={n} is larger than self.max_length={limit}")
+            cut = slice(-limit, None) if self.truncation == "left" else slice(None, limit)
+            input_ids, attention_mask = input_ids[cut], attention_mask[cut]
+            loss_mask, position_ids = loss_mask[cut], position_ids[cut]
+        return {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "position_ids": position_ids,
+            "loss_mask": loss_mask,
+        }
+
+    # ------------------------------------------------------------------------------------------ scan
     def _scan(self) -> SFTDataStats:
         n = len(self.messages)
         lengths: list[int] = []
@@ -197,31 +326,30 @@ class E2CSFTDataset(MultiTurnSFTDataset):
         limit = int(self.max_length)
         # verl keeps the last max_length tokens only for right padding with left truncation; otherwise the first.
         keep_tail = self.pad_mode == "right" and self.truncation == "left"
-        with self._untruncated():
-            for i in range(n):
-                row = super().__getitem__(i)
-                ids, mask = row["input_ids"], row["loss_mask"]
-                length = int(ids.shape[-1])
-                lengths.append(length)
-                if length > limit:
-                    if self.overlong == "skip":
-                        skipped += 1
-                        continue
-                    if self.overlong == "error":
-                        raise ValueError(
-                            f"{','.join(map(str, self.parquet_files))} row {i} has {length} tokens > "
-                            f"data.max_length={limit}; raise max_length or set data.overlong=skip|truncate"
-                        )
-                    truncated += 1
-                    ids, mask = (ids[-limit:], mask[-limit:]) if keep_tail else (ids[:limit], mask[:limit])
-                keep.append(i)
-                scope = self.loss_scopes[i]
-                by_scope[scope] = by_scope.get(scope, 0) + 1
-                scoped = scope_loss_mask(ids, mask, scope, self.boundary_id)
-                assistant += int(mask.sum())
-                trained += int(scoped.sum())
-                if scope == "exploration" and int(scoped.sum()) == 0:
-                    no_boundary += 1
+        # Each row whole, as _encode gives it (no padding, no length limit): its true length and mask.
+        for i in range(n):
+            ids, mask = self._encode(i)
+            length = int(ids.shape[-1])
+            lengths.append(length)
+            if length > limit:
+                if self.overlong == "skip":
+                    skipped += 1
+                    continue
+                if self.overlong == "error":
+                    raise ValueError(
+                        f"{','.join(map(str, self.parquet_files))} row {i} has {length} tokens > "
+                        f"data.max_length={limit}; raise max_length or set data.overlong=skip|truncate"
+                    )
+                truncated += 1
+                ids, mask = (ids[-limit:], mask[-limit:]) if keep_tail else (ids[:limit], mask[:limit])
+            keep.append(i)
+            scope = self.loss_scopes[i]
+            by_scope[scope] = by_scope.get(scope, 0) + 1
+            scoped = scope_loss_mask(ids, mask, scope, self.boundary_id)
+            assistant += int(mask.sum())
+            trained += int(scoped.sum())
+            if scope == "exploration" and int(scoped.sum()) == 0:
+                no_boundary += 1
         if skipped:
             self._keep_rows(keep)
         if not keep:
@@ -258,7 +386,7 @@ class E2CSFTDataset(MultiTurnSFTDataset):
 
     # ------------------------------------------------------------------------------------------ items
     def __getitem__(self, item: int) -> dict[str, Any]:
-        res = super().__getitem__(item)
+        res = self._finish(*self._encode(item))
         res["loss_mask"] = scope_loss_mask(
             res["input_ids"], res["loss_mask"], self.loss_scopes[item], self.boundary_id
         )
