@@ -10,6 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+import torch
+
 from e2c.rl.agent_loop import join_phases
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -127,3 +130,141 @@ def test_elastic_rollout_keeps_a_sampled_boundary_cpu(tiny_tok: Any) -> None:
     assert out.response_ids == [11, boundary, *opener, 21]
     assert out.response_mask == [1, 1] + [0] * len(opener) + [1]
     assert out.extra_fields["forced_close"] is False
+
+
+# -- 2. e3's only_train_on_positive: negative responses leave verl's loss, not just its advantages ------------
+
+
+class _FakeQueue:
+    """An in-memory stand-in for the transfer queue: one partition of nested per-sample fields."""
+
+    def __init__(self, fields: dict[str, torch.Tensor]) -> None:
+        self.fields = dict(fields)
+
+    def kv_batch_get(self, keys: list[str], partition_id: str, select_fields: list[str]) -> Any:
+        from tensordict import TensorDict
+
+        got = {k: self.fields[k] for k in select_fields if k in self.fields}
+        return TensorDict(got, batch_size=[len(keys)])
+
+    def kv_batch_put(self, keys: list[str], partition_id: str, fields: Any) -> Any:
+        for k, v in fields.items():  # (iterating a TensorDict walks its rows)
+            self.fields[k] = v
+        return _Batch(keys, partition_id)
+
+
+class _Batch:
+    def __init__(self, keys: list[str], partition_id: str) -> None:
+        self.keys, self.partition_id = keys, partition_id
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+def _nested(rows: list[list[float]], dtype: torch.dtype) -> torch.Tensor:
+    return torch.nested.as_nested_tensor([torch.tensor(r, dtype=dtype) for r in rows], layout=torch.jagged)
+
+
+def _padded(t: torch.Tensor) -> torch.Tensor:
+    return torch.nested.to_padded_tensor(t, 0.0) if t.is_nested else t
+
+
+def _verl_actor_loss(fields: dict[str, torch.Tensor], log_prob: torch.Tensor, ref: torch.Tensor) -> dict:
+    """The actor's loss terms as verl 0.9.1 computes them (``verl/workers/utils/losses.py::ppo_loss`` on the
+    engine path): policy, entropy and KL terms aggregated over ``response_mask``, the token-mean denominator
+    from ``loss_mask`` (``FSDPEngine.forward_backward_batch``: ``batch_num_tokens = loss_mask.sum()``)."""
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.core_algos import agg_loss, get_policy_loss_fn, kl_penalty
+
+    mask = _padded(fields["response_mask"]).bool()
+    info = {
+        "dp_size": 1,
+        "batch_num_tokens": int(_padded(fields["loss_mask"]).sum()),
+        "global_batch_size": None,
+    }
+    config = OmegaConf.create({"clip_ratio": 0.2, "clip_ratio_low": None, "clip_ratio_high": None})
+    config.global_batch_info = info
+    adv = _padded(fields["advantages"])
+    pg, _ = get_policy_loss_fn("vanilla")(
+        old_log_prob=log_prob, log_prob=log_prob, advantages=adv, response_mask=mask,
+        loss_agg_mode="token-mean", config=config,
+    )  # fmt: skip
+    entropy = agg_loss(loss_mat=fields["_entropy"], loss_mask=mask, loss_agg_mode="token-mean", **info)
+    kld = kl_penalty(logprob=log_prob, ref_logprob=ref, kl_penalty="low_var_kl")
+    kl = agg_loss(loss_mat=kld, loss_mask=mask, loss_agg_mode="token-mean", **info)
+    return {"pg": float(pg), "entropy": float(entropy), "kl": float(kl), "kld": kld}
+
+
+def test_only_train_on_positive_removes_negative_responses_from_the_loss_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+    import e2c.rl.trainer as trainer_mod
+
+    # Rows: positive (tagged), negative, zero advantage (an all-equal GRPO group), positive (untagged).
+    lengths = [5, 4, 3, 2]
+    seq_adv = [1.5, -0.7, 0.0, 0.4]
+    responses = [[1, B, 3, 4, 5], [1, 2, B, 3], [B, 1, 2], [1, 2]]
+    g = torch.Generator().manual_seed(0)
+    entropy = [torch.rand(n, generator=g).tolist() for n in lengths]
+    queue = _FakeQueue(
+        {
+            "responses": _nested(responses, torch.long),
+            "response_mask": _nested([[1] * n for n in lengths], torch.long),
+            "loss_mask": _nested([[1] * n for n in lengths], torch.long),
+            "advantages": _nested([[a] * n for a, n in zip(seq_adv, lengths)], torch.float32),
+            "entropy": _nested(entropy, torch.float32),
+        }
+    )
+    monkeypatch.setattr(trainer_mod, "tq", queue)
+    monkeypatch.setattr(PPOTrainerSync, "_compute_advantage", lambda self, batch, metrics: batch)
+    trainer = object.__new__(trainer_mod.E2CTrainer)
+    trainer.config = OmegaConf.create({"e2c": {"only_train_on_positive": True, "explore_adv_coef": 2.0}})
+    trainer.tokenizer = type(
+        "Tok",
+        (),
+        {"encode": lambda self, s, add_special_tokens=False: {"</EXPLORATION>": [B], "</EXECUTION>": [9]}[s]},
+    )()
+    metrics: dict = {}
+    trainer._compute_advantage(_Batch(["a", "b", "c", "d"], "train"), metrics)
+
+    width = max(lengths)
+    log_prob = -torch.rand(len(lengths), width, generator=g)
+    ref = log_prob - 0.1 * torch.rand(len(lengths), width, generator=g)
+    fields = dict(queue.fields)
+    fields["_entropy"] = _padded(queue.fields["entropy"])
+    got = _verl_actor_loss(fields, log_prob, ref)
+
+    # By hand, over the tokens of the non-negative responses only (rows 0, 2, 3); exploration x2 in row 0.
+    kept = [0, 2, 3]
+    n = sum(lengths[i] for i in kept)
+    weighted_adv = [[1.5 * 2.0] * 2 + [1.5] * 3, None, [0.0] * 3, [0.4, 0.4]]
+    pg = -sum(sum(weighted_adv[i]) for i in kept) / n  # ratio 1 (log_prob == old_log_prob)
+    ent = sum(sum(entropy[i]) for i in kept) / n
+    kl = sum(float(got["kld"][i, : lengths[i]].sum()) for i in kept) / n
+    assert got["pg"] == pytest.approx(pg, rel=1e-5)
+    assert got["entropy"] == pytest.approx(ent, rel=1e-5)
+    assert got["kl"] == pytest.approx(kl, rel=1e-5)
+    # Lengths are untouched (response-length metrics come from the nested offsets), and the segment metrics
+    # still describe every sampled response.
+    assert _padded(queue.fields["response_mask"]).sum(-1).tolist() == [5, 0, 3, 2]
+    assert queue.fields["response_mask"].offsets().diff().tolist() == lengths
+    assert metrics["e2c/untagged_share"] == pytest.approx(0.25)
+    assert metrics["e2c/positive_kept_share"] == pytest.approx(0.75)
+
+
+def test_positive_only_mask_matches_reference_cpu() -> None:
+    import random
+
+    from e2c.rl.advantage import positive_only_mask, positive_only_mask_reference
+
+    rng = random.Random(3)
+    for _ in range(20):
+        lengths = [rng.randint(0, 6) for _ in range(5)]
+        mask = torch.tensor([[1] * n + [0] * (6 - n) for n in lengths])
+        adv = torch.tensor([[rng.choice([-1.0, 0.0, 0.5]) * rng.random()] * 6 for _ in lengths])
+        got = positive_only_mask(adv, mask)
+        assert got.dtype == mask.dtype
+        assert got.tolist() == positive_only_mask_reference(adv.tolist(), mask.tolist())

@@ -75,6 +75,33 @@ def weight_advantages_reference(
     return out
 
 
+def positive_only_mask(advantages: Any, response_mask: Any) -> Any:
+    """e3's ``only_train_on_positive``: ``response_mask`` with every token of a negative response removed.
+
+    A response is negative when the mean of its advantages over ``response_mask`` is below zero (GRPO gives
+    every token of a response the same advantage). Zero-advantage responses (an all-equal group) stay: the
+    switch removes negative gradients only. Removing the tokens from the mask, not only zeroing their
+    advantages, is what takes them out of the loss: verl aggregates the policy, entropy and KL terms over the
+    mask and divides token-mean by its sum, so zeroed-but-masked tokens would still dilute the mean and still
+    receive entropy and KL gradients. Same dtype and shape as ``response_mask``.
+    """
+    mask = response_mask.to(advantages.dtype)
+    seq_adv = (advantages * mask).sum(-1) / mask.sum(-1).clamp(min=1)
+    return response_mask * (seq_adv >= 0).to(response_mask.dtype)[:, None]
+
+
+def positive_only_mask_reference(
+    advantages: list[list[float]], response_mask: list[list[int]]
+) -> list[list[int]]:
+    """Plain-loop reference for :func:`positive_only_mask` (used by tests)."""
+    out = []
+    for adv, mask in zip(advantages, response_mask, strict=True):
+        n = sum(mask)
+        mean = sum(a for a, m in zip(adv, mask, strict=True) if m) / n if n else 0.0
+        out.append([m if mean >= 0 else 0 for m in mask])
+    return out
+
+
 def segment_stats(
     responses: Any, response_mask: Any, boundary_id: int, close_id: int | None = None, explore: Any = None
 ) -> dict[str, float]:

@@ -8,7 +8,18 @@ the e3 ``only_train_on_positive`` switch, writes the advantages back, and logs p
 ``e2c/explore_tokens_mean``, ``e2c/execute_tokens_mean``, ``e2c/untagged_share`` (responses with no closing
 exploration tag, which keep weight 1.0), ``e2c/well_formed_share``, ``e2c/explore_token_share``,
 ``e2c/entropy_explore`` and ``e2c/entropy_execute`` (from the old-log-prob pass), ``e2c/adv_abs_before`` and
-``e2c/adv_abs_after``, ``e2c/explore_adv_coef``.
+``e2c/adv_abs_after``, ``e2c/explore_adv_coef``; with ``only_train_on_positive``, ``e2c/positive_kept_share``
+(the share of sampled responses still in the loss).
+
+``only_train_on_positive`` (e3): every token of a response whose advantage is negative leaves the loss. Its
+advantages are zeroed *and* it is removed from ``response_mask`` and ``loss_mask`` in the transfer queue
+(:func:`~e2c.rl.advantage.positive_only_mask`), so it adds nothing to the policy, entropy or KL terms and
+does not count in token-mean's denominator. Zero-advantage responses stay. What reads the mask afterwards:
+the actor update (the point); verl's ``critic/advantages`` and ``critic/returns`` metrics (over trained
+tokens only); with a critic (GAE), its value loss, which then also skips those responses. Response-length
+metrics come from the response ids and still count every sampled token; the ``e2c/*`` segment metrics
+describe every sampled response. Under GRPO every group keeps at least one response; a PPO mini-batch with no
+kept token at all has a 0/0 token-mean loss, and verl skips an update whose gradient norm is not finite.
 
 Settings live in the top-level ``e2c`` config group (see ``configs/e2c_grpo.yaml``).
 """
@@ -27,7 +38,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
-from e2c.rl.advantage import segment_mean, segment_stats, weight_advantages
+from e2c.rl.advantage import positive_only_mask, segment_mean, segment_stats, weight_advantages
 
 logger = logging.getLogger(__name__)
 
@@ -151,10 +162,11 @@ class E2CTrainer(PPOTrainerSync):
         weighted, explore = weight_advantages(
             adv, responses, mask, boundary, cfg["explore_adv_coef"], cfg["execute_adv_coef"]
         )
+        train_mask = None
         if cfg["only_train_on_positive"]:
-            # e3's switch: drop every token of a sequence whose (GRPO) advantage is negative.
-            seq_adv = (adv * mask).sum(-1) / mask.sum(-1).clamp(min=1)
-            weighted = weighted * (seq_adv >= 0).to(weighted.dtype)[:, None]
+            # e3's switch: every token of a negative response leaves the loss (mask and advantage both).
+            train_mask = positive_only_mask(adv, mask)
+            weighted = weighted * train_mask.to(weighted.dtype)
 
         valid = mask.bool()
         stats = segment_stats(responses, mask, boundary, close, explore=explore)
@@ -171,7 +183,19 @@ class E2CTrainer(PPOTrainerSync):
             ent = _padded(data["entropy"])[:, :width]
             out["e2c/entropy_explore"] = segment_mean(ent, explore)
             out["e2c/entropy_execute"] = segment_mean(ent, valid & ~explore)
+        if train_mask is not None:
+            sampled = valid.any(-1)
+            kept = train_mask.bool().any(-1) & sampled
+            out["e2c/positive_kept_share"] = float(kept.sum() / sampled.sum().clamp(min=1))
         metrics.update(out)
 
-        fields = TensorDict({"advantages": response_to_nested(weighted, mask_nt)}, batch_size=len(batch))
+        written = {"advantages": response_to_nested(weighted, mask_nt)}
+        if train_mask is not None:
+            # verl's actor loss aggregates over response_mask but divides token-mean by the sum of loss_mask
+            # (a copy of response_mask the agent loop stored): both must lose the removed tokens. Lengths are
+            # kept (the nested offsets of mask_nt), so response-length metrics still count every token.
+            kept_nt = response_to_nested(train_mask, mask_nt)
+            written["response_mask"] = kept_nt
+            written["loss_mask"] = kept_nt
+        fields = TensorDict(written, batch_size=len(batch))
         return tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=fields)
