@@ -403,6 +403,26 @@ def test_sft_on_the_embedded_model_trains_on_the_inference_text(tmp_path: Path) 
     _check_sft_equals_inference(AutoTokenizer.from_pretrained(resolve_model("embedded").path), tmp_path)
 
 
+def test_sft_template_settings_reach_prompt_and_end_of_turn(tmp_path: Path) -> None:
+    """verl's ``enable_thinking`` setting is honoured the way inference would render it with the same
+    setting (Qwen3 then writes an empty think block into the generation prompt, outside the loss)."""
+    from omegaconf import OmegaConf
+
+    from e2c.sft.dataset import E2CSFTDataset
+
+    tok = _qwen3_tokenizer()
+    p = write_parquet(_sft_rows()[:1], tmp_path / "sft.parquet")
+    cfg = {"pad_mode": "right", "max_length": 256, "truncation": "error", "enable_thinking_default": False}
+    item = E2CSFTDataset(str(p), tok, OmegaConf.create(cfg))[0]
+    n = int(item["attention_mask"].sum())
+    ids, mask = item["input_ids"][:n].tolist(), item["loss_mask"][:n].tolist()
+    prompt = E2C.render_chat(tok, E2C.messages("What is 2+3?"), enable_thinking=False)
+    assert prompt.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n<EXPLORATION>")
+    assert ids[: len(tok.encode(prompt))] == tok.encode(prompt)
+    assert tok.decode([t for t, m in zip(ids, mask) if m]) == CHAIN + "<|im_end|>\n"
+    assert item["input_ids"].shape[0] == 256 and int(item["loss_mask"][n:].sum()) == 0
+
+
 def test_end_of_turn_is_read_from_the_template(tiny_tok) -> None:
     from e2c.sft.dataset import end_of_turn
 

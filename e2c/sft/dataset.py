@@ -264,7 +264,7 @@ class E2CSFTDataset(MultiTurnSFTDataset):
         thinking = (
             self.enable_thinking[item] if self.enable_thinking is not None else self.enable_thinking_default
         )
-        if thinking is not None and not (isinstance(thinking, float) and np.isnan(thinking)):
+        if thinking is not None and not pd.isna(thinking):
             kwargs["enable_thinking"] = bool(thinking)
         if self.tools is not None and self.tools[item] is not None:
             kwargs["tools"] = self.tools[item]
