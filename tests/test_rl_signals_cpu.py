@@ -7,6 +7,9 @@ step against an in-memory transfer queue, and the plugin in fresh interpreters.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +271,87 @@ def test_positive_only_mask_matches_reference_cpu() -> None:
         got = positive_only_mask(adv, mask)
         assert got.dtype == mask.dtype
         assert got.tolist() == positive_only_mask_reference(adv.tolist(), mask.tolist())
+
+
+# -- 3. plugin registration: any import order, retried after a failure, failures loud -------------------------
+
+EXPECTED = {"rollout:hf", "trainer:e2c_sync", "agent_loop:e2c", "reward_manager:e2c"}
+
+PROBE = """
+import json
+import e2c.rl.plugin as p
+from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
+from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
+from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
+from verl.workers.rollout.base import _ROLLOUT_REGISTRY
+print("RESULT", json.dumps({
+    "registered": list(p.REGISTERED), "error": p.ERROR,
+    "verl": ["e2c_sync" in TRAINER_REGISTRY, "e2c" in _agent_loop_registry, "e2c" in REWARD_MANAGER,
+             ("hf", "async") in _ROLLOUT_REGISTRY],
+}))
+"""
+
+
+def _probe(code: str) -> tuple[dict, str]:
+    out = subprocess.run(
+        [sys.executable, "-c", code + PROBE], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    line = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
+    assert line, out.stdout[-2000:] + out.stderr[-3000:]
+    return json.loads(line[0][len("RESULT ") :]), out.stderr
+
+
+@pytest.mark.parametrize(
+    "first",
+    ["e2c.rl.reward", "e2c.rl.trainer", "e2c.rl.agent_loop", "verl", "e2c.rl.plugin", "e2c.rl.hf_verl"],
+)
+def test_plugin_registers_whatever_is_imported_first_cpu(first: str) -> None:
+    res, err = _probe(f"import {first}\n")
+    assert res["error"] is None, err[-3000:]
+    assert set(res["registered"]) >= EXPECTED, res
+    assert all(res["verl"]), res
+
+
+def test_plugin_registration_is_retried_after_a_failure_and_warns_cpu() -> None:
+    code = (
+        "import sys\n"
+        "sys.modules['e2c.rewards.verl_score'] = None  # the reward manager's import fails once\n"
+        "import verl\n"
+        "import e2c.rl.plugin as p\n"
+        "assert p.ERROR and 'verl_score' in p.ERROR, (p.REGISTERED, p.ERROR)\n"
+        "try:\n"
+        "    p.require()\n"
+        "    raise SystemExit('require() did not raise')\n"
+        "except RuntimeError as e:\n"
+        "    assert 'verl_score' in str(e), e\n"
+        "del sys.modules['e2c.rewards.verl_score']\n"
+        "p.register()\n"
+        "p.require()\n"
+    )
+    res, err = _probe(code)
+    assert "WARNING" in err and "failed to register" in err and "verl_score" in err
+    assert res["error"] is None and set(res["registered"]) >= EXPECTED and all(res["verl"]), res
+
+
+def test_plugin_check_command_cpu(tmp_path: Path) -> None:
+    import os
+
+    ok = subprocess.run(
+        [sys.executable, "-m", "e2c.rl.plugin"], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert "registered: platform:" in ok.stdout or "registered: rollout:hf" in ok.stdout
+    # A broken install (here: the trainer's transfer_queue dependency) is one line and exit status 1.
+    (tmp_path / "transfer_queue.py").write_text("raise ImportError('transfer_queue blocked by the test')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    bad = subprocess.run(
+        [sys.executable, "-m", "e2c.rl.plugin"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env=env,
+    )
+    assert bad.returncode == 1
+    assert "e2c verl plugin: recipe not registered: recipe: ImportError: transfer_queue blocked" in bad.stderr
+    assert "WARNING" in bad.stderr

@@ -33,6 +33,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.utils.profiler import simple_timer
 
 from e2c.chain import get_format
+from e2c.rl import registry
 
 logger = logging.getLogger(__name__)
 
@@ -231,3 +232,7 @@ class E2CAgentLoop(AgentLoopBase):
             metrics=metrics,
             extra_fields=extra_fields,
         )
+
+
+# Last statement: this module is complete, its registrations ran; resumes a deferred plugin registration.
+registry.provided(__name__, f"agent_loop:{AGENT_LOOP_NAME}")

@@ -2,32 +2,42 @@
 
 verl imports every ``verl.plugins`` entry point at the end of ``import verl``, in the driver and in every ray
 worker, and swallows import errors at debug level. This module therefore registers everything the E2C
-recipe adds, records what it registered in :data:`REGISTERED`, and keeps the error (if any) in
-:data:`ERROR` so that ``python -m e2c.rl.check`` and the tests can assert registration inside workers.
+recipe adds, records what it registered in :data:`REGISTERED`, keeps the last failure in :data:`ERROR`
+(and logs it as a WARNING), and offers :func:`require` for code and tests that must not go on without it;
+``python -m e2c.rl.plugin`` checks a machine's install in one line.
 
 Registered:
 - CPU only (no CUDA device): the ``cpu`` platform and the gloo fix (:mod:`e2c.rl.cpu`).
-- Always: the ``hf`` rollout (replica + server adapter), the E2C advantage estimator and trainer, the E2C
-  agent loop (prefilled exploration opener, optional elastic per-phase budgets).
+- Always: the ``hf`` rollout (replica + server adapter), the E2C trainer, the E2C agent loop (prefilled
+  exploration opener, optional elastic per-phase budgets) and the E2C reward manager.
+
+Import order does not matter. ``import e2c.rl.reward`` (or ``trainer``, ``agent_loop``) imports verl, which
+loads this plugin while that module is half imported; the recipe step then waits and the module's last line
+finishes it (:mod:`e2c.rl.registry`). :func:`register` can be called any number of times: finished steps are
+skipped and a failed one is tried again.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
-REGISTERED: list[str] = []
-ERROR: str | None = None
+logger = logging.getLogger(__name__)
+
+REGISTERED: list[str] = []  # what is registered so far, e.g. "rollout:hf", "trainer:e2c_sync"
+ERROR: str | None = None  # the last attempt's failures; None when it had none
+
+_done: set[str] = set()  # finished steps
+_busy = False  # register() is running (a provider finishing inside it calls it again)
 
 
-def register() -> list[str]:
-    """Do every registration once; returns the names registered (idempotent)."""
-    if REGISTERED:
-        return REGISTERED
+def _platform() -> list[str]:
     from e2c.rl import cpu
 
-    if cpu.install():
-        REGISTERED.append("platform:cpu")
+    return ["platform:cpu"] if cpu.install() else []
 
+
+def _rollout() -> list[str]:
     from verl.workers.rollout import base as rollout_base
     from verl.workers.rollout.replica import RolloutReplicaRegistry
 
@@ -41,16 +51,88 @@ def register() -> list[str]:
     RolloutReplicaRegistry.register(ROLLOUT_NAME, load_hf_replica)
     # verl's table of rollout adapters (name, mode) -> class path; there is no register function for it.
     rollout_base._ROLLOUT_REGISTRY[(ROLLOUT_NAME, "async")] = "e2c.rl.hf_verl.HFServerAdapter"
-    REGISTERED.append(f"rollout:{ROLLOUT_NAME}")
+    return [f"rollout:{ROLLOUT_NAME}"]
 
+
+def _recipe() -> list[str] | None:
     from e2c.rl import registry
 
-    REGISTERED.extend(registry.register_all())
+    return registry.register_all()
+
+
+# Step name -> function returning the entries it registered, or None when it has to wait (see the docstring).
+STEPS: dict[str, Callable[[], list[str] | None]] = {
+    "platform": _platform,
+    "rollout": _rollout,
+    "recipe": _recipe,
+}
+
+
+def pending() -> list[str]:
+    """Steps not done yet (failed, waiting for a half-imported module, or never run)."""
+    return [name for name in STEPS if name not in _done]
+
+
+def register() -> list[str]:
+    """Run every registration step that is not done yet; returns :data:`REGISTERED`.
+
+    Safe to call at any time and any number of times: a finished step is skipped, a failed one is tried again
+    (its error goes to :data:`ERROR` and a WARNING), a waiting one runs when its module completes.
+    """
+    global ERROR, _busy
+    if _busy or not pending():
+        return REGISTERED
+    _busy = True
+    errors = []
+    try:
+        for name in pending():
+            try:
+                entries = STEPS[name]()
+            except Exception as e:  # verl would hide this at debug level: keep it visible
+                errors.append(f"{name}: {type(e).__name__}: {e}")
+                continue
+            if entries is None:  # a provider is half imported; its last line calls register() again
+                continue
+            REGISTERED.extend(entries)
+            _done.add(name)
+    finally:
+        _busy = False
+    ERROR = "; ".join(errors) or None
+    if ERROR:
+        logger.warning("e2c verl plugin failed to register (register() tries again): %s", ERROR)
     return REGISTERED
 
 
-try:
+def require() -> list[str]:
+    """:func:`register`, then raise ``RuntimeError`` naming what is missing and why; returns
+    :data:`REGISTERED`. For entry points and tests that must not go on without the E2C registrations."""
     register()
-except Exception as e:  # verl would hide this at debug level: keep it visible
-    ERROR = f"{type(e).__name__}: {e}"
-    logging.getLogger("e2c").warning("e2c verl plugin failed to register: %s", ERROR)
+    missing = pending()
+    if missing:
+        why = ERROR or "still being imported (a provider module did not finish its import)"
+        raise RuntimeError(f"e2c verl plugin: {', '.join(missing)} not registered: {why}")
+    return REGISTERED
+
+
+def main() -> int:
+    """``python -m e2c.rl.plugin``: load verl (and with it this plugin, as every process does) and say what is
+    registered; one line and exit status 1 when something is not."""
+    import sys
+
+    import verl  # noqa: F401  (loads the verl.plugins entry points)
+
+    import e2c.rl.plugin as plugin  # the instance verl loaded, not this __main__ copy
+
+    try:
+        names = plugin.require()
+    except RuntimeError as e:
+        print(e, file=sys.stderr)
+        return 1
+    print("e2c verl plugin registered: " + ", ".join(names))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+else:  # imported, by verl's entry points or directly: register now
+    register()

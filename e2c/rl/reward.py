@@ -22,6 +22,7 @@ from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from e2c.rewards.verl_score import compute_score as e2c_compute_score
+from e2c.rl import registry
 from e2c.rl.agent_loop import row_budget
 
 REWARD_MANAGER_NAME = "e2c"
@@ -111,3 +112,7 @@ class E2CRewardManager(RewardManagerBase):
                 info["overlong"] = pen < 0
         info["response_tokens"] = valid_len
         return {"reward_score": score, "reward_extra_info": info}
+
+
+# Last statement: this module is complete, its registrations ran; resumes a deferred plugin registration.
+registry.provided(__name__, f"reward_manager:{REWARD_MANAGER_NAME}")

@@ -38,6 +38,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
+from e2c.rl import registry
 from e2c.rl.advantage import positive_only_mask, segment_mean, segment_stats, weight_advantages
 
 logger = logging.getLogger(__name__)
@@ -199,3 +200,7 @@ class E2CTrainer(PPOTrainerSync):
             written["loss_mask"] = kept_nt
         fields = TensorDict(written, batch_size=len(batch))
         return tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=fields)
+
+
+# Last statement: this module is complete, its registrations ran; resumes a deferred plugin registration.
+registry.provided(__name__, f"trainer:{TRAINER_NAME}")
