@@ -13,8 +13,8 @@ from e2c.eval.metrics import (
     pass_at_k,
     pass_at_k_reference,
     summarize,
-    vote_key,
 )
+from e2c.rewards.vote import CORRECT, answer_classes, majority_class
 
 
 def test_pass_at_k_matches_the_binomial_definition() -> None:
@@ -46,8 +46,8 @@ def test_default_ks() -> None:
 
 
 def test_votes() -> None:
-    assert vote_key(True, "0.5") == vote_key(True, "1/2")  # every correct answer votes together
-    assert vote_key(False, " 7  ") == "7" and vote_key(False, None) is None and vote_key(False, " ") is None
+    classes = answer_classes(["0.5", "1/2", " 7  ", None, " ", "7"], [True, True, False, False, False, False])
+    assert classes == [CORRECT, CORRECT, 1, None, None, 1]  # correct ones together; no answer does not vote
     assert not majority_correct(["a", "b", "a"], [False, True, False])
     assert majority_correct(["b", "a"], [True, False])  # a tie goes to the answer seen first
     assert not majority_correct(["a", "b"], [False, True])
@@ -126,3 +126,57 @@ def test_summary_hand_computed() -> None:
     assert m["explore_tokens"] == (10 * 6 + 20 + 0) / 8 and m["execute_tokens"] == (30 * 6 + 40) / 8
     assert m["total_tokens"] == m["explore_tokens"] + m["execute_tokens"]
     assert set(summarize([p1, p2], ks=[1, 3])) >= {"pass@3", "maj@3"}
+
+
+def test_wrong_answers_are_grouped_by_the_grader() -> None:
+    # Regression: "3", "3.0" and "x=3" voted as three answers, so a split wrong majority lost to one right
+    # answer and maj@k was biased upward.
+    classes = answer_classes(["3", "3.0", "x=3", "\\frac{6}{2}", "4"], [False, False, False, False, True])
+    assert classes == [1, 1, 1, 1, CORRECT]
+    p = [pred(True, "4"), pred(False, "3"), pred(False, "3.0"), pred(False, "x=3")]
+    assert summarize([p], ks=[4])["maj@4"] == 0.0
+    # Symbolic equivalence for wrong answers too, and distinct answers stay apart.
+    assert answer_classes(["x^2+2x+1", "(x+1)^2", "x+1"], [False] * 3) == [1, 1, 2]
+    # Letters for multiple choice: case and spacing do not split a vote.
+    assert answer_classes(["b", " B", "C"], [False] * 3, kind="mcq") == [1, 1, 2]
+
+
+def test_majority_class_weights_and_ties() -> None:
+    assert majority_class([1, 2, 2, None]) == 2
+    assert majority_class([1, 2]) == 1  # a tie goes to the class seen first
+    assert majority_class([1, 2, 2], [3.0, 1.0, 1.0]) == 1
+    assert majority_class([None, None]) is None
+
+
+def classes_reference(answers, corrects, same) -> list:
+    """Plain loop: compare each wrong answer with every earlier wrong answer; the earliest equal one's
+    class wins."""
+    out: list = []
+    firsts: list[tuple[str, int]] = []
+    for a, ok in zip(answers, corrects):
+        if ok:
+            out.append(CORRECT)
+        elif a is None or not a.strip():
+            out.append(None)
+        else:
+            cls = next((c for b, c in firsts if same(a, b)), None)
+            if cls is None:
+                cls = len({c for _, c in firsts}) + 1
+            firsts.append((a, cls))
+            out.append(cls)
+    return out
+
+
+def test_answer_classes_match_reference_loop() -> None:
+    import random
+
+    from e2c.rewards.math_equiv import quick_equal
+
+    rng = random.Random(1)
+    pool = ["1", "1.0", "2", "2.00", "1/2", "0.5", "x=2", "3", None, " "]
+    for _ in range(300):
+        n = rng.randint(1, 8)
+        answers = [rng.choice(pool) for _ in range(n)]
+        corrects = [rng.random() < 0.2 for _ in range(n)]
+        got = answer_classes(answers, corrects)
+        assert got == classes_reference(answers, corrects, lambda a, b: bool(quick_equal(a, b)))

@@ -83,7 +83,7 @@ def test_self_consistency_majority_cpu() -> None:
     (call,) = gen.calls
     assert (call["n"], call["temperature"], call["top_p"]) == (4, 0.9, 0.95)
     assert res.answer == "35" and not res.correct  # 2 votes for 35, 1 for 12: the majority is wrong
-    assert res.details["votes"] == ["\x00correct", "35", "35", None]
+    assert res.details["votes"] == ["12", "35", "35", None]
 
 
 def test_e2c_sc_explores_then_executes_each_cpu() -> None:
@@ -93,7 +93,7 @@ def test_e2c_sc_explores_then_executes_each_cpu() -> None:
     assert explore_call["n"] == 3 and explore_call["stop"] == ["</EXPLORATION>"]
     assert len(exec_call["prompts"]) == 3 and exec_call["temperature"] == 0.0 and exec_call["n"] == 1
     assert all(p.endswith("</EXPLORATION><EXECUTION>") for p in exec_call["prompts"])
-    assert res.correct and res.details["votes"] == ["\x00correct", "\x00correct", "35"]
+    assert res.correct and res.details["votes"] == ["12", "12", "35"]
     tok = gen.tokenizer
     explore_tokens = sum(len(tok.encode(p + "</EXPLORATION>")) for p in ["add a ", "add b ", "mul "])
     assert res.tokens_by_role["explore"] == explore_tokens

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
+
+from e2c.rewards.vote import answer_classes
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -31,19 +33,10 @@ def default_ks(n: int) -> list[int]:
     return ks + ([n] if n not in ks else [])
 
 
-def vote_key(correct: bool, extracted: str | None) -> str | None:
-    """The answer a sample votes for: every correct answer votes together (they all equal the reference,
-    however written: "1/2", "0.5"); a wrong answer votes for its own text; no answer does not vote."""
-    if correct:
-        return "\x00correct"
-    if extracted is None or not str(extracted).strip():
-        return None
-    return " ".join(str(extracted).split())
-
-
-def majority_correct(keys: Sequence[str | None], corrects: Sequence[bool]) -> bool:
-    """Whether the majority answer among ``keys`` is correct; ties go to the answer seen first, and a
-    problem with no votes counts as wrong."""
+def majority_correct(keys: Sequence[Hashable | None], corrects: Sequence[bool]) -> bool:
+    """Whether the majority answer among ``keys`` (answer classes, see
+    :func:`e2c.rewards.vote.answer_classes`) is correct; ties go to the answer seen first, and a problem
+    with no votes counts as wrong."""
     counts = Counter(k for k in keys if k is not None)
     if not counts:
         return False
@@ -52,9 +45,13 @@ def majority_correct(keys: Sequence[str | None], corrects: Sequence[bool]) -> bo
     return any(c for k, c in zip(keys, corrects, strict=True) if k == first)
 
 
-def maj_at_k(keys: Sequence[str | None], corrects: Sequence[bool], k: int) -> bool:
+def maj_at_k(keys: Sequence[Hashable | None], corrects: Sequence[bool], k: int) -> bool:
     """maj@k of one problem: the majority vote over its first ``k`` samples."""
     return majority_correct(keys[:k], corrects[:k])
+
+
+def _kind_of(samples: Sequence[Mapping[str, Any]]) -> str:
+    return str(samples[0].get("kind", "math")) if samples else "math"
 
 
 def _mean(xs: Sequence[float]) -> float:
@@ -67,7 +64,8 @@ def summarize(
     """Metrics of one dataset from its predictions, grouped per problem in sample order.
 
     Each prediction needs ``correct``, ``extracted``, ``chain_status``, ``finish_reason``, ``reason``,
-    ``explore_tokens``, ``execute_tokens`` and ``forced_close``. pass@k and maj@k use the ``k`` that every
+    ``explore_tokens``, ``execute_tokens`` and ``forced_close``, and may carry ``kind`` (math, mcq,
+    countdown; default math), which decides how wrong answers are grouped for maj@k. pass@k and maj@k use the ``k`` that every
     problem has samples for.
     """
     flat = [p for probs in per_problem for p in probs]
@@ -82,15 +80,16 @@ def summarize(
         out[f"pass@{k}"] = _mean(
             [pass_at_k(len(p), sum(bool(s["correct"]) for s in p), k) for p in per_problem]
         )
+    # Every answer, right or wrong, is grouped by the grader's equivalence before votes are counted.
+    classes = [
+        answer_classes([s["extracted"] for s in p], [bool(s["correct"]) for s in p], kind=_kind_of(p))
+        for p in per_problem
+    ]
     for k in ks:
         out[f"maj@{k}"] = _mean(
             [
-                float(
-                    maj_at_k(
-                        [vote_key(s["correct"], s["extracted"]) for s in p], [s["correct"] for s in p], k
-                    )
-                )
-                for p in per_problem
+                float(maj_at_k(c, [s["correct"] for s in p], k))
+                for c, p in zip(classes, per_problem, strict=True)
             ]
         )
     out.update(

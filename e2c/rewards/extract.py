@@ -10,54 +10,105 @@ import re
 from typing import Any
 
 _BOX_RE = re.compile(r"\\?(?:boxed|fbox)\b")
+_BARE_BOX_TAIL = re.compile(r"[^\s$]+")
+
+# Longest box content kept: a final answer is short; a megabyte "answer" is not one, and slicing every
+# nested box of a hostile text would copy it quadratically.
+MAX_BOX_CHARS = 10_000
+
+
+def matching_braces(text: str) -> dict[int, int]:
+    """``{open index: close index}`` for every balanced brace pair, in one linear pass.
+
+    A backslash escapes the next character (``\\{`` is not a brace), as in LaTeX. Unbalanced braces
+    are left out.
+    """
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    i, n = 0, len(text)
+    while i < n:
+        # Jump to the next character of interest instead of stepping through plain text.
+        j = _BRACE_CHARS.search(text, i)
+        if j is None:
+            break
+        i = j.start()
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "{":
+            stack.append(i)
+        elif stack:
+            pairs[stack.pop()] = i
+        i += 1
+    return pairs
+
+
+_BRACE_CHARS = re.compile(r"[\\{}]")
+
+
+def boxed_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans ``(start, end)`` of the contents of every complete box, in order of the box.
+
+    Linear in the text (one regex pass and one brace pass); see :func:`boxed_contents` for what counts.
+    """
+    if "boxed" not in text and "fbox" not in text:
+        return []
+    pairs: dict[int, int] | None = None
+    out: list[tuple[int, int]] = []
+    n = len(text)
+    for m in _BOX_RE.finditer(text):
+        j = m.end()
+        while j < n and text[j] in " \t":
+            j += 1
+        if j < n and text[j] == "{":
+            if pairs is None:
+                pairs = matching_braces(text)
+            k = pairs.get(j)
+            if k is not None:
+                out.append((j + 1, k))
+        elif j > m.end() and m.group(0).startswith("\\"):
+            tail = _BARE_BOX_TAIL.match(text, j)
+            if tail:
+                out.append((tail.start(), tail.end()))
+    return out
+
+
+def _box_text(text: str, span: tuple[int, int]) -> str | None:
+    s, e = span
+    if e - s > MAX_BOX_CHARS:
+        return None
+    content = text[s:e].strip()
+    if s > 0 and text[s - 1] != "{":  # the brace-less form: "\\boxed 5."
+        content = content.rstrip(".,;")
+    return content or None
 
 
 def boxed_contents(text: str) -> list[str]:
     """Contents of every complete ``\\boxed{...}`` / ``\\fbox{...}`` in order, nested braces kept.
 
     Also accepts ``boxed{...}`` without a backslash (the release prompt spells it that way, and models
-    copy it) and the brace-less ``\\boxed 5``. An unclosed box (a truncated answer) is skipped.
-    Empty boxes are skipped.
+    copy it) and the brace-less ``\\boxed 5``. An unclosed box (a truncated answer), an empty box and a
+    box longer than :data:`MAX_BOX_CHARS` are skipped.
     """
-    out: list[str] = []
-    for m in _BOX_RE.finditer(text):
-        i = m.end()
-        n = len(text)
-        j = i
-        while j < n and text[j] in " \t":
-            j += 1
-        if j < n and text[j] == "{":
-            depth, k = 0, j
-            while k < n:
-                c = text[k]
-                if c == "\\" and k + 1 < n:
-                    k += 2
-                    continue
-                if c == "{":
-                    depth += 1
-                elif c == "}":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                k += 1
-            if depth == 0 and k < n:
-                content = text[j + 1 : k].strip()
-                if content:
-                    out.append(content)
-        elif j > i and m.group(0).startswith("\\"):
-            tail = re.match(r"[^\s$]+", text[j:])
-            if tail:
-                out.append(tail.group(0).rstrip(".,;"))
+    out = []
+    for span in boxed_spans(text):
+        c = _box_text(text, span)
+        if c is not None:
+            out.append(c)
     return out
 
 
 def last_boxed(text: str) -> str | None:
-    """The content of the last complete boxed expression, or None."""
-    boxes = boxed_contents(text)
-    return boxes[-1] if boxes else None
+    """The content of the last complete boxed expression, or None (reads only that one box)."""
+    for span in reversed(boxed_spans(text)):
+        c = _box_text(text, span)
+        if c is not None:
+            return c
+    return None
 
 
-_GSM_RE = re.compile(r"####\s*([^\n]+)")
+_GSM_RE = re.compile(r"####\s*+([^\n]+)")  # possessive: no backtracking over long blank runs
 
 
 def gsm8k_answer(text: str) -> str | None:
@@ -69,18 +120,28 @@ def gsm8k_answer(text: str) -> str | None:
     return ans or None
 
 
-_PHRASE_RE = re.compile(
-    r"(?:final\s+answer|the\s+answer)\s*(?:is|:|=)\s*:?\s*(.+?)\s*(?:$|\n|\.(?:\s|$))",
-    re.IGNORECASE,
-)
+# The phrase's head only; where the answer ends is found by hand below. (A lazy ``(.+?)\s*(?:$|\n|\.)``
+# backtracks quadratically over a long run of spaces.)
+_PHRASE_RE = re.compile(r"(?:final\s++answer|the\s++answer)\s*+(?:is|:|=)\s*+:?\s*+", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"\.(?:\s|$)|\n")
+MAX_PHRASE_CHARS = 500
 
 
 def final_answer_phrase(text: str) -> str | None:
-    """The answer in the last "final answer is X" / "the answer is X" / "Final Answer: X", or None."""
-    found = _PHRASE_RE.findall(text)
-    if not found:
+    """The answer in the last "final answer is X" / "the answer is X" / "Final Answer: X", or None.
+
+    The answer runs to the end of its sentence (a period followed by a space or the end, or a newline),
+    at most :data:`MAX_PHRASE_CHARS` characters.
+    """
+    last = None
+    for last in _PHRASE_RE.finditer(text):  # noqa: B007 - only the last match is wanted
+        pass
+    if last is None:
         return None
-    ans = found[-1].strip()
+    start = last.end()
+    window = text[start : start + MAX_PHRASE_CHARS + 2]
+    end = _SENTENCE_END.search(window)
+    ans = (window[: end.start()] if end else window[:MAX_PHRASE_CHARS]).strip()
     inner = last_boxed(ans)
     if inner is not None:
         return inner

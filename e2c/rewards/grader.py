@@ -12,7 +12,7 @@ execution ignores its plan earns less.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
@@ -54,19 +54,12 @@ def format_score(parsed: ParsedChain, has_answer: bool) -> float:
     return 0.5 * float(parsed.well_formed) + 0.5 * float(has_answer and parsed.has_execution)
 
 
-def _extract(
-    find: Callable[[str], tuple[str | None, str]], region: str, response: str
-) -> tuple[str | None, str]:
-    """Look for the answer in the chain's answer region, then in the whole response: a malformed chain
-    may still end with an answer outside its execution."""
-    got = find(region)
-    if got[0] is None and region is not response:
-        got = find(response)
-    return got
+# Longest extracted answer that is compared; a longer "answer" is counted wrong without a check.
+MAX_ANSWER_CHARS = 2000
 
 
 def grade(
-    response: str,
+    response: Any,
     gold: Any,
     kind: Kind = "math",
     *,
@@ -90,18 +83,49 @@ def grade(
         fallback_number: accept the last number of the text when no explicit answer is found (for
             grading reference solutions; off for model output).
         timeout: hard bound, in seconds, on the symbolic check.
+
+    The answer is read from :attr:`e2c.chain.ParsedChain.answer_region`: the execution whenever the
+    chain has one, else the text after a closed exploration, else the whole text. Never raises on model
+    output (an unexpected failure is the result ``reason="error"``); an unknown ``kind`` is a caller
+    bug and raises ``ValueError``.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown answer kind {kind!r}; valid: {', '.join(KINDS)}")
+    try:
+        return _grade(response, gold, kind, options, fmt, plan_bonus, fallback_number, timeout)
+    except Exception as e:  # a grader bug must cost one sample, never a file or an RL step
+        return GradeResult(
+            score=0.0,
+            correct=False,
+            extracted=None,
+            gold=None,
+            reason="error",
+            kind=kind,
+            check=f"{type(e).__name__}: {str(e)[:200]}",
+        )
+
+
+def _grade(
+    response: Any,
+    gold: Any,
+    kind: str,
+    options: Mapping[str, str] | None,
+    fmt: ChainFormat | None,
+    plan_bonus: bool,
+    fallback_number: bool,
+    timeout: float,
+) -> GradeResult:
     if not isinstance(response, str):
         response = "" if response is None else str(response)
+    if not isinstance(options, Mapping):
+        options = None
     parsed = fmt.parse(response) if fmt is not None else None
     region = parsed.answer_region if parsed is not None else response
     status = parsed.status if parsed is not None else "unparsed"
 
     if kind == "mcq":
         gold_s = reference_choice(gold, options)
-        pred, method = _extract(lambda t: extract_choice(t, options), region, response)
+        pred, method = extract_choice(region, options)
         check = "letter"
         if gold_s is None:
             correct, reason = False, "unparseable_gold"
@@ -113,7 +137,7 @@ def grade(
     elif kind == "countdown":
         ref = countdown.parse_reference(gold)
         gold_s = None if ref is None else str(gold if isinstance(gold, str) else json.dumps(gold))
-        pred, method = _extract(lambda t: extract_answer(t), region, response)
+        pred, method = extract_answer(region)
         correct, check = countdown.check(pred, gold)
         if gold_s is None:
             reason = "unparseable_gold"
@@ -123,11 +147,13 @@ def grade(
             reason = "correct" if correct else "wrong"
     else:
         gold_s = reference_answer(gold)
-        pred, method = _extract(lambda t: extract_answer(t, fallback_number), region, response)
+        pred, method = extract_answer(region, fallback_number)
         if gold_s is None:
             correct, check, reason = False, "", "unparseable_gold"
         elif pred is None:
             correct, check, reason = False, "", "no_answer"
+        elif len(pred) > MAX_ANSWER_CHARS:
+            correct, check, reason = False, "too_long", "wrong"
         else:
             correct, check = math_equal(pred, gold_s, timeout=timeout)
             reason = (

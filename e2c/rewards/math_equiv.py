@@ -15,10 +15,10 @@ we keep, but ``1,000`` needs the numeric path), and timeouts that raise off the 
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import threading
+from decimal import Decimal, InvalidOperation, localcontext
 from fractions import Fraction
 
 from e2c.rewards.pool import CallError, CallTimeout, HardTimeoutPool
@@ -63,23 +63,32 @@ _SLASH = re.compile(r"^(-?\d+)/(\d+)$")
 _FRAC = re.compile(r"^(-?)\\frac\{?(-?\d+)\}?\{?(\d+)\}?$")
 
 
+# Literals past these bounds are not expanded into exact fractions: ``Fraction("1e-999999999")`` would
+# build a billion-digit integer. They are compared as decimals instead (exact, no expansion).
+MAX_EXPONENT = 1000
+MAX_DIGITS = 4000
+_EXP = re.compile(r"[eE]([-+]?\d+)$")
+
+
+def _too_large(s: str) -> bool:
+    m = _EXP.search(s)
+    if m and abs(int(m.group(1)[:8])) > MAX_EXPONENT:
+        return True
+    return len(s) > MAX_DIGITS
+
+
 def to_number(s: str) -> tuple[Fraction, bool] | None:
     """Parse a plain number: ``12``, ``-3.5``, ``1,000``, ``3/4``, ``\\frac{3}{4}``, ``50\\%``, ``5 cm``.
 
-    Returns ``(value, is_percent)`` with ``value`` exact, or None for anything else.
+    Returns ``(value, is_percent)`` with ``value`` exact, or None for anything else (including literals
+    too large to expand: see :func:`huge_literal`).
     """
-    s = normalize(s)
-    unit = _UNIT_TAIL.match(s)
-    if unit:
-        s = unit.group(1)
-    percent = False
-    if s.endswith("\\%") or s.endswith("%"):
-        percent = True
-        s = s[:-2] if s.endswith("\\%") else s[:-1]
-    if s.startswith("(") and s.endswith(")") and _PLAIN.match(s[1:-1]):
-        s = s[1:-1]  # "(073)", as AIME solutions box it
-    if _INT_SEP.match(s):
-        s = s.replace(",", "")
+    s = _plain_number_text(s)
+    if s is None:
+        return None
+    s, percent = s
+    if _too_large(s):
+        return None
     try:
         if _PLAIN.match(s):
             return Fraction(s), percent
@@ -95,12 +104,47 @@ def to_number(s: str) -> tuple[Fraction, bool] | None:
     return None
 
 
+def _plain_number_text(s: str) -> tuple[str, bool] | None:
+    """The numeric text of a plain number answer (units, percent sign, separators removed)."""
+    s = normalize(s)
+    unit = _UNIT_TAIL.match(s)
+    if unit:
+        s = unit.group(1)
+    percent = False
+    if s.endswith("\\%") or s.endswith("%"):
+        percent = True
+        s = s[:-2] if s.endswith("\\%") else s[:-1]
+    if s.startswith("(") and s.endswith(")") and _PLAIN.match(s[1:-1]):
+        s = s[1:-1]  # "(073)", as AIME solutions box it
+    if _INT_SEP.match(s):
+        s = s.replace(",", "")
+    return s, percent
+
+
+def huge_literal(s: str) -> Decimal | None:
+    """A decimal literal too large for :func:`to_number` (``1e5000000``, 5,000 digits), as a Decimal;
+    None for anything else."""
+    got = _plain_number_text(s)
+    if got is None or got[1] or not _too_large(got[0]) or not _PLAIN.match(got[0]):
+        return None
+    try:
+        return Decimal(got[0])
+    except (InvalidOperation, ValueError):
+        return None
+
+
+_REL_TOL = Fraction(1, 10**6)
+_ABS_TOL = Fraction(1, 10**9)
+
+
 def _close(a: Fraction, b: Fraction) -> bool:
+    """Equal, or (unless both are integers) within a relative 1e-6 / absolute 1e-9, computed exactly:
+    no float conversion, which overflows on huge values and loses small ones."""
     if a == b:
         return True
     if a.denominator == 1 and b.denominator == 1:
         return False  # distinct integers never match, however large
-    return math.isclose(float(a), float(b), rel_tol=1e-6, abs_tol=1e-9)
+    return abs(a - b) <= max(_REL_TOL * max(abs(a), abs(b)), _ABS_TOL)
 
 
 def _quick_decide(pred: str, gold: str) -> tuple[bool, str] | None:
@@ -109,6 +153,15 @@ def _quick_decide(pred: str, gold: str) -> tuple[bool, str] | None:
         return True, "string"
     a, b = to_number(pred), to_number(gold)
     if a is None or b is None:
+        ha, hb = huge_literal(pred), huge_literal(gold)
+        if ha is not None or hb is not None:
+            # At least one side is a number too large to expand: equal only as exact decimals.
+            va = ha if ha is not None else (_as_decimal(a[0]) if a and not a[1] else None)
+            vb = hb if hb is not None else (_as_decimal(b[0]) if b and not b[1] else None)
+            if va is not None and vb is not None:
+                return va == vb, "numeric"
+            if (ha is not None and b is not None) or (hb is not None and a is not None):
+                return False, "numeric"
         return None
     (va, pa), (vb, pb) = a, b
     if pa == pb:
@@ -116,6 +169,20 @@ def _quick_decide(pred: str, gold: str) -> tuple[bool, str] | None:
     # One side is a percent: "50%" equals both "0.5" and "50".
     pct, other = (va, vb) if pa else (vb, va)
     return _close(pct / 100, other) or _close(pct, other), "numeric"
+
+
+def _as_decimal(v: Fraction) -> Decimal | None:
+    """A Fraction with a terminating decimal expansion as an exact Decimal, else None."""
+    d = v.denominator
+    while d % 2 == 0:
+        d //= 2
+    while d % 5 == 0:
+        d //= 5
+    if d != 1:
+        return None
+    with localcontext() as ctx:
+        ctx.prec = MAX_DIGITS * 2
+        return Decimal(v.numerator) / Decimal(v.denominator)
 
 
 def quick_equal(pred: str, gold: str) -> bool | None:

@@ -12,10 +12,15 @@ from e2c.rewards.extract import boxed_contents
 
 LETTERS = "ABCDEFGHIJ"
 
-_PHRASE = re.compile(
-    r"(?i:answer|option|choice)\s*(?i:is|:|=)?\s*(?i:option|choice)?\s*[:\-]?\s*"
-    r"[\(\[\*]*\s*([A-J])\s*[\)\]\*]*(?![A-Za-z0-9])"
+# An explicit answer statement: "the answer is (B)", "Answer: B", "correct option is B", "I choose B".
+# A bare mention ("Option A is wrong because ...") is not an answer and never counts. Quantifiers are
+# possessive so that long runs of spaces or brackets cannot make the search quadratic.
+_STATEMENT = re.compile(
+    r"(?:\b(?i:answer|choice|option)s?\s*+(?i:is|:|=|would\s++be|should\s++be|will\s++be)"
+    r"|\b(?i:choose|select|pick|go\s++with))"
+    r"\s*+:?\s*+(?i:option\s++|choice\s++)?[\(\[\*]*+\s*+([A-J])\s*+[\)\]\*]*+(?![A-Za-z0-9])"
 )
+MAX_LINE_CHARS = 2000
 _BARE = re.compile(r"^[\(\[\*\s]*([A-J])\s*[\)\]\*]*\s*[.:)]?\s*(.*)$", re.DOTALL)
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\{([^{}]*)\}")
 
@@ -57,29 +62,35 @@ def extract_choice(
     """The chosen option letter in a response, and how it was found.
 
     Recognised, in order: the last boxed answer (``\\boxed{B}``, ``\\boxed{(B)}``, ``\\boxed{\\text{B}}``,
-    ``\\boxed{B. text}`` or the option's text), the last "answer is (B)" / "Answer: B" / "option B"
-    phrase, a response that is only a letter (``B``, ``(B)``, ``B.``), and a final line that is an option's
-    text. Returns ``(letter, method)``; ``(None, "none")`` when nothing reliable is found.
+    ``\\boxed{B. text}`` or the option's text), the last explicit answer statement ("the answer is (B)",
+    "Answer: B", "the correct option is B", "I choose B"), a response that is only a letter (``B``,
+    ``(B)``, ``B.``), and a final line that is a letter or an option's text. A statement wins over any
+    later mention of an option ("The answer is D. Option A is wrong because ..." is D); a mention alone
+    is never read as an answer. Returns ``(letter, method)``; ``(None, "none")`` when nothing reliable
+    is found.
     """
     if not isinstance(text, str):
         return None, "none"
     valid = letters or ("".join(options) if options else LETTERS)
-    for box in reversed(boxed_contents(text)):
+    # Boxes from the last one back; a hostile text with thousands of boxes is cut at 50.
+    for box in reversed(boxed_contents(text)[-50:]):
         got = _letter_of(box, valid, options)
         if got:
             return got, "boxed"
-    found = [m for m in _PHRASE.findall(text) if m in valid]
-    if found:
-        return found[-1], "phrase"
+    last = None
+    for m in _STATEMENT.finditer(text):
+        if m.group(1) in valid:
+            last = m.group(1)
+    if last is not None:
+        return last, "phrase"
     got = _letter_of(text, valid, options) if len(text.strip()) <= 200 else None
     if got:
         return got, "bare"
-    if options:
-        lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-        if lines:
-            got = _letter_of(lines[-1], valid, options)
-            if got:
-                return got, "option_text"
+    lines = [ln for ln in text.strip().splitlines()[-50:] if ln.strip()]
+    if lines and len(lines[-1]) <= MAX_LINE_CHARS:
+        got = _letter_of(lines[-1], valid, options)
+        if got:
+            return got, "last_line"
     return None, "none"
 
 

@@ -11,10 +11,17 @@ from __future__ import annotations
 
 import re
 
+# Possessive prefix: "\s*" followed by a class that also takes spaces backtracked quadratically on a long
+# line of blanks.
 _STEP = re.compile(
-    r"^\s*(?:[#>*\-\s]*)(?:\*\*)?(?:step\s*(\d+)|(\d+)\s*[.)])(?:\*\*)?\s*[:.)\-]?\s*(?:\*\*)?\s*(.*)$",
+    r"^[#>*\-\s]*+(?:step\s*+(\d+)|(\d+)\s*+[.)])(?:\*\*)?\s*+[:.)\-]?\s*+(?:\*\*)?\s*+(.*)$",
     re.IGNORECASE,
 )
+# Bounds that keep a hostile text cheap: a plan has at most this many steps, and an execution is matched
+# against at most this many segments (the score on real chains, a few dozen lines, is unchanged).
+MAX_PLAN_STEPS = 64
+MAX_SEGMENTS = 2000
+MAX_LINE_CHARS = 2000
 _STOP = frozenset(
     "a an the and or of to in on for by with from at as is are be this that it its we i will then "
     "use using find compute calculate get step".split()
@@ -29,6 +36,8 @@ def step_titles(text: str) -> list[str]:
     """Titles of the numbered steps in a text, in order."""
     out = []
     for line in text.splitlines():
+        if len(line) > MAX_LINE_CHARS:
+            line = line[:MAX_LINE_CHARS]
         m = _STEP.match(line)
         if not m:
             continue
@@ -41,11 +50,11 @@ def step_titles(text: str) -> list[str]:
 
 def plan_adherence(exploration: str, execution: str, min_overlap: float = 0.5) -> float:
     """Fraction of the plan's steps whose title words reappear in one execution segment."""
-    plan = [w for w in (_words(t) for t in step_titles(exploration)) if w]
+    plan = [w for w in (_words(t) for t in step_titles(exploration)) if w][:MAX_PLAN_STEPS]
     if not plan:
         return 0.0
-    segments = step_titles(execution) or [ln for ln in execution.splitlines() if ln.strip()]
-    seg_words = [_words(s) for s in segments]
+    segments = step_titles(execution) or [ln[:MAX_LINE_CHARS] for ln in execution.splitlines() if ln.strip()]
+    seg_words = [_words(s) for s in segments[:MAX_SEGMENTS]]
     done = 0
     for words in plan:
         if any(len(words & sw) / len(words) >= min_overlap for sw in seg_words):

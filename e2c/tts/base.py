@@ -3,7 +3,7 @@
 Every method receives a :class:`Meter`, a generator wrapper that counts every token of every call it
 forwards (explorations, executions, judge and refinement calls alike), so a method cannot spend tokens
 that are not reported. Votes merge answers with the project's grader, exactly as maj@k does in
-:mod:`e2c.eval.metrics` (every correct answer votes together, however it is written).
+:mod:`e2c.eval.metrics` (equivalent answers vote together, however written, whether right or wrong).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 
 from e2c.chain import E2C, ChainFormat
 from e2c.data.registry import Record, question_text
-from e2c.eval.metrics import vote_key
 from e2c.generation.base import Completion, Generator, Usage, derive_seed
 from e2c.generation.chains import chain_prompts
 from e2c.rewards.grader import GradeResult, grade
+from e2c.rewards.vote import answer_classes, majority_class
 
 
 @dataclass
@@ -96,7 +96,9 @@ class Candidate:
 
     @property
     def key(self) -> str | None:
-        return vote_key(self.graded.correct, self.graded.extracted)
+        """The answer as written (whitespace collapsed), for logs; votes group by :func:`weighted_vote`."""
+        a = self.graded.extracted
+        return None if a is None or not str(a).strip() else " ".join(str(a).split())
 
 
 @dataclass
@@ -177,21 +179,21 @@ def register(name: str) -> Callable[[MethodFn], MethodFn]:
 
 
 def weighted_vote(cands: Sequence[Candidate]) -> Candidate | None:
-    """The candidate of the answer with the largest total weight; ties go to the answer seen first;
-    candidates without an answer do not vote (``None`` if none has one)."""
-    totals: dict[str, float] = {}
-    first: dict[str, Candidate] = {}
-    for c in cands:
-        k = c.key
-        if k is None:
-            continue
-        totals[k] = totals.get(k, 0.0) + c.weight
-        first.setdefault(k, c)
-    if not totals:
+    """The first candidate of the answer class with the largest total weight.
+
+    Answers are grouped by the grader's equivalence, right and wrong alike (``3``, ``3.0`` and ``x=3`` are
+    one answer), exactly as maj@k groups them (:func:`e2c.rewards.vote.answer_classes`); ties go to the
+    class seen first; candidates without an answer do not vote (``None`` if none has one).
+    """
+    if not cands:
         return None
-    best = max(totals.values())
-    winner = next(k for k in first if totals[k] == best)
-    return first[winner]
+    classes = answer_classes(
+        [c.graded.extracted for c in cands], [c.graded.correct for c in cands], kind=cands[0].graded.kind
+    )
+    best = majority_class(classes, [c.weight for c in cands])
+    if best is None:
+        return None
+    return next(c for c, k in zip(cands, classes, strict=True) if k == best)
 
 
 def run_method(name: str, gen: Generator, record: Record, budget: int, settings: TTSSettings,

@@ -1,0 +1,114 @@
+"""Answer classes for voting: which extracted answers say the same thing.
+
+maj@k (eval) and every voting test-time-scaling method group candidate answers before counting votes.
+Grouping only the correct ones (they all equal the reference) while each wrong answer votes for its own
+spelling splits the wrong vote (``3``, ``3.0``, ``x=3`` as three answers) and biases maj@k upward. Here
+every answer, right or wrong, is grouped by the grader's own equivalence:
+
+- correct answers form one class (each equals the reference, so they equal each other);
+- a wrong answer joins the first earlier class whose representative the grader finds equal to it
+  (:func:`e2c.rewards.math_equiv.math_equal` for math, the letter for multiple choice, the normalised
+  expression for countdown), else starts a new class;
+- an answer-less sample is in no class and does not vote.
+
+Cost is bounded: identical normalised strings are merged without a check, each distinct pair is checked
+at most once per process (an LRU cache), symbolic checks get a short timeout, and after ``max_checks``
+checks per call the remaining answers are grouped by normalised string only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+
+from e2c.rewards.math_equiv import math_equal, normalize
+
+CORRECT = 0
+"""The class id shared by every correct answer."""
+
+VOTE_CHECK_TIMEOUT = 2.0
+MAX_CHECKS = 256
+
+
+@lru_cache(maxsize=65536)
+def _same_math(a: str, b: str, timeout: float) -> bool:
+    # Equivalence is meant to be symmetric; math-verify is not always, so either direction counts.
+    return math_equal(a, b, timeout=timeout)[0] or math_equal(b, a, timeout=timeout)[0]
+
+
+def _canon(answer: str, kind: str) -> str:
+    if kind == "mcq":
+        return answer.strip().upper()
+    try:
+        return normalize(answer)
+    except Exception:  # normalisation is a regex pass; a failure must not lose the vote
+        return " ".join(answer.split())
+
+
+def answer_classes(
+    answers: Sequence[str | None],
+    corrects: Sequence[bool],
+    kind: str = "math",
+    *,
+    timeout: float = VOTE_CHECK_TIMEOUT,
+    max_checks: int = MAX_CHECKS,
+) -> list[int | None]:
+    """Class id of each sample's answer (:data:`CORRECT` for every correct one, ``None`` for none).
+
+    Args:
+        answers: the extracted answers, in sample order (``None`` or blank: no answer).
+        corrects: whether each sample was graded correct.
+        kind: ``math`` (grader equivalence), ``mcq`` (letters) or ``countdown`` (normalised text: two
+            different wrong expressions are different answers even when their values agree).
+        timeout: bound on each symbolic check, seconds.
+        max_checks: most equivalence checks in one call; beyond it, string equality only.
+
+    Ids are small integers in order of first appearance (wrong classes start at 1).
+    """
+    if len(answers) != len(corrects):
+        raise ValueError(f"{len(answers)} answers but {len(corrects)} correctness flags")
+    out: list[int | None] = []
+    reps: list[tuple[str, str]] = []  # (answer, canonical) of each wrong class, class id = index + 1
+    by_canon: dict[str, int] = {}
+    checks = 0
+    for ans, ok in zip(answers, corrects, strict=True):
+        if ok:
+            out.append(CORRECT)
+            continue
+        if ans is None or not str(ans).strip():
+            out.append(None)
+            continue
+        a = str(ans)
+        c = _canon(a, kind)
+        if c in by_canon:
+            out.append(by_canon[c])
+            continue
+        found = None
+        if kind == "math":
+            for i, (rep, _) in enumerate(reps):
+                if checks >= max_checks:
+                    break
+                checks += 1
+                if _same_math(a, rep, timeout):
+                    found = i + 1
+                    break
+        if found is None:
+            reps.append((a, c))
+            found = len(reps)
+        by_canon[c] = found
+        out.append(found)
+    return out
+
+
+def majority_class(classes: Sequence[int | None], weights: Sequence[float] | None = None) -> int | None:
+    """The class with the largest total weight (default 1 per sample); ties go to the class seen first;
+    ``None`` when no sample has an answer."""
+    w = list(weights) if weights is not None else [1.0] * len(classes)
+    totals: dict[int, float] = {}
+    for c, x in zip(classes, w, strict=True):
+        if c is not None:
+            totals[c] = totals.get(c, 0.0) + x
+    if not totals:
+        return None
+    best = max(totals.values())
+    return next(c for c in totals if totals[c] == best)  # dicts keep first-appearance order
