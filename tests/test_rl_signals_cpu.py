@@ -135,6 +135,54 @@ def test_elastic_rollout_keeps_a_sampled_boundary_cpu(tiny_tok: Any) -> None:
     assert out.extra_fields["forced_close"] is False
 
 
+@pytest.mark.parametrize("explore_budget", [0, 8])
+def test_rollout_stops_at_the_execution_close_like_inference_cpu(tiny_tok: Any, explore_budget: int) -> None:
+    # Inference stops a chain at </EXECUTION> (ChainFormat.stop_strings); text after it would be trained and
+    # graded (as "trailing_text") although inference never generates it.
+    close = tiny_tok.encode("</EXECUTION>", add_special_tokens=False)[0]
+    boundary = tiny_tok.encode("</EXPLORATION>", add_special_tokens=False)[0]
+    replies = [([11, boundary], [-0.1, -0.2]), ([21, close], [-0.3, -0.4])]
+    server = _ScriptedServer(replies[1:] if explore_budget == 0 else replies)
+    _run(_agent_loop(tiny_tok, server, explore_budget=explore_budget))
+    execution_call = server.requests[-1][1]
+    assert close in execution_call["stop_token_ids"]
+    if explore_budget:
+        assert server.requests[0][1]["stop_token_ids"] == [boundary]
+
+
+def test_reward_decoding_drops_every_eos_id_cpu(tiny_tok: Any, tmp_path: Path) -> None:
+    # The rollout stops on the generation config's EOS ids too (Qwen3: <|im_end|> and <|endoftext|>). One
+    # left in the decoded text sits after </EXECUTION>: the chain would grade as "trailing_text", not "ok".
+    from omegaconf import OmegaConf
+    from verl import DataProto
+
+    from e2c.rl.reward import E2CRewardManager
+
+    other_eos = 1  # stands in for a second EOS id of the model (the tiny tokenizer has one EOS)
+    (tmp_path / "generation_config.json").write_text(
+        json.dumps({"eos_token_id": [tiny_tok.eos_token_id, other_eos]})
+    )
+    config = OmegaConf.create({"reward": {}, "actor_rollout_ref": {"model": {"path": str(tmp_path)}}})
+    manager = E2CRewardManager(config, tiny_tok)
+    assert manager.eos_ids == {tiny_tok.eos_token_id, other_eos}
+    text = "plan</EXPLORATION><EXECUTION>2+3=\\boxed{5}</EXECUTION>"
+    ids = [*tiny_tok.encode(text, add_special_tokens=False), other_eos]
+    data = DataProto.from_dict(
+        tensors={
+            "responses": torch.tensor([ids]),
+            "attention_mask": torch.ones(1, len(ids) + 3, dtype=torch.long),
+        },
+        non_tensors={
+            "data_source": ["synthetic/arithmetic"],
+            "reward_model": [{"ground_truth": "5"}],
+            "extra_info": [{}],
+        },
+    )
+    result = manager.loop.run_until_complete(manager.run_single(data))
+    assert result["reward_extra_info"]["acc"] == 1.0
+    assert result["reward_extra_info"]["well_formed"] == 1.0
+
+
 # -- 2. e3's only_train_on_positive: negative responses leave verl's loss, not just its advantages ------------
 
 

@@ -4,7 +4,10 @@ Registered in verl's agent-loop registry as ``e2c`` (``actor_rollout_ref.rollout
 
 - The prompt is the chat template with a generation prompt followed by the format's prefilled opener
   (``<EXPLORATION>``), as at inference; the opener is part of the prompt, not of the trained response.
-- Single call (default): one generation of up to ``response_length`` tokens.
+- Single call (default): one generation of up to ``response_length`` tokens. Like inference
+  (:meth:`e2c.chain.ChainFormat.stop_strings`), generation stops at the execution's closing tag when that tag
+  is one token, so the policy is never trained, and the reward never reads, text after the chain that
+  inference would not have generated.
 - Elastic budgets (``e2c.rollout.explore_budget`` > 0, Elastic Reasoning's budget-constrained rollout): the
   exploration is generated with its own budget and stops at the closing tag. If the budget (or an EOS) cut
   it, the closing tag and the execution opener are appended for the model and are **masked out of the loss**
@@ -109,7 +112,7 @@ def eos_ids(tokenizer: Any, generation_config: Any = None) -> frozenset[int]:
 
 
 @functools.lru_cache(maxsize=8)
-def _generation_config(model_path: str | None) -> Any:
+def model_generation_config(model_path: str | None) -> Any:
     """The model's ``GenerationConfig`` (None when it cannot be read); cached because verl builds an agent loop
     per sample."""
     if not model_path:
@@ -147,9 +150,13 @@ class E2CAgentLoop(AgentLoopBase):
         self.bridge_ids = (
             enc(self.fmt.execute_open, add_special_tokens=False) if self.fmt.explore_close else []
         )
+        # Inference stops a chain at the execution's closing tag (ChainFormat.stop_strings); so does the rollout,
+        # by id when the tag is one token (the release's special tokens). Text formats run to EOS or the budget.
+        close = enc(self.fmt.execute_close, add_special_tokens=False) if self.fmt.execute_close else []
+        self.close_stop = close if len(close) == 1 else []
         model_path = (self.config.get("actor_rollout_ref", None) or {}).get("model", {}).get("path", None)
         self.eos_ids = (
-            eos_ids(self.tokenizer, _generation_config(model_path))
+            eos_ids(self.tokenizer, model_generation_config(model_path))
             if self.settings["explore_budget"]
             else frozenset()
         )
@@ -173,8 +180,11 @@ class E2CAgentLoop(AgentLoopBase):
         budget = self.settings["explore_budget"]
         cap = row_budget(kwargs.get("extra_info"), self.response_length)
         with simple_timer("generate_sequences", metrics):
+            requested = [int(t) for t in sampling_params.get("stop_token_ids") or ()]
             if not budget:
-                out = await self._generate(prompt_ids, sampling_params, max_tokens=cap)
+                out = await self._generate(
+                    prompt_ids, sampling_params, max_tokens=cap, stop_token_ids=[*requested, *self.close_stop]
+                )
                 ids = list(out.token_ids)[:cap]
                 mask = [1] * len(ids)
                 lps = list(out.log_probs)[: len(ids)] if out.log_probs else None
@@ -182,7 +192,6 @@ class E2CAgentLoop(AgentLoopBase):
                 forced = False
                 extra_fields = dict(out.extra_fields)
             else:
-                requested = [int(t) for t in sampling_params.get("stop_token_ids") or ()]
                 first = await self._generate(
                     prompt_ids,
                     sampling_params,
@@ -202,7 +211,12 @@ class E2CAgentLoop(AgentLoopBase):
                 exec_ids: list[int] = []
                 exec_lps = None
                 if exec_budget > 0:
-                    second = await self._generate(prompt_ids + head, sampling_params, max_tokens=exec_budget)
+                    second = await self._generate(
+                        prompt_ids + head,
+                        sampling_params,
+                        max_tokens=exec_budget,
+                        stop_token_ids=[*requested, *self.close_stop],
+                    )
                     exec_ids = list(second.token_ids)[:exec_budget]
                     exec_lps = list(second.log_probs)[: len(exec_ids)] if second.log_probs else None
                 first_lps = list(first.log_probs)[: len(explore_ids)] if first.log_probs else None

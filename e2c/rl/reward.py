@@ -15,6 +15,7 @@ to ``penalty_factor`` linearly over the buffer (:func:`overlong_penalty`); a row
 from __future__ import annotations
 
 import inspect
+from collections.abc import Collection
 from typing import Any
 
 from verl import DataProto
@@ -23,7 +24,7 @@ from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
 from e2c.rewards.verl_score import compute_score as e2c_compute_score
 from e2c.rl import registry
-from e2c.rl.agent_loop import row_budget
+from e2c.rl.agent_loop import eos_ids, model_generation_config, row_budget
 
 REWARD_MANAGER_NAME = "e2c"
 
@@ -37,9 +38,14 @@ def overlong_penalty(length: int, max_len: int, buffer_len: int, factor: float) 
     return min(-exceed / buffer_len * factor, 0.0)
 
 
-def decode_keep_tags(tokenizer: Any, ids: list[int]) -> str:
-    """Decode response ids keeping special tokens (the chain tags) but dropping pad and EOS."""
-    drop = {tokenizer.pad_token_id, tokenizer.eos_token_id}
+def decode_keep_tags(tokenizer: Any, ids: list[int], drop_ids: Collection[int] = ()) -> str:
+    """Decode response ids keeping special tokens (the chain tags) but dropping pad, EOS and ``drop_ids`` (the
+    model's other EOS ids, e.g. Qwen3's ``<|endoftext|>`` next to ``<|im_end|>``).
+
+    Inference text never holds an EOS; one kept here would sit after ``</EXECUTION>`` and parse as trailing
+    text, so a well-formed chain would be scored as malformed.
+    """
+    drop = {tokenizer.pad_token_id, tokenizer.eos_token_id, *drop_ids}
     return tokenizer.decode([int(t) for t in ids if int(t) not in drop], skip_special_tokens=False)
 
 
@@ -61,6 +67,9 @@ class E2CRewardManager(RewardManagerBase):
         custom = (config.reward.get("custom_reward_function", None) or {}).get("path", None)
         self.compute_score = compute_score if (custom and compute_score is not None) else e2c_compute_score
         self.is_async = inspect.iscoroutinefunction(self.compute_score)
+        # Every id the rollout stops on (vLLM and the hf server add the generation config's EOS ids).
+        model = (config.get("actor_rollout_ref", None) or {}).get("model", None) or {}
+        self.eos_ids = eos_ids(tokenizer, model_generation_config(model.get("path", None)))
         kwargs = config.reward.get("reward_kwargs", None) or {}
         self.overlong = kwargs.get("overlong_buffer_cfg", None)
         self.max_resp_len = kwargs.get("max_resp_len", None)
@@ -84,7 +93,9 @@ class E2CRewardManager(RewardManagerBase):
         response_ids = item.batch["responses"]
         valid_len = int(item.batch["attention_mask"][-response_ids.shape[-1] :].sum())
         valid_ids = response_ids[:valid_len].tolist()
-        text = await self.loop.run_in_executor(None, lambda: decode_keep_tags(self.tokenizer, valid_ids))
+        text = await self.loop.run_in_executor(
+            None, lambda: decode_keep_tags(self.tokenizer, valid_ids, self.eos_ids)
+        )
         kwargs = {
             "data_source": item.non_tensor_batch["data_source"],
             "solution_str": text,
