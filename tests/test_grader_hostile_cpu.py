@@ -277,3 +277,15 @@ def boxed_contents_reference(text: str) -> list[str]:
                 if c:
                     out.append(c)
     return out
+
+
+def test_verl_entry_takes_choices_as_numpy_arrays() -> None:
+    # Was: ValueError "truth value of an array ... is ambiguous" (`options or choices` on a parquet list).
+    import numpy as np
+
+    from e2c.rewards import compute_score
+
+    text = "x</EXPLORATION><EXECUTION>The correct answer is Heparin.</EXECUTION>"
+    out = compute_score("medqa", text, "B", {"choices": np.array(["Aspirin", "Heparin", "Warfarin"])})
+    assert out["acc"] == 1.0 and out["pred"] == "B"
+    assert compute_score("medqa", text, "B", {"options": {"A": "Aspirin", "B": "Heparin", "C": None}})["acc"]

@@ -122,7 +122,9 @@ def gsm8k_answer(text: str) -> str | None:
 
 # The phrase's head only; where the answer ends is found by hand below. (A lazy ``(.+?)\s*(?:$|\n|\.)``
 # backtracks quadratically over a long run of spaces.)
-_PHRASE_RE = re.compile(r"(?:final\s++answer|the\s++answer)\s*+(?:is|:|=)\s*+:?\s*+", re.IGNORECASE)
+_PHRASE_RE = re.compile(
+    r"(?:final\s++answer|the\s++(?:correct\s++)?answer)\s*+(?:is|:|=)\s*+:?\s*+", re.IGNORECASE
+)
 _SENTENCE_END = re.compile(r"\.(?:\s|$)|\n")
 MAX_PHRASE_CHARS = 500
 

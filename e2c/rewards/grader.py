@@ -21,7 +21,7 @@ from e2c.chain import E2C, ChainFormat, ParsedChain
 from e2c.rewards import countdown
 from e2c.rewards.extract import extract_answer, reference_answer
 from e2c.rewards.math_equiv import DEFAULT_TIMEOUT, math_equal
-from e2c.rewards.mcq import extract_choice, reference_choice
+from e2c.rewards.mcq import LETTERS, extract_choice, reference_choice
 from e2c.rewards.plan import plan_adherence
 
 Kind = Literal["math", "mcq", "countdown"]
@@ -58,12 +58,25 @@ def format_score(parsed: ParsedChain, has_answer: bool) -> float:
 MAX_ANSWER_CHARS = 2000
 
 
+def as_options(options: Any) -> dict[str, str] | None:
+    """MCQ options as ``{letter: text}`` from a mapping, or from a list of choice texts (also a numpy
+    array, as parquet columns arrive in verl's ``extra_info``); None for anything else."""
+    if isinstance(options, Mapping):
+        # Parquet struct columns give every key of the schema, None where a row has no such option.
+        return {str(k): str(v) for k, v in options.items() if v is not None} or None
+    if hasattr(options, "tolist"):
+        options = options.tolist()
+    if isinstance(options, (list, tuple)) and 0 < len(options) <= len(LETTERS):
+        return {LETTERS[i]: str(c) for i, c in enumerate(options)}
+    return None
+
+
 def grade(
     response: Any,
     gold: Any,
     kind: Kind = "math",
     *,
-    options: Mapping[str, str] | None = None,
+    options: Any = None,
     fmt: ChainFormat | None = E2C,
     plan_bonus: bool = False,
     fallback_number: bool = False,
@@ -77,7 +90,8 @@ def grade(
             index or option text (mcq).
         kind: ``math``, ``mcq`` or ``countdown`` (gold ``{"target", "numbers"}``; the boxed expression must
             use each number once and equal the target).
-        options: the MCQ options ``{"A": text, ...}`` (lets option text count as an answer).
+        options: the MCQ options ``{"A": text, ...}`` or a list of choice texts (lets option text count as
+            an answer).
         fmt: the chain format to parse; ``None`` grades the raw text with no chain parsing.
         plan_bonus: score a correct answer by its plan adherence (stage-2 reward).
         fallback_number: accept the last number of the text when no explicit answer is found (for
@@ -117,8 +131,7 @@ def _grade(
 ) -> GradeResult:
     if not isinstance(response, str):
         response = "" if response is None else str(response)
-    if not isinstance(options, Mapping):
-        options = None
+    options = as_options(options)
     parsed = fmt.parse(response) if fmt is not None else None
     region = parsed.answer_region if parsed is not None else response
     status = parsed.status if parsed is not None else "unparsed"

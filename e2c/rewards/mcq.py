@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from e2c.rewards.extract import boxed_contents
+from e2c.rewards.extract import boxed_contents, final_answer_phrase
 
 LETTERS = "ABCDEFGHIJ"
 
@@ -83,6 +83,11 @@ def extract_choice(
             last = m.group(1)
     if last is not None:
         return last, "phrase"
+    stated = final_answer_phrase(text)  # "the answer is Heparin": a statement naming an option's text
+    if stated is not None and options:
+        got = _letter_of(stated, valid, options)
+        if got:
+            return got, "phrase"
     got = _letter_of(text, valid, options) if len(text.strip()) <= 200 else None
     if got:
         return got, "bare"

@@ -53,7 +53,8 @@ def compute_score(
         solution_str,
         ground_truth,
         kind_for_source(data_source, info),  # type: ignore[arg-type]
-        options=info.get("options") or info.get("choices"),
+        # Not `a or b`: parquet lists arrive as numpy arrays, whose truth value raises.
+        options=info["options"] if info.get("options") is not None else info.get("choices"),
         plan_bonus=bool(info.get("plan_bonus", False)),
         **({"timeout": float(info["timeout"])} if "timeout" in info else {}),
     )
