@@ -7,7 +7,11 @@ chat whose assistant turn is the chain; rows whose chain is malformed are droppe
 RL (``e2c-rl.parquet`` / ``ef-rl.parquet``, ``*-valid``): either verl-style rows (``prompt`` chat list,
 ``reward_model.ground_truth``) or plain ``question``/``problem`` + ``answer`` rows. The question is
 re-rendered with the chain format (so the prompt suffix is the release's), the ground truth is
-normalised, and difficulty is carried over when present.
+normalised, and difficulty is carried over when present. Multiple-choice rows (a medical data source,
+``extra_info.kind == "mcq"``, or an ``answer_idx`` answer mapping) are read as the benchmark registry reads
+them: the gold becomes a plain option letter, the options (from columns, the answer mapping or the
+question text) go to ``extra_info.options`` as ``{letter: text}`` so the reward credits an answer given as
+the option's text, and options that were only in a column are written into the question.
 
 Train/validation splits are made by hashing the normalised question, so a question (and its duplicates)
 never lands on both sides, and the split does not depend on row order.
@@ -22,7 +26,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat, strip_prompt_suffix
+from e2c.data.registry import (
+    MCQ_ANSWER_KEYS,
+    _as_mapping,
+    _first,
+    _gold_of,
+    letter_options,
+    options_in_text,
+    question_text,
+    row_choices,
+)
 from e2c.rewards.extract import reference_answer
+from e2c.rewards.mcq import reference_choice
 from e2c.rewards.verl_score import kind_for_source
 
 
@@ -98,10 +113,57 @@ def sft_rows(
     return out, dropped
 
 
+def _raw_gold(row: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    """The reference as the row gives it: ``reward_model.ground_truth`` first, then the first of ``keys``."""
+    rm = row.get("reward_model")
+    gt = rm.get("ground_truth") if isinstance(rm, Mapping) else None
+    if gt is not None and not (isinstance(gt, str) and not gt.strip()):
+        return gt
+    return _first(row, keys)[1]
+
+
+def is_mcq_row(row: Mapping[str, Any], data_source: str) -> bool:
+    """Whether an RL row is multiple choice: by ``extra_info.kind`` or data source (as the reward decides),
+    or by an answer mapping with an ``answer_idx`` letter (the release's medical layout)."""
+    if kind_for_source(data_source, row.get("extra_info") or {}) == "mcq":
+        return True
+    mapping = _as_mapping(_raw_gold(row, MCQ_ANSWER_KEYS))
+    return mapping is not None and mapping.get("answer_idx") not in (None, "")
+
+
+def mcq_reference(row: Mapping[str, Any], question: str) -> tuple[str | None, dict[str, str], str]:
+    """``(letter, options, why)`` of a multiple-choice row, read as the benchmark registry reads it.
+
+    The options come from the row's columns (``options`` / ``choices`` / ``opa``..), its ``extra_info``,
+    the answer mapping, or else the lettered options in ``question`` (suffix already removed); ``options``
+    is ``{letter: text}`` (empty when none were found). The gold is the mapping's ``answer_idx`` (or
+    ``answer`` / ``label``), a letter, a 0-based index or an option's text. ``letter`` is None when there
+    is no gold (``why`` = ``no_answer``) or it names no option (``why`` = ``bad_mcq_answer``).
+    """
+    raw = _raw_gold(row, MCQ_ANSWER_KEYS)
+    choices = (
+        row_choices(row) or row_choices(row.get("extra_info") or {}) or row_choices(_as_mapping(raw) or {})
+    )
+    if len(choices) < 2:
+        choices = list(options_in_text(question).values())
+    options = letter_options(choices) if len(choices) >= 2 else {}
+    gold = _gold_of(raw)
+    if gold is None or (isinstance(gold, str) and not gold.strip()):
+        return None, options, "no_answer"
+    letter = reference_choice(gold, options or None)
+    if letter is None or (options and letter not in options):
+        return None, options, "bad_mcq_answer"
+    return letter, options, ""
+
+
 def rl_rows(
     rows: Iterable[Mapping[str, Any]], fmt: ChainFormat = E2C, source: str = "e2c_rl"
 ) -> tuple[list[dict], Counter]:
-    """verl RL rows from the paper's RL prompts, and the count of dropped rows by reason."""
+    """verl RL rows from the paper's RL prompts, and the count of dropped rows by reason.
+
+    Multiple-choice rows get a letter ``ground_truth``, ``extra_info.kind = "mcq"`` and
+    ``extra_info.options`` (:func:`mcq_reference`); a math row's gold is :func:`reference_answer`'s.
+    """
     out: list[dict] = []
     dropped: Counter = Counter()
     for row in rows:
@@ -109,16 +171,30 @@ def rl_rows(
         if not q.strip():
             dropped["no_question"] += 1
             continue
-        rm = row.get("reward_model") if isinstance(row.get("reward_model"), Mapping) else {}
-        gold = reference_answer(rm.get("ground_truth") if rm else None) or reference_answer(row.get("answer"))
-        if not gold:
-            dropped["no_answer"] += 1
-            continue
         data_source = str(row.get("data_source") or source)
+        question = strip_suffix(q, fmt)
+        options: dict[str, str] = {}
+        if is_mcq_row(row, data_source):
+            gold, options, why = mcq_reference(row, question)
+            if gold is None:
+                dropped[why] += 1
+                continue
+            # Options given only in a column must reach the model; a text that lists them stays as it is.
+            question = question_text({"problem": question, "kind": "mcq", "choices": list(options.values())})
+            kind = "mcq"
+        else:
+            rm = row.get("reward_model") if isinstance(row.get("reward_model"), Mapping) else {}
+            gold = reference_answer(rm.get("ground_truth") if rm else None) or reference_answer(
+                row.get("answer")
+            )
+            if not gold:
+                dropped["no_answer"] += 1
+                continue
+            kind = kind_for_source(data_source, row.get("extra_info") or {})
         info_in = dict(row.get("extra_info") or {})
-        info = {
+        info: dict[str, Any] = {
             "index": len(out),
-            "kind": kind_for_source(data_source, info_in),
+            "kind": kind,
             **{
                 k: v
                 for k, v in info_in.items()
@@ -127,9 +203,13 @@ def rl_rows(
         }
         if "difficulty" not in info and row.get("difficulty") is not None:
             info["difficulty"] = row["difficulty"]
+        if options:
+            # A {letter: text} struct in parquet; rows without some letter read back None there, which
+            # the grader's `as_options` drops.
+            info["options"] = options
         out.append(
             {
-                "prompt": fmt.messages(strip_suffix(q, fmt)),
+                "prompt": fmt.messages(question),
                 "data_source": data_source,
                 "ability": str(row.get("ability") or "math"),
                 "reward_model": {"style": "rule", "ground_truth": gold},
