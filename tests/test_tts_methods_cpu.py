@@ -11,7 +11,7 @@ from e2c.data.registry import Record
 from e2c.generation.scripted import ASSISTANT, ScriptedGenerator
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.base import Candidate, weighted_vote
-from e2c.tts.methods import best_leaves, dedupe_plans, first_int, kmeans
+from e2c.tts.methods import best_leaves, dedupe_plans, kmeans, read_reply_int
 
 REC = Record(id="p1", problem="What is 7 + 5?", answer="12", kind="math")
 SET = TTSSettings(explore_tokens=30, execute_tokens=30, cot_tokens=60, judge_tokens=16, refine_tokens=20,
@@ -114,13 +114,15 @@ def test_e2c_rp_executes_one_random_plan_cpu() -> None:
 def test_lm_judge_maps_reply_to_plan_cpu() -> None:
     gen = scripted(["mul ", "none ", "add "], judge="I choose Plan 3.")
     res = _run("e2c_select_lm_judge", gen, 3)
-    assert res.details == {"picked": 2, "judge_parsed": True} and res.correct
+    assert res.details == {"picked": 2, "judge_parsed": True, "judge_ambiguous": False} and res.correct
     judge_call = gen.calls[1]
     assert "Plan 1:" in judge_call["prompts"][0] and "Plan 3:" in judge_call["prompts"][0]
     assert judge_call["temperature"] == 0.0
     assert res.tokens_by_role["judge"] == len(gen.tokenizer.encode("I choose Plan 3.")) + 1  # + EOS
     bad = _run("e2c_select_lm_judge", scripted(["mul ", "add "], judge="no idea"), 2)
-    assert bad.details == {"picked": 0, "judge_parsed": False} and bad.answer == "35"
+    assert (
+        bad.details == {"picked": 0, "judge_parsed": False, "judge_ambiguous": False} and bad.answer == "35"
+    )
 
 
 def test_semantic_cluster_votes_by_cluster_size_cpu() -> None:
@@ -193,7 +195,7 @@ def test_forest_votes_over_its_trees_cpu() -> None:
 
 
 def test_helpers_cpu() -> None:
-    assert first_int("Plan 7 or 2", 1, 3) == 2 and first_int("none", 1, 3) is None
+    assert read_reply_int("Plan 7 or 2", 1, 3).value == 2 and read_reply_int("none", 1, 3).value is None
     assert dedupe_plans(["Add the numbers.", "add the numbers", "", "multiply"]) == [
         "Add the numbers.",
         "multiply",
@@ -270,3 +272,76 @@ def test_best_leaves_ranks_complete_then_score_stably_cpu() -> None:
     assert best_leaves(leaves, 3) == leaves[:3]  # an open node never displaces a complete leaf
     assert best_leaves(leaves, 9) == leaves and best_leaves([], 2) == []
     assert best_leaves([("x", 5.0, True), ("y", 5.0, True)], 1) == [("x", 5.0, True)]
+
+
+# ------------------------------------------------------------------ judge / scorer replies (review fix B)
+
+# (reply, lo, hi, value, ambiguous): the judge's (1..3) and the scorer's (1..10) readings of real-looking
+# replies. None = unparsed (the judge falls back to plan 1, the scorer to 5).
+LONG_MIXED = (
+    "Plan 1 adds the numbers directly, Plan 2 multiplies them first and then adds, and Plan 3 checks the "
+    "sum twice; weighing all of them I would go for the last one, 3"
+)
+REPLIES = [
+    ("On a scale of 1 to 10, I'd rate this plan an 8.", 1, 10, 8, False),
+    ("I'd rate this 8 on a scale of 1 to 10.", 1, 10, 8, False),
+    ("I'd rate this plan an 8 out of 10.", 1, 10, 8, False),
+    ("Rating: 7/10", 1, 10, 7, False),
+    ("Comparing Plan 1 and Plan 2, Plan 2 is better.", 1, 3, 2, False),
+    ("Plan 2 is better than Plan 1.", 1, 3, 2, False),
+    ("<think>\nThe problem asks for 2 numbers... Plan 3 is best.</think>\n3", 1, 3, 3, False),
+    ("<think>\nPlan 1 looks fine, Plan 2 too.", 1, 3, None, False),  # still thinking: no reply yet
+    ("<EXPLORATION>I need to make a step-by-step plan.\n1. Compare the plans.\n2. Pick one.", 1, 3, None, False),
+    ("<EXPLORATION>Compare plans 1 and 2.</EXPLORATION><EXECUTION>Plan 2 wins: \\boxed{2}</EXECUTION>", 1, 3, 2, False),
+    ("\\boxed{3}. Plan 3 beats plan 1.", 1, 3, 3, False),
+    ("I choose Plan 3.", 1, 3, 3, False),
+    ("Plan 7 or 2", 1, 3, 2, False),
+    ("**2**", 1, 3, 2, False),
+    ("7.5", 1, 10, 8, False),
+    ("Qwen3-8B cannot tell.", 1, 10, None, False),
+    ("none of them", 1, 3, None, False),
+    ("", 1, 3, None, False),
+    (LONG_MIXED, 1, 3, 3, True),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("reply", "lo", "hi", "value", "ambiguous"), REPLIES)
+def test_read_reply_int_table_cpu(reply: str, lo: int, hi: int, value, ambiguous: bool) -> None:
+    got = read_reply_int(reply, lo, hi)
+    assert (got.value, got.ambiguous) == (value, ambiguous)
+
+
+def _ctx(gen: ScriptedGenerator):
+    from e2c.tts.base import Context, Meter
+
+    return Context(Meter(gen), REC, TTSSettings(**{**SET.to_dict(), "judge_tokens": 200}))
+
+
+@pytest.mark.parametrize(
+    ("reply", "picked", "parsed"),
+    [
+        ("Comparing Plan 1 and Plan 2, Plan 2 is better.", 1, True),
+        ("<think>\nThe problem asks for 2 numbers... Plan 3 is best.</think>\n3", 2, True),
+        ("<EXPLORATION>I need to make a step-by-step plan.\n1. Compare the plans.", 0, False),
+        ("I cannot decide.", 0, False),
+    ],
+)  # fmt: skip
+def test_judge_reads_the_final_number_and_flags_unparsed_cpu(reply: str, picked: int, parsed: bool) -> None:
+    from e2c.tts.methods import judge_pick
+
+    got = judge_pick(_ctx(scripted(["add "], judge=reply)), ["p1", "p2", "p3"])
+    assert tuple(got[:2]) == (picked, parsed)
+
+
+def test_scorer_reads_the_rating_not_the_scale_cpu() -> None:
+    from e2c.tts.methods import score_texts
+
+    replies = {
+        "a": "On a scale of 1 to 10, I'd rate this plan an 8.",
+        "b": "no idea",
+        "c": "<think>1</think>9",
+    }
+    gen = scripted(
+        ["add "], score=lambda p: next(v for k, v in replies.items() if f"Partial plan:\n{k}" in p)
+    )
+    assert score_texts(_ctx(gen), ["a", "b", "c"], "plan", "t") == [8.0, 5.0, 9.0]

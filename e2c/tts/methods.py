@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
+from e2c.chain import E2C, THINK
+from e2c.rewards.extract import last_boxed
 from e2c.tts.base import Candidate, Context, register, weighted_vote
 
 # ------------------------------------------------------------------------------------------- building blocks
@@ -50,33 +52,109 @@ def execute(ctx: Context, plans: list[str], tag: str = "execute") -> list[Candid
     return cands
 
 
-def first_int(text: str, lo: int, hi: int) -> int | None:
-    """The first integer in ``text`` within ``[lo, hi]``."""
-    for m in re.finditer(r"\d+", text):
-        v = int(m.group())
-        if lo <= v <= hi:
-            return v
-    return None
+class ReplyInt(NamedTuple):
+    """A number read from a judge's or scorer's reply: ``value`` (None when the reply names none) and
+    ``ambiguous`` (a guess: a long reply with several candidate numbers and no clear statement)."""
+
+    value: int | None
+    ambiguous: bool
 
 
-def judge_pick(ctx: Context, plans: list[str], tag: str = "judge") -> tuple[int, bool]:
-    """Ask the model which plan is best; returns (index, whether its reply named one). An unreadable
-    reply falls back to the first plan."""
+# A number as a reply writes it: not part of a word or a longer number ("Qwen3", "8B", "1,000", "3%"),
+# and not a denominator ("/10"); a decimal rating ("7.5") is one number.
+_NUM = r"\d{1,9}(?:\.\d{1,9})?"
+_REPLY_NUM = re.compile(rf"(?<![\w.,/]){_NUM}(?![\w%]|[.,]\d)")
+# The scale the question set ("on a scale of 1 to 10", "out of 10", "1-3", "between 1 and 10"): its ends
+# are not the answer, and a last-number rule would otherwise read the 10 of "8 on a scale of 1 to 10".
+_SCALE = re.compile(
+    rf"(?i)\bout\s+of\s+{_NUM}|\bbetween\s+{_NUM}\s+and\s+{_NUM}|(?<![\w.]){_NUM}\s*(?:-|–|\bto\b)\s*{_NUM}"
+)
+# An explicit statement of the pick or rating ("I choose Plan 3", "Plan 2 is better", "answer: 2",
+# "rate this plan an 8"): the last one wins over numbers mentioned after it ("... than Plan 1").
+_STATEMENT = re.compile(
+    rf"(?i)(?:\b(?:answer|choice|pick|rating|score|verdict)\s*(?:is|:|=|would\s+be)\s*"
+    rf"|\b(?:choose|pick|select|prefer|recommend|go\s+with)\s+"
+    rf"|\brate\s+(?:it|this|that|them)(?:\s+plan|\s+solution|\s+one)?\s+(?:as\s+)?(?:an?\s+)?)"
+    rf"(?:plan\s*#?\s*)?\**({_NUM})(?![\w%]|[.,]\d)"
+    rf"|\bplan\s*#?\s*({_NUM})\**\s+(?:is|seems|looks|appears)\s+(?:to\s+be\s+)?(?:the\s+)?"
+    rf"(?:best|better|most|strongest|stronger|optimal|preferable|superior|correct|right)"
+)
+# Where the reply itself starts: after a closed thinking block or E2C exploration (the model's own
+# planning, full of list numbers and plan names); an unclosed one means the reply never came. The tags
+# are the chain module's (a thinking model's and the release's), as every other reader of them uses.
+_THINKING = ((THINK.explore_open, THINK.explore_close), (E2C.explore_open, E2C.explore_close))
+_TAGS = re.compile("|".join(re.escape(t) for t in dict.fromkeys((*THINK.tags, *E2C.tags)) if t))
+LONG_REPLY_WORDS = 20
+
+
+def _as_int(num: str) -> int:
+    """A number token as an integer; a decimal rounds half up (a "7.5" rating is 8, not 7 or 5)."""
+    return int(float(num) + 0.5)
+
+
+def reply_text(text: str) -> str | None:
+    """The reply proper: the text after the last closing thinking/exploration tag, other tags removed;
+    None when a thinking block or exploration is still open (the model never got to its reply)."""
+    for opener, closer in _THINKING:
+        if closer in text:
+            text = text.rsplit(closer, 1)[1]
+        elif opener in text:
+            return None
+    return _TAGS.sub(" ", text)
+
+
+def read_reply_int(text: str, lo: int, hi: int) -> ReplyInt:
+    """The number in ``[lo, hi]`` a judge's or scorer's reply gives as its answer.
+
+    Thinking (``<think>...</think>``) and an E2C exploration are dropped first, as are the tags; the scale
+    the prompt named ("1 to 10", "out of 10", "/10") is not a candidate. Then, in order: the last boxed
+    number in range, the last explicit statement ("I choose Plan 3", "Plan 2 is better than Plan 1",
+    "rate this plan an 8"), else the last number in range (a reasoned reply ends with its verdict; the
+    first number is usually a restated scale or plan name). ``value`` is None when the reply holds no
+    number in range (callers fall back and report it unparsed); ``ambiguous`` is True when the value is
+    that last-number guess in a long reply (over ``LONG_REPLY_WORDS`` words) naming several different
+    numbers in range.
+    """
+    body = reply_text(text) if isinstance(text, str) else None
+    if body is None:
+        return ReplyInt(None, False)
+
+    def in_range(nums: list[str]) -> list[int]:
+        return [v for v in map(_as_int, nums) if lo <= v <= hi]
+
+    box = last_boxed(body)
+    boxed = in_range(_REPLY_NUM.findall(box)) if box is not None else []
+    if boxed:
+        return ReplyInt(boxed[-1], False)
+    body = _SCALE.sub(" ", body)
+    stated = in_range([a or b for a, b in _STATEMENT.findall(body)])
+    if stated:
+        return ReplyInt(stated[-1], False)
+    found = in_range(_REPLY_NUM.findall(body))
+    if not found:
+        return ReplyInt(None, False)
+    return ReplyInt(found[-1], len(body.split()) > LONG_REPLY_WORDS and len(set(found)) > 1)
+
+
+def judge_pick(ctx: Context, plans: list[str], tag: str = "judge") -> tuple[int, bool, bool]:
+    """Ask the model which plan is best; returns (index, whether its reply named one, whether that was a
+    guess from a long reply naming several plans; :func:`read_reply_int`). An unreadable reply falls back
+    to the first plan."""
     if len(plans) == 1:
-        return 0, True
+        return 0, True, False
     listing = "\n\n".join(f"Plan {i + 1}:\n{p.strip()}" for i, p in enumerate(plans))
     msg = (f"Problem:\n{ctx.question}\n\nCandidate plans for solving it:\n\n{listing}\n\n"
            f"Which plan is most likely to lead to a correct answer? Reply with the plan number only (1-{len(plans)}).")  # fmt: skip
     prompt = ctx.chat(msg)
     s = ctx.settings
     out = ctx.gen.generate([prompt], 1, s.judge_tokens, 0.0, 1.0, None, ctx.seed(tag), role="judge")[0][0]
-    pick = first_int(out.text, 1, len(plans))
-    return (pick - 1, True) if pick is not None else (0, False)
+    pick = read_reply_int(out.text, 1, len(plans))
+    return (pick.value - 1, True, pick.ambiguous) if pick.value is not None else (0, False, False)
 
 
 def score_texts(ctx: Context, partials: list[str], what: str, tag: str) -> list[float]:
     """The model's 1-10 rating of each partial solution or plan (greedy, one batched call; 5 when a reply
-    holds no rating)."""
+    holds no rating; read by :func:`read_reply_int`)."""
     if not partials:
         return []
     msgs = [(f"Problem:\n{ctx.question}\n\nPartial {what}:\n{p.strip() or '(empty)'}\n\n"
@@ -84,7 +162,7 @@ def score_texts(ctx: Context, partials: list[str], what: str, tag: str) -> list[
             for p in partials]  # fmt: skip
     s = ctx.settings
     outs = ctx.gen.generate([ctx.chat(m) for m in msgs], 1, s.judge_tokens, 0.0, 1.0, None, ctx.seed(tag), role="score")  # fmt: skip
-    return [float(v) if (v := first_int(row[0].text, 1, 10)) is not None else 5.0 for row in outs]
+    return [float(v) if (v := read_reply_int(row[0].text, 1, 10).value) is not None else 5.0 for row in outs]
 
 
 def normalize_plan(p: str) -> str:
@@ -167,11 +245,11 @@ def e2c_rp(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]
 @register("e2c_select_lm_judge")
 def e2c_select_lm_judge(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """E2C with an LM judge: K sampled explorations; the model reads them all and names the most
-    promising (its reply is mapped back to a plan by the first number in range; unreadable -> plan 1);
-    only that plan is executed."""
+    promising (its reply is mapped back to a plan by :func:`read_reply_int`; unreadable -> plan 1, with
+    ``judge_parsed`` False; a guess from a long reply -> ``judge_ambiguous``); only that plan is executed."""
     plans = explore(ctx, budget)
-    i, ok = judge_pick(ctx, plans)
-    return execute(ctx, [plans[i]])[0], {"picked": i, "judge_parsed": ok}
+    i, ok, ambiguous = judge_pick(ctx, plans)
+    return execute(ctx, [plans[i]])[0], {"picked": i, "judge_parsed": ok, "judge_ambiguous": ambiguous}
 
 
 @register("e2c_select_semantic_cluster")
@@ -225,7 +303,7 @@ def e2c_react_loop(ctx: Context, budget: int) -> tuple[Candidate | None, dict[st
     rounds run out, the loop falls back to the judge's pick among the unused plans. At most K executions;
     with none accepted, the last execution's answer stands."""
     pool = dedupe_plans(explore(ctx, budget)) or [""]
-    i, _ = judge_pick(ctx, pool)
+    i, _, _ = judge_pick(ctx, pool)
     plan, unused = pool[i], [p for j, p in enumerate(pool) if j != i]
     trace: list[dict[str, Any]] = []
     last: Candidate | None = None
@@ -242,7 +320,7 @@ def e2c_react_loop(ctx: Context, budget: int) -> tuple[Candidate | None, dict[st
             continue
         if not unused:
             break  # stalled with no plan left
-        j, _ = judge_pick(ctx, unused, tag=f"judge{executions}")
+        j, _, _ = judge_pick(ctx, unused, tag=f"judge{executions}")
         plan, rounds = unused.pop(j), 0
     return last, {"plans": len(pool), "executions": executions, "trace": trace}
 
