@@ -289,3 +289,73 @@ def test_verl_entry_takes_choices_as_numpy_arrays() -> None:
     out = compute_score("medqa", text, "B", {"choices": np.array(["Aspirin", "Heparin", "Warfarin"])})
     assert out["acc"] == 1.0 and out["pred"] == "B"
     assert compute_score("medqa", text, "B", {"options": {"A": "Aspirin", "B": "Heparin", "C": None}})["acc"]
+
+
+# ------------------------------------------------------------------------- regressions from the review
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Answer choices: A. Heparin B. Warfarin C. Aspirin D. Clopidogrel.\nAspirin inhibits COX-1.",
+        "Let's analyze the options:\nA) Heparin acts on",
+        "Considering the answer choices: A. Heparin",
+        "The answer is (A)(B)(C)(D)",
+        "The answer is A/B",
+        "The answer is A or B",
+        "We should select B-cell therapy",
+        "Review:\nA. Heparin\nB. Warfarin",  # a restated (or truncated) option list
+    ],
+)
+def test_option_lists_and_hedges_are_not_answers(text: str) -> None:
+    # Was A (or the last listed option): list headers and hedges read as answer statements.
+    assert extract_choice(text, OPTS) == (None, "none")
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [("2ab", "2"), ("2", "2ab"), ("6xy", "6"), ("3 \\text{ million}", "3"), ("3 \\text{ or more}", "3"),
+     ("5 minus the overlap", "5"), ("1000000.5", "1000000"), ("1000000.5", "1000001"),
+     ("123456789.9", "123456789"), ("0", "0.000000001"), ("2.9999999", "3")],
+)  # fmt: skip
+def test_lenient_equalities_are_gone(pred: str, gold: str) -> None:
+    # Were all equal: letters after a number were taken for a unit (or dropped by math-verify), and a
+    # relative/absolute tolerance let non-integers match integers.
+    assert not grade(f"\\boxed{{{pred}}}", gold, fmt=None, timeout=5).correct
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [("5 \\text{ dollars}", "5"), ("1.6 \\mathrm{~cm}", "1.6"), ("12 square units", "12"), ("60 km/h", "60"),
+     ("0.333333", "1/3"), ("3.0", "3"), ("50\\%", "0.5"), ("x=3", "3"), ("2^2", "4")],
+)  # fmt: skip
+def test_units_and_spellings_still_match(pred: str, gold: str) -> None:
+    assert grade(f"\\boxed{{{pred}}}", gold, fmt=None, timeout=5).correct
+
+
+def test_markdown_headings_are_not_gsm8k_answers() -> None:
+    # Was "2. Solve the system" -> 2, and "Conclusion" hid the stated answer.
+    assert extract_answer("#### 1. Set up\n#### 2. Solve the system\nWe get x = 7")[0] is None
+    assert extract_answer("#### Conclusion\nThe final answer is 5.") == ("5", "phrase")
+    assert extract_answer("so\n#### 1,000") == ("1,000", "gsm8k")
+
+
+def test_prefilled_tag_written_twice_is_not_well_formed() -> None:
+    text = "<EXPLORATION>1. plan</EXPLORATION><EXECUTION>\\boxed{1}</EXECUTION>"
+    assert grade(text, "1", prefilled=True).chain_status == "repeated_tags"
+    assert grade(text, "1", prefilled=False).chain_status == "ok"
+
+
+def test_vote_grouping_cost_is_bounded() -> None:
+    from e2c.rewards.vote import answer_classes
+
+    towers = ["2^{2^{2^{2^{2^{2^{2^{2}}}}}}}", "10^{10^{10^{10^{10}}}}", "((10^{100})!)!", "(x+1)^{100000}"]
+    t = time.perf_counter()
+    classes = answer_classes([*towers, "3", "3.0"], [False] * 6)
+    assert time.perf_counter() - t < 10.0  # two timed-out checks, then the in-process path only
+    assert classes[4] == classes[5] and len(set(classes[:4])) == 4
+
+
+def test_verl_entry_reports_unreadable_references() -> None:
+    from e2c.rewards import compute_score
+
+    out = compute_score("gsm8k", "x</EXPLORATION><EXECUTION>\\boxed{2}</EXECUTION>", "")
+    assert out["score"] == 0.0 and out["unparseable_gold"] == 1.0 and out["error"] == 0.0

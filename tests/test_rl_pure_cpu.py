@@ -156,7 +156,10 @@ def test_stage_configs_compose_with_paper_settings_cpu(algo: str) -> None:
     if algo == "dapo":
         assert (actor.clip_ratio_low, actor.clip_ratio_high, actor.loss_agg_mode) == (0.2, 0.28, "token-mean")
         assert not actor.use_kl_loss and not s2.algorithm.use_kl_in_reward
-        assert s2.algorithm.filter_groups.enable and s2.algorithm.filter_groups.metric == "acc"
+        # Stage 1 filters on accuracy; stage 2 on the reward, which carries the plan bonus (was "acc" there,
+        # which dropped every all-correct group although their adherence rewards differ).
+        assert s1.algorithm.filter_groups.metric == "acc"
+        assert s2.algorithm.filter_groups.enable and s2.algorithm.filter_groups.metric == "reward"
         assert s2.reward.reward_kwargs.overlong_buffer_cfg.enable
     else:
         assert not s2.algorithm.get("filter_groups", {}).get("enable", False)

@@ -189,6 +189,9 @@ def prediction_lines(
         options=[options_of(record)] * len(chains),
         fmt=fmt,
         timeout=cfg.grade_timeout,
+        # Responses are continuations after the prompt: with the tag prefilled, a response that writes
+        # it again has it twice (not well formed); without, the model must write it.
+        prefilled=fmt.prefill_assistant,
     )
     return [
         {

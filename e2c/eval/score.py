@@ -25,7 +25,7 @@ from typing import Any
 from e2c.chain import FORMATS, get_format
 from e2c.cli import ArgumentParser, UserError, fail
 from e2c.data.io import read_rows
-from e2c.rewards.grader import KINDS, GradeResult, grade_many
+from e2c.rewards.grader import KINDS, GradeResult, as_options, grade_many
 
 _MISSING = object()
 
@@ -82,7 +82,7 @@ def score_file(
         responses.append(_as_response(r))
         golds.append(g)
         o = get_path(row, options_key)
-        opts.append(o if isinstance(o, dict) else None)
+        opts.append(as_options(None if o is _MISSING else o))
     fmt = None if chain_format == "none" else get_format(chain_format)
     results = grade_many(
         responses,

@@ -112,12 +112,16 @@ _GSM_RE = re.compile(r"####\s*+([^\n]+)")  # possessive: no backtracking over lo
 
 
 def gsm8k_answer(text: str) -> str | None:
-    """The text after the last ``####`` marker (GSM8K's reference format), or None."""
-    found = _GSM_RE.findall(text)
-    if not found:
-        return None
-    ans = found[-1].strip().rstrip(".")
-    return ans or None
+    """The answer after the last ``####`` marker (GSM8K's reference format), or None.
+
+    Only a single token that is not a plain word counts (``#### 42``, ``#### 1,000``, ``#### x=5``): a
+    Markdown heading (``#### 2. Solve the system``, ``#### Conclusion``) is not an answer.
+    """
+    for found in reversed(_GSM_RE.findall(text)):
+        ans = found.strip().rstrip(".")
+        if ans and len(ans.split()) == 1 and not ans.isalpha():
+            return ans
+    return None
 
 
 # The phrase's head only; where the answer ends is found by hand below. (A lazy ``(.+?)\s*(?:$|\n|\.)``

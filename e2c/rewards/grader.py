@@ -81,6 +81,7 @@ def grade(
     plan_bonus: bool = False,
     fallback_number: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
+    prefilled: bool | None = None,
 ) -> GradeResult:
     """Grade one response against a reference answer.
 
@@ -97,6 +98,8 @@ def grade(
         fallback_number: accept the last number of the text when no explicit answer is found (for
             grading reference solutions; off for model output).
         timeout: hard bound, in seconds, on the symbolic check.
+        prefilled: the response continues a prefilled opening tag (``True``: a response that starts with
+            the tag again has it twice and is not well formed), or not (``False``); ``None`` infers it.
 
     The answer is read from :attr:`e2c.chain.ParsedChain.answer_region`: the execution whenever the
     chain has one, else the text after a closed exploration, else the whole text. Never raises on model
@@ -106,7 +109,7 @@ def grade(
     if kind not in KINDS:
         raise ValueError(f"unknown answer kind {kind!r}; valid: {', '.join(KINDS)}")
     try:
-        return _grade(response, gold, kind, options, fmt, plan_bonus, fallback_number, timeout)
+        return _grade(response, gold, kind, options, fmt, plan_bonus, fallback_number, timeout, prefilled)
     except Exception as e:  # a grader bug must cost one sample, never a file or an RL step
         return GradeResult(
             score=0.0,
@@ -128,11 +131,12 @@ def _grade(
     plan_bonus: bool,
     fallback_number: bool,
     timeout: float,
+    prefilled: bool | None = None,
 ) -> GradeResult:
     if not isinstance(response, str):
         response = "" if response is None else str(response)
     options = as_options(options)
-    parsed = fmt.parse(response) if fmt is not None else None
+    parsed = fmt.parse(response, prefilled) if fmt is not None else None
     region = parsed.answer_region if parsed is not None else response
     status = parsed.status if parsed is not None else "unparsed"
 

@@ -29,9 +29,25 @@ _STRIP_CMDS = re.compile(r"\\(?:left|right|displaystyle|!|,|;|:|quad|qquad)(?![a
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf|operatorname)\{([^{}]*)\}")
 _DEGREE = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree")
 _ASSIGN = re.compile(r"^[a-zA-Z]\s*=\s*(?!=)(.+)$")
-_UNIT_TAIL = re.compile(
-    r"^(-?[\d.,/]+)\s*(?:\\(?:mathrm|text)\{\s*~?[a-zA-Z ]+\}|~?[a-zA-Z]{2,}(?:\s+[a-zA-Z]+)*)$"
+# A unit after a number: one or two words, set off by a space (or by \text{}/\mathrm{}), e.g. "5 dollars",
+# "1.6 \mathrm{~cm}", "12 square units". Glued letters ("2ab", "2pi") are algebra, not units, and words
+# that change the value or hedge ("3 million", "3 or more", "5 minus ...") are never a unit.
+_UNIT_TAIL = re.compile(r"^(-?[\d.,/]+)\s+([a-zA-Z]{2,}(?:/[a-zA-Z]+)?(?:\s+[a-zA-Z]{2,})?)\s*\.?$")
+_NOT_UNITS = frozenset(
+    "million millions billion billions trillion thousand thousands hundred hundreds dozen dozens percent "
+    "times more less fewer minus plus or and to than over per of squared cubed pi".split()
 )
+_UNIT_WRAP = re.compile(r"\\(?:text|mathrm|textrm|mbox)\{([^{}]*)\}")
+
+
+def strip_unit(s: str) -> str:
+    """``s`` without a trailing unit (see the rule above); unchanged when there is none."""
+    t = _UNIT_WRAP.sub(r" \1", str(s)).replace("~", " ").replace("\\,", " ").replace("\\ ", " ")
+    t = t.replace("\\$", "").replace("$", "").strip()
+    m = _UNIT_TAIL.match(t)
+    if not m or any(w.lower() in _NOT_UNITS for w in re.split(r"[\s/]+", m.group(2))):
+        return s
+    return m.group(1)
 
 
 def normalize(s: str) -> str:
@@ -106,10 +122,7 @@ def to_number(s: str) -> tuple[Fraction, bool] | None:
 
 def _plain_number_text(s: str) -> tuple[str, bool] | None:
     """The numeric text of a plain number answer (units, percent sign, separators removed)."""
-    s = normalize(s)
-    unit = _UNIT_TAIL.match(s)
-    if unit:
-        s = unit.group(1)
+    s = normalize(strip_unit(s))
     percent = False
     if s.endswith("\\%") or s.endswith("%"):
         percent = True
@@ -134,17 +147,17 @@ def huge_literal(s: str) -> Decimal | None:
 
 
 _REL_TOL = Fraction(1, 10**6)
-_ABS_TOL = Fraction(1, 10**9)
 
 
 def _close(a: Fraction, b: Fraction) -> bool:
-    """Equal, or (unless both are integers) within a relative 1e-6 / absolute 1e-9, computed exactly:
-    no float conversion, which overflows on huge values and loses small ones."""
+    """Equal; or, when neither is an integer, within a relative 1e-6 (``0.333333`` for ``1/3``), computed
+    exactly (no float conversion, which overflows on huge values). An integer matches only itself:
+    ``1000000.5`` is not ``1000000``, and ``0.000000001`` is not ``0``."""
     if a == b:
         return True
-    if a.denominator == 1 and b.denominator == 1:
-        return False  # distinct integers never match, however large
-    return abs(a - b) <= max(_REL_TOL * max(abs(a), abs(b)), _ABS_TOL)
+    if a.denominator == 1 or b.denominator == 1:
+        return False
+    return abs(a - b) <= _REL_TOL * max(abs(a), abs(b))
 
 
 def _quick_decide(pred: str, gold: str) -> tuple[bool, str] | None:
@@ -152,6 +165,11 @@ def _quick_decide(pred: str, gold: str) -> tuple[bool, str] | None:
     if normalize(pred) == normalize(gold):
         return True, "string"
     a, b = to_number(pred), to_number(gold)
+    other = pred if a is None else gold
+    if (a is None) != (b is None) and huge_literal(other) is None and _free_letters(other):
+        # A number against an answer with a variable or words in it ("2ab", "3 or more", "3 million"):
+        # math-verify drops such letters and would call them equal.
+        return False, "numeric"
     if a is None or b is None:
         ha, hb = huge_literal(pred), huge_literal(gold)
         if ha is not None or hb is not None:
@@ -169,6 +187,18 @@ def _quick_decide(pred: str, gold: str) -> tuple[bool, str] | None:
     # One side is a percent: "50%" equals both "0.5" and "50".
     pct, other = (va, vb) if pa else (vb, va)
     return _close(pct / 100, other) or _close(pct, other), "numeric"
+
+
+_FREE_LETTERS = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]+")
+
+
+def _free_letters(s: str) -> bool:
+    """Whether ``s`` (after the unit rule) has letters that are not part of a LaTeX command."""
+    try:
+        t = normalize(strip_unit(s))
+    except Exception:
+        return False
+    return bool(_FREE_LETTERS.search(t))
 
 
 def _as_decimal(v: Fraction) -> Decimal | None:

@@ -13,13 +13,17 @@ from e2c.rewards.extract import boxed_contents, final_answer_phrase
 LETTERS = "ABCDEFGHIJ"
 
 # An explicit answer statement: "the answer is (B)", "Answer: B", "correct option is B", "I choose B".
-# A bare mention ("Option A is wrong because ...") is not an answer and never counts. Quantifiers are
-# possessive so that long runs of spaces or brackets cannot make the search quadratic.
+# A bare mention ("Option A is wrong because ...") or a list header ("Answer choices: A. ...", "options:")
+# is not an answer and never counts; a hedge ("A/B", "A or B", "(A)(B)") is no statement either.
+# Quantifiers are possessive so that long runs of spaces or brackets cannot make the search quadratic.
 _STATEMENT = re.compile(
-    r"(?:\b(?i:answer|choice|option)s?\s*+(?i:is|:|=|would\s++be|should\s++be|will\s++be)"
+    r"(?:\b(?i:answer)\s*+(?i:is|:|=|would\s++be|should\s++be|will\s++be)"
+    r"|\b(?i:option|choice)\s*+(?i:is|would\s++be|should\s++be|will\s++be)"
     r"|\b(?i:choose|select|pick|go\s++with))"
-    r"\s*+:?\s*+(?i:option\s++|choice\s++)?[\(\[\*]*+\s*+([A-J])\s*+[\)\]\*]*+(?![A-Za-z0-9])"
+    r"\s*+:?\s*+(?i:option\s++|choice\s++)?[\(\[\*]*+\s*+([A-J])\s*+[\)\]\*]*+"
+    r"(?![A-Za-z0-9\-/])(?!\s*+(?:/|,|&|\bor\b|\band\b|\(|\[)\s*+[\(\[]?[A-J](?![A-Za-z0-9]))"
 )
+_OPTION_LINE = re.compile(r"^\s*[\(\[]?[A-J][\)\].:]\s+\S")
 MAX_LINE_CHARS = 2000
 _BARE = re.compile(r"^[\(\[\*\s]*([A-J])\s*[\)\]\*]*\s*[.:)]?\s*(.*)$", re.DOTALL)
 _TEXT_WRAP = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\{([^{}]*)\}")
@@ -92,7 +96,10 @@ def extract_choice(
     if got:
         return got, "bare"
     lines = [ln for ln in text.strip().splitlines()[-50:] if ln.strip()]
-    if lines and len(lines[-1]) <= MAX_LINE_CHARS:
+    # A last line that restates one option of a list ("C. Warfarin" after "B. Heparin") is an echo of the
+    # options (or a truncated list), not a choice.
+    echo = len(lines) >= 2 and bool(_OPTION_LINE.match(lines[-1])) and bool(_OPTION_LINE.match(lines[-2]))
+    if lines and len(lines[-1]) <= MAX_LINE_CHARS and not echo:
         got = _letter_of(lines[-1], valid, options)
         if got:
             return got, "last_line"

@@ -44,7 +44,8 @@ def compute_score(
 ) -> dict[str, Any]:
     """verl reward: a dict whose ``score`` is the reward and whose other keys become metrics.
 
-    ``extra_info`` may carry ``kind`` (math|mcq), ``options`` (MCQ), ``plan_bonus`` (bool) and
+    ``extra_info`` (or keyword arguments) may carry ``kind`` (math|mcq|countdown), ``options`` or
+    ``choices`` (MCQ), ``plan_bonus`` (bool), ``prefilled`` (bool; see :func:`e2c.rewards.grade`) and
     ``timeout`` (seconds). Never raises on model output.
     """
     info = dict(extra_info or {})
@@ -56,6 +57,7 @@ def compute_score(
         # Not `a or b`: parquet lists arrive as numpy arrays, whose truth value raises.
         options=info["options"] if info.get("options") is not None else info.get("choices"),
         plan_bonus=bool(info.get("plan_bonus", False)),
+        prefilled=None if info.get("prefilled") is None else bool(info["prefilled"]),
         **({"timeout": float(info["timeout"])} if "timeout" in info else {}),
     )
     return {
@@ -66,4 +68,7 @@ def compute_score(
         "well_formed": float(res.chain_status == "ok"),
         "no_answer": float(res.reason == "no_answer"),
         "timeout": float(res.reason == "timeout"),
+        # A reference the grader cannot read scores 0 like a wrong answer: make it visible in the metrics.
+        "unparseable_gold": float(res.reason == "unparseable_gold"),
+        "error": float(res.reason == "error"),
     }

@@ -12,8 +12,9 @@ every answer, right or wrong, is grouped by the grader's own equivalence:
 - an answer-less sample is in no class and does not vote.
 
 Cost is bounded: identical normalised strings are merged without a check, each distinct pair is checked
-at most once per process (an LRU cache), symbolic checks get a short timeout, and after ``max_checks``
-checks per call the remaining answers are grouped by normalised string only.
+at most once per process (an LRU cache), symbolic checks get a 1 s timeout, and after ``max_checks``
+checks or two timed-out checks per call the remaining answers are grouped by the in-process fast path
+(strings and numbers) only (worst case about 4 s per problem however hostile its answers).
 """
 
 from __future__ import annotations
@@ -21,19 +22,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from e2c.rewards.math_equiv import math_equal, normalize
+from e2c.rewards.math_equiv import math_equal, normalize, quick_equal
 
 CORRECT = 0
 """The class id shared by every correct answer."""
 
-VOTE_CHECK_TIMEOUT = 2.0
+VOTE_CHECK_TIMEOUT = 1.0
 MAX_CHECKS = 256
+MAX_TIMEOUTS = 2  # after this many timed-out checks in one call, the rest is grouped by string only
 
 
 @lru_cache(maxsize=65536)
-def _same_math(a: str, b: str, timeout: float) -> bool:
-    # Equivalence is meant to be symmetric; math-verify is not always, so either direction counts.
-    return math_equal(a, b, timeout=timeout)[0] or math_equal(b, a, timeout=timeout)[0]
+def _same_math(a: str, b: str, timeout: float) -> tuple[bool, bool]:
+    """(equal, a check timed out). Equivalence is meant to be symmetric; math-verify is not always, so
+    either direction counts."""
+    ok, how = math_equal(a, b, timeout=timeout)
+    if ok or how == "timeout":
+        return ok, how == "timeout"
+    ok2, how2 = math_equal(b, a, timeout=timeout)
+    return ok2, how2 == "timeout"
+
+
+def _quick(a: str, b: str) -> bool | None:
+    try:
+        return quick_equal(a, b)
+    except Exception:
+        return None
 
 
 def _canon(answer: str, kind: str) -> str:
@@ -70,7 +84,7 @@ def answer_classes(
     out: list[int | None] = []
     reps: list[tuple[str, str]] = []  # (answer, canonical) of each wrong class, class id = index + 1
     by_canon: dict[str, int] = {}
-    checks = 0
+    checks = timeouts = 0
     for ans, ok in zip(answers, corrects, strict=True):
         if ok:
             out.append(CORRECT)
@@ -85,13 +99,18 @@ def answer_classes(
             continue
         found = None
         if kind == "math":
+            # The in-process fast path first (bounded, no worker), then symbolic checks while in budget.
+            found = next((i + 1 for i, (rep, _) in enumerate(reps) if _quick(a, rep)), None)
             for i, (rep, _) in enumerate(reps):
-                if checks >= max_checks:
+                if found is not None or checks >= max_checks or timeouts >= MAX_TIMEOUTS:
                     break
+                if _quick(a, rep) is False:
+                    continue
                 checks += 1
-                if _same_math(a, rep, timeout):
+                same, timed_out = _same_math(a, rep, timeout)
+                timeouts += timed_out
+                if same:
                     found = i + 1
-                    break
         if found is None:
             reps.append((a, c))
             found = len(reps)

@@ -144,7 +144,15 @@ class Context:
         return options_of(self.record)
 
     def grade(self, response: str, plan: str | None = None, weight: float = 1.0) -> Candidate:
-        g = grade(response, self.record.answer, self.record.kind, options=self.options(), fmt=self.fmt)
+        # Responses continue the prefilled tag: one that writes it again has it twice.
+        g = grade(
+            response,
+            self.record.answer,
+            self.record.kind,
+            options=self.options(),
+            fmt=self.fmt,
+            prefilled=self.fmt.prefill_assistant,
+        )
         return Candidate(response, plan, g, weight)
 
     def chain_prompt(self) -> str:
