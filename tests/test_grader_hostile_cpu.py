@@ -359,3 +359,20 @@ def test_verl_entry_reports_unreadable_references() -> None:
 
     out = compute_score("gsm8k", "x</EXPLORATION><EXECUTION>\\boxed{2}</EXECUTION>", "")
     assert out["score"] == 0.0 and out["unparseable_gold"] == 1.0 and out["error"] == 0.0
+
+
+def test_plan_bonus_keeps_correct_above_wrong() -> None:
+    # Was 0.0 for a correct chain whose plan has no numbered steps: the same reward as a wrong answer.
+    from e2c.rewards.grader import PLAN_FLOOR
+
+    unnumbered = "Factor, then sum the roots.</EXPLORATION><EXECUTION>(x-2)(x-3)=0, so \\boxed{5}</EXECUTION>"
+    assert (
+        grade(unnumbered, "5", plan_bonus=True).score
+        == PLAN_FLOOR
+        > grade(unnumbered, "6", plan_bonus=True).score
+    )
+    followed = (
+        "1. Factor the quadratic.\n2. Sum the roots.</EXPLORATION><EXECUTION>Step 1: Factor the quadratic: "
+        "(x-2)(x-3).\nStep 2: Sum the roots: 2+3 = \\boxed{5}</EXECUTION>"
+    )
+    assert grade(followed, "5", plan_bonus=True).score == 1.0

@@ -5,8 +5,11 @@ happened: ``correct``, ``wrong``, ``no_answer`` (nothing extractable: counted wr
 (the symbolic check ran past its bound: counted wrong), ``unparseable_gold``, ``error``.
 
 Score (documented, used as the RL reward): 1.0 when correct, else 0.0. With ``plan_bonus`` on (the
-paper's stage-2 setting) a correct answer scores its plan adherence instead, so a correct chain whose
-execution ignores its plan earns less.
+paper's stage-2 setting) a correct answer scores ``PLAN_FLOOR + (1 - PLAN_FLOOR) * adherence``, so a correct
+chain whose execution ignores its plan earns less. Departure from the paper, whose correct answer scores
+the bare adherence: there a correct chain with an unnumbered plan (adherence 0) scored the same 0 as a
+wrong one, so stage 2 could not tell right from wrong on such chains; with the floor a correct answer
+always beats a wrong one.
 """
 
 from __future__ import annotations
@@ -54,6 +57,8 @@ def format_score(parsed: ParsedChain, has_answer: bool) -> float:
     return 0.5 * float(parsed.well_formed) + 0.5 * float(has_answer and parsed.has_execution)
 
 
+PLAN_FLOOR = 0.5
+
 # Longest extracted answer that is compared; a longer "answer" is counted wrong without a check.
 MAX_ANSWER_CHARS = 2000
 
@@ -94,7 +99,8 @@ def grade(
         options: the MCQ options ``{"A": text, ...}`` or a list of choice texts (lets option text count as
             an answer).
         fmt: the chain format to parse; ``None`` grades the raw text with no chain parsing.
-        plan_bonus: score a correct answer by its plan adherence (stage-2 reward).
+        plan_bonus: scale a correct answer's score by its plan adherence, from ``PLAN_FLOOR`` (no plan step
+            carried out) to 1.0 (every step; the stage-2 reward).
         fallback_number: accept the last number of the text when no explicit answer is found (for
             grading reference solutions; off for model output).
         timeout: hard bound, in seconds, on the symbolic check.
@@ -185,7 +191,7 @@ def _grade(
     if parsed is not None:
         adherence = plan_adherence(parsed.exploration, parsed.execution)
         if plan_bonus and correct:
-            score = adherence
+            score = PLAN_FLOOR + (1.0 - PLAN_FLOOR) * adherence
     return GradeResult(
         score=score,
         correct=correct,
