@@ -321,3 +321,47 @@ def test_budget_errors() -> None:
         generate_chains(gen, ["Q"], explore_budget=10, max_tokens=10)
     with pytest.raises(ValueError, match="max_tokens must be >= 1"):
         gen.generate(["Q"], max_tokens=0)
+
+
+class ForceToken:
+    """A causal LM whose ``at``-th generated token is forced to ``token`` (every row): stands in for a
+    model that ends its turn with an EOS its generation config lists but its tokenizer does not."""
+
+    def __init__(self, model, token: int, at: int) -> None:
+        self.model, self.token, self.at, self.calls = model, token, at, 0
+
+    def __getattr__(self, name: str):
+        return getattr(self.model, name)
+
+    def eval(self) -> ForceToken:
+        self.model.eval()
+        return self
+
+    def __call__(self, **kw):
+        out = self.model(**kw)
+        if self.calls == self.at:  # call 0 (the prompt) gives token 0's logits, call k token k's
+            out.logits[:, -1, self.token] = out.logits.max() + 1e4
+        self.calls += 1
+        return out
+
+
+def test_hf_stops_on_generation_config_eos(tiny_path: str) -> None:
+    """A Qwen3 generation config lists <|endoftext|> as an EOS besides the tokenizer's <|im_end|>; vLLM and
+    the RL rollouts stop on it, so must the hf backend (review fix C)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from e2c.generation.hf import HFGenerator
+
+    tok = AutoTokenizer.from_pretrained(tiny_path)
+    model = AutoModelForCausalLM.from_pretrained(tiny_path)
+    end = tok.convert_tokens_to_ids("<|endoftext|>")
+    assert end != tok.eos_token_id
+    model.generation_config.eos_token_id = [tok.eos_token_id, end]
+    free = HFGenerator(model, tok).generate(["What is 2+3?"], n=2, max_tokens=12, temperature=0.0)[0]
+    assert all(end not in c.token_ids for c in free)  # the forced token is the only way it appears
+    out = HFGenerator(ForceToken(model, end, at=3), tok).generate(["What is 2+3?"], n=2, max_tokens=12, temperature=0.0)[0]  # fmt: skip
+    for c, ref in zip(out, free, strict=True):
+        assert c.finish_reason == "stop" and c.stop_reason is None
+        assert c.token_ids == [*ref.token_ids[:3], end] and c.num_tokens == 4  # kept in the ids, like vLLM
+        assert c.text == tok.decode(ref.token_ids[:3], skip_special_tokens=False)
+        assert "<|endoftext|>" not in c.text

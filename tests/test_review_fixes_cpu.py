@@ -92,3 +92,20 @@ def test_mcq_rl_rows_keep_a_letter_gold_and_the_options_through_parquet(tmp_path
 def test_mcq_rl_rows_with_an_unreadable_gold_are_dropped_and_counted(row: dict, reason: str) -> None:
     rows, dropped = paper.rl_rows([row])
     assert rows == [] and dropped == {reason: 1}
+
+
+# ------------------------------------------------------------------------- C: one set of EOS ids
+
+
+def test_every_id_stopping_path_uses_the_shared_eos_ids() -> None:
+    """The hf generator, the RL agent loop, the hf rollout and the reward manager's decode all take their
+    EOS ids from one function (tokenizer + generation config), so a sample ends on the same ids in each."""
+    from types import SimpleNamespace
+
+    from e2c.generation import base, hf
+    from e2c.rl import agent_loop, hf_rollout, reward
+
+    assert hf.eos_ids is agent_loop.eos_ids is hf_rollout.eos_ids is reward.eos_ids is base.eos_ids
+    qwen_tok, qwen_cfg = SimpleNamespace(eos_token_id=151645), SimpleNamespace(eos_token_id=[151645, 151643])
+    assert base.eos_ids(qwen_tok, qwen_cfg) == {151645, 151643}
+    assert base.eos_ids(qwen_tok, None) == base.eos_ids(qwen_tok, SimpleNamespace()) == {151645}

@@ -100,6 +100,23 @@ class StopSpec:
     eos_ids: set[int] = field(default_factory=set)
 
 
+def eos_ids(tokenizer: Any, generation_config: Any = None) -> frozenset[int]:
+    """Token ids that end a generation: the tokenizer's EOS and the model's generation-config EOS ids.
+
+    Qwen3's generation config lists ``<|endoftext|>`` next to the tokenizer's ``<|im_end|>``; vLLM stops on
+    both, so every backend and rollout that stops by id asks this one function (the hf generator, the RL
+    agent loop and hf rollout, the reward manager's decode), and a sample ends on the same ids everywhere.
+    Either argument may be None or have no ``eos_token_id``; a list of ids is accepted for both.
+    """
+    ids: set[int] = set()
+    for source in (tokenizer, generation_config):
+        value = getattr(source, "eos_token_id", None) if source is not None else None
+        for i in value if isinstance(value, (list, tuple)) else [value]:
+            if i is not None:
+                ids.add(int(i))
+    return frozenset(ids)
+
+
 def split_stops(tokenizer: Any, stop: Sequence[str] | None, eos_ids: Sequence[int | None] = ()) -> StopSpec:
     """Match a stop string by token id when it is one added special token, else as text.
 

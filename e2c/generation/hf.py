@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from e2c.generation.base import Completion, StopSpec, Usage, check_args, finish, split_stops
+from e2c.generation.base import Completion, StopSpec, Usage, check_args, eos_ids, finish, split_stops
 
 
 def cpu_has_bf16() -> bool:
@@ -66,6 +66,8 @@ class HFGenerator:
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.batch_size = max(1, int(batch_size))
+        # The loaded model's generation-config EOS ids too, as vLLM and the RL rollouts stop on them.
+        self.eos_ids = eos_ids(tokenizer, getattr(model, "generation_config", None))
         self.usage = Usage()
 
     def _decode(self, ids: list[int]) -> str:
@@ -85,14 +87,14 @@ class HFGenerator:
 
         check_args(n, max_tokens, temperature, top_p)
         tok = self.tokenizer
-        stops = split_stops(tok, stop, [tok.eos_token_id])
+        stops = split_stops(tok, stop, sorted(self.eos_ids))
         encoded = [tok.encode(p, add_special_tokens=False) for p in prompts]
         order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
         per_batch = max(1, self.batch_size // n)
         out: list[list[Completion]] = [[] for _ in prompts]
         if seed is not None:
             torch.manual_seed(seed)
-        drop = {tok.pad_token_id, tok.eos_token_id}
+        drop = {tok.pad_token_id, *self.eos_ids}
         for start in range(0, len(order), per_batch):
             batch = order[start : start + per_batch]
             rows = self._decode_batch([encoded[i] for i in batch], n, max_tokens, temperature, top_p, stops)

@@ -36,6 +36,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutp
 from verl.utils.profiler import simple_timer
 
 from e2c.chain import get_format
+from e2c.generation.base import eos_ids  # also imported from here by e2c.rl.reward
 from e2c.rl import registry
 
 logger = logging.getLogger(__name__)
@@ -97,18 +98,6 @@ def join_phases(
     if lps is not None:
         lps += list(execute_lps) if execute_lps is not None else [0.0] * len(execute_ids)
     return ids, mask, lps, forced
-
-
-def eos_ids(tokenizer: Any, generation_config: Any = None) -> frozenset[int]:
-    """Token ids that end a generation: the tokenizer's EOS and the model's generation-config EOS ids (vLLM and
-    the ``hf`` rollout stop on both)."""
-    ids: set[int] = set()
-    for source in (tokenizer, generation_config):
-        value = getattr(source, "eos_token_id", None) if source is not None else None
-        for i in value if isinstance(value, (list, tuple)) else [value]:
-            if i is not None:
-                ids.add(int(i))
-    return frozenset(ids)
 
 
 @functools.lru_cache(maxsize=8)

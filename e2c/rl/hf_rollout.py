@@ -26,6 +26,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from e2c.generation.base import eos_ids
+
 logger = logging.getLogger(__name__)
 
 ROLLOUT_NAME = "hf"
@@ -82,12 +84,8 @@ class HFRolloutServer:
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = self.tokenizer.eos_token_id
-        eos = self.tokenizer.eos_token_id
-        gen_eos = getattr(self.model.generation_config, "eos_token_id", None)
-        ids = set(eos if isinstance(eos, list) else [eos]) | set(
-            gen_eos if isinstance(gen_eos, list) else ([gen_eos] if gen_eos is not None else [])
-        )
-        self.stop_ids = frozenset(i for i in ids if i is not None)
+        # The same ids the hf generator, the agent loop and vLLM stop on (tokenizer + generation config).
+        self.stop_ids = eos_ids(self.tokenizer, self.model.generation_config)
         self.response_length = int(self.config.response_length)
         self.max_model_len = int(
             self.config.max_model_len or (self.config.prompt_length + self.config.response_length)
