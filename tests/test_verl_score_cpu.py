@@ -33,7 +33,8 @@ def test_loaded_by_verl() -> None:
     out = fn("openai/gsm8k", GOOD, "42", {})
     assert out["score"] == 1.0 and out["acc"] == 1.0 and out["well_formed"] == 1.0
     half = GOOD.replace("Step 2: Report the sum: ", "Then: ")
-    assert fn("openai/gsm8k", half, "42", {})["score"] == 0.5  # plan bonus: one of two steps carried out
+    # plan bonus: one of two steps carried out -> 0.5 + 0.5 x 1/2 (a correct answer never scores below 0.5)
+    assert fn("openai/gsm8k", half, "42", {})["score"] == 0.75
 
 
 def test_metrics_and_kinds() -> None:
