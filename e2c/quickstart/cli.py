@@ -1,0 +1,343 @@
+"""``python -m e2c.quickstart`` (``bash scripts/quickstart.sh``): the command line and the stage runner.
+
+    bash scripts/quickstart.sh                    # the embedded SmolLM2-135M, everything, outputs/quickstart
+    bash scripts/quickstart.sh --fast             # the tiny test model at tiny sizes (a few minutes)
+    bash scripts/quickstart.sh --from sft         # redo SFT and every stage after it
+    bash scripts/quickstart.sh --sft-lr 1e-4 --from sft
+
+A rerun skips finished stages and resumes the one that was interrupted. The last line printed is one JSON
+object: the report's paths and the headline accuracies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from e2c.cli import ArgumentParser, UserError, fail
+from e2c.quickstart.config import (
+    ETA_SECONDS,
+    FAST,
+    STAGES,
+    Config,
+    resolve_dtype,
+    stage_settings,
+    with_fast,
+)
+from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, select_stages
+from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
+from e2c.quickstart.stages import (
+    Context,
+    read_done,
+    read_started,
+    stage_baseline,
+    stage_data,
+    stage_eval_rl,
+    stage_eval_sft,
+    stage_rl,
+    stage_sft,
+    stage_tts,
+    write_json,
+)
+
+DEFAULTS = Config()
+
+
+def stage_report(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """report.md, report.json and the plots."""
+    from e2c.quickstart.report import write_report
+
+    res = write_report(ctx)
+    rep.say(f"wrote {ctx.out / 'report.md'}", 1.0)
+    return res
+
+
+RUNNERS: dict[str, Callable[[Context, Reporter], dict[str, Any]]] = {
+    "data": stage_data,
+    "baseline": stage_baseline,
+    "sft": stage_sft,
+    "eval_sft": stage_eval_sft,
+    "rl": stage_rl,
+    "eval_rl": stage_eval_rl,
+    "tts": stage_tts,
+    "report": stage_report,
+}
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+def _help(key: str, text: str) -> str:
+    """A help line with the default and, where it differs, the --fast default."""
+    d = getattr(DEFAULTS, key)
+    show = lambda v: " ".join(map(str, v)) if isinstance(v, tuple) else str(v)  # noqa: E731
+    fast = f"; --fast: {show(FAST[key])}" if key in FAST else ""
+    return f"{text} (default: {show(d)}{fast})"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(
+        prog="scripts/quickstart.sh",
+        description="The whole E2C life cycle on one machine: data, baseline eval, SFT, GRPO, evals, TTS, report.",
+        epilog=f"Stages, in order: {', '.join(STAGES)}. Outputs: <out>/<stage>/, <out>/report.md, <out>/report.json.",
+    )
+    a = p.add_argument
+    a("--out", default=None, help=_help("out", "output folder"))
+    a("--model", default=None, help=_help("model", "base model: embedded, tiny, a folder or an HF id"))
+    a(
+        "--fast",
+        action="store_true",
+        help="the same stages on the tiny test model at tiny sizes (a few minutes)",
+    )
+    a(
+        "--from",
+        dest="from_stage",
+        default=None,
+        metavar="STAGE",
+        help=f"redo this stage and every later one; earlier ones are reused ({', '.join(STAGES)}; default: none)",
+    )
+    a("--force", action="store_true", help="redo every stage, discarding earlier results (default: off)")
+    a("--seed", type=int, default=None, help=_help("seed", "seed of data, evaluation, training and TTS"))
+    g = p.add_argument_group("data")
+    g.add_argument("--families", nargs="+", default=None, help=_help("families", "synthetic task families"))
+    g.add_argument("--max-level", type=int, default=None, help=_help("max_level", "highest task level (1-3)"))
+    g.add_argument(
+        "--max-chain-tokens",
+        type=int,
+        default=None,
+        help=_help("max_chain_tokens", "longest exploration + execution kept, in the model's tokens"),
+    )
+    g.add_argument(
+        "--eval-problems", type=int, default=None, help=_help("eval_problems", "held-out synthetic problems")
+    )
+    g.add_argument(
+        "--gsm8k-problems",
+        type=int,
+        default=None,
+        help=_help("gsm8k_problems", "first GSM8K problems of the shared copy (0: none)"),
+    )
+    g.add_argument(
+        "--bench-dir", default=None, help=_help("bench_dir", "folder with gsm8k.jsonl ($E2C_BENCH_DIR)")
+    )
+    g = p.add_argument_group("evaluation (baseline, eval_sft, eval_rl: greedy, one sample)")
+    g.add_argument(
+        "--eval-max-tokens", type=int, default=None, help=_help("eval_max_tokens", "new tokens per chain")
+    )
+    g.add_argument(
+        "--eval-batch", type=int, default=None, help=_help("eval_batch", "sequences per forward batch")
+    )
+    g.add_argument(
+        "--dtype",
+        default=None,
+        help=_help("dtype", "inference dtype: auto (bfloat16 on CPUs with native bf16), float32, bfloat16"),
+    )
+    g = p.add_argument_group("SFT (scripts/e2c_sft.sh)")
+    g.add_argument("--sft-steps", type=int, default=None, help=_help("sft_steps", "optimizer steps"))
+    g.add_argument("--sft-lr", type=float, default=None, help=_help("sft_lr", "learning rate"))
+    g.add_argument("--sft-batch", type=int, default=None, help=_help("sft_batch", "chains per step"))
+    g.add_argument(
+        "--sft-max-length", type=int, default=None, help=_help("sft_max_length", "longest row in tokens")
+    )
+    g = p.add_argument_group("RL (scripts/e2c_rl.sh --stage 2)")
+    g.add_argument("--rl-steps", type=int, default=None, help=_help("rl_steps", "GRPO steps (0: skip RL)"))
+    g.add_argument("--rl-lr", type=float, default=None, help=_help("rl_lr", "learning rate"))
+    g.add_argument("--rl-batch", type=int, default=None, help=_help("rl_batch", "prompts per step"))
+    g.add_argument("--rl-n", type=int, default=None, help=_help("rl_n", "samples per prompt"))
+    g.add_argument(
+        "--rl-response-length",
+        type=int,
+        default=None,
+        help=_help("rl_response_length", "longest sampled response in tokens"),
+    )
+    g = p.add_argument_group("test-time scaling (tts/run_tts.py)")
+    g.add_argument(
+        "--tts-problems", type=int, default=None, help=_help("tts_problems", "held-out problems (0: skip)")
+    )
+    g.add_argument(
+        "--tts-budgets", type=int, nargs="+", default=None, help=_help("tts_budgets", "K/N values")
+    )
+    g.add_argument("--tts-methods", nargs="+", default=None, help=_help("tts_methods", "methods"))
+    g.add_argument(
+        "--tts-explore-tokens",
+        type=int,
+        default=None,
+        help=_help("tts_explore_tokens", "exploration token limit"),
+    )
+    g.add_argument(
+        "--tts-execute-tokens",
+        type=int,
+        default=None,
+        help=_help("tts_execute_tokens", "execution token limit (whole chains: both limits added)"),
+    )
+    return p  # fmt: skip
+
+
+CONFIG_FLAGS = ("out", "model", "seed", "families", "max_level", "max_chain_tokens", "eval_problems",
+                "gsm8k_problems", "bench_dir", "eval_max_tokens", "eval_batch", "dtype", "sft_steps", "sft_lr",
+                "sft_batch", "sft_max_length", "rl_steps", "rl_lr", "rl_batch", "rl_n", "rl_response_length",
+                "tts_problems", "tts_budgets", "tts_methods", "tts_explore_tokens", "tts_execute_tokens")  # fmt: skip
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    """The run's Config: defaults, then the --fast preset, then every flag given explicitly."""
+    given = {k: getattr(args, k) for k in CONFIG_FLAGS if getattr(args, k) is not None}
+    given = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
+    cfg = with_fast(DEFAULTS, set(given)) if args.fast else DEFAULTS
+    cfg = replace(cfg, **given)
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: Config) -> None:
+    """One UserError line for a setting out of range."""
+    from e2c.data.synthetic.families import FAMILIES
+    from e2c.tts import METHODS
+
+    bad = [f for f in cfg.families if f not in FAMILIES]
+    if bad:
+        raise UserError(f"--families: unknown family {bad[0]!r}; valid: {', '.join(FAMILIES)}")
+    bad = [m for m in cfg.tts_methods if m not in METHODS]
+    if bad:
+        raise UserError(f"--tts-methods: unknown method {bad[0]!r}; valid: {', '.join(METHODS)}")
+    if not 1 <= cfg.max_level <= 3:
+        raise UserError(f"--max-level must be 1, 2 or 3, got {cfg.max_level}")
+    positive = ("max_chain_tokens", "eval_problems", "eval_max_tokens", "eval_batch", "sft_steps", "sft_batch",
+                "sft_max_length", "rl_batch", "rl_n", "rl_response_length", "tts_explore_tokens",
+                "tts_execute_tokens")  # fmt: skip
+    for k in positive:
+        if getattr(cfg, k) < 1:
+            raise UserError(f"--{k.replace('_', '-')} must be at least 1, got {getattr(cfg, k)}")
+    for k in ("gsm8k_problems", "rl_steps", "tts_problems"):
+        if getattr(cfg, k) < 0:
+            raise UserError(f"--{k.replace('_', '-')} must be 0 (skip) or more, got {getattr(cfg, k)}")
+    if any(b < 1 for b in cfg.tts_budgets):
+        raise UserError(f"--tts-budgets must be positive, got {list(cfg.tts_budgets)}")
+    if cfg.sft_lr <= 0 or cfg.rl_lr <= 0:
+        raise UserError("--sft-lr and --rl-lr must be positive")
+    if cfg.dtype not in ("auto", "float32", "bfloat16", "float16"):
+        raise UserError(f"--dtype {cfg.dtype!r}; valid: auto, float32, bfloat16, float16")
+
+
+# ------------------------------------------------------------------------------------------------ runner
+def stage_states(ctx: Context) -> dict[str, StageState]:
+    return {s: StageState(read_done(ctx.dir(s)), read_started(ctx.dir(s))) for s in STAGES}
+
+
+def wipe_stage(ctx: Context, stage: str) -> None:
+    """Remove a stage's folder (and, for the report, the report files), to start it from scratch."""
+    d = ctx.dir(stage)
+    if d.exists():
+        shutil.rmtree(d)
+    if stage == "report":
+        for name in ("report.md", "report.json"):
+            (ctx.out / name).unlink(missing_ok=True)
+
+
+def run_stage(ctx: Context, stage: str, action: str, state: StageState, index: int) -> dict[str, Any]:
+    """Run one stage (fresh, or resuming its half-run folder), then write its DONE.json."""
+    settings = stage_settings(ctx.cfg, stage)
+    d = ctx.dir(stage)
+    if action == "redo" or state.started is None:
+        wipe_stage(ctx, stage)
+    elif action == "run":
+        print(f"[quickstart {index}/{len(STAGES)} {stage}] resuming the interrupted run in {d}", flush=True)
+    d.mkdir(parents=True, exist_ok=True)
+    write_json(d / "STARTED.json", settings)
+    earlier = _attempt_seconds(d)
+    rep = Reporter(stage, index, len(STAGES), ETA_SECONDS[ctx.cfg.fast].get(stage, 60))
+    rep.say("starting")
+    try:
+        result = RUNNERS[stage](ctx, rep)
+    except (KeyboardInterrupt, SystemExit):
+        _add_attempt(d, rep.elapsed)  # interrupted: its time counts towards the resumed stage's duration
+        raise
+    seconds = round(earlier + rep.elapsed, 1)
+    done = {"stage": stage, "settings": settings, "seconds": seconds,
+            "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"), **result}  # fmt: skip
+    write_json(d / "DONE.json", done)
+    rep.say(f"done in {fmt_seconds(seconds)}", 1.0)
+    return done
+
+
+def _attempt_seconds(d: Path) -> float:
+    try:
+        return float(sum(json.loads((d / "attempts.json").read_text())))
+    except (OSError, ValueError, TypeError):
+        return 0.0
+
+
+def _add_attempt(d: Path, seconds: float) -> None:
+    """Remember the time an interrupted attempt spent, so a resumed stage reports its whole duration."""
+    try:
+        before = json.loads((d / "attempts.json").read_text())
+    except (OSError, ValueError):
+        before = []
+    write_json(d / "attempts.json", [*before, round(seconds, 1)])
+
+
+def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
+    """Plan (refusing bad input before anything is changed), then run the stages in order."""
+    out = Path(cfg.out).expanduser()
+    out = (out if out.is_absolute() else Path.cwd() / out).resolve()
+    ctx = Context(cfg, out)
+    if from_stage is not None:
+        check_stage_name(from_stage)
+    states = stage_states(ctx)
+    wanted = {s: stage_settings(cfg, s) for s in STAGES}
+    actions = select_stages(states, wanted, from_stage, force)
+    check_inputs(actions, states)
+    out.mkdir(parents=True, exist_ok=True)
+    for s in STAGES:  # a stage to be redone is no longer complete, whatever happens next
+        if actions[s] == "redo":
+            (ctx.dir(s) / "DONE.json").unlink(missing_ok=True)
+    fresh = {s for s in STAGES if states[s].done is None and states[s].started is None}
+    plan = ", ".join(f"{s} {'run' if s in fresh and actions[s] == 'redo' else actions[s]}" for s in STAGES)
+    print(f"[quickstart] {out}: model {cfg.model}{' (--fast)' if cfg.fast else ''}, dtype "
+          f"{resolve_dtype(cfg.dtype)}; {plan}", flush=True)  # fmt: skip
+    t0 = time.monotonic()
+    last: dict[str, Any] = {}
+    for i, stage in enumerate(STAGES, 1):
+        act = actions[stage]
+        if act == "skip":
+            secs = (states[stage].done or {}).get("seconds")
+            print(
+                f"[quickstart {i}/{len(STAGES)} {stage}] complete from an earlier run ({fmt_seconds(secs)}), skipped"
+            )
+            continue
+        if act == "missing":
+            print(
+                f"[quickstart {i}/{len(STAGES)} {stage}] not run (before --from {from_stage}, never completed)"
+            )
+            continue
+        last[stage] = run_stage(ctx, stage, act, states[stage], i)
+    report = read_done(ctx.dir("report")) or {}
+    print(
+        f"[quickstart] finished in {fmt_seconds(time.monotonic() - t0)}; report: {out / 'report.md'}",
+        flush=True,
+    )
+    return {"report": str(out / "report.md"), "json": str(out / "report.json"),
+            "accuracy": report.get("headline", {})}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = config_from_args(args)
+        summary = run(cfg, args.from_stage, args.force)
+    except UserError as e:
+        fail(str(e))
+    except StageFailed as e:
+        fail(f"{e}; fix it and rerun the same command to resume", 1)
+    except KeyboardInterrupt:
+        fail("interrupted; rerun the same command to resume where it stopped", 130)
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""Settings of a quickstart run: the defaults (embedded SmolLM2-135M on a 2-core CPU), the ``--fast`` preset
+(tiny test model), which settings each stage depends on, and what each stage needs from earlier ones."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+STAGES = ("data", "baseline", "sft", "eval_sft", "rl", "eval_rl", "tts", "report")
+
+# What each stage reads from earlier stages (their DONE.json must exist): a stage whose inputs are missing
+# cannot start, and a stage that runs again makes the stages that read it run again.
+REQUIRES: dict[str, tuple[str, ...]] = {
+    "data": (),
+    "baseline": ("data",),
+    "sft": ("data",),
+    "eval_sft": ("data", "sft"),
+    "rl": ("data", "sft"),
+    "eval_rl": ("data", "rl"),
+    "tts": ("data", "sft", "rl"),
+    "report": ("data",),
+}
+# The report reads every stage's results when they exist, so it is redone when any of them is.
+DEPENDS: dict[str, tuple[str, ...]] = {**REQUIRES, "report": STAGES[:-1]}
+
+DEFAULT_FAMILIES = ("arithmetic", "list_ops", "linear_equation")
+DEFAULT_TTS_METHODS = ("self_consistency", "e2c_sc", "e2c_rp")
+DEFAULT_BENCH_DIR = Path(os.environ.get("E2C_BENCH_DIR", ROOT.parent / "shared" / "data" / "benchmarks"))
+
+# Share of generated problems per split (SFT, RL, eval); the split is a hash of the problem text, so a
+# problem is never in two splits. A fifth goes to eval so 200 held-out problems cost little generation.
+SPLIT_FRACTIONS = (0.7, 0.1, 0.2)
+# SFT checkpoints every this many steps (verl resumes a killed run from the last one).
+SFT_SAVE_EVERY = 8
+# RL checkpoints every this many steps (and always after the last).
+RL_SAVE_EVERY = 4
+
+
+@dataclass(frozen=True)
+class Config:
+    """Every knob of a quickstart run (each is a command-line flag; see ``python -m e2c.quickstart --help``)."""
+
+    out: str = "outputs/quickstart"
+    model: str = "embedded"
+    seed: int = 0
+    # data
+    families: tuple[str, ...] = DEFAULT_FAMILIES
+    max_level: int = 2
+    max_chain_tokens: int = 300
+    eval_problems: int = 200
+    gsm8k_problems: int = 20
+    bench_dir: str = str(DEFAULT_BENCH_DIR)
+    # evaluation (baseline, eval_sft, eval_rl)
+    eval_max_tokens: int = 320
+    eval_batch: int = 16
+    dtype: str = "auto"
+    # SFT (lead's calibration will tune these)
+    sft_steps: int = 24
+    sft_lr: float = 2e-4
+    sft_batch: int = 8
+    sft_max_length: int = 512
+    # RL: GRPO stage 2
+    rl_steps: int = 8
+    rl_lr: float = 1e-6
+    rl_batch: int = 4
+    rl_n: int = 4
+    rl_response_length: int = 320
+    # test-time scaling
+    tts_problems: int = 20
+    tts_budgets: tuple[int, ...] = (2, 4)
+    tts_methods: tuple[str, ...] = DEFAULT_TTS_METHODS
+    tts_explore_tokens: int = 120
+    tts_execute_tokens: int = 260
+    fast: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k, v in d.items():
+            if isinstance(v, tuple):
+                d[k] = list(v)
+        return d
+
+
+# --fast: the same stages on the tiny test model (random weights, 512-token BPE: chains are ~2x longer in its
+# tokens), a handful of problems and steps, short generations.
+FAST = {
+    "out": "outputs/quickstart-fast",
+    "model": "tiny",
+    "families": ("arithmetic",),
+    "max_level": 1,
+    "max_chain_tokens": 800,
+    "eval_problems": 6,
+    "gsm8k_problems": 2,
+    "eval_max_tokens": 24,
+    "eval_batch": 8,
+    "sft_steps": 2,
+    "sft_batch": 4,
+    "sft_max_length": 1024,
+    "rl_steps": 1,
+    "rl_batch": 2,
+    "rl_n": 2,
+    "rl_response_length": 24,
+    "tts_problems": 2,
+    "tts_budgets": (2,),
+    "tts_explore_tokens": 8,
+    "tts_execute_tokens": 12,
+}
+
+# Settings each stage's result depends on: a finished stage is reused only when these are unchanged.
+STAGE_KEYS: dict[str, tuple[str, ...]] = {
+    "data": ("model", "seed", "families", "max_level", "max_chain_tokens", "eval_problems", "gsm8k_problems",
+             "bench_dir"),
+    "baseline": ("model", "seed", "eval_max_tokens", "eval_batch", "dtype"),
+    "sft": ("model", "seed", "sft_steps", "sft_lr", "sft_batch", "sft_max_length"),
+    "eval_sft": ("seed", "eval_max_tokens", "eval_batch", "dtype"),
+    "rl": ("seed", "rl_steps", "rl_lr", "rl_batch", "rl_n", "rl_response_length"),
+    "eval_rl": ("seed", "eval_max_tokens", "eval_batch", "dtype"),
+    "tts": ("seed", "tts_problems", "tts_budgets", "tts_methods", "tts_explore_tokens", "tts_execute_tokens",
+            "dtype"),
+    "report": (),
+}  # fmt: skip
+
+# A first estimate of each stage's duration in seconds (before its own progress gives a better one):
+# measured orders of magnitude on a 2-core CPU.
+ETA_SECONDS = {
+    False: {"data": 30, "baseline": 600, "sft": 600, "eval_sft": 600, "rl": 900, "eval_rl": 600,
+            "tts": 900, "report": 10},
+    True: {"data": 15, "baseline": 20, "sft": 60, "eval_sft": 20, "rl": 100, "eval_rl": 20, "tts": 20,
+           "report": 10},
+}  # fmt: skip
+
+
+def stage_settings(cfg: Config, stage: str) -> dict[str, Any]:
+    """The settings a stage's result depends on, as JSON-ready values (tuples become lists)."""
+    d = cfg.to_dict()
+    return {k: d[k] for k in STAGE_KEYS[stage]}
+
+
+def with_fast(cfg: Config, explicit: set[str]) -> Config:
+    """``cfg`` with the ``--fast`` preset applied to every field the user did not set explicitly."""
+    return replace(cfg, fast=True, **{k: v for k, v in FAST.items() if k not in explicit})
+
+
+def field_names() -> list[str]:
+    return [f.name for f in fields(Config)]
+
+
+def cpu_has_bf16() -> bool:
+    """Whether this CPU has native bf16 arithmetic (AVX512-BF16 or AMX), where bf16 inference is fast."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def resolve_dtype(dtype: str) -> str:
+    """``auto`` -> bfloat16 on CPUs with native bf16, float32 otherwise; anything else unchanged."""
+    if dtype != "auto":
+        return dtype
+    return "bfloat16" if cpu_has_bf16() else "float32"

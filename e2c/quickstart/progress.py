@@ -1,0 +1,226 @@
+"""Running a stage's subprocess: its whole output to a log file, progress lines with elapsed time and an ETA
+on the console, and the log's tail when it fails."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from e2c.quickstart.config import ROOT
+
+HEARTBEAT_S = 60.0  # a line at least this often while a subprocess runs without visible progress
+TAIL_LINES = 25
+
+
+def fmt_seconds(s: float | None) -> str:
+    """``75`` -> ``1m15s``, ``3700`` -> ``1h01m``; ``None`` -> ``?``."""
+    if s is None:
+        return "?"
+    s = max(0.0, float(s))
+    if s < 60:
+        return f"{s:.0f}s"
+    if s < 3600:
+        return f"{int(s // 60)}m{int(s % 60):02d}s"
+    return f"{int(s // 3600)}h{int(s % 3600 // 60):02d}m"
+
+
+def eta_seconds(elapsed: float, fraction: float | None, estimate: float) -> float:
+    """Seconds left: from the stage's own progress once some is made (elapsed / fraction - elapsed), before
+    that from the stage's constant ``estimate``."""
+    if fraction is not None and fraction > 0:
+        return max(0.0, elapsed / min(fraction, 1.0) - elapsed)
+    return max(0.0, estimate - elapsed)
+
+
+class Reporter:
+    """Prints ``[quickstart i/N stage] message (elapsed, ETA)`` lines for one stage."""
+
+    def __init__(self, stage: str, index: int, total: int, estimate: float, out=None) -> None:
+        self.stage, self.index, self.total, self.estimate = stage, index, total, estimate
+        self.t0 = time.monotonic()
+        self.fraction: float | None = None
+        self.out = out or sys.stdout
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def say(self, message: str, fraction: float | None = None) -> None:
+        if fraction is not None:
+            self.fraction = fraction
+        eta = eta_seconds(self.elapsed, self.fraction, self.estimate)
+        print(
+            f"[quickstart {self.index}/{self.total} {self.stage}] {message} "
+            f"({fmt_seconds(self.elapsed)} elapsed, ETA {fmt_seconds(eta)})",
+            file=self.out,
+            flush=True,
+        )
+
+
+# ----------------------------------------------------------------------------------------- progress parsers
+# Each parser reads one output line of a tool and returns (message, fraction done) or None.
+STEP_RE = re.compile(r"\bstep:(\d+) - ")
+EVAL_RE = re.compile(r"^(\S+): (\d+)/(\d+) problems")
+TTS_RE = re.compile(r"^\[tts\] (\d+)/(\d+) (\S+) K=(\d+)")
+
+
+def step_parser(total_steps: int, what: str = "step") -> Callable[[str], tuple[str, float] | None]:
+    """verl's console lines ``step:N - ...`` (SFT and RL trainers) -> ``step N/total``."""
+
+    def parse(line: str) -> tuple[str, float] | None:
+        m = STEP_RE.search(line)
+        if not m:
+            return None
+        step = int(m.group(1))
+        return f"{what} {step}/{total_steps}", step / max(total_steps, 1)
+
+    return parse
+
+
+def eval_parser(totals: dict[str, int]) -> Callable[[str], tuple[str, float] | None]:
+    """The eval runner's ``<dataset>: k/n problems, ...`` lines -> problems done over all datasets."""
+    done: dict[str, int] = dict.fromkeys(totals, 0)
+    grand = max(sum(totals.values()), 1)
+
+    def parse(line: str) -> tuple[str, float] | None:
+        m = EVAL_RE.match(line.strip())
+        if not m or m.group(1) not in done:
+            return None
+        done[m.group(1)] = int(m.group(2))
+        parts = ", ".join(f"{k} {done[k]}/{totals[k]}" for k in totals)
+        return f"problems {parts}", sum(done.values()) / grand
+
+    return parse
+
+
+def tts_parser() -> Callable[[str], tuple[str, float] | None]:
+    """The TTS runner's ``[tts] i/N method K=b id: ...`` lines -> results done."""
+
+    def parse(line: str) -> tuple[str, float] | None:
+        m = TTS_RE.match(line.strip())
+        if not m:
+            return None
+        i, n = int(m.group(1)), int(m.group(2))
+        return f"result {i}/{n} ({m.group(3)} K={m.group(4)})", i / max(n, 1)
+
+    return parse
+
+
+# ----------------------------------------------------------------------------------------- subprocess
+class StageFailed(Exception):
+    """A stage's subprocess exited non-zero; the message says which and where its log is."""
+
+
+def run_logged(
+    cmd: Sequence[str],
+    log_path: Path,
+    reporter: Reporter,
+    parse: Callable[[str], tuple[str, float] | None] | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path = ROOT,
+) -> None:
+    """Run ``cmd``, append its output to ``log_path``, report parsed progress; StageFailed on a non-zero exit.
+
+    The child shares this process group, so Ctrl-C stops both; a SIGTERM to this process is passed on.
+    """
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    lines: queue.Queue[str | None] = queue.Queue()
+    with open(log_path, "a", encoding="utf-8") as log:
+        log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
+        log.flush()
+        proc = subprocess.Popen(
+            list(cmd),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            errors="replace",
+            bufsize=1,
+            cwd=cwd,
+            env=env,
+        )
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        old = _pass_sigterm(proc)
+        tail: list[str] = []
+        last_report = time.monotonic()
+        try:
+            while True:
+                try:
+                    line = lines.get(timeout=5.0)
+                except queue.Empty:
+                    line = ""
+                if line is None:
+                    break
+                if line:
+                    log.write(line)
+                    tail = ([*tail, line.rstrip("\n")])[-TAIL_LINES:]
+                    got = parse(line) if parse else None
+                    if got is not None:
+                        reporter.say(got[0], got[1])
+                        last_report = time.monotonic()
+                        log.flush()
+                        continue
+                if time.monotonic() - last_report >= HEARTBEAT_S:
+                    reporter.say("running")
+                    last_report = time.monotonic()
+                    log.flush()
+            rc = proc.wait()
+        except BaseException:
+            _stop(proc)
+            raise
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGTERM, old)
+    if rc != 0:
+        print("\n".join(tail), file=sys.stderr)
+        raise StageFailed(
+            f"stage {reporter.stage}: {Path(cmd[0]).name} ... exited with status {rc}; log: {log_path}"
+        )
+
+
+def _pass_sigterm(proc: subprocess.Popen) -> object | None:
+    """Make a SIGTERM to this process stop the child first (only possible from the main thread)."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        _stop(proc)
+        raise SystemExit(128 + signum)
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a stage's subprocess: this one plus ``extra``, tokenizer threads off."""
+    env = dict(os.environ)
+    env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    env.update(extra or {})
+    return env

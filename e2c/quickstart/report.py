@@ -1,0 +1,499 @@
+"""The quickstart report: every number read from the files the stages wrote, ``report.json``, ``report.md``
+and PNG plots (matplotlib, Agg backend).
+
+Nothing here is pasted: accuracies come from each evaluation's ``results.json`` (per-problem scores from its
+predictions file, for the intervals and paired differences), the SFT loss from its ``train.log``, the RL
+reward from its ``metrics.jsonl``, the TTS table from its ``results.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from e2c.quickstart.config import STAGES
+from e2c.quickstart.stages import Context, read_done, rl_curve, sft_losses, tts_results
+from e2c.quickstart.stats import align_scores, paired_difference, wilson_interval
+
+EVAL_STAGES = ("baseline", "eval_sft", "eval_rl")
+STAGE_LABEL = {"baseline": "baseline", "eval_sft": "SFT", "eval_rl": "RL"}
+PLOTS = (
+    "accuracy.png",
+    "format.png",
+    "tokens.png",
+    "sft_loss.png",
+    "rl_reward.png",
+    "tts_accuracy_vs_tokens.png",
+)
+
+
+# ------------------------------------------------------------------------------------------------ reading
+def per_problem_scores(predictions: Path) -> dict[str, float]:
+    """``{problem id: score}`` from an eval predictions file: the mean correctness of its samples."""
+    by_id: dict[str, list[float]] = {}
+    if not predictions.is_file():
+        return {}
+    for line in predictions.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        by_id.setdefault(str(row["id"]), []).append(float(bool(row["correct"])))
+    return {k: sum(v) / len(v) for k, v in by_id.items()}
+
+
+def eval_summary(stage_dir: Path) -> dict[str, Any] | None:
+    """Per dataset of one evaluation stage: accuracy (the results file's pass@1), correct / problems with a
+    95% Wilson interval, format compliance, truncation, no-answer rate, exploration / execution tokens."""
+    path = stage_dir / "results.json"
+    if not path.is_file():
+        return None
+    results = json.loads(path.read_text())
+    out: dict[str, Any] = {}
+    for name, m in results["datasets"].items():
+        scores = per_problem_scores(stage_dir / "predictions" / f"{name}.jsonl")
+        n = int(m["problems"])
+        correct = round(sum(scores.values())) if scores else round(m["pass@1"] * n)
+        lo, hi = wilson_interval(correct, n)
+        out[name] = {
+            "accuracy": m["pass@1"],
+            "correct": correct,
+            "problems": n,
+            "ci95": [lo, hi],
+            "format_rate": m["format_rate"],
+            "truncation_rate": m["truncation_rate"],
+            "no_answer_rate": m["no_answer_rate"],
+            "explore_tokens": m["explore_tokens"],
+            "execute_tokens": m["execute_tokens"],
+            "seconds": results.get("seconds"),
+            "model": results.get("config", {}).get("model"),
+        }
+    return out
+
+
+def paired(ctx: Context, after: str, before: str, dataset: str) -> dict[str, Any] | None:
+    """Paired difference ``after - before`` of two evaluation stages on one dataset (same problems)."""
+    a = per_problem_scores(ctx.dir(after) / "predictions" / f"{dataset}.jsonl")
+    b = per_problem_scores(ctx.dir(before) / "predictions" / f"{dataset}.jsonl")
+    if not a or not b:
+        return None
+    xa, xb, _ids = align_scores(a, b)
+    res = paired_difference(xa, xb)
+    res["after"], res["before"], res["dataset"] = after, before, dataset
+    res["after_accuracy"] = sum(xa) / len(xa) if xa else None
+    res["before_accuracy"] = sum(xb) / len(xb) if xb else None
+    return res
+
+
+def trend(values: Sequence[float]) -> dict[str, Any] | None:
+    """Least-squares slope per step, and the means of the first and second halves of a curve."""
+    n = len(values)
+    if n == 0:
+        return None
+    xs = list(range(n))
+    mx, my = sum(xs) / n, sum(values) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, values, strict=True)) / sxx if sxx else 0.0
+    half = max(1, n // 2)
+    return {
+        "first": values[0],
+        "last": values[-1],
+        "slope_per_step": slope,
+        "first_half_mean": sum(values[:half]) / half,
+        "second_half_mean": sum(values[half:]) / max(1, n - half) if n > 1 else values[0],
+    }
+
+
+def system_info() -> dict[str, Any]:
+    """The machine: CPU model, cores, torch threads, native bf16, OS, Python, package versions."""
+    from e2c.eval.runner import git_commit, versions
+    from e2c.quickstart.config import cpu_has_bf16
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        import torch
+
+        threads = torch.get_num_threads()
+    except Exception:  # pragma: no cover - torch is a core dependency
+        threads = None
+    return {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch_threads": threads,
+        "bf16_native": cpu_has_bf16(),
+        "platform": platform.platform(),
+        "git_commit": git_commit(),
+        "versions": versions(),
+    }
+
+
+def rl_verdict(diff: Mapping[str, Any] | None, skipped: bool) -> str:
+    """One plain sentence on whether RL improved held-out accuracy over SFT."""
+    if skipped:
+        return "RL was skipped (--rl-steps 0)."
+    if diff is None or diff.get("n", 0) == 0:
+        return "RL was not evaluated: no held-out results for the SFT and RL models."
+    a, b, d, se = diff["after_accuracy"], diff["before_accuracy"], diff["mean"], diff["se"]
+    head = f"SFT {100 * b:.1f}% -> RL {100 * a:.1f}% on {diff['n']} held-out problems"
+    if d <= 0:
+        return f"RL did not improve held-out accuracy ({head}; paired difference {100 * d:+.1f} points, SE {100 * se:.1f})."
+    if not diff["exceeds_2se"]:
+        return (
+            f"RL did not clearly improve held-out accuracy ({head}; +{100 * d:.1f} points is within two "
+            f"standard errors, SE {100 * se:.1f})."
+        )
+    return f"RL improved held-out accuracy ({head}; +{100 * d:.1f} points, more than two standard errors, SE {100 * se:.1f})."
+
+
+def sft_verdict(diff: Mapping[str, Any] | None) -> str:
+    if diff is None or diff.get("n", 0) == 0:
+        return "SFT was not compared with the baseline: results missing."
+    d, se = diff["mean"], diff["se"]
+    yes = "exceeds" if diff["exceeds_2se"] else "does not exceed"
+    return (
+        f"SFT - baseline on {diff['n']} held-out synthetic problems (paired): {100 * d:+.1f} points, SE "
+        f"{100 * se:.1f}; the difference {yes} two standard errors ({diff['improved']} problems gained, "
+        f"{diff['worsened']} lost)."
+    )
+
+
+def collect(ctx: Context) -> dict[str, Any]:
+    """Everything the report shows, from the run's files."""
+    done = {s: read_done(ctx.dir(s)) for s in STAGES if s != "report"}
+    evals = {s: eval_summary(ctx.dir(s)) for s in EVAL_STAGES}
+    counts_path = ctx.data_dir / "counts.json"
+    counts = json.loads(counts_path.read_text()) if counts_path.is_file() else None
+    losses = sft_losses(ctx.dir("sft"))
+    curve = rl_curve(ctx.dir("rl"))
+    rl_skipped = bool((done.get("rl") or {}).get("skipped"))
+    tts_path = tts_results(ctx.dir("tts"))
+    tts = json.loads(tts_path.read_text()) if tts_path else None
+    differences = {
+        "sft_minus_baseline": {d: paired(ctx, "eval_sft", "baseline", d) for d in ("synthetic", "gsm8k")},
+        "rl_minus_sft": {d: paired(ctx, "eval_rl", "eval_sft", d) for d in ("synthetic", "gsm8k")},
+        "rl_minus_baseline": {d: paired(ctx, "eval_rl", "baseline", d) for d in ("synthetic", "gsm8k")},
+    }
+    sft_diff = differences["sft_minus_baseline"]["synthetic"]
+    rl_diff = differences["rl_minus_sft"]["synthetic"]
+    stage_rows = []
+    for s in STAGES[:-1]:
+        d = done.get(s)
+        stage_rows.append({
+            "stage": s,
+            "status": "missing" if d is None else ("skipped" if d.get("skipped") else "done"),
+            "seconds": None if d is None else d.get("seconds"),
+            "commands": [] if d is None else d.get("commands", []),
+        })  # fmt: skip
+    return {
+        "config": ctx.cfg.to_dict(),
+        "out": str(ctx.out),
+        "system": system_info(),
+        "stages": stage_rows,
+        "total_seconds": sum(r["seconds"] or 0 for r in stage_rows),
+        "data": counts,
+        "eval": evals,
+        "differences": differences,
+        "verdicts": {"sft": sft_verdict(sft_diff), "rl": rl_verdict(rl_diff, rl_skipped)},
+        "sft": {"losses": {str(k): v for k, v in sorted(losses.items())},
+                "trend": trend([losses[k] for k in sorted(losses)])},
+        "rl": {"skipped": rl_skipped, "curve": curve, "reward_trend": trend([r["reward"] for r in curve]),
+               "model": (done.get("rl") or {}).get("outputs", {}).get("model")},
+        "tts": None if tts is None else {"summary": tts["summary"], "config": tts["config"],
+                                        "results": str(tts_path), "model_stage": (done.get("tts") or {}).get("model_stage")},
+    }  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------ plots
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_accuracy(evals: Mapping[str, Any], path: Path) -> None:
+    """Accuracy per stage and dataset with 95% Wilson intervals."""
+    plt = _plt()
+    datasets = sorted({d for e in evals.values() if e for d in e}, key=lambda d: (d != "synthetic", d))
+    stages = [s for s in EVAL_STAGES if evals.get(s)]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    width = 0.8 / max(len(stages), 1)
+    for j, s in enumerate(stages):
+        xs, ys, lo, hi = [], [], [], []
+        for i, d in enumerate(datasets):
+            e = evals[s].get(d)
+            if not e:
+                continue
+            xs.append(i + (j - (len(stages) - 1) / 2) * width)
+            ys.append(100 * e["accuracy"])
+            lo.append(max(0.0, 100 * (e["accuracy"] - e["ci95"][0])))
+            hi.append(max(0.0, 100 * (e["ci95"][1] - e["accuracy"])))
+        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=4, label=STAGE_LABEL[s])
+        for x, y in zip(xs, ys, strict=True):
+            ax.annotate(f"{y:.1f}", (x, y), ha="center", va="bottom", fontsize=8, xytext=(0, 2),
+                        textcoords="offset points")  # fmt: skip
+    ax.set_xticks(range(len(datasets)), [f"{d} (n={_n(evals, d)})" for d in datasets])
+    ax.set_ylabel("accuracy (%), 95% Wilson interval")
+    ax.set_ylim(0, 105)
+    ax.set_title("Held-out accuracy per stage (greedy)")
+    ax.legend()
+    ax.grid(True, axis="y", alpha=0.3)
+    _save(fig, path)
+
+
+def _n(evals: Mapping[str, Any], dataset: str) -> int:
+    return next((e[dataset]["problems"] for e in evals.values() if e and dataset in e), 0)
+
+
+def plot_rates(evals: Mapping[str, Any], path: Path) -> None:
+    """Format compliance (well-formed chains) per stage and dataset."""
+    plt = _plt()
+    datasets = sorted({d for e in evals.values() if e for d in e}, key=lambda d: (d != "synthetic", d))
+    stages = [s for s in EVAL_STAGES if evals.get(s)]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    width = 0.8 / max(len(stages), 1)
+    for j, s in enumerate(stages):
+        xs = [i + (j - (len(stages) - 1) / 2) * width for i, d in enumerate(datasets) if d in evals[s]]
+        ys = [100 * evals[s][d]["format_rate"] for d in datasets if d in evals[s]]
+        ax.bar(xs, ys, width, label=STAGE_LABEL[s])
+    ax.set_xticks(range(len(datasets)), datasets)
+    ax.set_ylabel("well-formed chains (%)")
+    ax.set_ylim(0, 105)
+    ax.set_title("Format compliance per stage")
+    ax.legend()
+    ax.grid(True, axis="y", alpha=0.3)
+    _save(fig, path)
+
+
+def plot_tokens(evals: Mapping[str, Any], path: Path) -> None:
+    """Mean exploration and execution tokens per stage (stacked), one panel per dataset."""
+    plt = _plt()
+    datasets = sorted({d for e in evals.values() if e for d in e}, key=lambda d: (d != "synthetic", d))
+    stages = [s for s in EVAL_STAGES if evals.get(s)]
+    fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(4 * max(len(datasets), 1), 4), squeeze=False)
+    for ax, d in zip(axes[0], datasets, strict=False):
+        ss = [s for s in stages if d in evals[s]]
+        ex = [evals[s][d]["explore_tokens"] for s in ss]
+        xe = [evals[s][d]["execute_tokens"] for s in ss]
+        labels = [STAGE_LABEL[s] for s in ss]
+        ax.bar(labels, ex, label="exploration")
+        ax.bar(labels, xe, bottom=ex, label="execution")
+        ax.set_title(d)
+        ax.set_ylabel("mean tokens per chain")
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Exploration and execution tokens per stage")
+    _save(fig, path)
+
+
+def plot_curve(xs: Sequence[float], series: Mapping[str, Sequence[float]], path: Path, title: str,
+               ylabel: str) -> None:  # fmt: skip
+    """A line plot of one or more per-step series (a note when there is nothing to plot)."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    if not xs:
+        ax.text(
+            0.5, 0.5, "no data (stage missing or skipped)", ha="center", va="center", transform=ax.transAxes
+        )
+    for name, ys in series.items():
+        ax.plot(xs, ys, marker="o", markersize=3, label=name)
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    if len(series) > 1:
+        ax.legend()
+    _save(fig, path)
+
+
+def _save(fig: Any, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_plots(rep: Mapping[str, Any], ctx: Context, folder: Path) -> dict[str, str | None]:
+    """Every plot of the report into ``folder``; ``{name: path or None}`` (None: nothing to plot)."""
+    out: dict[str, str | None] = {}
+    evals = {k: v for k, v in rep["eval"].items() if v}
+    plot_accuracy(evals, folder / "accuracy.png")
+    plot_rates(evals, folder / "format.png")
+    plot_tokens(evals, folder / "tokens.png")
+    losses = rep["sft"]["losses"]
+    plot_curve([int(k) for k in losses], {"train loss": list(losses.values())}, folder / "sft_loss.png",
+               "SFT training loss", "loss")  # fmt: skip
+    curve = rep["rl"]["curve"]
+    series = {"reward (mean)": [r["reward"] for r in curve]}
+    if curve and all("accuracy" in r for r in curve):
+        series["accuracy (mean)"] = [r["accuracy"] for r in curve]
+    plot_curve([r["step"] for r in curve], series, folder / "rl_reward.png", "GRPO stage 2 reward", "reward")
+    tts_png = None
+    if rep["tts"]:
+        src = Path(rep["tts"]["results"]).parent / "accuracy_vs_tokens.png"
+        if src.is_file():
+            shutil.copyfile(src, folder / "tts_accuracy_vs_tokens.png")
+            tts_png = folder / "tts_accuracy_vs_tokens.png"
+    for name in PLOTS:
+        p = folder / name
+        out[name] = str(p.relative_to(ctx.out)) if (p.is_file() and (name != PLOTS[-1] or tts_png)) else None
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ markdown
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def _acc_cell(e: Mapping[str, Any] | None) -> str:
+    if not e:
+        return "-"
+    lo, hi = e["ci95"]
+    return f"{100 * e['accuracy']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({e['correct']}/{e['problems']})"
+
+
+def headline_table(rep: Mapping[str, Any]) -> list[str]:
+    """The per-stage table: accuracy with 95% interval, format compliance, phase tokens (synthetic, GSM8K)."""
+    lines = [
+        "| stage | synthetic accuracy [95% CI] | format | explore / execute tokens | GSM8K accuracy [95% CI] | GSM8K format |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for s in EVAL_STAGES:
+        e = rep["eval"].get(s)
+        if not e:
+            lines.append(f"| {STAGE_LABEL[s]} | not run | | | | |")
+            continue
+        syn, gsm = e.get("synthetic"), e.get("gsm8k")
+        tok = f"{syn['explore_tokens']:.0f} / {syn['execute_tokens']:.0f}" if syn else "-"
+        lines.append(
+            f"| {STAGE_LABEL[s]} | {_acc_cell(syn)} | {_pct(syn and syn['format_rate'], 0)} | {tok} | "
+            f"{_acc_cell(gsm)} | {_pct(gsm and gsm['format_rate'], 0)} |"
+        )
+    return lines
+
+
+def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
+    """report.md from the collected numbers."""
+    from e2c.quickstart.progress import fmt_seconds
+
+    cfg, sysi, data = rep["config"], rep["system"], rep["data"] or {}
+    L: list[str] = []
+    L.append("# E2C quickstart report\n")
+    L.append(
+        f"Measured {sysi['date']} on {sysi['cpu']} ({sysi['cores']} cores, torch threads {sysi['torch_threads']}, "
+        f"native bf16 {'yes' if sysi['bf16_native'] else 'no'}), git {sysi['git_commit']}; model `{cfg['model']}`"
+        f"{' (--fast preset)' if cfg['fast'] else ''}; total {fmt_seconds(rep['total_seconds'])}. "
+        "Every number below is read from this run's files.\n"
+    )
+    L.append("## Results\n")
+    L.extend(headline_table(rep))
+    L.append("")
+    L.append(f"- {rep['verdicts']['sft']}")
+    L.append(f"- {rep['verdicts']['rl']}")
+    rt = rep["rl"]["reward_trend"]
+    if rt:
+        L.append(
+            f"- RL reward (mean per step): {rt['first']:.3f} at the first step, {rt['last']:.3f} at the last; "
+            f"first-half mean {rt['first_half_mean']:.3f}, second-half mean {rt['second_half_mean']:.3f}, "
+            f"least-squares slope {rt['slope_per_step']:+.4f} per step."
+        )
+    st = rep["sft"]["trend"]
+    if st:
+        L.append(f"- SFT loss: {st['first']:.3f} at step 1, {st['last']:.3f} at the last step.")
+    L.append("- Greedy decoding, one sample per problem, the same problems, seed and token limit "
+             f"({cfg['eval_max_tokens']} new tokens) for every stage. Intervals: 95% Wilson. "
+             "Format: share of well-formed chains (one exploration, one execution, closed tags).\n")  # fmt: skip
+    for name, title in (("accuracy.png", "Accuracy"), ("format.png", "Format compliance"),
+                        ("tokens.png", "Exploration and execution tokens")):  # fmt: skip
+        if plots.get(name):
+            L.append(f"![{title}]({plots[name]})\n")
+    L.append("## Training\n")
+    for name, title in (("sft_loss.png", "SFT loss"), ("rl_reward.png", "RL reward")):
+        if plots.get(name):
+            L.append(f"![{title}]({plots[name]})\n")
+    L.append("## Test-time scaling\n")
+    tts = rep["tts"]
+    if tts:
+        L.append(f"On the first {cfg['tts_problems']} held-out synthetic problems with the {tts['model_stage'] or 'trained'} "
+                 "model; tokens are generated tokens per problem (all calls).\n")  # fmt: skip
+        L.append("| method | K/N | problems | accuracy | tokens per problem | calls | seconds per problem |")
+        L.append("| --- | --- | --- | --- | --- | --- | --- |")
+        for r in tts["summary"]:
+            L.append(f"| {r['method']} | {r['budget']} | {r['problems']} | {_pct(r['accuracy'])} | "
+                     f"{1000 * r['tokens_k']:.0f} | {r['calls']:.1f} | {r['seconds']:.2f} |")  # fmt: skip
+        L.append("")
+        if plots.get("tts_accuracy_vs_tokens.png"):
+            L.append(f"![TTS accuracy vs tokens]({plots['tts_accuracy_vs_tokens.png']})\n")
+    else:
+        L.append("Not run.\n")
+    L.append("## Data\n")
+    if data:
+        sp = data["splits"]
+        L.append(
+            f"Synthetic tasks, families {', '.join(cfg['families'])} at levels <= {cfg['max_level']}, chains of at "
+            f"most {cfg['max_chain_tokens']} tokens (median {data['chain_tokens']['median']:.0f}, exploration median "
+            f"{data['chain_tokens']['explore_median']:.0f}; {data['chain_tokens']['tokenizer']} tokenizer). Splits by a "
+            f"hash of the problem text: SFT {sp['sft']}, RL {sp['rl']}, held-out eval {sp['eval']} (overlap with eval: "
+            f"SFT {data['overlap']['sft_eval']}, RL {data['overlap']['rl_eval']}). GSM8K: {data['gsm8k']['note']}.\n"
+        )
+        L.append("| split | " + " | ".join(sorted({k for m in data["mix"].values() for k in m})) + " |")
+        keys = sorted({k for m in data["mix"].values() for k in m})
+        L.append("| --- |" + " --- |" * len(keys))
+        for split, mix in data["mix"].items():
+            L.append(f"| {split} | " + " | ".join(str(mix.get(k, 0)) for k in keys) + " |")
+        L.append("")
+    L.append("## Time per stage\n")
+    L.append("| stage | status | time |")
+    L.append("| --- | --- | --- |")
+    for r in rep["stages"]:
+        L.append(
+            f"| {r['stage']} | {r['status']} | {fmt_seconds(r['seconds']) if r['seconds'] is not None else '-'} |"
+        )
+    L.append(f"| total | | {fmt_seconds(rep['total_seconds'])} |\n")
+    L.append("## What was run\n")
+    L.append("```")
+    for r in rep["stages"]:
+        for c in r["commands"]:
+            L.append(f"# {r['stage']}")
+            L.append(c)
+    L.append("```\n")
+    L.append("Settings (`report.json` has every number):\n")
+    L.append("```json")
+    L.append(json.dumps({k: v for k, v in cfg.items() if k != "extra"}, indent=1))
+    L.append("```")
+    return "\n".join(L) + "\n"
+
+
+def write_report(ctx: Context) -> dict[str, Any]:
+    """Collect, plot and write ``report.json`` and ``report.md``; returns the report's outputs."""
+    from e2c.quickstart.stages import rel, write_json
+
+    rep = collect(ctx)
+    folder = ctx.dir("report")
+    plots = write_plots(rep, ctx, folder)
+    rep["plots"] = plots
+    write_json(ctx.out / "report.json", rep)
+    (ctx.out / "report.md").write_text(render_markdown(rep, plots), encoding="utf-8")
+    return {
+        "outputs": {"report_md": rel(ctx.out / "report.md", ctx.out), "report_json": rel(ctx.out / "report.json", ctx.out),
+                    **{k: v for k, v in plots.items() if v}},
+        "commands": [],
+        "headline": {s: {d: e[d]["accuracy"] for d in e} for s, e in rep["eval"].items() if e},
+    }  # fmt: skip

@@ -1,0 +1,500 @@
+"""The quickstart's stages. Each takes the run :class:`Context` and a progress :class:`Reporter`, writes under
+its own folder, and returns what goes into its ``DONE.json`` (outputs, commands, a few facts).
+
+The stages call the toolkit's own entry points as subprocesses (``python -m e2c.eval.run``,
+``scripts/e2c_sft.sh``, ``scripts/e2c_rl.sh``, ``tts/run_tts.py``), exactly as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import statistics
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from e2c.cli import UserError
+from e2c.quickstart.config import RL_SAVE_EVERY, ROOT, SFT_SAVE_EVERY, SPLIT_FRACTIONS, Config, resolve_dtype
+from e2c.quickstart.progress import Reporter, child_env, eval_parser, run_logged, step_parser, tts_parser
+
+MAX_GENERATE = 200_000
+RL_OVERLONG_BUFFER = 16  # tokens before the response limit where the overlong penalty starts (at most)  # problems generated at most while looking for enough that pass the filters
+
+
+@dataclass(frozen=True)
+class Context:
+    """One run: the settings and the (absolute) output folder."""
+
+    cfg: Config
+    out: Path
+
+    def dir(self, stage: str) -> Path:
+        return self.out / stage
+
+    @property
+    def data_dir(self) -> Path:
+        return self.out / "data"
+
+    @property
+    def eval_dir(self) -> Path:
+        return self.out / "data" / "eval"
+
+
+def shell_line(cmd: Sequence[str], env: dict[str, str] | None = None) -> str:
+    """A command as one copy-pasteable shell line (environment assignments first)."""
+    pre = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
+    return (pre + " " if pre else "") + " ".join(shlex.quote(str(c)) for c in cmd)
+
+
+def rel(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` when inside it (for DONE.json and the report), else absolute."""
+    try:
+        return str(path.resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+# ------------------------------------------------------------------------------------------------ data
+def generation_count(cfg: Config, n_families: int = 8, n_levels: int = 3, length_keep: float = 0.8) -> int:
+    """How many problems to generate so that about ``cfg.eval_problems`` held-out ones pass the family, level
+    and length filters (with a 25% margin): the generator cycles through every family and level evenly."""
+    share = len(cfg.families) / n_families * min(cfg.max_level, n_levels) / n_levels * length_keep
+    return math.ceil(cfg.eval_problems / (SPLIT_FRACTIONS[2] * share) * 1.25) + 50
+
+
+def keep_sample(
+    sample: Any, families: Sequence[str], max_level: int, max_tokens: int, count: Callable[[str], int]
+) -> bool:
+    """A generated problem is kept when it is a plain problem (not a variable-tracing variant) of a chosen
+    family, at most ``max_level``, and its exploration + execution is at most ``max_tokens`` tokens."""
+    if sample.variant != "solve" or sample.family not in families or sample.level > max_level:
+        return False
+    return count(sample.exploration + sample.execution) <= max_tokens
+
+
+def mix_counts(samples: Sequence[Any]) -> dict[str, int]:
+    """``{"family/Lk": count}`` sorted by name."""
+    c = Counter(f"{s.family}/L{s.level}" for s in samples)
+    return dict(sorted(c.items()))
+
+
+def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """Synthetic SFT / RL / held-out eval sets (disjoint), and the first GSM8K problems."""
+    from transformers import AutoTokenizer
+
+    from e2c.data.io import write_parquet
+    from e2c.data.synthetic.families import FAMILIES
+    from e2c.data.synthetic.generate import eval_row, generate, rl_row, sft_row
+    from e2c.models import ModelSpecError, resolve_model
+
+    cfg = ctx.cfg
+    bad = [f for f in cfg.families if f not in FAMILIES]
+    if bad:
+        raise UserError(f"unknown task family {bad[0]!r}; valid: {', '.join(FAMILIES)}")
+    try:
+        model = resolve_model(cfg.model)
+    except ModelSpecError as e:
+        raise UserError(str(e)) from None
+    tok = AutoTokenizer.from_pretrained(model.path)
+    lengths: dict[str, int] = {}
+
+    def count(text: str) -> int:
+        if text not in lengths:
+            lengths[text] = len(tok.encode(text, add_special_tokens=False))
+        return lengths[text]
+
+    need = {
+        "sft": max(cfg.sft_batch, 1),
+        "rl": max(cfg.rl_batch * max(cfg.rl_steps, 1), 1),
+        "eval": cfg.eval_problems,
+    }
+    n = generation_count(cfg)
+    while True:
+        rep.say(f"generating {n} synthetic problems")
+        samples, report = generate(n, seed=cfg.seed, trace_frac=0.0, fractions=SPLIT_FRACTIONS, workers=2)
+        kept = [
+            s for s in samples if keep_sample(s, cfg.families, cfg.max_level, cfg.max_chain_tokens, count)
+        ]
+        split = {k: [s for s in kept if s.split == k] for k in ("sft", "rl", "eval")}
+        short = {k: (len(split[k]), v) for k, v in need.items() if len(split[k]) < v}
+        if not short:
+            break
+        if n >= MAX_GENERATE:
+            what = ", ".join(f"{k} {have}/{want}" for k, (have, want) in short.items())
+            raise UserError(
+                f"only {what} problems pass the filters (families {','.join(cfg.families)}, level <= "
+                f"{cfg.max_level}, <= {cfg.max_chain_tokens} tokens) in {n} generated; widen them"
+            )
+        n = min(MAX_GENERATE, int(n * 1.6) + 100)
+    rep.say(f"{report.line()}; kept {len(kept)} after filters", 0.7)
+    split["eval"] = split["eval"][: cfg.eval_problems]
+    texts = {k: {s.problem for s in v} for k, v in split.items()}
+    overlap = {
+        "sft_eval": len(texts["sft"] & texts["eval"]),
+        "rl_eval": len(texts["rl"] & texts["eval"]),
+        "sft_rl": len(texts["sft"] & texts["rl"]),
+    }
+    if overlap["sft_eval"] or overlap["rl_eval"]:
+        raise RuntimeError(f"held-out problems leaked into training splits: {overlap}")
+    d = ctx.data_dir
+    files = {
+        "sft": write_parquet([sft_row(s) for s in split["sft"]], d / "sft.parquet"),
+        "rl": write_parquet([rl_row(s, i) for i, s in enumerate(split["rl"])], d / "rl.parquet"),
+        "synthetic": write_parquet([eval_row(s) for s in split["eval"]], ctx.eval_dir / "synthetic.parquet"),
+    }
+    gsm8k = copy_gsm8k(Path(cfg.bench_dir), ctx.eval_dir / "gsm8k.jsonl", cfg.gsm8k_problems)
+    if gsm8k["problems"]:
+        files["gsm8k"] = ctx.eval_dir / "gsm8k.jsonl"
+    chain_tokens = [count(s.exploration + s.execution) for s in split["sft"]]
+    explore_tokens = [count(s.exploration) for s in split["sft"]]
+    counts = {
+        "generated": n,
+        "generator": report.line(),
+        "kept_after_filters": len(kept),
+        "splits": {k: len(v) for k, v in split.items()},
+        "mix": {k: mix_counts(v) for k, v in split.items()},
+        "overlap": overlap,
+        "split_fractions": list(SPLIT_FRACTIONS),
+        "chain_tokens": {"tokenizer": model.description, "median": statistics.median(chain_tokens),
+                         "max": max(chain_tokens), "explore_median": statistics.median(explore_tokens)},
+        "gsm8k": gsm8k,
+    }  # fmt: skip
+    (d / "counts.json").write_text(json.dumps(counts, indent=2) + "\n")
+    sizes = ", ".join(f"{k} {len(v)}" for k, v in split.items())
+    rep.say(f"wrote {sizes}; gsm8k {gsm8k['problems']} ({gsm8k['note']})", 1.0)
+    return {
+        "outputs": {k: rel(v, ctx.out) for k, v in files.items()} | {"counts": rel(d / "counts.json", ctx.out)},
+        "counts": counts,
+        "commands": [f"e2c.data.synthetic.generate.generate({n}, seed={cfg.seed}, trace_frac=0.0, "
+                     f"fractions={SPLIT_FRACTIONS}) + filters"],
+    }  # fmt: skip
+
+
+def copy_gsm8k(bench_dir: Path, target: Path, n: int) -> dict[str, Any]:
+    """The first ``n`` GSM8K rows of the shared copy (``<bench_dir>/gsm8k.jsonl``) written to ``target``."""
+    src = bench_dir / "gsm8k.jsonl"
+    if n <= 0:
+        target.unlink(missing_ok=True)
+        return {"problems": 0, "source": None, "note": "skipped (--gsm8k-problems 0)"}
+    if not src.is_file():
+        target.unlink(missing_ok=True)
+        return {"problems": 0, "source": str(src), "note": f"skipped: no GSM8K copy at {src}"}
+    rows = []
+    with src.open(encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                rows.append(line if line.endswith("\n") else line + "\n")
+            if len(rows) >= n:
+                break
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(rows), encoding="utf-8")
+    return {"problems": len(rows), "source": str(src), "note": f"first {len(rows)} of {src}"}
+
+
+# ------------------------------------------------------------------------------------------------ eval
+def eval_datasets(ctx: Context) -> dict[str, int]:
+    """``{dataset: problems}`` the evaluation stages run, from the data stage's counts."""
+    counts = json.loads((ctx.data_dir / "counts.json").read_text())
+    out = {"synthetic": counts["splits"]["eval"]}
+    if counts["gsm8k"]["problems"] and (ctx.eval_dir / "gsm8k.jsonl").is_file():
+        out["gsm8k"] = counts["gsm8k"]["problems"]
+    return out
+
+
+def eval_command(ctx: Context, model: str, save: Path, datasets: Sequence[str]) -> list[str]:
+    """``python -m e2c.eval.run`` greedy, one sample, on the quickstart's eval folder (no hub)."""
+    cfg = ctx.cfg
+    return [
+        sys.executable, "-m", "e2c.eval.run",
+        "--model", model,
+        "--dataset", ",".join(datasets),
+        "--data-dir", str(ctx.eval_dir),
+        "--no-hub",
+        "--sample", "1",
+        "--temp", "0",
+        "--max-tokens", str(cfg.eval_max_tokens),
+        "--seed", str(cfg.seed),
+        "--save-path", str(save),
+        "--backend", "hf",
+        "--batch-size", str(cfg.eval_batch),
+        "--dtype", resolve_dtype(cfg.dtype),
+    ]  # fmt: skip
+
+
+def run_eval_stage(ctx: Context, rep: Reporter, stage: str, model: str) -> dict[str, Any]:
+    """Evaluate ``model`` into ``<out>/<stage>/`` (the eval runner's run folder: predictions, results.json)."""
+    datasets = eval_datasets(ctx)
+    save = ctx.dir(stage)
+    cmd = eval_command(ctx, model, save, list(datasets))
+    rep.say(f"evaluating {model} on {', '.join(f'{k} ({v})' for k, v in datasets.items())}")
+    run_logged(cmd, save / "log.txt", rep, eval_parser(datasets), child_env())
+    results = json.loads((save / "results.json").read_text())
+    acc = ", ".join(f"{k} {100 * m['pass@1']:.1f}% (format {100 * m['format_rate']:.0f}%)"
+                    for k, m in results["datasets"].items())  # fmt: skip
+    rep.say(f"accuracy {acc}", 1.0)
+    return {
+        "outputs": {"results": rel(save / "results.json", ctx.out),
+                    **{f"predictions_{k}": rel(save / "predictions" / f"{k}.jsonl", ctx.out) for k in datasets}},
+        "model": model,
+        "commands": [shell_line(cmd)],
+    }  # fmt: skip
+
+
+def stage_baseline(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """The untrained model on the held-out problems."""
+    return run_eval_stage(ctx, rep, "baseline", ctx.cfg.model)
+
+
+def sft_model(ctx: Context) -> Path:
+    return ctx.dir("sft") / "final"
+
+
+def rl_model(ctx: Context) -> Path | None:
+    """The RL model (HF folder of the run's latest checkpoint), or None when RL was skipped (0 steps)."""
+    from e2c.rl.launch import latest_hf_checkpoint
+
+    done = read_done(ctx.dir("rl"))
+    if done is not None and done.get("skipped"):
+        return None
+    return latest_hf_checkpoint(ctx.dir("rl"))
+
+
+def stage_eval_sft(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """The SFT model on the same problems with the same settings."""
+    return run_eval_stage(ctx, rep, "eval_sft", str(sft_model(ctx)))
+
+
+def stage_eval_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """The RL model on the same problems with the same settings (skipped when RL was)."""
+    model = rl_model(ctx)
+    if model is None:
+        rep.say("skipped: RL was skipped (--rl-steps 0)", 1.0)
+        return {"skipped": True, "outputs": {}, "commands": []}
+    return run_eval_stage(ctx, rep, "eval_rl", str(model))
+
+
+# ------------------------------------------------------------------------------------------------ SFT
+def sft_overrides(cfg: Config) -> list[str]:
+    """Hydra overrides of verl's SFT trainer for the quickstart's SFT settings."""
+    return [
+        f"optim.lr={cfg.sft_lr:g}",
+        f"data.max_length={cfg.sft_max_length}",
+        f"data.max_token_len_per_gpu={max(16384, cfg.sft_max_length)}",
+        f"data.train_batch_size={cfg.sft_batch}",
+        f"data.micro_batch_size_per_gpu={min(4, cfg.sft_batch)}",
+        f"trainer.save_freq={min(SFT_SAVE_EVERY, cfg.sft_steps)}",
+        f"trainer.seed={cfg.seed}",
+    ]
+
+
+def stage_sft(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """E2C SFT through ``scripts/e2c_sft.sh`` (verl's SFT trainer); the model lands in ``sft/final``."""
+    cfg, d = ctx.cfg, ctx.dir("sft")
+    env = {
+        "MODEL_PATH": cfg.model,
+        "TRAIN_DATA": str(ctx.data_dir / "sft.parquet"),
+        "VAL_DATA": "none",
+        "OUTPUT_DIR": str(d),
+        "TOTAL_TRAINING_STEPS": str(cfg.sft_steps),
+    }
+    cmd = ["bash", str(ROOT / "scripts" / "e2c_sft.sh"), *sft_overrides(cfg)]
+    rep.say(f"training {cfg.model} for {cfg.sft_steps} steps x {cfg.sft_batch} chains, lr {cfg.sft_lr:g}")
+    run_logged(cmd, d / "log.txt", rep, step_parser(cfg.sft_steps), child_env(env))
+    final = sft_model(ctx)
+    if not (final / "config.json").is_file():
+        raise UserError(f"SFT finished but {final} holds no model; see {d / 'log.txt'}")
+    losses = sft_losses(d)
+    if losses:
+        first, last = losses[min(losses)], losses[max(losses)]
+        rep.say(f"loss {first:.3f} -> {last:.3f} over {len(losses)} steps", 1.0)
+    return {
+        "outputs": {"model": rel(final, ctx.out), "train_log": rel(d / "train.log", ctx.out)},
+        "losses": {str(k): v for k, v in sorted(losses.items())},
+        "commands": [shell_line(cmd, env)],
+    }
+
+
+def sft_losses(sft_dir: Path) -> dict[int, float]:
+    """Training loss per step from the SFT run's ``train.log`` (``step:N - ... train/loss:X``), the last
+    value of each step winning (a resumed run logs its steps again); ``final/e2c_sft.json`` as fallback."""
+    from e2c.sft.run import STEP_RE as SFT_STEP_RE
+
+    losses: dict[int, float] = {}
+    log = sft_dir / "train.log"
+    if log.is_file():
+        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+            for m in SFT_STEP_RE.finditer(line):
+                losses[int(m.group(1))] = float(m.group(2))
+    if not losses:
+        meta = sft_dir / "final" / "e2c_sft.json"
+        if meta.is_file():
+            losses = {int(k): float(v) for k, v in json.loads(meta.read_text()).get("losses", {}).items()}
+    return losses
+
+
+# ------------------------------------------------------------------------------------------------ RL
+def rl_overrides(cfg: Config) -> list[str]:
+    """Hydra overrides (after ``--``) of the GRPO run for the quickstart's RL settings."""
+    micro = math.gcd(16, cfg.rl_batch * cfg.rl_n)  # must divide the responses of a step
+    return [
+        f"data.train_batch_size={cfg.rl_batch}",
+        f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={micro}",
+        f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={micro}",
+        f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={micro}",
+        f"actor_rollout_ref.actor.ppo_mini_batch_size={cfg.rl_batch}",
+        f"actor_rollout_ref.rollout.n={cfg.rl_n}",
+        f"data.max_response_length={cfg.rl_response_length}",
+        f"actor_rollout_ref.actor.optim.lr={cfg.rl_lr:g}",
+        f"data.seed={cfg.seed}",
+        # DAPO's overlong penalty (on in the E2C configs) starts this many tokens before the limit.
+        f"reward.reward_kwargs.overlong_buffer_cfg.len={max(1, min(RL_OVERLONG_BUFFER, cfg.rl_response_length // 4))}",
+        "trainer.val_before_train=False",
+        "trainer.test_freq=-1",
+    ]
+
+
+def stage_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """GRPO stage 2 (exploration advantages weighted) through ``scripts/e2c_rl.sh`` from the SFT model."""
+    cfg, d = ctx.cfg, ctx.dir("rl")
+    if cfg.rl_steps <= 0:
+        rep.say("skipped (--rl-steps 0)", 1.0)
+        return {"skipped": True, "outputs": {}, "commands": []}
+    rl_data = str(ctx.data_dir / "rl.parquet")
+    cmd = [
+        "bash", str(ROOT / "scripts" / "e2c_rl.sh"), "--stage", "2",
+        "--model", str(sft_model(ctx)),
+        "--train-data", rl_data,
+        "--val-data", rl_data,
+        "--output-dir", str(d),
+        "--steps", str(cfg.rl_steps),
+        "--save-freq", str(min(RL_SAVE_EVERY, cfg.rl_steps)),
+        "--", *rl_overrides(cfg),
+    ]  # fmt: skip
+    rep.say(f"GRPO stage 2: {cfg.rl_steps} steps x {cfg.rl_batch} prompts x {cfg.rl_n} samples")
+    run_logged(cmd, d / "log.txt", rep, step_parser(cfg.rl_steps), child_env())
+    model = rl_model(ctx)
+    curve = rl_curve(d)
+    if curve:
+        rep.say(f"reward {curve[0]['reward']:.3f} -> {curve[-1]['reward']:.3f} over {len(curve)} steps", 1.0)
+    return {
+        "outputs": {
+            "model": rel(model, ctx.out) if model else None,
+            "metrics": rel(d / "metrics.jsonl", ctx.out),
+        },
+        "commands": [shell_line(cmd)],
+    }
+
+
+REWARD_KEYS = ("critic/score/mean", "critic/rewards/mean")
+ACC_KEYS = ("reward_extra_info/acc/mean", "e2c/acc_mean", "critic/acc/mean")
+
+
+def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
+    """Per step of the RL run's ``metrics.jsonl``: reward (verl's ``critic/score/mean``), accuracy and the
+    E2C segment metrics when logged."""
+    path = run_dir / "metrics.jsonl"
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        data = rec.get("data") or {}
+        reward = next((data[k] for k in REWARD_KEYS if k in data), None)
+        if reward is None:
+            continue
+        row = {"step": int(rec.get("step", len(out) + 1)), "reward": float(reward)}
+        acc = next((data[k] for k in ACC_KEYS if k in data), None)
+        if acc is not None:
+            row["accuracy"] = float(acc)
+        for k in ("e2c/well_formed_share", "e2c/explore_tokens_mean", "e2c/execute_tokens_mean",
+                  "response_length/mean"):  # fmt: skip
+            if k in data:
+                row[k] = float(data[k])
+        out.append(row)
+    return sorted(out, key=lambda r: r["step"])
+
+
+# ------------------------------------------------------------------------------------------------ TTS
+def tts_command(ctx: Context, model: str) -> list[str]:
+    cfg = ctx.cfg
+    cot = cfg.tts_explore_tokens + cfg.tts_execute_tokens
+    return [
+        sys.executable, str(ROOT / "tts" / "run_tts.py"),
+        "--model", model,
+        "--dataset", "synthetic",
+        "--data-dir", str(ctx.eval_dir),
+        "--limit", str(cfg.tts_problems),
+        "--methods", *cfg.tts_methods,
+        "--budgets", *[str(b) for b in cfg.tts_budgets],
+        "--backend", "hf",
+        "--dtype", resolve_dtype(cfg.dtype),
+        "--output-dir", str(ctx.dir("tts") / "runs"),
+        "--set", f"explore_tokens={cfg.tts_explore_tokens}",
+        "--set", f"execute_tokens={cfg.tts_execute_tokens}",
+        "--set", f"cot_tokens={cot}",
+        "--set", f"seed={cfg.seed}",
+    ]  # fmt: skip
+
+
+def tts_results(tts_dir: Path) -> Path | None:
+    """The TTS run's ``results.json`` (under ``runs/<dataset>/<model>/``), or None."""
+    found = sorted((tts_dir / "runs").glob("*/*/results.json"))
+    return found[0] if found else None
+
+
+def stage_tts(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """Self-consistency against E2C methods at small budgets on the trained model (RL, else SFT)."""
+    cfg = ctx.cfg
+    if cfg.tts_problems <= 0:
+        rep.say("skipped (--tts-problems 0)", 1.0)
+        return {"skipped": True, "outputs": {}, "commands": []}
+    rl = rl_model(ctx)
+    model, which = (str(rl), "rl") if rl is not None else (str(sft_model(ctx)), "sft")
+    cmd = tts_command(ctx, model)
+    rep.say(f"{', '.join(cfg.tts_methods)} at K/N {', '.join(map(str, cfg.tts_budgets))} on {cfg.tts_problems} "
+            f"held-out problems ({which} model)")  # fmt: skip
+    run_logged(cmd, ctx.dir("tts") / "log.txt", rep, tts_parser(), child_env())
+    res = tts_results(ctx.dir("tts"))
+    if res is None:
+        raise UserError(f"the TTS run wrote no results under {ctx.dir('tts') / 'runs'}")
+    return {
+        "outputs": {"results": rel(res, ctx.out), "plot": rel(res.parent / "accuracy_vs_tokens.png", ctx.out),
+                    "csv": rel(res.parent / "results.csv", ctx.out)},
+        "model": model,
+        "model_stage": which,
+        "commands": [shell_line(cmd)],
+    }  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------ files
+def read_done(stage_dir: Path) -> dict[str, Any] | None:
+    """A stage folder's ``DONE.json`` content, or None (absent or unreadable: the stage is not done)."""
+    return _read_json(stage_dir / "DONE.json")
+
+
+def read_started(stage_dir: Path) -> dict[str, Any] | None:
+    return _read_json(stage_dir / "STARTED.json")
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Atomic JSON write."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
+    tmp.replace(path)
