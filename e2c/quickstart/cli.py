@@ -253,7 +253,7 @@ def run_stage(ctx: Context, stage: str, action: str, state: StageState, index: i
     rep.say("starting")
     try:
         result = RUNNERS[stage](ctx, rep)
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         _add_attempt(d, rep.elapsed)  # interrupted: its time counts towards the resumed stage's duration
         raise
     seconds = round(earlier + rep.elapsed, 1)

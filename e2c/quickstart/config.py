@@ -73,8 +73,9 @@ class Config:
     tts_problems: int = 20
     tts_budgets: tuple[int, ...] = (2, 4)
     tts_methods: tuple[str, ...] = DEFAULT_TTS_METHODS
-    tts_explore_tokens: int = 120
-    tts_execute_tokens: int = 260
+    # the default mix's explorations are at most ~126 embedded tokens and executions ~165 (+ tags)
+    tts_explore_tokens: int = 140
+    tts_execute_tokens: int = 200
     fast: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -129,7 +129,8 @@ def run_logged(
 ) -> None:
     """Run ``cmd``, append its output to ``log_path``, report parsed progress; StageFailed on a non-zero exit.
 
-    The child shares this process group, so Ctrl-C stops both; a SIGTERM to this process is passed on.
+    The child shares this process group, so Ctrl-C reaches both; an interrupt or a SIGTERM to this process
+    stops the child (see :func:`_stop`) and raises KeyboardInterrupt.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     lines: queue.Queue[str | None] = queue.Queue()
@@ -195,26 +196,30 @@ def run_logged(
 
 
 def _pass_sigterm(proc: subprocess.Popen) -> object | None:
-    """Make a SIGTERM to this process stop the child first (only possible from the main thread)."""
+    """Make a SIGTERM to this process an interrupt (the child is stopped, the run can resume); only
+    possible from the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return None
 
     def handler(signum, frame):
-        _stop(proc)
-        raise SystemExit(128 + signum)
+        raise KeyboardInterrupt
 
     return signal.signal(signal.SIGTERM, handler)
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    """Stop a stage's child: SIGINT first (the toolkit's launchers then stop their own children: verl's ray
+    driver runs in its own process group, out of reach of a signal to ours), then SIGTERM, then SIGKILL."""
+    for sig, wait in ((signal.SIGINT, 30), (signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        if proc.poll() is not None:
+            return
+        try:
+            proc.send_signal(sig)
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        except OSError:
+            return
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -72,6 +72,7 @@ def eval_summary(stage_dir: Path) -> dict[str, Any] | None:
             "execute_tokens": m["execute_tokens"],
             "seconds": results.get("seconds"),
             "model": results.get("config", {}).get("model"),
+            "model_description": (results.get("config", {}).get("extra") or {}).get("model_description"),
         }
     return out
 
@@ -394,11 +395,13 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     from e2c.quickstart.progress import fmt_seconds
 
     cfg, sysi, data = rep["config"], rep["system"], rep["data"] or {}
+    base = (rep["eval"].get("baseline") or {}).get("synthetic") or {}
+    model = f"`{cfg['model']}`" + (f" ({base['model_description']})" if base.get("model_description") else "")
     L: list[str] = []
     L.append("# E2C quickstart report\n")
     L.append(
         f"Measured {sysi['date']} on {sysi['cpu']} ({sysi['cores']} cores, torch threads {sysi['torch_threads']}, "
-        f"native bf16 {'yes' if sysi['bf16_native'] else 'no'}), git {sysi['git_commit']}; model `{cfg['model']}`"
+        f"native bf16 {'yes' if sysi['bf16_native'] else 'no'}), git {sysi['git_commit']}; model {model}"
         f"{' (--fast preset)' if cfg['fast'] else ''}; total {fmt_seconds(rep['total_seconds'])}. "
         "Every number below is read from this run's files.\n"
     )
