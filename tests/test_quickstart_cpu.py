@@ -287,3 +287,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [message]
     assert not out.exists()  # nothing was created or changed
+
+
+def test_foreign_output_folder_is_never_cleared(tmp_path: Path) -> None:
+    out = tmp_path / "qs"
+    (out / "data").mkdir(parents=True)
+    (out / "data" / "mine.txt").write_text("keep me")
+    res = _quickstart("--fast", "--out", str(out), timeout=120)
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        f"error: {out / 'data'} exists and was not made by the quickstart; pick another --out (nothing was changed)"
+    ]
+    assert (out / "data" / "mine.txt").read_text() == "keep me" and sorted(out.iterdir()) == [out / "data"]

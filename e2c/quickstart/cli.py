@@ -238,6 +238,25 @@ def wipe_stage(ctx: Context, stage: str) -> None:
             (ctx.out / name).unlink(missing_ok=True)
 
 
+def check_foreign(ctx: Context, actions: dict[str, str]) -> None:
+    """UserError when a stage would clear a folder (or report file) that this tool did not make: an --out
+    pointing at a folder with other content must never lose it."""
+    for stage in STAGES:
+        if actions[stage] not in ("run", "redo"):
+            continue
+        d = ctx.dir(stage)
+        ours = (d / "STARTED.json").is_file() or (d / "DONE.json").is_file()
+        theirs = [d] if d.is_dir() and any(d.iterdir()) and not ours else []
+        if stage == "report" and not ours:
+            theirs += [p for p in (ctx.out / "report.md", ctx.out / "report.json") if p.exists()]
+        if d.exists() and not d.is_dir():
+            theirs.append(d)
+        if theirs:
+            raise UserError(
+                f"{theirs[0]} exists and was not made by the quickstart; pick another --out (nothing was changed)"
+            )
+
+
 def run_stage(ctx: Context, stage: str, action: str, state: StageState, index: int) -> dict[str, Any]:
     """Run one stage (fresh, or resuming its half-run folder), then write its DONE.json."""
     settings = stage_settings(ctx.cfg, stage)
@@ -291,6 +310,7 @@ def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
     wanted = {s: stage_settings(cfg, s) for s in STAGES}
     actions = select_stages(states, wanted, from_stage, force)
     check_inputs(actions, states)
+    check_foreign(ctx, actions)
     out.mkdir(parents=True, exist_ok=True)
     for s in STAGES:  # a stage to be redone is no longer complete, whatever happens next
         if actions[s] == "redo":

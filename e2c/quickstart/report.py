@@ -313,6 +313,9 @@ def plot_curve(xs: Sequence[float], series: Mapping[str, Sequence[float]], path:
         )
     for name, ys in series.items():
         ax.plot(xs, ys, marker="o", markersize=3, label=name)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("step")
     ax.set_ylabel(ylabel)
     ax.set_title(title)
