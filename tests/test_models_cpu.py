@@ -79,9 +79,15 @@ def test_ensure_chain_tokens_adds_and_resizes(tiny_path: str) -> None:
     model = AutoModelForCausalLM.from_pretrained(tiny_path)
     model.resize_token_embeddings(len(tok))
     before = model.get_input_embeddings().weight.detach().clone()
+    spelled = {t: tok.encode(t, add_special_tokens=False) for t in E2C.tags}
     assert ensure_chain_tokens(model, tok, E2C) == 4
     emb = model.get_input_embeddings().weight.detach()
     assert emb.shape[0] == len(tok) == before.shape[0] + 4
-    assert torch.allclose(emb[-1], before.mean(0), atol=1e-6)
+    # Reference loop: each tag's row is the mean of the rows of its spelling's pieces.
+    for tag, pieces in spelled.items():
+        assert len(pieces) > 1
+        want = sum(before[i] for i in pieces) / len(pieces)
+        assert torch.allclose(emb[tok.convert_tokens_to_ids(tag)], want, atol=1e-5)
+    assert len({tuple(emb[i].tolist()) for i in tag_token_ids(tok, E2C).values()}) == 4  # four distinct rows
     assert len(tag_token_ids(tok, E2C)) == 4
     assert ensure_chain_tokens(model, tok, E2C) == 0

@@ -167,7 +167,7 @@ def test_count_gpus() -> None:
 
 def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_path: str) -> None:
     """A THINK-format tiny model (no E2C tags) with a padded vocabulary, like Qwen3's: the tags land on
-    padding rows, which must still be initialised to the mean embedding."""
+    padding rows, which must still be initialised (from the tags' spelling)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from e2c.chain import THINK
@@ -188,5 +188,10 @@ def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_
     assert not missing_chain_tokens(ttok) and len(ttok) == n_base + 4
     emb = AutoModelForCausalLM.from_pretrained(folder).get_input_embeddings().weight.detach()
     assert emb.shape[0] == n_base + 16  # no resize was needed
-    assert torch.allclose(emb[n_base : n_base + 4], emb[:n_base].mean(0).expand(4, -1), atol=1e-6)
+    from e2c.chain import E2C
+    from e2c.models import tag_init_rows
+
+    want = tag_init_rows(emb, [tok.encode(t, add_special_tokens=False) for t in E2C.tags], n_base)
+    assert torch.allclose(emb[n_base : n_base + 4], want, atol=1e-5)
+    assert not (emb[n_base : n_base + 4] == 7.0).any()  # the padding rows' untrained values are gone
     assert sft_run.tagged_model(str(base), str(tmp_path / "tagged"))[1].endswith("(reused)")
