@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# Set up .venv and run the E2C inference demo on the embedded SmolLM2-135M-Instruct (no GPU, no hub).
+# Set up .venv and run the E2C inference demo (no GPU, no hub).
 #
-#   bash scripts/demo.sh                         # a GSM8K-style problem, ~1-2 min on 2 cores the first time
+#   bash scripts/demo.sh                         # the quickstart's trained model if one exists, else the
+#                                                # untrained embedded SmolLM2-135M (~1-2 min the first time)
+#   bash scripts/demo.sh --model_path embedded   # always the untrained embedded model
 #   bash scripts/demo.sh --problem "What is 17*23?" --max_tokens 256
 #
+# With no --model_path and a finished `bash scripts/quickstart.sh` (outputs/quickstart, or $E2C_QUICKSTART_OUT),
+# the demo uses its RL model (else its SFT model) and, unless --problem is given, its first held-out problem.
 # The first run converts the packaged GGUF model to an HF folder in ~/.cache/e2c (about 40 s).
 # Extra flags go to example_inference.py (python example_inference.py --help).
 set -euo pipefail
@@ -11,4 +15,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash scripts/setup_env.sh
 VENV="${E2C_VENV:-$ROOT/.venv}"
-exec "$VENV/bin/python" example_inference.py --model_path embedded "$@"
+MODEL_ARGS=(--model_path embedded)
+case " $* " in
+  *" --model_path"*) MODEL_ARGS=() ;;
+  *)
+    WITH=(--with-problem)
+    case " $* " in *" --problem"*) WITH=() ;; esac
+    mapfile -d '' FOUND < <("$VENV/bin/python" -m e2c.quickstart.trained --out "${E2C_QUICKSTART_OUT:-outputs/quickstart}" "${WITH[@]}")
+    if [ "${#FOUND[@]}" -gt 0 ]; then MODEL_ARGS=("${FOUND[@]}"); fi
+    ;;
+esac
+exec "$VENV/bin/python" example_inference.py "${MODEL_ARGS[@]}" "$@"

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from e2c.cli import UserError
@@ -256,6 +257,17 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
         assert f"]({rel_path})" in md
     assert "RL did not improve held-out accuracy" in md or "RL improved" in md
     assert report["system"]["git_commit"] and report["system"]["torch_threads"]
+
+    # The demo's helper points at the RL model and the first held-out problem; nothing for an empty folder.
+    found = subprocess.run([sys.executable, "-m", "e2c.quickstart.trained", "--out", str(out), "--with-problem"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    words = found.stdout.split("\0")[:-1]
+    assert found.returncode == 0 and words[0] == "--model_path" and "RL model" in found.stderr
+    assert Path(words[1]) == out / report["rl"]["model"] and (Path(words[1]) / "config.json").is_file()
+    assert words[2:4] == ["--problem", pd.read_parquet(out / "data" / "eval" / "synthetic.parquet")["problem"][0]]
+    empty = subprocess.run([sys.executable, "-m", "e2c.quickstart.trained", "--out", str(tmp_path / "none")],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert empty.returncode == 0 and empty.stdout == ""
 
     # A rerun with the same settings skips every stage; another setting for a finished stage is refused.
     again = _quickstart("--fast", "--out", str(out), timeout=120)

@@ -22,8 +22,8 @@ from e2c.cli import UserError
 from e2c.quickstart.config import RL_SAVE_EVERY, ROOT, SFT_SAVE_EVERY, SPLIT_FRACTIONS, Config, resolve_dtype
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, run_logged, step_parser, tts_parser
 
-MAX_GENERATE = 200_000
-RL_OVERLONG_BUFFER = 16  # tokens before the response limit where the overlong penalty starts (at most)  # problems generated at most while looking for enough that pass the filters
+MAX_GENERATE = 200_000  # problems generated at most while looking for enough that pass the filters
+RL_OVERLONG_BUFFER = 16  # tokens before the response limit where the overlong penalty starts (at most)
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,9 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
     from e2c.data.synthetic.generate import eval_row, generate, rl_row, sft_row
     from e2c.models import ModelSpecError, resolve_model
 
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # the one-time model conversion would print bars between our lines
     cfg = ctx.cfg
     bad = [f for f in cfg.families if f not in FAMILIES]
     if bad:

@@ -1,0 +1,70 @@
+"""The quickstart's trained model, for the demo: ``python -m e2c.quickstart.trained [--out DIR]``.
+
+Prints, NUL-separated, the ``example_inference.py`` arguments that show a trained chain: the model of the
+last finished training stage (RL, else SFT) and the first held-out synthetic problem with its answer.
+Prints nothing (exit 0) when the output folder holds no finished training stage, so the demo falls back to
+the untrained embedded model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from e2c.quickstart.config import ROOT, Config
+
+
+def trained_model(out: Path) -> tuple[Path, str] | None:
+    """``(model folder, "rl" | "sft")`` of the last finished training stage under ``out``, or None."""
+    from e2c.cli import UserError
+    from e2c.quickstart.stages import Context, read_done, rl_model, sft_model
+
+    ctx = Context(Config(), out)
+    rl = read_done(ctx.dir("rl"))
+    if rl is not None and not rl.get("skipped"):
+        try:
+            model = rl_model(ctx)
+        except UserError:
+            model = None
+        if model is not None:
+            return model, "rl"
+    if read_done(ctx.dir("sft")) is not None and (sft_model(ctx) / "config.json").is_file():
+        return sft_model(ctx), "sft"
+    return None
+
+
+def first_heldout(out: Path) -> tuple[str, str] | None:
+    """The first held-out synthetic problem and its answer, or None."""
+    path = out / "data" / "eval" / "synthetic.parquet"
+    if not path.is_file():
+        return None
+    import pandas as pd
+
+    df = pd.read_parquet(path, columns=["problem", "answer"])
+    return (str(df["problem"].iloc[0]), str(df["answer"].iloc[0])) if len(df) else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m e2c.quickstart.trained", description=__doc__.splitlines()[0])
+    p.add_argument("--out", default=Config().out, help="quickstart output folder (default: %(default)s)")
+    p.add_argument("--with-problem", action="store_true", help="also print --problem and --answer")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    out = out if out.is_absolute() else ROOT / out
+    found = trained_model(out)
+    if found is None:
+        return 0
+    model, stage = found
+    words = ["--model_path", str(model)]
+    problem = first_heldout(out) if args.with_problem else None
+    if problem is not None:
+        words += ["--problem", problem[0], "--answer", problem[1]]
+    print(f"[demo] using the quickstart's {stage.upper()} model {model} (--model_path embedded: the untrained one)",
+          file=sys.stderr)  # fmt: skip
+    sys.stdout.write("\0".join(words) + "\0")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
