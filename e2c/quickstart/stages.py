@@ -86,13 +86,12 @@ def mix_counts(samples: Sequence[Any]) -> dict[str, int]:
 def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
     """Synthetic SFT / RL / held-out eval sets (disjoint), and the first GSM8K problems."""
     from transformers import AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
     from e2c.data.io import write_parquet
     from e2c.data.synthetic.families import FAMILIES
     from e2c.data.synthetic.generate import eval_row, generate, rl_row, sft_row
     from e2c.models import ModelSpecError, resolve_model
-
-    from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # the one-time model conversion would print bars between our lines
     cfg = ctx.cfg
