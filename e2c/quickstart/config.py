@@ -56,7 +56,7 @@ class Config:
     bench_dir: str = str(DEFAULT_BENCH_DIR)
     # evaluation (baseline, eval_sft, eval_rl)
     eval_max_tokens: int = 320
-    eval_batch: int = 32  # 127 tok/s against 89 at 16 (embedded, bf16, 2 cores; 64 gave 138)
+    eval_batch: int = 32  # faster than 16 on 2 cores (larger batches gain little without refilling rows)
     dtype: str = "auto"
     # SFT
     sft_steps: int = 24
@@ -126,11 +126,11 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
     "report": (),
 }  # fmt: skip
 
-# A first estimate of each stage's duration in seconds (before its own progress gives a better one):
-# measured orders of magnitude on a 2-core CPU.
+# A first estimate of each stage's duration in seconds (before its own progress gives a better one): the
+# default run measured on a 2-core CPU on 2026-11-23 (README), and the --fast run's order of magnitude.
 ETA_SECONDS = {
-    False: {"data": 30, "baseline": 600, "sft": 600, "eval_sft": 600, "rl": 900, "eval_rl": 600,
-            "tts": 900, "report": 10},
+    False: {"data": 30, "baseline": 440, "sft": 580, "eval_sft": 600, "rl": 930, "eval_rl": 500,
+            "tts": 2000, "report": 10},
     True: {"data": 15, "baseline": 20, "sft": 60, "eval_sft": 20, "rl": 100, "eval_rl": 20, "tts": 20,
            "report": 10},
 }  # fmt: skip
