@@ -88,7 +88,7 @@ def run(init: str, steps: int, batch: int, lr: float, seed: int) -> dict:
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad()
-        print(f"{init}: step {step + 1}/{steps} loss {float(loss):.3f}", flush=True)
+        print(f"{init}: step {step + 1}/{steps} loss {float(loss.detach()):.3f}", flush=True)
     res["after"] = tag_stats(model, held, set(tags))
     res["seconds"] = round(time.perf_counter() - t0, 1)
     return res

@@ -177,10 +177,11 @@ def tag_init_rows(weight: Any, pieces: list[list[int]], n_used: int) -> Any:
     Why not the mean of all rows (Hewitt, 2021), as before: that row scores every context alike, far below
     the likely tokens, and with tied embeddings the four tags were one row that no argmax could tell apart.
     Measured on SmolLM2-135M-Instruct (E2C synthetic chains, AdamW lr 2e-4, batch 8): from the mean row the
-    tags started at log-prob -19.0 (median rank 23,466 at their places) and were still at -12.6 (rank 18,103)
+    tags started at log-prob -18.8 (median rank 23,100 at their places) and were still at -12.6 (rank 17,663)
     after 8 steps; a 24-step verl SFT learned the chain text and never emitted a tag. From the spelling they
-    start at -11.7 (rank 799) and are the argmax by step 8 (-1.4). The untrained model still writes
-    ordinary text after the prefilled tag (rescaling the rows to the mean norm made it repeat the tag).
+    start at -11.4 (rank 860) and are the argmax by step 8 (-1.35) (``python bench/tag_init.py``). The
+    untrained model still writes ordinary text after the prefilled tag (rescaling the rows to the mean norm
+    made it repeat the tag).
     """
     import torch
 
