@@ -227,11 +227,16 @@ def _plt():
     return plt
 
 
+def _datasets_and_stages(evals: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The datasets of any evaluation stage (synthetic first, then by name) and the stages that ran."""
+    datasets = sorted({d for e in evals.values() if e for d in e}, key=lambda d: (d != "synthetic", d))
+    return datasets, [s for s in EVAL_STAGES if evals.get(s)]
+
+
 def plot_accuracy(evals: Mapping[str, Any], path: Path) -> None:
     """Accuracy per stage and dataset with 95% Wilson intervals."""
     plt = _plt()
-    datasets = sorted({d for e in evals.values() if e for d in e}, key=lambda d: (d != "synthetic", d))
-    stages = [s for s in EVAL_STAGES if evals.get(s)]
+    datasets, stages = _datasets_and_stages(evals)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     width = 0.8 / max(len(stages), 1)
     for j, s in enumerate(stages):
@@ -264,8 +269,7 @@ def _n(evals: Mapping[str, Any], dataset: str) -> int:
 def plot_rates(evals: Mapping[str, Any], path: Path) -> None:
     """Format compliance (well-formed chains) per stage and dataset."""
     plt = _plt()
-    datasets = sorted({d for e in evals.values() if e for d in e}, key=lambda d: (d != "synthetic", d))
-    stages = [s for s in EVAL_STAGES if evals.get(s)]
+    datasets, stages = _datasets_and_stages(evals)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     width = 0.8 / max(len(stages), 1)
     for j, s in enumerate(stages):
@@ -284,8 +288,7 @@ def plot_rates(evals: Mapping[str, Any], path: Path) -> None:
 def plot_tokens(evals: Mapping[str, Any], path: Path) -> None:
     """Mean exploration and execution tokens per stage (stacked), one panel per dataset."""
     plt = _plt()
-    datasets = sorted({d for e in evals.values() if e for d in e}, key=lambda d: (d != "synthetic", d))
-    stages = [s for s in EVAL_STAGES if evals.get(s)]
+    datasets, stages = _datasets_and_stages(evals)
     fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(4 * max(len(datasets), 1), 4), squeeze=False)
     for ax, d in zip(axes[0], datasets, strict=False):
         ss = [s for s in stages if d in evals[s]]
