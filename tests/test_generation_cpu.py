@@ -10,7 +10,7 @@ import pytest
 from e2c.chain import E2C, PLAIN, THINK
 from e2c.cli import UserError
 from e2c.generation import generate_chains, make_generator, pick_backend
-from e2c.generation.base import Completion, StopSpec, derive_seed, finish, split_stops
+from e2c.generation.base import derive_seed, finish, split_stops
 from e2c.generation.scripted import ScriptedGenerator, ScriptTokenizer
 from e2c.generation.vllm import completion_from_vllm
 
@@ -91,21 +91,18 @@ def test_derive_seed_is_stable_and_distinct() -> None:
 # ----------------------------------------------------------------------------------- vLLM mapping
 
 
-def vout(text: str, ids: list[int], finish_reason: str, stop_reason) -> SimpleNamespace:
-    return SimpleNamespace(text=text, token_ids=ids, finish_reason=finish_reason, stop_reason=stop_reason)
+def vout(ids: list[int]) -> SimpleNamespace:
+    # vLLM's own text and stop_reason are ignored on purpose (see completion_from_vllm); make them wrong.
+    return SimpleNamespace(text="<vllm text>", token_ids=ids, finish_reason="stop", stop_reason=99)
 
 
-def test_vllm_outputs_map_to_the_same_completions() -> None:
-    stops = StopSpec(token_ids={7: "</EXPLORATION>"}, strings=["Answer:"], eos_ids={2})
-    # Stop token reported by id, tag text kept by the detokenizer: reported as the tag, text stripped.
-    c = completion_from_vllm(vout("plan</EXPLORATION>", [5, 6, 7], "stop", 7), stops, {2})
-    assert c == Completion("plan", [5, 6, 7], "stop", "</EXPLORATION>")
-    # Same stop with the tag already removed from the text.
-    assert completion_from_vllm(vout("plan", [5, 6, 7], "stop", 7), stops, {2}).text == "plan"
-    assert completion_from_vllm(vout("x ", [5, 9], "stop", "Answer:"), stops, {2}).stop_reason == "Answer:"
-    eos = completion_from_vllm(vout("done", [5, 2], "stop", None), stops, {2})
-    assert (eos.finish_reason, eos.stop_reason, eos.num_tokens) == ("stop", None, 2)
-    assert completion_from_vllm(vout("abc", [5, 5, 5], "length", None), stops, {2}).finish_reason == "length"
+def test_vllm_outputs_map_to_the_same_completions(stok: ScriptTokenizer) -> None:
+    stops = split_stops(stok, ["</EXPLORATION>", "Answer:"], [stok.eos_token_id])
+    dec = stok.decode
+    for ids in (stok.encode("plan</EXPLORATION>"), stok.encode("x Answer: y"), [*stok.encode("done"), stok.eos_token_id], stok.encode("abcabc")):  # fmt: skip
+        assert completion_from_vllm(vout(ids), stops, dec, 4) == finish(ids, dec, stops, 4)
+    c = completion_from_vllm(vout(stok.encode("plan</EXPLORATION>")), stops, dec, 64)
+    assert (c.text, c.finish_reason, c.stop_reason) == ("plan", "stop", "</EXPLORATION>")
 
 
 def test_backend_choice_errors_are_one_line() -> None:
@@ -116,7 +113,7 @@ def test_backend_choice_errors_are_one_line() -> None:
     try:
         import vllm  # noqa: F401
     except ImportError:
-        with pytest.raises(UserError, match="on CPU use --backend hf"):
+        with pytest.raises(UserError, match=r"setup_env\.sh --vllm"):
             pick_backend("vllm")
 
 

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from e2c.generation.hf import cpu_has_bf16
+
 ROOT = Path(__file__).resolve().parents[2]
 
 STAGES = ("data", "baseline", "sft", "eval_sft", "rl", "eval_rl", "tts", "report")
@@ -149,15 +151,6 @@ def with_fast(cfg: Config, explicit: set[str]) -> Config:
 
 def field_names() -> list[str]:
     return [f.name for f in fields(Config)]
-
-
-def cpu_has_bf16() -> bool:
-    """Whether this CPU has native bf16 arithmetic (AVX512-BF16 or AMX), where bf16 inference is fast."""
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "avx512_bf16" in flags or "amx_bf16" in flags
 
 
 def resolve_dtype(dtype: str) -> str:

@@ -113,7 +113,7 @@ def trend(values: Sequence[float]) -> dict[str, Any] | None:
 def system_info() -> dict[str, Any]:
     """The machine: CPU model, cores, torch threads, native bf16, OS, Python, package versions."""
     from e2c.eval.runner import git_commit, versions
-    from e2c.quickstart.config import cpu_has_bf16
+    from e2c.generation.hf import cpu_has_bf16
 
     cpu = platform.processor() or platform.machine()
     try:
