@@ -44,6 +44,12 @@ def parse_args(argv: list[str] | None = None):
     p.add_argument("--backend", default=None, help="auto, vllm or hf (default: auto)")
     p.add_argument("--output-dir", default=None, help="results root (default: tts/outputs)")
     p.add_argument("--dtype", default=None, help="model dtype: auto, float32, bfloat16 (default: auto)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="problems run at once, their generation calls batched together (default: 16 on vllm, 1 on hf)",
+    )
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override a method setting, e.g. explore_tokens=256 (repeatable)")  # fmt: skip
     return p.parse_args(argv)
@@ -125,7 +131,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         run_cfg = {"dataset": cfg["dataset"], "model": cfg["model"], "subfolder": cfg.get("subfolder"),
                    "backend": gen.name, "limit": cfg.get("limit"), "settings": settings.to_dict()}  # fmt: skip
-        rows = run_tts(gen, records, methods, budgets, settings, out_dir, run_cfg, embed)
+        workers = args.workers if args.workers is not None else (16 if gen.name == "vllm" else 1)
+        if workers < 1:
+            raise UserError(f"--workers must be at least 1, got {workers}")
+        rows = run_tts(gen, records, methods, budgets, settings, out_dir, run_cfg, embed, workers=workers)
     except UserError as e:
         fail(str(e))
     print(format_table(rows))

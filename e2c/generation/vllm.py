@@ -23,6 +23,7 @@ from e2c.generation.base import (
     finish,
     split_stops,
 )
+from e2c.generation.batching import Call
 
 
 def completion_from_vllm(
@@ -119,43 +120,62 @@ class VLLMGenerator:
         stop: Sequence[str] | None = None,
         seed: int | None = None,
     ) -> list[list[Completion]]:
+        stop_t = None if stop is None else tuple(stop)
+        [(result, _)] = self.generate_calls(
+            [Call(tuple(prompts), n, max_tokens, temperature, top_p, stop_t, seed)]
+        )
+        return result
+
+    def generate_calls(self, calls: Sequence[Call]) -> list[tuple[list[list[Completion]], int]]:
+        """Several ``generate`` calls in one engine call (each prompt with its own call's settings and the
+        seed it would have alone); per call, the completions and the prompt tokens billed."""
         from vllm import SamplingParams
 
-        check_args(n, max_tokens, temperature, top_p)
-        eos = set(eos_ids(self.tokenizer, getattr(self.llm.llm_engine, "generation_config", None)))
-        stops = split_stops(self.tokenizer, stop, list(eos))
-        # vLLM refuses n > 1 when greedy: the n samples would be one completion, so it is generated once
-        # and repeated (counted n times, as the other backends count it).
-        greedy = temperature == 0
-        # One seed per request: a prompt's samples do not depend on what else is in the batch.
-        params = [
-            SamplingParams(
-                n=1 if greedy else n,
-                temperature=temperature,
-                top_p=top_p,
-                max_tokens=max_tokens,
-                stop=stops.strings or None,
-                stop_token_ids=sorted(stops.token_ids) or None,
-                skip_special_tokens=False,
-                include_stop_str_in_output=False,
-                seed=derive_seed(seed, i),
-            )
-            for i in range(len(prompts))
-        ]
         tok = self.tokenizer
-        # Token ids, not strings: encoded as the other backends encode them (no BOS added to a chat-rendered
-        # prompt that already has one).
-        requests = [{"prompt_token_ids": tok.encode(p, add_special_tokens=False)} for p in prompts]
-        outs = self.llm.generate(requests, params, use_tqdm=False)
+        eos = set(eos_ids(tok, getattr(self.llm.llm_engine, "generation_config", None)))
+        drop = {tok.pad_token_id, *eos}
 
         def decode(ids: list[int]) -> str:
             return tok.decode(ids, skip_special_tokens=False)
 
-        drop = {tok.pad_token_id, *eos}
-        result = [
-            [completion_from_vllm(o, stops, decode, max_tokens, drop) for o in ro.outputs] for ro in outs
-        ]
-        if greedy:
-            result = [row * n for row in result]
-        self.usage.add([len(ro.prompt_token_ids or ()) for ro in outs], result)
-        return result
+        requests, params, specs = [], [], []
+        for c in calls:
+            check_args(c.n, c.max_tokens, c.temperature, c.top_p)
+            stops = split_stops(tok, c.stop, list(eos))
+            specs.append(stops)
+            # vLLM refuses n > 1 when greedy: the n samples would be one completion, so it is generated
+            # once and repeated (counted n times, as the other backends count it).
+            greedy = c.temperature == 0
+            for i, p in enumerate(c.prompts):
+                # Token ids, not strings: encoded as the other backends encode them (no BOS added to a
+                # chat-rendered prompt that already has one).
+                requests.append({"prompt_token_ids": tok.encode(p, add_special_tokens=False)})
+                # One seed per prompt: its samples do not depend on what else is in the batch.
+                params.append(
+                    SamplingParams(
+                        n=1 if greedy else c.n,
+                        temperature=c.temperature,
+                        top_p=c.top_p,
+                        max_tokens=c.max_tokens,
+                        stop=stops.strings or None,
+                        stop_token_ids=sorted(stops.token_ids) or None,
+                        skip_special_tokens=False,
+                        include_stop_str_in_output=False,
+                        seed=derive_seed(c.seed, i),
+                    )
+                )
+        outs = self.llm.generate(requests, params, use_tqdm=False) if requests else []
+        results, k = [], 0
+        for c, stops in zip(calls, specs, strict=True):
+            mine = outs[k : k + len(c.prompts)]
+            k += len(c.prompts)
+            rows = [
+                [completion_from_vllm(o, stops, decode, c.max_tokens, drop) for o in ro.outputs]
+                for ro in mine
+            ]
+            if c.temperature == 0:
+                rows = [row * c.n for row in rows]
+            lens = [len(r["prompt_token_ids"]) for r in requests[k - len(c.prompts) : k]]
+            self.usage.add(lens, rows)
+            results.append((rows, sum(n * len(row) for n, row in zip(lens, rows, strict=True))))
+        return results

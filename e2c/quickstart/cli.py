@@ -136,6 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=_help("dtype", "inference dtype: auto (bfloat16 on CPUs with native bf16), float32, bfloat16"),
     )
+    g.add_argument(
+        "--backend",
+        default=None,
+        help=_help(
+            "backend", "generation backend of eval and TTS: auto (vLLM when installed, else hf), vllm, hf"
+        ),
+    )
     g = p.add_argument_group("SFT (scripts/e2c_sft.sh)")
     g.add_argument("--sft-steps", type=int, default=None, help=_help("sft_steps", "optimizer steps"))
     g.add_argument("--sft-lr", type=float, default=None, help=_help("sft_lr", "learning rate"))
@@ -178,7 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 CONFIG_FLAGS = ("out", "model", "seed", "families", "max_level", "max_chain_tokens", "eval_problems",
-                "gsm8k_problems", "bench_dir", "eval_max_tokens", "eval_batch", "dtype", "sft_steps", "sft_lr",
+                "gsm8k_problems", "bench_dir", "eval_max_tokens", "eval_batch", "dtype", "backend", "sft_steps", "sft_lr",
                 "sft_batch", "sft_max_length", "rl_steps", "rl_lr", "rl_batch", "rl_n", "rl_response_length",
                 "tts_problems", "tts_budgets", "tts_methods", "tts_explore_tokens", "tts_execute_tokens")  # fmt: skip
 
@@ -190,7 +197,10 @@ def config_from_args(args: argparse.Namespace) -> Config:
     cfg = with_fast(DEFAULTS, set(given)) if args.fast else DEFAULTS
     cfg = replace(cfg, **given)
     validate(cfg)
-    return cfg
+    # Resolved now, so each stage records the backend it actually used (auto changes with the install).
+    from e2c.generation import pick_backend
+
+    return replace(cfg, backend=pick_backend(cfg.backend))
 
 
 def validate(cfg: Config) -> None:
@@ -318,7 +328,7 @@ def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
     fresh = {s for s in STAGES if states[s].done is None and states[s].started is None}
     plan = ", ".join(f"{s} {'run' if s in fresh and actions[s] == 'redo' else actions[s]}" for s in STAGES)
     print(f"[quickstart] {out}: model {cfg.model}{' (--fast)' if cfg.fast else ''}, dtype "
-          f"{resolve_dtype(cfg.dtype)}; {plan}", flush=True)  # fmt: skip
+          f"{resolve_dtype(cfg.dtype)}, backend {cfg.backend}; {plan}", flush=True)  # fmt: skip
     t0 = time.monotonic()
     last: dict[str, Any] = {}
     for i, stage in enumerate(STAGES, 1):

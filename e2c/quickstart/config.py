@@ -58,8 +58,10 @@ class Config:
     bench_dir: str = str(DEFAULT_BENCH_DIR)
     # evaluation (baseline, eval_sft, eval_rl)
     eval_max_tokens: int = 320
-    eval_batch: int = 32  # faster than 16 on 2 cores (larger batches gain little without refilling rows)
+    eval_batch: int = 32  # transformers backend: faster than 16 on 2 cores (larger batches gain little)
     dtype: str = "auto"
+    # generation backend of eval and TTS: auto = vLLM when installed (scripts/setup_env.sh --vllm), else hf
+    backend: str = "auto"
     # SFT
     sft_steps: int = 24
     sft_lr: float = 2e-4
@@ -118,13 +120,13 @@ FAST = {
 STAGE_KEYS: dict[str, tuple[str, ...]] = {
     "data": ("model", "seed", "families", "max_level", "max_chain_tokens", "eval_problems", "gsm8k_problems",
              "bench_dir"),
-    "baseline": ("model", "seed", "eval_max_tokens", "eval_batch", "dtype"),
+    "baseline": ("model", "seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
     "sft": ("model", "seed", "sft_steps", "sft_lr", "sft_batch", "sft_max_length"),
-    "eval_sft": ("seed", "eval_max_tokens", "eval_batch", "dtype"),
+    "eval_sft": ("seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
     "rl": ("seed", "rl_steps", "rl_lr", "rl_batch", "rl_n", "rl_response_length"),
-    "eval_rl": ("seed", "eval_max_tokens", "eval_batch", "dtype"),
+    "eval_rl": ("seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
     "tts": ("seed", "tts_problems", "tts_budgets", "tts_methods", "tts_explore_tokens", "tts_execute_tokens",
-            "dtype"),
+            "dtype", "backend"),
     "report": (),
 }  # fmt: skip
 

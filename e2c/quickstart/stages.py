@@ -222,7 +222,7 @@ def eval_command(ctx: Context, model: str, save: Path, datasets: Sequence[str]) 
         "--max-tokens", str(cfg.eval_max_tokens),
         "--seed", str(cfg.seed),
         "--save-path", str(save),
-        "--backend", "hf",
+        "--backend", cfg.backend,
         "--batch-size", str(cfg.eval_batch),
         "--dtype", resolve_dtype(cfg.dtype),
     ]  # fmt: skip
@@ -436,7 +436,7 @@ def tts_command(ctx: Context, model: str) -> list[str]:
         "--limit", str(cfg.tts_problems),
         "--methods", *cfg.tts_methods,
         "--budgets", *[str(b) for b in cfg.tts_budgets],
-        "--backend", "hf",
+        "--backend", cfg.backend,
         "--dtype", resolve_dtype(cfg.dtype),
         "--output-dir", str(ctx.dir("tts") / "runs"),
         "--set", f"explore_tokens={cfg.tts_explore_tokens}",

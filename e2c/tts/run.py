@@ -12,9 +12,11 @@ from __future__ import annotations
 import csv
 import json
 import sys
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -22,6 +24,7 @@ from typing import Any
 from e2c.cli import UserError
 from e2c.data.registry import Record
 from e2c.eval.runner import write_json
+from e2c.generation.batching import SharedGenerator, SharedHandle
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.methods import BUDGET_FREE
 
@@ -168,8 +171,14 @@ def run_tts(
     config: dict[str, Any],
     embed: Callable[[list[str]], Any] | None = None,
     log: Callable[[str], None] = print,
+    workers: int = 1,
 ) -> list[dict[str, Any]]:
-    """Run every (method, budget, problem) not yet in ``out_dir/records.jsonl``; write the summaries."""
+    """Run every (method, budget, problem) not yet in ``out_dir/records.jsonl``; write the summaries.
+
+    With ``workers > 1`` that many runs go at once in threads sharing ``gen`` through
+    :class:`e2c.generation.batching.SharedGenerator`, whose waiting calls reach the backend together (the
+    speed-up of a batching engine such as vLLM); records are written as runs finish, in any order.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     check_run_config(out_dir / "config.json", config)
     rec_path = out_dir / "records.jsonl"
@@ -184,19 +193,47 @@ def run_tts(
     total = len(methods) * len(budgets) * len(records)
     log(f"[tts] {total - len(todo)}/{total} results already in {rec_path}; {len(todo)} to run")
     t0 = time.perf_counter()
-    with rec_path.open("a", encoding="utf-8") as f:
-        for i, (m, b, r) in enumerate(todo, 1):
+    lock = threading.Lock()
+    queue = list(reversed(todo))
+    finished = 0
+
+    def one(m: str, b: int, r: Record, g: Any) -> None:
+        nonlocal finished
+        with lock:
             same = next((v for k, v in done.items() if m in BUDGET_FREE and k.startswith(f"{m}\t")
                          and k.endswith(f"\t{r.id}")), None)  # fmt: skip
-            if same is not None:  # e.g. greedy_cot: one greedy chain whatever the budget
-                res = {**same, "budget": b, "details": {**same["details"], "same_as_budget": same["budget"]}}
-            else:
-                res = run_method(m, gen, r, b, settings, embed=embed).to_dict()
+        if same is not None:  # e.g. greedy_cot: one greedy chain whatever the budget
+            res = {**same, "budget": b, "details": {**same["details"], "same_as_budget": same["budget"]}}
+        else:
+            res = run_method(m, g, r, b, settings, embed=embed).to_dict()
+        with lock:
             f.write(json.dumps(res) + "\n")
             f.flush()
             done[record_key(m, b, str(r.id))] = res
-            log(f"[tts] {i}/{len(todo)} {m} K={b} {r.id}: {'correct' if res['correct'] else 'wrong'}, "
+            finished += 1
+            log(f"[tts] {finished}/{len(todo)} {m} K={b} {r.id}: {'correct' if res['correct'] else 'wrong'}, "
                 f"{res['generated_tokens']} tokens, {time.perf_counter() - t0:.0f} s")  # fmt: skip
+
+    def worker(handle: SharedHandle) -> None:
+        with handle:  # leaves the shared generator when out of work, or on an error
+            while True:
+                with lock:
+                    if not queue:
+                        return
+                    task = queue.pop()
+                one(*task, handle)
+
+    with rec_path.open("a", encoding="utf-8") as f:
+        workers = max(1, min(workers, len(todo)))
+        if workers == 1:
+            for task in todo:
+                one(*task, gen)
+        else:
+            shared = SharedGenerator(gen, workers)
+            with ThreadPoolExecutor(workers) as ex:
+                futures = [ex.submit(worker, shared.handle()) for _ in range(workers)]
+                for fut in futures:
+                    fut.result()  # re-raises a worker's error, after what finished was written
     wanted = {record_key(m, b, str(r.id)) for m in methods for b in budgets for r in records}
     results = [v for k, v in done.items() if k in wanted]
     rows = summarize(results)
