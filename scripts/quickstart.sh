@@ -13,6 +13,6 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-bash scripts/setup_env.sh
+bash scripts/setup_env.sh --vllm
 VENV="${E2C_VENV:-$ROOT/.venv}"
 exec "$VENV/bin/python" -m e2c.quickstart "$@"

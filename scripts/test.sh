@@ -6,7 +6,7 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-bash scripts/setup_env.sh --test
+bash scripts/setup_env.sh --test --vllm
 VENV="${E2C_VENV:-$ROOT/.venv}"
 echo "[test] ruff check / ruff format --check"
 "$VENV/bin/ruff" check .

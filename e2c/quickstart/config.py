@@ -68,7 +68,7 @@ class Config:
     sft_batch: int = 8
     sft_max_length: int = 512
     # RL: GRPO stage 2
-    rl_steps: int = 8
+    rl_steps: int = 6
     rl_lr: float = 5e-6
     rl_batch: int = 4
     rl_n: int = 4
