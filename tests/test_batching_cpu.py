@@ -28,7 +28,9 @@ def calls_of(worker: int) -> list[Call]:
 def view(outs: list) -> list:
     # The scripted tokenizer numbers words in order of first sight, so ids depend on call order: compare the
     # rest (text, counts, reasons).
-    return [[[(c.text, c.num_tokens, c.finish_reason, c.stop_reason) for c in row] for row in o] for o in outs]
+    return [
+        [[(c.text, c.num_tokens, c.finish_reason, c.stop_reason) for c in row] for row in o] for o in outs
+    ]
 
 
 def run_threads(shared: SharedGenerator, workers: int) -> dict[int, list]:

@@ -104,6 +104,7 @@ def test_vllm_two_phase_chains_equal_transformers(tiny_probe: dict) -> None:
 def test_vllm_seeded_sampling_repeats(tiny_probe: dict) -> None:
     a, b, c = tiny_probe["vllm"]["sampled"]
     assert a == b and a != c
+    assert tiny_probe["vllm"]["long_seeded"] == 48 * 4 * 4  # many long seeded prompts in one call
 
 
 def test_vllm_equals_transformers_on_the_embedded_model_in_fp32(embedded_path: str, tmp_path: Path) -> None:
