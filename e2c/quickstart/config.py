@@ -131,10 +131,10 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 # A first estimate of each stage's duration in seconds (before its own progress gives a better one): the
-# default run measured on a 2-core CPU on 2026-11-23 (README), and the --fast run's order of magnitude.
+# default run measured on a 2-core CPU on 2026-11-23 with vLLM (README), and the --fast run's order of magnitude.
 ETA_SECONDS = {
-    False: {"data": 30, "baseline": 440, "sft": 580, "eval_sft": 600, "rl": 930, "eval_rl": 500,
-            "tts": 2000, "report": 10},
+    False: {"data": 10, "baseline": 105, "sft": 535, "eval_sft": 120, "rl": 660, "eval_rl": 115,
+            "tts": 510, "report": 5},
     True: {"data": 15, "baseline": 20, "sft": 60, "eval_sft": 20, "rl": 100, "eval_rl": 20, "tts": 20,
            "report": 10},
 }  # fmt: skip
