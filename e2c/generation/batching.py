@@ -34,6 +34,22 @@ class Call:
     stop: tuple[str, ...] | None = None
     seed: int | None = None
 
+    @classmethod
+    def of(
+        cls,
+        prompts: Sequence[str],
+        n: int = 1,
+        max_tokens: int = 256,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        stop: Sequence[str] | None = None,
+        seed: int | None = None,
+    ) -> Call:
+        """The call of ``generate(prompts, n, max_tokens, temperature, top_p, stop, seed)``."""
+        return cls(
+            tuple(prompts), n, max_tokens, temperature, top_p, None if stop is None else tuple(stop), seed
+        )
+
 
 CallResult = tuple[list[list[Completion]], int]  # completions, prompt tokens billed (once per sequence)
 
@@ -130,10 +146,9 @@ class SharedHandle:
         stop: Sequence[str] | None = None,
         seed: int | None = None,
     ) -> list[list[Completion]]:
-        call = Call(
-            tuple(prompts), n, max_tokens, temperature, top_p, None if stop is None else tuple(stop), seed
+        outs, prompt_tokens = self.shared.submit(
+            Call.of(prompts, n, max_tokens, temperature, top_p, stop, seed)
         )
-        outs, prompt_tokens = self.shared.submit(call)
         self.usage.add([0] * len(outs), outs)
         self.usage.prompt_tokens += prompt_tokens
         return outs

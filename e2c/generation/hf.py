@@ -38,6 +38,14 @@ def cpu_has_bf16() -> bool:
     return False
 
 
+def resolve_cpu_dtype(dtype: str) -> str:
+    """``auto`` -> bfloat16 on CPUs with native bf16 (:func:`cpu_has_bf16`), float32 otherwise; anything else
+    unchanged."""
+    if dtype != "auto":
+        return dtype
+    return "bfloat16" if cpu_has_bf16() else "float32"
+
+
 def sample_next(logits: Any, temperature: float, top_p: float) -> Any:
     """One next token per row from ``logits`` (rows x vocab): greedy at temperature 0, else
     temperature-scaled nucleus sampling (the smallest set of tokens whose probability reaches ``top_p``)."""

@@ -66,10 +66,10 @@ def engine_kwargs(on_cpu: bool, dtype: str, enforce_eager: bool | None) -> dict[
     engine start from 13 s to 90-126 s for no throughput gain (32 prompts x 128 tokens: 383 greedy / 228
     sampled tok/s eager, 470 / 254 compiled).
     """
-    from e2c.generation.hf import cpu_has_bf16
+    from e2c.generation.hf import resolve_cpu_dtype
 
-    if on_cpu and dtype == "auto":
-        dtype = "bfloat16" if cpu_has_bf16() else "float32"
+    if on_cpu:
+        dtype = resolve_cpu_dtype(dtype)
     eager = on_cpu if enforce_eager is None else enforce_eager
     kw: dict[str, Any] = {"dtype": dtype, "enforce_eager": eager}
     if on_cpu:
@@ -102,7 +102,6 @@ class VLLMGenerator:
                 os.environ.setdefault(k, v)
         from vllm import LLM  # lazy: optional dependency
 
-        self.on_cpu = on_cpu
         self.llm = LLM(
             model=model_path,
             tensor_parallel_size=tensor_parallel_size,
@@ -126,10 +125,7 @@ class VLLMGenerator:
         stop: Sequence[str] | None = None,
         seed: int | None = None,
     ) -> list[list[Completion]]:
-        stop_t = None if stop is None else tuple(stop)
-        [(result, _)] = self.generate_calls(
-            [Call(tuple(prompts), n, max_tokens, temperature, top_p, stop_t, seed)]
-        )
+        [(result, _)] = self.generate_calls([Call.of(prompts, n, max_tokens, temperature, top_p, stop, seed)])
         return result
 
     def generate_calls(self, calls: Sequence[Call]) -> list[tuple[list[list[Completion]], int]]:
@@ -144,18 +140,20 @@ class VLLMGenerator:
         def decode(ids: list[int]) -> str:
             return tok.decode(ids, skip_special_tokens=False)
 
-        requests, params, specs = [], [], []
+        requests, params, specs, encoded = [], [], [], []
         for c in calls:
             check_args(c.n, c.max_tokens, c.temperature, c.top_p)
             stops = split_stops(tok, c.stop, list(eos))
             specs.append(stops)
+            # Token ids, not strings: encoded as the other backends encode them (no BOS added to a
+            # chat-rendered prompt that already has one).
+            ids = [tok.encode(p, add_special_tokens=False) for p in c.prompts]
+            encoded.append(ids)
             # vLLM refuses n > 1 when greedy: the n samples would be one completion, so it is generated
             # once and repeated (counted n times, as the other backends count it).
             greedy = c.temperature == 0
-            for i, p in enumerate(c.prompts):
-                # Token ids, not strings: encoded as the other backends encode them (no BOS added to a
-                # chat-rendered prompt that already has one).
-                requests.append({"prompt_token_ids": tok.encode(p, add_special_tokens=False)})
+            for i, p_ids in enumerate(ids):
+                requests.append({"prompt_token_ids": p_ids})
                 # One seed per prompt: its samples do not depend on what else is in the batch.
                 params.append(
                     SamplingParams(
@@ -172,16 +170,16 @@ class VLLMGenerator:
                 )
         outs = self.llm.generate(requests, params, use_tqdm=False) if requests else []
         results, k = [], 0
-        for c, stops in zip(calls, specs, strict=True):
-            mine = outs[k : k + len(c.prompts)]
-            k += len(c.prompts)
+        for c, stops, ids in zip(calls, specs, encoded, strict=True):
+            mine = outs[k : k + len(ids)]
+            k += len(ids)
             rows = [
                 [completion_from_vllm(o, stops, decode, c.max_tokens, drop) for o in ro.outputs]
                 for ro in mine
             ]
             if c.temperature == 0:
                 rows = [row * c.n for row in rows]
-            lens = [len(r["prompt_token_ids"]) for r in requests[k - len(c.prompts) : k]]
-            self.usage.add(lens, rows)
-            results.append((rows, sum(n * len(row) for n, row in zip(lens, rows, strict=True))))
+            before = self.usage.prompt_tokens
+            self.usage.add([len(p) for p in ids], rows)
+            results.append((rows, self.usage.prompt_tokens - before))
         return results

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from e2c.generation.hf import cpu_has_bf16
+from e2c.generation.hf import resolve_cpu_dtype as resolve_dtype  # noqa: F401 (the quickstart's name)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,10 +153,3 @@ def with_fast(cfg: Config, explicit: set[str]) -> Config:
 
 def field_names() -> list[str]:
     return [f.name for f in fields(Config)]
-
-
-def resolve_dtype(dtype: str) -> str:
-    """``auto`` -> bfloat16 on CPUs with native bf16, float32 otherwise; anything else unchanged."""
-    if dtype != "auto":
-        return dtype
-    return "bfloat16" if cpu_has_bf16() else "float32"
