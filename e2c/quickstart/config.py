@@ -29,7 +29,7 @@ REQUIRES: dict[str, tuple[str, ...]] = {
 # The report reads every stage's results when they exist, so it is redone when any of them is.
 DEPENDS: dict[str, tuple[str, ...]] = {**REQUIRES, "report": STAGES[:-1]}
 
-DEFAULT_FAMILIES = ("arithmetic", "list_ops", "linear_equation")
+DEFAULT_FAMILIES = ("small_arithmetic", "arithmetic", "list_ops", "linear_equation")
 DEFAULT_TTS_METHODS = ("self_consistency", "e2c_sc", "e2c_rp")
 DEFAULT_BENCH_DIR = Path(os.environ.get("E2C_BENCH_DIR", ROOT.parent / "shared" / "data" / "benchmarks"))
 

@@ -60,11 +60,17 @@ def rel(path: Path, root: Path) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ data
-def generation_count(cfg: Config, n_families: int = 8, n_levels: int = 3, length_keep: float = 0.8) -> int:
-    """How many problems to generate so that about ``cfg.eval_problems`` held-out ones pass the family, level
-    and length filters (with a 25% margin): the generator cycles through every family and level evenly."""
-    share = len(cfg.families) / n_families * min(cfg.max_level, n_levels) / n_levels * length_keep
-    return math.ceil(cfg.eval_problems / (SPLIT_FRACTIONS[2] * share) * 1.25) + 50
+def generation_count(cfg: Config, length_keep: float = 0.8) -> int:
+    """How many problems to generate so that about ``cfg.eval_problems`` held-out ones pass the length filter
+    (with a 25% margin): the generator draws only the chosen families and levels."""
+    return math.ceil(cfg.eval_problems / (SPLIT_FRACTIONS[2] * length_keep) * 1.25) + 50
+
+
+def levels_upto(max_level: int) -> tuple[int, ...]:
+    """The generator's levels 1..``max_level`` (at least level 1)."""
+    from e2c.data.synthetic.families import LEVELS
+
+    return tuple(lv for lv in LEVELS if lv <= max(max_level, 1))
 
 
 def keep_sample(
@@ -118,7 +124,8 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
     n = generation_count(cfg)
     while True:
         rep.say(f"generating {n} synthetic problems")
-        samples, report = generate(n, seed=cfg.seed, trace_frac=0.0, fractions=SPLIT_FRACTIONS, workers=2)
+        samples, report = generate(n, seed=cfg.seed, trace_frac=0.0, fractions=SPLIT_FRACTIONS, workers=2,
+                                   families=cfg.families, levels=levels_upto(cfg.max_level))  # fmt: skip
         kept = [
             s for s in samples if keep_sample(s, cfg.families, cfg.max_level, cfg.max_chain_tokens, count)
         ]
@@ -173,7 +180,8 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
         "outputs": {k: rel(v, ctx.out) for k, v in files.items()} | {"counts": rel(d / "counts.json", ctx.out)},
         "counts": counts,
         "commands": [f"e2c.data.synthetic.generate.generate({n}, seed={cfg.seed}, trace_frac=0.0, "
-                     f"fractions={SPLIT_FRACTIONS}) + filters"],
+                     f"fractions={SPLIT_FRACTIONS}, families={list(cfg.families)}, "
+                     f"levels={list(levels_upto(cfg.max_level))}) + filters"],
     }  # fmt: skip
 
 

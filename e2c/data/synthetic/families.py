@@ -355,6 +355,34 @@ def countdown(rng: random.Random, level: int) -> Task:
                 kind="countdown", gold=gold, numbers=nums)  # fmt: skip
 
 
+def small_arithmetic(rng: random.Random, level: int) -> Task:
+    """Equal groups, sized for ~100M-parameter models: every step is a one-digit product (2-9 times 2-9), then
+    a sum with a one-digit number (level 2) or with a second product (level 3)."""
+    a, b = rng.randint(2, 9), rng.randint(2, 9)
+    name, thing = _pick(rng, ["Mia", "Sam", "Ana", "Leo", "Kim"]), _pick(rng, ["marbles", "stickers", "cookies", "shells"])  # fmt: skip
+    holder = _pick(rng, ["bags", "boxes", "jars"])
+    text = f"{name} has {a} {holder} with {b} {thing} in each."
+    steps = [Step("Count the items in the groups", f"multiply {a} {holder} by {b} {thing} each",
+                  [Line(f"groups, each = {a}, {b}"), Line("total = groups * each")])]  # fmt: skip
+    total = a * b
+    if level == 2:
+        c = rng.randint(1, 9)
+        text += f" {name} also has {c} loose {thing}."
+        steps.append(Step("Add the loose items", f"add the {c} loose {thing}",
+                          [Line(f"loose = {c}"), Line("total = total + loose")]))  # fmt: skip
+        total += c
+    elif level >= 3:
+        c, d = rng.randint(2, 9), rng.randint(2, 9)
+        text += f" {name} also has {c} more {holder} with {d} {thing} in each."
+        steps.append(Step("Count the second groups and add them", f"multiply {c} by {d}, then add",
+                          [Line(f"more = {c} * {d}"), Line("total = total + more")]))  # fmt: skip
+        total += c * d
+    text += f" How many {thing} does {name} have in all?"
+    return Task("small_arithmetic", level, text, str(total), total, steps, "total",
+                ["count the items one by one", "multiply the groups by the size of each group",
+                 "add the groups one at a time"], 1, "equal groups are counted fastest by multiplying")  # fmt: skip
+
+
 FAMILIES: dict[str, Callable[[random.Random, int], Task]] = {
     "arithmetic": arithmetic,
     "linear_equation": linear_equation,
@@ -364,5 +392,6 @@ FAMILIES: dict[str, Callable[[random.Random, int], Task]] = {
     "sequence": sequence,
     "list_ops": list_ops,
     "countdown": countdown,
+    "small_arithmetic": small_arithmetic,
 }
 LEVELS = (1, 2, 3)

@@ -6,8 +6,9 @@ into the execution; the sample is kept only if the run succeeded, the program's 
 independent answer, and the narrated execution's boxed answer grades correct against the reference with
 the project's grader. Everything else is dropped and counted by reason.
 
-Task ``i`` is drawn from ``random.Random(f"{seed}:{i}")``, family ``i mod 8`` and level from ``i``: the
-output depends only on the seed and the count, never on batching or worker timing. The split of a
+Task ``i`` is drawn from ``random.Random(f"{seed}:{i}")``, family ``i mod F`` and level from ``i`` (over the
+F chosen families, all by default, and the chosen levels): the output depends only on the seed, the count and
+that choice, never on batching or worker timing. The split of a
 problem is a hash of its text, so a problem can never land in two splits; variable-tracing questions are
 made only from SFT problems.
 """
@@ -82,11 +83,14 @@ def split_of(problem: str, seed: int, fractions: Sequence[float] = DEFAULT_FRACT
     return SPLITS[-1]
 
 
-def make_task(seed: int, i: int) -> Task:
-    """Task number ``i`` of a seed."""
-    names = list(FAMILIES)
+def make_task(
+    seed: int, i: int, families: Sequence[str] | None = None, levels: Sequence[int] = LEVELS
+) -> Task:
+    """Task number ``i`` of a seed, cycling through ``families`` (default: all, in registry order) and, for
+    each round of them, the next of ``levels``."""
+    names = list(families or FAMILIES)
     family = names[i % len(names)]
-    level = LEVELS[(i // len(names)) % len(LEVELS)]
+    level = levels[(i // len(names)) % len(levels)]
     return FAMILIES[family](random.Random(f"{seed}:{i}"), level)
 
 
@@ -155,11 +159,18 @@ def generate(
     fractions: Sequence[float] = DEFAULT_FRACTIONS,
     workers: int = 2,
     progress: Callable[[str], None] | None = None,
+    families: Sequence[str] | None = None,
+    levels: Sequence[int] = LEVELS,
 ) -> tuple[list[Sample], Report]:
     """Make ``n`` verified problem samples (plus variable-tracing variants for a ``trace_frac`` share of
-    the SFT problems). Returns the samples in a deterministic order and a report."""
+    the SFT problems) of ``families`` (default: all) at ``levels``. Returns the samples in a deterministic
+    order and a report."""
     if n < 1:
         raise ValueError("n must be at least 1")
+    unknown = [f for f in families or () if f not in FAMILIES]
+    if unknown or not levels or any(lv not in LEVELS for lv in levels):
+        what = f"family {unknown[0]!r}" if unknown else f"levels {list(levels)}"
+        raise ValueError(f"unknown {what}; families: {', '.join(FAMILIES)}; levels: {list(LEVELS)}")
     report = Report()
     t0 = time.perf_counter()
     seen: set[str] = set()
@@ -170,7 +181,7 @@ def generate(
         want = n - kept
         tasks: list[Task] = []
         while len(tasks) < int(want * 1.1) + 8:
-            task = make_task(seed, next_i)
+            task = make_task(seed, next_i, families, levels)
             next_i += 1
             if task.problem in seen:
                 report.dropped["duplicate"] += 1
