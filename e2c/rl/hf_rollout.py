@@ -6,9 +6,10 @@ provides the same three pieces for plain transformers, registered under the roll
 
 - :class:`HFRolloutServer`, a ray actor that holds the policy and answers ``generate``. The agent loop sends
   its requests one by one, but concurrently; the server collects the requests that arrive together
-  (within ``E2C_ROLLOUT_BATCH_WAIT_S``, 50 ms by default) and decodes them as one batch with
-  :func:`e2c.generation.hf.decode_rows`, in which finished rows leave the batch. On a 2-core CPU that is the
-  difference between ~17 tok/s one request at a time and ~100 tok/s.
+  (within ``E2C_ROLLOUT_BATCH_WAIT_S``, 50 ms by default) and decodes them as one batch with an engine of
+  :mod:`e2c.rl.rollout_engine`: vLLM's in-process engine when vLLM is installed, else transformers with
+  :func:`e2c.generation.hf.decode_rows` (``E2C_ROLLOUT_ENGINE`` chooses). On a 2-core CPU batching is the
+  difference between ~17 tok/s one request at a time and ~100 tok/s with transformers.
 - :class:`e2c.rl.hf_verl.HFReplica`, the :class:`~verl.workers.rollout.replica.RolloutReplica` that starts one server per
   replica on the node of its trainer workers.
 - :class:`e2c.rl.hf_verl.HFServerAdapter`, the trainer-side :class:`~verl.workers.rollout.base.BaseRollout`: every weight
@@ -69,9 +70,11 @@ class HFRolloutServer:
 
     def __init__(self, config: Any, model_config: Any, replica_rank: int = 0) -> None:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoTokenizer
         from verl.utils.config import omega_conf_to_dataclass
         from verl.workers.config import HFModelConfig
+
+        from e2c.rl.rollout_engine import build_engine, rollout_engine
 
         self.config = omega_conf_to_dataclass(config)
         if not isinstance(model_config, HFModelConfig):
@@ -79,27 +82,29 @@ class HFRolloutServer:
         path = model_config.local_path
         self.replica_rank = replica_rank
         self.tokenizer = AutoTokenizer.from_pretrained(path)
-        # Pushed weights are cast to this dtype on load.
-        self.model = AutoModelForCausalLM.from_pretrained(path, dtype=rollout_dtype()).eval()
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
             self.pad_id = self.tokenizer.eos_token_id
-        # The same ids the hf generator, the agent loop and vLLM stop on (tokenizer + generation config).
-        self.stop_ids = eos_ids(self.tokenizer, self.model.generation_config)
         self.response_length = int(self.config.response_length)
         self.max_model_len = int(
             self.config.max_model_len or (self.config.prompt_length + self.config.response_length)
         )
-        self.batch_wait_s = float(os.environ.get("E2C_ROLLOUT_BATCH_WAIT_S", "0.05"))
-        self.max_batch = int(os.environ.get("E2C_ROLLOUT_MAX_BATCH", "64"))
         self.seed = int(getattr(self.config, "seed", 0) or 0)
-        self.global_steps: int | None = None
-        self._pending: list[_Request] = []
-        self._worker: asyncio.Task | None = None
-        self.stats = {"requests": 0, "batches": 0, "tokens": 0, "seconds": 0.0, "weight_updates": 0}
         torch.set_num_threads(
             max(1, int(os.environ.get("E2C_ROLLOUT_THREADS", str(torch.get_num_threads()))))
         )
+        self.engine = build_engine(
+            rollout_engine(), path, rollout_dtype(), self.pad_id, self.max_model_len, self.seed
+        )
+        # The same ids the hf generator, the agent loop and vLLM stop on (tokenizer + generation config).
+        self.stop_ids = eos_ids(self.tokenizer, self.engine.generation_config)
+        self.batch_wait_s = float(os.environ.get("E2C_ROLLOUT_BATCH_WAIT_S", "0.05"))
+        self.max_batch = int(os.environ.get("E2C_ROLLOUT_MAX_BATCH", "64"))
+        self.global_steps: int | None = None
+        self._pending: list[_Request] = []
+        self._worker: asyncio.Task | None = None
+        self.stats = {"requests": 0, "batches": 0, "tokens": 0, "seconds": 0.0, "weight_updates": 0,
+                      "engine": self.engine.name}  # fmt: skip
 
     # -- generation -------------------------------------------------------------------------------------
     async def generate(
@@ -151,25 +156,18 @@ class HFRolloutServer:
                         r.future.set_result(res)
 
     def _decode(self, key: tuple, reqs: list[_Request]) -> list[tuple[list[int], list[float] | None, bool]]:
-        import torch
-
-        from e2c.generation.hf import decode_rows
-
         temperature, top_p, top_k, want_lp, extra_stops = key
-        stop_ids = self.stop_ids | frozenset(extra_stops)
-        if self.seed:
-            torch.manual_seed(self.seed + self.stats["batches"])
+        stop_ids = frozenset(self.stop_ids) | frozenset(extra_stops)
         t0 = time.perf_counter()
-        rows, lps = decode_rows(
-            self.model,
-            self.pad_id,
+        rows, lps = self.engine.decode(
             [r.prompt_ids for r in reqs],
-            max_tokens=[r.max_tokens for r in reqs],
-            temperature=temperature,
-            top_p=top_p,
-            top_k=top_k,
-            stop_ids=stop_ids,
-            logprobs=want_lp,
+            [r.max_tokens for r in reqs],
+            temperature,
+            top_p,
+            top_k,
+            stop_ids,
+            want_lp,
+            (self.seed + self.stats["batches"]) if self.seed else None,
         )
         self.stats["seconds"] += time.perf_counter() - t0
         self.stats["requests"] += len(reqs)
@@ -183,21 +181,11 @@ class HFRolloutServer:
     # -- weights and lifecycle ----------------------------------------------------------------------------
     async def update_weights(self, state_dict: dict[str, Any], global_steps: int | None = None) -> int:
         """Load the trainer's full tensors; returns how many were loaded. Unknown names are an error."""
-        import torch
-
-        own = self.model.state_dict()
-        unknown = sorted(set(state_dict) - set(own))
-        if unknown:
-            raise KeyError(
-                f"the trainer sent {len(unknown)} weights this model does not have, e.g. {unknown[:3]}"
-            )
-        with torch.no_grad():
-            for name, tensor in state_dict.items():
-                own[name].copy_(tensor.to(own[name].dtype))
+        count = await asyncio.to_thread(self.engine.load_weights, state_dict)
         if global_steps is not None:
             self.global_steps = global_steps
         self.stats["weight_updates"] += 1
-        return len(state_dict)
+        return count
 
     async def get_stats(self) -> dict[str, Any]:
         return dict(self.stats)
