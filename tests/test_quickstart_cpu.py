@@ -245,6 +245,14 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     assert report["eval"]["baseline"]["synthetic"]["problems"] == data["splits"]["eval"] == 6
     diff = report["differences"]["sft_minus_baseline"]["synthetic"]
     assert diff["n"] == 6 and diff["after"] == "eval_sft"
+    # Per family and level: every held-out problem counted once, and the cells add up to the stage's total.
+    families = json.loads((out / "data" / "eval_families.json").read_text())
+    assert len(families) == 6 and set(families.values()) <= {"arithmetic/L1"}
+    for stage in ("baseline", "eval_sft", "eval_rl"):
+        cells = report["by_family"][stage].values()
+        assert sum(c["problems"] for c in cells) == 6
+        assert sum(c["correct"] for c in cells) == report["eval"][stage]["synthetic"]["correct"]
+    assert "| arithmetic/L1 | " in md
     for row in report["stages"]:
         assert row["seconds"] == json.loads((out / row["stage"] / "DONE.json").read_text())["seconds"]
     assert len(report["sft"]["losses"]) == 2 and len(report["rl"]["curve"]) == 1

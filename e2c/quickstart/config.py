@@ -63,7 +63,7 @@ class Config:
     # generation backend of eval and TTS: auto = vLLM when installed (scripts/setup_env.sh --vllm), else hf
     backend: str = "auto"
     # SFT
-    sft_steps: int = 24
+    sft_steps: int = 20
     sft_lr: float = 2e-4
     sft_batch: int = 8
     sft_max_length: int = 512
@@ -133,7 +133,7 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
 # A first estimate of each stage's duration in seconds (before its own progress gives a better one): the
 # default run measured on a 2-core CPU on 2026-11-23 with vLLM (README), and the --fast run's order of magnitude.
 ETA_SECONDS = {
-    False: {"data": 10, "baseline": 105, "sft": 535, "eval_sft": 120, "rl": 660, "eval_rl": 115,
+    False: {"data": 10, "baseline": 106, "sft": 430, "eval_sft": 110, "rl": 490, "eval_rl": 115,
             "tts": 510, "report": 5},
     True: {"data": 15, "baseline": 20, "sft": 60, "eval_sft": 20, "rl": 100, "eval_rl": 20, "tts": 20,
            "report": 10},

@@ -77,6 +77,27 @@ def eval_summary(stage_dir: Path) -> dict[str, Any] | None:
     return out
 
 
+def by_family(ctx: Context) -> dict[str, dict[str, dict[str, int]]]:
+    """Held-out synthetic accuracy per task family and level: ``{stage: {"family/Lk": {"correct", "problems"}}}``
+    (empty without the data stage's ``eval_families.json``)."""
+    path = ctx.data_dir / "eval_families.json"
+    if not path.is_file():
+        return {}
+    families = json.loads(path.read_text())
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for stage in EVAL_STAGES:
+        scores = per_problem_scores(ctx.dir(stage) / "predictions" / "synthetic.jsonl")
+        if not scores:
+            continue
+        table: dict[str, dict[str, int]] = {}
+        for pid, score in scores.items():
+            cell = table.setdefault(families.get(pid, "unknown"), {"correct": 0, "problems": 0})
+            cell["correct"] += round(score)
+            cell["problems"] += 1
+        out[stage] = dict(sorted(table.items()))
+    return out
+
+
 def paired(ctx: Context, after: str, before: str, dataset: str) -> dict[str, Any] | None:
     """Paired difference ``after - before`` of two evaluation stages on one dataset (same problems)."""
     a = per_problem_scores(ctx.dir(after) / "predictions" / f"{dataset}.jsonl")
@@ -206,6 +227,7 @@ def collect(ctx: Context) -> dict[str, Any]:
         "total_seconds": sum(r["seconds"] or 0 for r in stage_rows),
         "data": counts,
         "eval": evals,
+        "by_family": by_family(ctx),
         "differences": differences,
         "verdicts": {"sft": sft_verdict(sft_diff), "rl": rl_verdict(rl_diff, rl_skipped)},
         "sft": {"losses": {str(k): v for k, v in sorted(losses.items())},
@@ -429,6 +451,20 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     L.append("- Greedy decoding, one sample per problem, the same problems, seed and token limit "
              f"({cfg['eval_max_tokens']} new tokens) for every stage. Intervals: 95% Wilson. "
              "Format: share of well-formed chains (one exploration, one execution, closed tags).\n")  # fmt: skip
+    fam = rep.get("by_family") or {}
+    if fam:
+        stages = list(fam)
+        L.append("Held-out synthetic accuracy by task family and level (correct / problems):\n")
+        L.append("| family | " + " | ".join(stages) + " |")
+        L.append("| --- |" + " --- |" * len(stages))
+        for key in sorted({k for t in fam.values() for k in t}):
+            cells = [fam[s].get(key) for s in stages]
+            L.append(
+                f"| {key} | "
+                + " | ".join(f"{c['correct']}/{c['problems']}" if c else "-" for c in cells)
+                + " |"
+            )
+        L.append("")
     for name, title in (("accuracy.png", "Accuracy"), ("format.png", "Format compliance"),
                         ("tokens.png", "Exploration and execution tokens")):  # fmt: skip
         if plots.get(name):

@@ -156,6 +156,10 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
         "rl": write_parquet([rl_row(s, i) for i, s in enumerate(split["rl"])], d / "rl.parquet"),
         "synthetic": write_parquet([eval_row(s) for s in split["eval"]], ctx.eval_dir / "synthetic.parquet"),
     }
+    # The task family and level of each held-out problem, for the report's per-family accuracy.
+    families = {eval_row(s)["id"]: f"{s.family}/L{s.level}" for s in split["eval"]}
+    files["eval_families"] = d / "eval_families.json"
+    files["eval_families"].write_text(json.dumps(families, indent=1) + "\n")
     gsm8k = copy_gsm8k(Path(cfg.bench_dir), ctx.eval_dir / "gsm8k.jsonl", cfg.gsm8k_problems)
     if gsm8k["problems"]:
         files["gsm8k"] = ctx.eval_dir / "gsm8k.jsonl"
