@@ -59,3 +59,14 @@ def test_vllm_engine_matches_transformers_engine(tiny_path: str, tmp_path: Path)
     assert sum(len(row) for row in vl["sampled"]) > 0
     for a, b in zip(vl["sampled_lp"], d["vllm_sampled_lp_recomputed"], strict=True):
         assert a == pytest.approx(b, abs=2e-3)
+
+
+@pytest.mark.parametrize("var", ["E2C_ROLLOUT_ENGINE", "E2C_ROLLOUT_DTYPE"])
+def test_launcher_refuses_a_bad_rollout_variable_in_one_line(var: str, tmp_path: Path) -> None:
+    env = {**os.environ, var: "nope", "CUDA_VISIBLE_DEVICES": ""}
+    r = subprocess.run([sys.executable, "-m", "e2c.rl.launch", "--stage", "1", "--model", "tiny", "--dry-run",
+                        "--output-dir", str(tmp_path / "run")], capture_output=True, text=True, env=env, cwd=ROOT,
+                       timeout=120)  # fmt: skip
+    assert r.returncode == 2
+    assert r.stderr.strip().splitlines() == [f"error: {var}='nope' is not one of auto, " + (
+        "hf, vllm" if var == "E2C_ROLLOUT_ENGINE" else "bfloat16, float32")]  # fmt: skip

@@ -210,6 +210,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def command(args: argparse.Namespace) -> list[str]:
     """Resolve everything and return the verl command line (raises UserError on bad input)."""
     gpus = cuda_gpu_count()
+    if gpus == 0:
+        # Read inside the CPU rollout's ray actor, where a bad value would end in a traceback: check it here.
+        from e2c.rl.hf_rollout import rollout_dtype
+        from e2c.rl.rollout_engine import rollout_engine
+
+        try:
+            rollout_engine()
+            rollout_dtype()
+        except ValueError as e:
+            raise UserError(str(e)) from None
     args.output_dir = Path(args.output_dir or default_output_dir(args.algo, args.stage)).resolve()
     args.output_dir.mkdir(parents=True, exist_ok=True)
     if args.stage == 2 and args.model is None:
