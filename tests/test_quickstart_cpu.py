@@ -256,6 +256,15 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     for row in report["stages"]:
         assert row["seconds"] == json.loads((out / row["stage"] / "DONE.json").read_text())["seconds"]
     assert len(report["sft"]["losses"]) == 2 and len(report["rl"]["curve"]) == 1
+    # RL took the rollout's log-probs as the old ones (bypass mode): the recomputing pass, which compares
+    # the two (training/rollout_probs_diff_*) and measures entropy (actor/entropy), did not run.
+    rl_steps = [
+        json.loads(x)["data"] for x in (out / "rl" / "metrics.jsonl").read_text().splitlines() if x.strip()
+    ]
+    assert rl_steps and all("timing_s/update_actor" in m for m in rl_steps)
+    assert not any("training/rollout_probs_diff_mean" in m or "actor/entropy" in m for m in rl_steps)
+    tts_cfg = json.loads(next((out / "tts" / "runs").glob("*/*/config.json")).read_text())
+    assert tts_cfg["settings"]["top_p"] == 1.0
     assert report["tts"]["summary"] and {r["method"] for r in report["tts"]["summary"]} == {
         "self_consistency", "e2c_sc", "e2c_rp"}  # fmt: skip
     for name, rel_path in report["plots"].items():

@@ -181,13 +181,22 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=_help("tts_execute_tokens", "execution token limit (whole chains: both limits added)"),
     )
+    g.add_argument(
+        "--tts-top-p",
+        type=float,
+        default=None,
+        help=_help(
+            "tts_top_p", "top-p of sampled explorations and chains (the paper: 0.95; 1.0 is faster on CPU)"
+        ),
+    )
     return p  # fmt: skip
 
 
 CONFIG_FLAGS = ("out", "model", "seed", "families", "max_level", "max_chain_tokens", "eval_problems",
                 "gsm8k_problems", "bench_dir", "eval_max_tokens", "eval_batch", "dtype", "backend", "sft_steps", "sft_lr",
                 "sft_batch", "sft_max_length", "rl_steps", "rl_lr", "rl_batch", "rl_n", "rl_response_length",
-                "tts_problems", "tts_budgets", "tts_methods", "tts_explore_tokens", "tts_execute_tokens")  # fmt: skip
+                "tts_problems", "tts_budgets", "tts_methods", "tts_explore_tokens", "tts_execute_tokens",
+                "tts_top_p")  # fmt: skip
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -227,6 +236,8 @@ def validate(cfg: Config) -> None:
             raise UserError(f"--{k.replace('_', '-')} must be 0 (skip) or more, got {getattr(cfg, k)}")
     if any(b < 1 for b in cfg.tts_budgets):
         raise UserError(f"--tts-budgets must be positive, got {list(cfg.tts_budgets)}")
+    if not 0 < cfg.tts_top_p <= 1:
+        raise UserError(f"--tts-top-p must be in (0, 1], got {cfg.tts_top_p}")
     if cfg.sft_lr <= 0 or cfg.rl_lr <= 0:
         raise UserError("--sft-lr and --rl-lr must be positive")
     if cfg.dtype not in ("auto", "float32", "bfloat16", "float16"):
