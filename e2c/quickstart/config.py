@@ -136,8 +136,8 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
 # A first estimate of each stage's duration in seconds (before its own progress gives a better one): the
 # default run measured on a 2-core CPU on 2026-11-23 with vLLM (README), and the --fast run's order of magnitude.
 ETA_SECONDS = {
-    False: {"data": 10, "baseline": 106, "sft": 430, "eval_sft": 110, "rl": 490, "eval_rl": 115,
-            "tts": 510, "report": 5},
+    False: {"data": 6, "baseline": 110, "sft": 424, "eval_sft": 116, "rl": 490, "eval_rl": 137,
+            "tts": 436, "report": 2},
     True: {"data": 15, "baseline": 20, "sft": 60, "eval_sft": 20, "rl": 100, "eval_rl": 20, "tts": 20,
            "report": 10},
 }  # fmt: skip
