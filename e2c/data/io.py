@@ -11,7 +11,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from e2c.cli import UserError
 
@@ -166,19 +166,39 @@ def write_jsonl(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
     A failure (no space, no permission) raises UserError and leaves an existing ``path`` as it was.
     """
     path = Path(path)
+    if _is_special(path):  # /dev/null, /dev/stdout, a pipe: write through; a rename would replace it
+        try:
+            with path.open("w", encoding="utf-8", errors="backslashreplace") as f:
+                _dump_rows(rows, f)
+        except OSError as e:
+            raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+        return path
+    shown, path = path, path.resolve()  # through a link: replace the file it names, keep the link
     tmp = _temp_sibling(path)
     try:
         # backslashreplace: a lone surrogate (model output can carry one) is written as its JSON escape,
         # which reads back as the same string, instead of failing the whole file.
         with tmp.open("w", encoding="utf-8", errors="backslashreplace") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            _dump_rows(rows, f)
         os.replace(tmp, path)
     except OSError as e:
-        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+        raise UserError(f"cannot write {shown}: {e.strerror or e}") from None
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def _dump_rows(rows: Iterable[dict[str, Any]], f: IO[str]) -> None:
+    for row in rows:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _is_special(path: Path) -> bool:
+    """A device, a pipe, or a name under /dev or /proc (``/dev/stdout`` links to whatever stdout is):
+    written in place, since renaming a file over it would replace the system's entry."""
+    if path.absolute().parts[1:2] in (("dev",), ("proc",)):
+        return True
+    return path.exists() and not path.is_file() and not path.is_dir()
 
 
 def _temp_sibling(path: Path) -> Path:
@@ -188,8 +208,24 @@ def _temp_sibling(path: Path) -> Path:
         fd, name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     except OSError as e:
         raise UserError(f"cannot write {path}: {e.strerror or e}") from None
-    os.close(fd)
+    try:
+        # mkstemp makes the file private (0600); the renamed result gets the mode the file had, or the
+        # one a plain open() would give it.
+        os.fchmod(fd, path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~_UMASK)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
     return Path(name)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
 
 
 # ------------------------------------------------------------------------- checks before long work
@@ -238,4 +274,5 @@ def check_output_file(path: str | Path, flag: str, inputs: Sequence[str | Path] 
             raise UserError(f"{flag} {path} is the input file {src}; writing it would destroy the input")
     if path.is_dir():
         raise UserError(f"{flag} {path} is a folder; give a file path")
-    _check_dir(path.parent, f"{flag} {path}")
+    if not _is_special(path):  # a device or pipe is written in place; its folder does not matter
+        _check_dir(path.parent, f"{flag} {path}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from collections import Counter
@@ -33,6 +34,7 @@ from e2c.data.io import check_output_file, json_type, read_rows, write_jsonl
 from e2c.rewards.grader import KINDS, GradeResult, as_options, grade_many
 
 _MISSING = object()
+_INDEX = re.compile(r"-?[0-9]+")
 
 
 def get_path(row: dict[str, Any], key: str) -> Any:
@@ -43,7 +45,7 @@ def get_path(row: dict[str, Any], key: str) -> Any:
     for part in key.split("."):
         if isinstance(cur, dict) and part in cur:
             cur = cur[part]
-        elif isinstance(cur, list) and part.lstrip("-").isdigit() and -len(cur) <= int(part) < len(cur):
+        elif isinstance(cur, list) and _INDEX.fullmatch(part) and -len(cur) <= int(part) < len(cur):
             cur = cur[int(part)]
         else:
             return _MISSING
@@ -144,7 +146,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="python -m e2c.eval.score", description=__doc__.split("\n\n")[0])
     p.add_argument("file", type=Path, help="JSONL, JSON list or parquet file of responses")
     p.add_argument(
-        "--response-key", default="response", help="field with the response text (default: response)"
+        "--response-key",
+        default="response",
+        help="field with the response text; every value must be a string, a dotted path picks a list item "
+        "(response.0) (default: response)",
     )
     p.add_argument("--answer-key", default="answer", help="field with the reference answer (default: answer)")
     p.add_argument("--kind", default="math", choices=KINDS, help="answer kind (default: math)")
