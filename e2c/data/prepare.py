@@ -218,6 +218,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UserError(f"--raw {raw}: {raw.absolute()} is a file, not a folder")
     except UserError as e:
         fail(str(e))
+    if args.synthetic or not args.skip_download or raw_files(raw, "sft"):
+        from e2c.models import resolve_model
+
+        try:  # EF-SFT runs last: a bad --tokenizer is refused now, not after every other step
+            resolve_model(args.tokenizer)
+        except ModelSpecError as e:
+            fail(f"--tokenizer: {e}")
 
     run = Run()
     if not args.skip_download:

@@ -63,6 +63,8 @@ def _check_gold(v: Any, where: str, key: str, kind: str) -> Any:
     # A countdown reference is an object ({"target", "numbers"}); elsewhere an object or a boolean would
     # be graded as its Python spelling, which no response should match.
     bad = isinstance(v, bool) or (isinstance(v, dict) and kind != "countdown")
+    if isinstance(v, float) and math.isnan(v):  # JSON's NaN literal: no answer equals it
+        raise UserError(f"{where}: --answer-key {key!r} is NaN, not an answer")
     if isinstance(v, (list, tuple)):
         bad = any(isinstance(x, (dict, list, tuple, bool)) for x in v)
     if bad:
