@@ -429,7 +429,8 @@ class BrokenHub(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         repo = "/".join(self.path.split("?")[0].split("/")[3:5])  # /api/datasets/<owner>/<name>/tree/...
         body = {"html/repo": b"<html>proxy login</html>", "object/repo": b'{"error": "Repository not found"}',
-                "records/repo": b'[{"type": "file"}]'}.get(repo)  # fmt: skip
+                "records/repo": b'[{"type": "file"}]',
+                "escape/repo": b'[{"type": "file", "path": "evaluation/../../escape.parquet", "size": 1}]'}.get(repo)  # fmt: skip
         if body is None:
             self.send_error(404)
             return
@@ -460,6 +461,7 @@ DOWNLOAD_CASES = {
     "hub_answers_an_error_object": (["--repo", "object/repo"], ["did not return the hub's file list"]),
     "hub_records_without_path": (["--repo", "records/repo"], ["did not return the hub's file list"]),
     "hub_404": (["--repo", "no/such"], ["listing no/such failed with HTTP 404"]),
+    "hub_path_climbs_out": (["--repo", "escape/repo"], ["names a file outside the repository", "../escape.parquet"]),
     "hub_unreachable": (["--endpoint", "http://127.0.0.1:9"], ["cannot reach http://127.0.0.1:9"]),
 }  # fmt: skip
 

@@ -21,7 +21,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from e2c.cli import UserError
@@ -118,11 +118,16 @@ def _remote_files(body: bytes, base: str, repo: str) -> list[RemoteFile]:
             lfs = it.get("lfs") or {}
             size = int(lfs.get("size", it.get("size", 0)))
             out.append(RemoteFile(str(it["path"]), size, lfs.get("oid"), None if lfs else it.get("oid")))
-        return out
     except (UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError):
         raise DownloadError(
             f"{base}: listing {repo} did not return the hub's file list (is {base} a Hugging Face endpoint?)"
         ) from None
+    for f in out:
+        # Files land at <out>/<path>: a path that climbs out of the folder is never written.
+        parts = PurePosixPath(f.path).parts
+        if not parts or f.path.startswith("/") or ".." in parts or "\\" in f.path:
+            raise DownloadError(f"{base}: listing {repo} names a file outside the repository: {f.path!r}")
+    return out
 
 
 def select(files: Sequence[RemoteFile], which: str) -> list[RemoteFile]:
