@@ -13,6 +13,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 import urllib.error
@@ -20,7 +21,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from e2c.cli import UserError
@@ -29,6 +30,7 @@ DATA_REPO = "TingheOliver/Explore-Execute-Chain-Datasets"
 OFFICIAL = "https://huggingface.co"
 MIRROR = "https://hf-mirror.com"
 CHUNK = 1 << 20
+_REPO_ID = re.compile(r"[\w.\-]+/[\w.\-]+")
 # What each --dataset choice fetches from the repository (glob patterns on repo paths).
 SELECTIONS: dict[str, tuple[str, ...]] = {
     "sft": ("*sft*.parquet",),
@@ -53,10 +55,17 @@ class RemoteFile:
 def endpoint(mirror: bool = False, explicit: str | None = None) -> str:
     """The hub base URL: an explicit one, else the mirror, else ``$HF_ENDPOINT``, else huggingface.co."""
     if explicit:
-        return explicit.rstrip("/")
+        return _check_url(explicit, "--endpoint")
     if mirror:
         return MIRROR
-    return os.environ.get("HF_ENDPOINT", OFFICIAL).rstrip("/")
+    return _check_url(os.environ.get("HF_ENDPOINT") or OFFICIAL, "HF_ENDPOINT")
+
+
+def _check_url(url: str, source: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc or any(c.isspace() for c in url):
+        raise UserError(f"{source} {url!r} is not an http(s) URL; e.g. {OFFICIAL} or {MIRROR}")
+    return url.rstrip("/")
 
 
 def _open(url: str, headers: dict[str, str] | None = None, timeout: float = 30.0) -> Any:
@@ -76,26 +85,48 @@ def _unreachable(base: str, e: Exception) -> DownloadError:
 
 def list_files(repo: str = DATA_REPO, base: str = OFFICIAL, revision: str = "main") -> list[RemoteFile]:
     """Every file of a dataset repository, with size and hash, from the hub's tree API."""
-    url = f"{base}/api/datasets/{repo}/tree/{revision}?recursive=true"
+    url = f"{base}/api/datasets/{repo}/tree/{_quote(revision)}?recursive=true"
     out: list[RemoteFile] = []
     while url:
         try:
             with _open(url) as resp:
-                items = json.loads(resp.read().decode())
+                body = resp.read()
                 link = resp.headers.get("Link", "")
         except urllib.error.HTTPError as e:
             raise DownloadError(f"{base}: listing {repo} failed with HTTP {e.code}") from None
-        except (urllib.error.URLError, OSError) as e:
+        except (urllib.error.URLError, OSError, ValueError) as e:  # ValueError: a URL urllib rejects
             raise _unreachable(base, e) from None
-        for it in items:
-            if it.get("type") != "file":
-                continue
-            lfs = it.get("lfs") or {}
-            out.append(RemoteFile(it["path"], int(lfs.get("size", it.get("size", 0))), lfs.get("oid"),
-                                  None if lfs else it.get("oid")))  # fmt: skip
+        out.extend(_remote_files(body, base, repo))
         url = ""
         if 'rel="next"' in link:
             url = link.split(";")[0].strip().strip("<>")
+    return out
+
+
+def _quote(part: str) -> str:
+    return urllib.parse.quote(part, safe="")
+
+
+def _remote_files(body: bytes, base: str, repo: str) -> list[RemoteFile]:
+    """The files in one page of the tree API's answer; anything else (a proxy's HTML page, an error
+    object, records without a path or size) is a DownloadError naming the endpoint."""
+    try:
+        out = []
+        for it in json.loads(body.decode("utf-8")):
+            if it.get("type") != "file":
+                continue
+            lfs = it.get("lfs") or {}
+            size = int(lfs.get("size", it.get("size", 0)))
+            out.append(RemoteFile(str(it["path"]), size, lfs.get("oid"), None if lfs else it.get("oid")))
+    except (UnicodeDecodeError, ValueError, TypeError, KeyError, AttributeError):
+        raise DownloadError(
+            f"{base}: listing {repo} did not return the hub's file list (is {base} a Hugging Face endpoint?)"
+        ) from None
+    for f in out:
+        # Files land at <out>/<path>: a path that climbs out of the folder is never written.
+        parts = PurePosixPath(f.path).parts
+        if not parts or f.path.startswith("/") or ".." in parts or "\\" in f.path:
+            raise DownloadError(f"{base}: listing {repo} names a file outside the repository: {f.path!r}")
     return out
 
 
@@ -138,9 +169,13 @@ def fetch(
     retries: int = 3,
 ) -> Path:
     """Download one file to ``dest``: resume ``dest.part``, verify, rename. Raises DownloadError."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
-    url = f"{base}/datasets/{repo}/resolve/{revision}/{urllib.parse.quote(f.path)}"
+    try:  # a local write failure now, named as one, not retried later as a network interruption
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        part.open("ab").close()
+    except OSError as e:
+        raise DownloadError(f"cannot write {part}: {e.strerror or e}") from None
+    url = f"{base}/datasets/{repo}/resolve/{_quote(revision)}/{urllib.parse.quote(f.path)}"
     last = time.monotonic()
     for attempt in range(retries + 1):
         have = part.stat().st_size if part.exists() else 0
@@ -227,14 +262,18 @@ def download(
             fetch(f, dest, repo, base, revision, log)
             manifest[f.path] = want
             tmp = root / "manifest.json.tmp"
-            tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-            os.replace(tmp, root / "manifest.json")
+            try:
+                tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+                os.replace(tmp, root / "manifest.json")
+            except OSError as e:
+                raise DownloadError(f"cannot write {root / 'manifest.json'}: {e.strerror or e}") from None
         got.append(dest)
     return got
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from e2c.cli import ArgumentParser, fail
+    from e2c.data.io import check_output_dir
 
     ap = ArgumentParser(prog="download_datasets", description=f"Download {DATA_REPO} (resumable, verified).")
     ap.add_argument("--dataset", default="all", choices=list(SELECTIONS), help="what to fetch (default: all)")
@@ -244,8 +283,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--revision", default="main", help="branch, tag or commit (default: main)")
     ap.add_argument("--out", default="data/raw", help="where raw files land (default: data/raw)")
     args = ap.parse_args(argv)
-    base = endpoint(args.mirror, args.endpoint)
+    if not _REPO_ID.fullmatch(args.repo):
+        ap.error(f"--repo {args.repo!r} is not a repository id (owner/name), e.g. {DATA_REPO}")
+    if not args.revision.strip():
+        ap.error("--revision is empty; give a branch, tag or commit (default: main)")
     try:
+        base = endpoint(args.mirror, args.endpoint)
+        check_output_dir(args.out, "--out")  # before the network: a bad folder costs no download
         paths = download(args.dataset, args.out, args.repo, base, args.revision)
     except UserError as e:
         fail(str(e))

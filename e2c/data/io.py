@@ -9,49 +9,126 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from e2c.cli import UserError
 
 ROW_SUFFIXES = (".jsonl", ".json", ".parquet")
 
 
-def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Rows of a ``.jsonl`` / ``.json`` (list) / ``.parquet`` file; malformed input raises UserError."""
-    path = Path(path)
-    if not path.is_file():
-        raise UserError(f"no such file: {path}")
-    suffix = path.suffix.lower()
-    if suffix == ".parquet":
-        try:
-            import pyarrow.parquet as pq
+def json_type(v: Any) -> str:
+    """How a JSON value is named in an error message: ``null``, ``a number``, ``a list of 2 items``..."""
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "a boolean"
+    if isinstance(v, (int, float)):
+        return "a number"
+    if isinstance(v, str):
+        return "a string"
+    if isinstance(v, (list, tuple)):
+        return f"a list of {len(v)} item{'s' * (len(v) != 1)}"
+    if isinstance(v, dict):
+        return "an object"
+    return f"a {type(v).__name__}"
 
-            table = pq.read_table(path)
-        except Exception as e:
-            raise UserError(f"{path}: not a readable parquet file ({type(e).__name__}: {e})") from None
-        yield from table.to_pylist()
-        return
-    if suffix == ".json":
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise UserError(f"{path}: malformed JSON at line {e.lineno}: {e.msg}") from None
-        if not isinstance(data, list):
-            raise UserError(f"{path}: expected a JSON list of objects")
-        yield from data
-        return
-    with path.open(encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
+
+def _check_readable(path: Path) -> None:
+    if path.is_dir():
+        raise UserError(f"{path} is a folder; give a .jsonl, .json or .parquet file")
+    if not path.exists():
+        raise UserError(f"no such file: {path}")
+    if not path.is_file():
+        raise UserError(f"{path} is not a regular file")
+
+
+def _json_error(e: Exception) -> str:
+    """What went wrong parsing one JSON text, in a few words (json's message, or why it gave up)."""
+    if isinstance(e, json.JSONDecodeError):
+        return f"{e.msg} at column {e.colno}"
+    if isinstance(e, RecursionError):
+        return "nested too deeply"
+    return str(e).split(";")[0]  # e.g. an integer over Python's 4300-digit conversion limit
+
+
+def _decode(raw: bytes, path: Path, lineno: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        # Columns are 1-based; a user opens the file at that line in an editor.
+        raise UserError(
+            f"{path}:{lineno}: not UTF-8 (byte 0x{raw[e.start]:02x} at column {e.start + 1}); "
+            f"re-encode the file as UTF-8"
+        ) from None
+
+
+def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
+    """Rows of a ``.jsonl`` / ``.json`` (list) / ``.parquet`` file; malformed input raises UserError.
+
+    Any other suffix is read as JSONL. Text must be UTF-8 (a leading byte-order mark is allowed); a
+    line that is not, a malformed line, or a row that is not a JSON object is named by file and line.
+    """
+    path = Path(path)
+    _check_readable(path)
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".parquet":
+            yield from _parquet_rows(path)
+        elif suffix == ".json":
+            yield from _json_list_rows(path)
+        else:
+            yield from _jsonl_rows(path)
+    except OSError as e:  # unreadable (permissions), or a file that vanished while being read
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def _parquet_rows(path: Path) -> Iterator[dict[str, Any]]:
+    try:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+    except Exception as e:
+        raise UserError(f"{path}: not a readable parquet file ({type(e).__name__}: {e})") from None
+    yield from table.to_pylist()
+
+
+def _json_list_rows(path: Path) -> Iterator[dict[str, Any]]:
+    raw = path.read_bytes()
+    # Decode line by line only to name the line of a bad byte; the whole text is parsed at once.
+    lines = raw.splitlines(keepends=True)
+    text = "".join(_decode(line, path, n) for n, line in enumerate(lines, 1)).removeprefix("\ufeff")
+    if not text.strip():
+        raise UserError(f"{path}: empty file; expected a JSON list of objects")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UserError(f"{path}: malformed JSON at line {e.lineno}: {e.msg}") from None
+    except (ValueError, RecursionError) as e:
+        raise UserError(f"{path}: malformed JSON ({_json_error(e)})") from None
+    if not isinstance(data, list):
+        raise UserError(f"{path}: expected a JSON list of objects, got {json_type(data)}")
+    for i, row in enumerate(data):
+        if not isinstance(row, dict):
+            raise UserError(f"{path}: item {i} of the list is {json_type(row)}, not a JSON object")
+        yield row
+
+
+def _jsonl_rows(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open("rb") as f:
+        for lineno, raw in enumerate(f, 1):
+            line = _decode(raw, path, lineno)
+            if lineno == 1:
+                line = line.removeprefix("\ufeff")  # a byte-order mark, as some editors write
             if not line.strip():
                 continue
             try:
                 row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise UserError(f"{path}:{lineno}: malformed JSON line ({e.msg})") from None
+            except (ValueError, RecursionError) as e:
+                raise UserError(f"{path}:{lineno}: malformed JSON line ({_json_error(e)})") from None
             if not isinstance(row, dict):
-                raise UserError(f"{path}:{lineno}: expected a JSON object, got {type(row).__name__}")
+                raise UserError(f"{path}:{lineno}: expected a JSON object, got {json_type(row)}")
             yield row
 
 
@@ -70,15 +147,132 @@ def write_parquet(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
         table = pa.Table.from_pylist(list(rows))
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise UserError(f"{path}: rows do not form one table ({e})") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    tmp = Path(name)
+    tmp = _temp_sibling(path)
     try:
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, path)
     except pa.ArrowNotImplementedError as e:
         raise UserError(f"{path}: cannot store these rows as parquet ({e})") from None
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def write_jsonl(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
+    """Write rows as JSONL atomically (a temporary sibling renamed over the target).
+
+    A failure (no space, no permission) raises UserError and leaves an existing ``path`` as it was.
+    """
+    path = Path(path)
+    if _is_special(path):  # /dev/null, /dev/stdout, a pipe: write through; a rename would replace it
+        try:
+            with path.open("w", encoding="utf-8", errors="backslashreplace") as f:
+                _dump_rows(rows, f)
+        except OSError as e:
+            raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+        return path
+    shown, path = path, path.resolve()  # through a link: replace the file it names, keep the link
+    tmp = _temp_sibling(path)
+    try:
+        # backslashreplace: a lone surrogate (model output can carry one) is written as its JSON escape,
+        # which reads back as the same string, instead of failing the whole file.
+        with tmp.open("w", encoding="utf-8", errors="backslashreplace") as f:
+            _dump_rows(rows, f)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise UserError(f"cannot write {shown}: {e.strerror or e}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def _dump_rows(rows: Iterable[dict[str, Any]], f: IO[str]) -> None:
+    for row in rows:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _is_special(path: Path) -> bool:
+    """A device, a pipe, or a name under /dev or /proc (``/dev/stdout`` links to whatever stdout is):
+    written in place, since renaming a file over it would replace the system's entry."""
+    if path.absolute().parts[1:2] in (("dev",), ("proc",)):
+        return True
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
+def _temp_sibling(path: Path) -> Path:
+    """An empty temporary file next to ``path`` (its folder created), or UserError naming ``path``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+    try:
+        # mkstemp makes the file private (0600); the renamed result gets the mode the file had, or the
+        # one a plain open() would give it.
+        os.fchmod(fd, path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~_UMASK)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return Path(name)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
+# ------------------------------------------------------------------------- checks before long work
+def _nearest_existing(path: Path) -> Path:
+    p = path.absolute()
+    while not os.path.lexists(p) and p.parent != p:
+        p = p.parent
+    return p
+
+
+def check_output_dir(path: str | Path, flag: str) -> None:
+    """Refuse, before any work, a folder that cannot take outputs: a file there or on its way, or a
+    place this process cannot write. Creates nothing (the write probe is removed at once)."""
+    _check_dir(Path(path), f"{flag} {path}")
+
+
+def _check_dir(path: Path, what: str) -> None:
+    base = _nearest_existing(path)
+    if not base.is_dir():
+        raise UserError(f"{what}: {base} is a file, not a folder")
+    try:  # permission bits do not tell (root ignores them; read-only mounts): try a write
+        fd, name = tempfile.mkstemp(prefix=".e2c-write-check.", dir=base)
+    except OSError as e:
+        raise UserError(f"{what}: cannot write in {base} ({e.strerror or e})") from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one file (same resolved path, or a link to the same file)."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def check_output_file(path: str | Path, flag: str, inputs: Sequence[str | Path] = ()) -> None:
+    """Refuse, before any work, an output file that would overwrite one of ``inputs``, is a folder, or
+    cannot be written (see :func:`check_output_dir`)."""
+    path = Path(path)
+    for src in inputs:
+        if same_file(path, src):
+            raise UserError(f"{flag} {path} is the input file {src}; writing it would destroy the input")
+    if path.is_dir():
+        raise UserError(f"{flag} {path} is a folder; give a file path")
+    if not _is_special(path):  # a device or pipe is written in place; its folder does not matter
+        _check_dir(path.parent, f"{flag} {path}")

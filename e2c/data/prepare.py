@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from e2c.chain import E2C
-from e2c.cli import ArgumentParser, UserError
+from e2c.cli import ArgumentParser, UserError, fail
 from e2c.data import efsft, paper, registry
 from e2c.data.download import DATA_REPO, download, endpoint
-from e2c.data.io import read_rows, write_parquet
+from e2c.data.io import check_output_dir, read_rows, write_parquet
 from e2c.data.schema import validate_file
 from e2c.data.synthetic.generate import generate, rows_by_split
 from e2c.models import ModelSpecError
@@ -128,20 +128,19 @@ def prepare_eval(run: Run, raw: Path, out: Path, data_dir: str | None, use_hub: 
     missing = []
     for name in registry.resolve_names("all,med"):
         spec = registry.REGISTRY[name]
+        path = registry.find_local(spec, dirs)
+        if path is None and not use_hub:
+            missing.append(name)
+            continue
         try:
-            path = registry.find_local(spec, dirs)
             if path is not None:
                 recs = registry.records_from_rows(read_rows(path), spec, str(path))
-            elif use_hub:
+            else:
                 recs = registry.load_benchmark(name, data_dir=None, use_hub=True)
-            else:
-                missing.append(name)
-                continue
         except UserError as e:
-            if use_hub:
-                run.fail(f"eval {name}", str(e))
-            else:
-                missing.append(name)
+            # A local file that cannot be read is a failure to report (not "no local copy"): it names the
+            # file and line, so the user can fix it.
+            run.fail(f"eval {name}", str(e))
             continue
         run.write([r.to_dict() for r in recs], out / "eval" / f"{name}.parquet", "eval")
     if missing:
@@ -207,10 +206,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not 0.0 <= args.val_frac < 1.0 or not 0.0 <= args.reg_frac < 1.0:
         ap.error("--val-frac and --reg-frac must be in [0, 1)")
     if args.data_dir and not Path(args.data_dir).is_dir():
-        ap.error(f"--data-dir {args.data_dir}: no such folder")
+        what = "not a folder" if Path(args.data_dir).exists() else "no such folder"
+        ap.error(f"--data-dir {args.data_dir}: {what}")
+    raw, out = Path(args.raw), Path(args.out)
+    try:  # before any work: a bad output folder would otherwise fail every step, one by one
+        check_output_dir(out, "--out")
+        if not args.skip_download:
+            check_output_dir(raw, "--raw")
+            endpoint(args.mirror, args.endpoint)
+        elif raw.exists() and not raw.is_dir():
+            raise UserError(f"--raw {raw}: {raw.absolute()} is a file, not a folder")
+    except UserError as e:
+        fail(str(e))
+    if args.synthetic or not args.skip_download or raw_files(raw, "sft"):
+        from e2c.models import resolve_model
+
+        try:  # EF-SFT runs last: a bad --tokenizer is refused now, not after every other step
+            resolve_model(args.tokenizer)
+        except ModelSpecError as e:
+            fail(f"--tokenizer: {e}")
 
     run = Run()
-    raw, out = Path(args.raw), Path(args.out)
     if not args.skip_download:
         base = endpoint(args.mirror, args.endpoint)
         for which in ("sft", *(() if args.skip_rl else ("rl",)), "eval"):

@@ -2,9 +2,13 @@
 
     python -m e2c.eval.score FILE --response-key K --answer-key K [--kind math|mcq]
 
-Keys may be dotted paths (``reward_model.ground_truth``); a list value is joined with newlines
-(responses) or treated as a multi-part answer (references). Prints a small table and, as its last
-line, one JSON object with ``n``, ``correct``, ``accuracy`` and the failure counts.
+Keys may be dotted paths (``reward_model.ground_truth``), with list indices (``solution.0``). Every
+response must be a string: a row whose response is a list, an object, a number or null stops the run
+with one line naming the row and the key (such a value means a wrong key or a broken file, and grading
+it would report a made-up accuracy). A reference may be a string, a number, a list (a multi-part
+answer) or null (counted as ``unparseable_gold``); an object only for ``--kind countdown``. Prints a
+small table and, as its last line, one JSON object with ``n``, ``correct``, ``accuracy`` and the failure
+counts. ``--out`` must not be the input file, and is checked to be writable before grading starts.
 
 Examples (the benchmark copies in ``../shared/data/benchmarks``)::
 
@@ -16,6 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 import time
 from collections import Counter
@@ -24,29 +30,52 @@ from typing import Any
 
 from e2c.chain import FORMATS, get_format
 from e2c.cli import ArgumentParser, UserError, fail
-from e2c.data.io import read_rows
+from e2c.data.io import check_output_file, json_type, read_rows, write_jsonl
 from e2c.rewards.grader import KINDS, GradeResult, as_options, grade_many
 
 _MISSING = object()
+_INDEX = re.compile(r"-?[0-9]+")
 
 
 def get_path(row: dict[str, Any], key: str) -> Any:
-    """``row[key]`` with dotted paths into nested dicts; a sentinel when absent."""
+    """``row[key]`` with dotted paths into nested dicts and lists (``a.b.0``); a sentinel when absent."""
     if key in row:
         return row[key]
     cur: Any = row
     for part in key.split("."):
         if isinstance(cur, dict) and part in cur:
             cur = cur[part]
+        elif isinstance(cur, list) and _INDEX.fullmatch(part) and -len(cur) <= int(part) < len(cur):
+            cur = cur[int(part)]
         else:
             return _MISSING
     return cur
 
 
-def _as_response(v: Any) -> str:
+def _check_response(v: Any, where: str, key: str) -> str:
+    if isinstance(v, str):
+        return v
+    hint = f"; for one item of a list use {key}.0" if isinstance(v, (list, tuple)) and v else ""
+    raise UserError(f"{where}: --response-key {key!r} is {json_type(v)}, not a string{hint}")
+
+
+def _check_gold(v: Any, where: str, key: str, kind: str) -> Any:
+    # A countdown reference is an object ({"target", "numbers"}); elsewhere an object or a boolean would
+    # be graded as its Python spelling, which no response should match.
+    bad = isinstance(v, bool) or (isinstance(v, dict) and kind != "countdown")
+    if isinstance(v, float) and math.isnan(v):  # JSON's NaN literal: no answer equals it
+        raise UserError(f"{where}: --answer-key {key!r} is NaN, not an answer")
     if isinstance(v, (list, tuple)):
-        return "\n".join(str(x) for x in v)
-    return "" if v is None else str(v)
+        bad = any(isinstance(x, (dict, list, tuple, bool)) for x in v)
+    if bad:
+        what = json_type(v)
+        if isinstance(v, (list, tuple)):
+            what += " with a nested value"
+        raise UserError(
+            f"{where}: --answer-key {key!r} is {what}; a reference is a string, a number or a list of "
+            f"them (an object only for --kind countdown)"
+        )
+    return v
 
 
 def score_file(
@@ -79,8 +108,8 @@ def score_file(
         if r is _MISSING or g is _MISSING:
             missing = response_key if r is _MISSING else answer_key
             raise UserError(f"{path.name} row {n}: field {missing!r} missing")
-        responses.append(_as_response(r))
-        golds.append(g)
+        responses.append(_check_response(r, f"{path.name} row {n}", response_key))
+        golds.append(_check_gold(g, f"{path.name} row {n}", answer_key, kind))
         o = get_path(row, options_key)
         opts.append(as_options(None if o is _MISSING else o))
     fmt = None if chain_format == "none" else get_format(chain_format)
@@ -119,7 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="python -m e2c.eval.score", description=__doc__.split("\n\n")[0])
     p.add_argument("file", type=Path, help="JSONL, JSON list or parquet file of responses")
     p.add_argument(
-        "--response-key", default="response", help="field with the response text (default: response)"
+        "--response-key",
+        default="response",
+        help="field with the response text; every value must be a string, a dotted path picks a list item "
+        "(response.0) (default: response)",
     )
     p.add_argument("--answer-key", default="answer", help="field with the reference answer (default: answer)")
     p.add_argument("--kind", default="math", choices=KINDS, help="answer kind (default: math)")
@@ -149,8 +181,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse flag values argparse's types let through, and an --out that would lose data."""
+    if not (math.isfinite(args.timeout) and args.timeout > 0):
+        ap.error(f"--timeout must be a positive number of seconds, got {args.timeout}")
+    if args.workers < 1:
+        ap.error(f"--workers must be >= 1, got {args.workers}")
+    if args.limit is not None and args.limit < 1:
+        ap.error(f"--limit must be >= 1, got {args.limit}")
+    if args.show_wrong < 0:
+        ap.error(f"--show-wrong must be >= 0, got {args.show_wrong}")
+    if args.out is not None:
+        try:  # before grading, so that a bad path costs no work and never a file
+            check_output_file(args.out, "--out", [args.file])
+        except UserError as e:
+            fail(str(e))
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    check_args(ap, args)
     t0 = time.perf_counter()
     try:
         _, results = score_file(
@@ -169,12 +220,10 @@ def main(argv: list[str] | None = None) -> int:
         fail(str(e))
     secs = time.perf_counter() - t0
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_suffix(args.out.suffix + ".tmp")
-        with tmp.open("w", encoding="utf-8") as f:
-            for i, r in enumerate(results):
-                f.write(json.dumps({"row": i, **r.to_dict()}, ensure_ascii=False) + "\n")
-        tmp.replace(args.out)
+        try:
+            write_jsonl(({"row": i, **r.to_dict()} for i, r in enumerate(results)), args.out)
+        except UserError as e:
+            fail(str(e))
     s = summarize(results)
     print(f"{'file':<14}{args.file.name}")
     for k in ("n", "correct", "no_answer", "timeout", "unparseable_gold", "error", "well_formed"):

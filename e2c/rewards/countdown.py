@@ -22,7 +22,7 @@ def parse_reference(gold: Any) -> tuple[int, list[int]] | None:
     if isinstance(gold, str):
         try:
             gold = json.loads(gold)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # also a huge integer literal or a deeply nested text
             return None
     if not isinstance(gold, dict):
         return None

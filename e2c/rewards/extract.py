@@ -15,6 +15,9 @@ _BARE_BOX_TAIL = re.compile(r"[^\s$]+")
 # Longest box content kept: a final answer is short; a megabyte "answer" is not one, and slicing every
 # nested box of a hostile text would copy it quadratically.
 MAX_BOX_CHARS = 10_000
+# Most boxes :func:`boxed_contents` returns (the last ones): a response has a few; a hostile text of
+# nested boxes has one per level, and copying each is quadratic.
+MAX_BOXES = 1000
 
 
 def matching_braces(text: str) -> dict[int, int]:
@@ -25,26 +28,19 @@ def matching_braces(text: str) -> dict[int, int]:
     """
     pairs: dict[int, int] = {}
     stack: list[int] = []
-    i, n = 0, len(text)
-    while i < n:
-        # Jump to the next character of interest instead of stepping through plain text.
-        j = _BRACE_CHARS.search(text, i)
-        if j is None:
-            break
-        i = j.start()
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
+    push, pop = stack.append, stack.pop
+    # One regex step per brace or escape pair: plain text is skipped inside the regex engine, and an
+    # escape pair is consumed whole, so its second character is never read as a brace.
+    for m in _BRACE_TOKENS.finditer(text):
+        c = m.group()
         if c == "{":
-            stack.append(i)
-        elif stack:
-            pairs[stack.pop()] = i
-        i += 1
+            push(m.start())
+        elif c == "}" and stack:
+            pairs[pop()] = m.start()
     return pairs
 
 
-_BRACE_CHARS = re.compile(r"[\\{}]")
+_BRACE_TOKENS = re.compile(r"\\.|[{}]", re.DOTALL)
 
 
 def boxed_spans(text: str) -> list[tuple[int, int]]:
@@ -84,18 +80,26 @@ def _box_text(text: str, span: tuple[int, int]) -> str | None:
     return content or None
 
 
-def boxed_contents(text: str) -> list[str]:
-    """Contents of every complete ``\\boxed{...}`` / ``\\fbox{...}`` in order, nested braces kept.
+def boxed_contents(text: str, last: int = MAX_BOXES) -> list[str]:
+    """Contents of the last ``last`` complete ``\\boxed{...}`` / ``\\fbox{...}`` boxes, in order of the
+    box, nested braces kept.
 
     Also accepts ``boxed{...}`` without a backslash (the release prompt spells it that way, and models
     copy it) and the brace-less ``\\boxed 5``. An unclosed box (a truncated answer), an empty box and a
-    box longer than :data:`MAX_BOX_CHARS` are skipped.
+    box longer than :data:`MAX_BOX_CHARS` are skipped. Linear in the text: at most ``last`` contents of
+    at most :data:`MAX_BOX_CHARS` each are copied (every nested box of a hostile text would be
+    quadratic).
     """
-    out = []
-    for span in boxed_spans(text):
+    out: list[str] = []
+    if last <= 0:
+        return out
+    for span in reversed(boxed_spans(text)):
         c = _box_text(text, span)
         if c is not None:
             out.append(c)
+            if len(out) >= last:
+                break
+    out.reverse()
     return out
 
 

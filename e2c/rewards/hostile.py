@@ -33,6 +33,11 @@ def _nest(open_: str, close: str, depth: int, core: str = "1") -> str:
     return open_ * depth + core + close * depth
 
 
+def _towers(depth: int = 1400) -> str:
+    tower = _nest("\\boxed{", "}", depth)
+    return tower * (MB // len(tower))
+
+
 _OPTS = {"A": "Aspirin", "B": "Heparin", "C": "Warfarin", "D": "Clopidogrel"}
 
 
@@ -67,6 +72,10 @@ def hostile_corpus() -> list[Hostile]:
         Hostile("nested_boxes", _chain(_nest("\\boxed{", "}", 50_000)), "1"),
         Hostile("unclosed_boxes", _chain("\\boxed{" * 50_000), "1"),
         Hostile("unbalanced_braces", _chain("\\boxed{1}" + "}" * 100_000 + "{" * 100_000), "1"),
+        # A megabyte of towers of nested boxes, each short enough to be kept: copying every box's content
+        # was quadratic (3 s in boxed_contents, outside any timeout).
+        Hostile("nested_box_towers", _chain(_towers()), "1"),
+        Hostile("mcq_nested_box_towers", _chain(_towers()), "B", "mcq", _OPTS),
         Hostile("left_right_flood", _chain("\\boxed{" + "\\left(" * 20_000 + "1" + "\\right)" * 20_000 + "}"), "1"),
         # Many answers.
         Hostile("thousands_of_boxes", _chain("\\boxed{1} " * 20_000 + "\\boxed{2}"), "2"),

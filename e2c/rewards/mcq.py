@@ -77,7 +77,7 @@ def extract_choice(
         return None, "none"
     valid = letters or ("".join(options) if options else LETTERS)
     # Boxes from the last one back; a hostile text with thousands of boxes is cut at 50.
-    for box in reversed(boxed_contents(text)[-50:]):
+    for box in reversed(boxed_contents(text, last=50)):
         got = _letter_of(box, valid, options)
         if got:
             return got, "boxed"
