@@ -6,7 +6,8 @@
 Defaults come from ``tts/config/tts.yaml``; flags override them, ``--set`` overrides method settings
 (``--set explore_tokens=256``). Results (records.jsonl, results.json, results.csv, accuracy_vs_tokens.png)
 go to ``<output_dir>/<dataset>/<model>/``; a rerun with the same settings resumes per (method, budget,
-problem). The last line printed is one JSON object with the results' paths and the summary.
+problem); Ctrl-C or SIGTERM stops a run with one line naming what was saved and the command that resumes
+it (exit 130 / 143). The last line printed is one JSON object with the results' paths and the summary.
 """
 
 from __future__ import annotations

@@ -9,7 +9,10 @@ generation with per-phase budgets. The prompt is the question plus the release's
 turn prefilled with ``<EXPLORATION>`` (as the release's RL and TTS do); ``--no-prefill`` sends the
 release's evaluation prompt exactly (no prefill), and ``--medical-prompt release`` adds the release's
 optional medical system prompt and suffix to the medical sets. Prints a table and, as its last line, the results JSON's path and
-headline numbers as one JSON object. A killed run restarted with the same arguments resumes.
+headline numbers as one JSON object. A killed run restarted with the same arguments resumes; Ctrl-C or
+SIGTERM stops a run with one line naming what was saved and the command that resumes it (exit 130 / 143).
+Bad settings, an unwritable --save-path and a prompt that with its budget exceeds the model's context are
+refused in one line before anything is written.
 """
 
 from __future__ import annotations
