@@ -33,7 +33,7 @@ from e2c.chain import FORMATS
 from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers
 from e2c.data.registry import load_benchmarks, valid_names
 from e2c.eval.runner import MEDICAL_PROMPTS, EvalConfig, format_table, run_eval
-from e2c.models import RELEASED_REPO, ModelSpecError, resolve_model
+from e2c.models import RELEASED_REPO, ModelSpecError, model_context, resolve_model
 
 VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones
 DTYPES = ("auto", "float32", "bfloat16", "float16")
@@ -249,6 +249,21 @@ def check_flags(args: argparse.Namespace) -> None:
         raise UserError(f"--max-model-len must be >= 1, got {args.max_model_len}")
 
 
+def check_max_model_len(value: int | None, folder: Path) -> None:
+    """vLLM refuses a --max-model-len past the model's context with a long traceback; say it in one line."""
+    if value is None or os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"):
+        return
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # resolve_model checked it; a hub folder without one is vLLM's to report
+    if not isinstance(config, dict) or config.get("rope_scaling"):
+        return  # a scaled RoPE stretches the context: vLLM derives it
+    context = model_context(argparse.Namespace(**config))
+    if context is not None and value > context:
+        raise UserError(f"--max-model-len {value} is more than the model's context of {context} tokens")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
@@ -317,6 +332,8 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
     where["save"] = save
     # The model first: with no hub its one-line error (use --model embedded or tiny) is the one to see.
     res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[args.format])
+    if backend == "vllm":
+        check_max_model_len(args.max_model_len, Path(res.path))
     data = load_benchmarks(names, args.data_dir, args.limit, use_hub=not args.no_hub)
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     gen, _ = make_generator(
