@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from e2c.cli import ArgumentParser
+from e2c.cli import ArgumentParser, UserError, fail
 from e2c.demo import add_generation_flags, load, solve_and_show
 
 DEFAULT_PROBLEM = (
@@ -24,13 +24,17 @@ DEFAULT_PROBLEM = (
     "her friends every day with four. She sells the remainder at the farmers' market daily for $2 per "
     "fresh duck egg. How much in dollars does she make every day at the farmers' market?"
 )
+DEFAULT_ANSWER = "18"
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(description="Run E2C inference on one problem.")
     p.add_argument("--problem", default=DEFAULT_PROBLEM, help="problem text (default: a GSM8K problem)")
     p.add_argument(
-        "--answer", default="18", help="reference answer to grade against; '' to skip (default: 18)"
+        "--answer",
+        default=None,
+        help="reference answer to grade against; '' to skip (default: 18 for the default problem, "
+        "none for a --problem of yours)",
     )
     add_generation_flags(p)
     return p
@@ -38,8 +42,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    gen = load(args)
-    solve_and_show(gen, args, args.problem, args.answer or None)
+    if not args.problem.strip():
+        fail("--problem is empty")
+    # The default answer belongs to the default problem only: another problem is not graded against it.
+    answer = (
+        args.answer
+        if args.answer is not None
+        else (DEFAULT_ANSWER if args.problem == DEFAULT_PROBLEM else None)
+    )
+    try:
+        gen = load(args)
+        solve_and_show(gen, args, args.problem, answer or None)
+    except UserError as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
     return 0
 
 

@@ -16,12 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import ArgumentParser, fail
+from e2c.cli import ArgumentParser, UserError, fail
 from e2c.data.registry import question_text
 from e2c.demo import add_generation_flags, load, solve_and_show
 
 PROBLEMS = Path(__file__).resolve().with_name("example_problems.json")
 QUIT = {"q", "quit", "exit"}
+ECHO_CHARS = 200  # a piped line longer than this is echoed cut, with its length
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -67,10 +68,27 @@ def question(item: dict[str, Any]) -> str:
     )
 
 
+def echo(line: str) -> str:
+    """A piped input line as shown back: whole when short, else its start and its length."""
+    if len(line) <= ECHO_CHARS:
+        return line
+    return f"{line[:ECHO_CHARS]}... ({len(line):,} characters)"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     items = load_problems(args.problems)
-    gen = load(args)
+    try:
+        gen = load(args)
+        session(gen, args, items)
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+    print("bye")
+    return 0
+
+
+def session(gen: Any, args: argparse.Namespace, items: list[dict[str, Any]]) -> None:
+    """The menu loop, until q or the end of input; a problem that cannot run is one line, then the menu."""
     tty = sys.stdin.isatty()
     print(menu(items))
     while True:
@@ -80,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         except EOFError:
             break
         if not tty:
-            print(prompt + line)
+            print(prompt + echo(line))
         choice = line.strip()
         if not choice:
             print(menu(items))
@@ -93,13 +111,14 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"no problem {k}; pick 1-{len(items)}")
                 continue
             it = items[k - 1]
-            solve_and_show(
-                gen, args, question(it), it.get("answer"), it.get("kind", "math"), it.get("options")
-            )
+            problem, answer = question(it), it.get("answer")
+            kind, options = it.get("kind", "math"), it.get("options")
         else:
-            solve_and_show(gen, args, choice)
-    print("bye")
-    return 0
+            problem, answer, kind, options = choice, None, "math", None
+        try:
+            solve_and_show(gen, args, problem, answer, kind, options)
+        except UserError as e:
+            print(f"error: {e}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

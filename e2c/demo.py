@@ -14,6 +14,7 @@ from typing import Any
 from e2c.chain import FORMATS, ChainFormat, get_format
 from e2c.cli import UserError, fail, quiet_transformers
 from e2c.generation import BACKENDS, generate_chains, make_generator
+from e2c.generation.base import check_fits, context_length
 from e2c.models import ModelSpecError
 from e2c.rewards import grade
 
@@ -60,10 +61,35 @@ def add_generation_flags(
     a("--trust_remote_code", action="store_true", help="allow the model repo's own Python code to run")
 
 
+def check_flags(args: argparse.Namespace) -> None:
+    """The generation flags' ranges, before the model is loaded."""
+    if args.explore_budget < 0 or args.max_tokens <= args.explore_budget:
+        raise UserError(
+            f"--max_tokens ({args.max_tokens}) must exceed --explore_budget ({args.explore_budget}) >= 0"
+        )
+    if not 0 <= args.temperature < float("inf"):  # NaN fails this too
+        raise UserError(f"--temperature must be a number >= 0, got {args.temperature}")
+    if not 0 < args.top_p <= 1:
+        raise UserError(f"--top_p must be in (0, 1], got {args.top_p}")
+
+
+def check_prompt(gen: Any, args: argparse.Namespace, problem: str) -> None:
+    """Refuse a problem that with --max_tokens does not fit in the model's context (one line), before a
+    generation that would crawl through positions the model never saw."""
+    context = context_length(gen)
+    if context is None:
+        return
+    prompt = get_format(args.format).render_prompt(gen.tokenizer, problem) + args.opener
+    n = len(gen.tokenizer.encode(prompt, add_special_tokens=False))
+    check_fits(n, args.max_tokens, context, "the problem with its prompt", "--max_tokens")
+
+
 def load(args: argparse.Namespace) -> Any:
     """Build the generator from the flags; one-line exit on a bad model or backend."""
-    if args.explore_budget < 0 or args.max_tokens <= args.explore_budget:
-        fail(f"--max_tokens ({args.max_tokens}) must exceed --explore_budget ({args.explore_budget}) >= 0")
+    try:
+        check_flags(args)
+    except UserError as e:
+        fail(str(e))
     quiet_transformers()
     t0 = time.perf_counter()
     try:
@@ -89,8 +115,12 @@ def solve_and_show(
     kind: str = "math",
     options: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Generate one chain for ``problem``, print it with its answer and token counts; return a summary."""
+    """Generate one chain for ``problem``, print it with its answer and token counts; return a summary.
+
+    Raises :class:`~e2c.cli.UserError` (nothing printed) when the problem does not fit in the context.
+    """
     fmt: ChainFormat = get_format(args.format)
+    check_prompt(gen, args, problem)
     print(f"{RULE}\nPROBLEM:\n{problem}\n{RULE}", flush=True)
     t0 = time.perf_counter()
     [[out]] = generate_chains(
@@ -114,6 +144,8 @@ def solve_and_show(
     print(f"extracted answer : {result.extracted}")
     if answer:
         print(f"reference answer : {answer}  -> {'correct' if result.correct else result.reason}")
+    else:
+        print("reference answer : none given (not graded)")
     print(f"chain status     : {parsed.status}{CLOSED_FOR_MODEL.get(out.explore_stop, '')}")
     print(
         f"tokens           : exploration {out.explore_tokens}, execution {out.execute_tokens}, "

@@ -32,6 +32,10 @@ RELEASED_SUBFOLDERS = {
     "8B": ("Qwen3-8B-E2C-SFT-RL", "8B-Final"),
     "4B": ("Qwen3-4B-E2C-SFT-RL", "4B-Final"),
 }
+# Files transformers and vLLM load weights from; a model folder needs at least one.
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "tf_model.h5", "flax_model.msgpack")
+# Config keys that name a model's context length, by architecture family.
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
 SPEC_FORMS = "'tiny', 'embedded', a local model folder, or an HF id 'owner/name' (with --subfolder)"
 TINY_VERSION = "tiny-qwen3-v2"
 EMBEDDED_VERSION = "embedded-smollm2-135m-instruct-v3"  # v3: tags initialised from their spelling
@@ -85,12 +89,40 @@ def resolve_model(
     p = Path(spec).expanduser()
     if p.exists():
         folder = p / subfolder if subfolder else p
-        if not (folder / "config.json").is_file():
-            raise ModelSpecError(f"{folder} is not a model folder (no config.json); use {SPEC_FORMS}")
+        check_model_folder(folder)
         return ResolvedModel(str(folder), "local", str(folder))
     if re.fullmatch(r"[\w.\-]+/[\w.\-]+", spec) and not spec.startswith((".", "/")):
         return _resolve_hub(spec, subfolder, local_files_only)
     raise ModelSpecError(f"unknown model {spec!r}: not a folder and not an HF id; use {SPEC_FORMS}")
+
+
+def check_model_folder(folder: Path) -> None:
+    """Refuse, in one line naming ``folder``, a local model folder transformers could not load: no
+    ``config.json``, one that is not a JSON object, or no weight files."""
+    cfg = folder / "config.json"
+    if not cfg.is_file():
+        raise ModelSpecError(f"{folder} is not a model folder (no config.json); use {SPEC_FORMS}")
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        why = e.strerror if isinstance(e, OSError) else f"not valid JSON: {str(e).splitlines()[0]}"
+        raise ModelSpecError(f"{folder}: cannot read config.json ({why})") from None
+    if not isinstance(data, dict):
+        raise ModelSpecError(f"{folder}: config.json is not a JSON object")
+    if not any(next(folder.glob(pattern), None) for pattern in WEIGHT_PATTERNS):
+        raise ModelSpecError(
+            f"{folder} has a config.json but no weights ({', '.join(WEIGHT_PATTERNS)}); "
+            "an unfinished save or export? point --model at a complete model folder"
+        )
+
+
+def model_context(config: Any) -> int | None:
+    """The context length a model config declares (``max_position_embeddings`` for most), or None."""
+    for key in CONTEXT_KEYS:
+        value = getattr(config, key, None) if config is not None else None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 def _resolve_hub(repo: str, subfolder: str | None, local_files_only: bool | None) -> ResolvedModel:
@@ -227,8 +259,16 @@ def load_model_and_tokenizer(
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     res = resolve_model(spec, subfolder, fmt=fmt)
-    tok = AutoTokenizer.from_pretrained(res.path, trust_remote_code=trust_remote_code)
-    model = AutoModelForCausalLM.from_pretrained(res.path, dtype=dtype, trust_remote_code=trust_remote_code)
+    try:
+        tok = AutoTokenizer.from_pretrained(res.path, trust_remote_code=trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(
+            res.path, dtype=dtype, trust_remote_code=trust_remote_code
+        )
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as e:
+        # Corrupt weights, an unknown architecture, a missing tokenizer: transformers' messages run to
+        # many lines; the first names the problem.
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        raise ModelSpecError(f"cannot load the model in {res.path}: {type(e).__name__}: {first}") from None
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     ensure_chain_tokens(model, tok, fmt)

@@ -50,7 +50,10 @@ def test_run_tts_tiny_all_methods_and_resume_cpu(tmp_path: Path, bench_dir: Path
     assert json.loads(again.stdout.strip().splitlines()[-1])["summary"] == rows
     # Other settings in the same folder are refused rather than mixed in.
     other = _run([*args, "--set", "temperature=0.5"], timeout=300)
-    assert other.returncode == 2 and "holds a run with other settings (settings)" in other.stderr
+    assert (
+        other.returncode == 2
+        and "holds a run with other settings (settings.temperature 0.9 -> 0.5)" in other.stderr
+    )
 
 
 @pytest.mark.parametrize(

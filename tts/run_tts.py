@@ -6,7 +6,8 @@
 Defaults come from ``tts/config/tts.yaml``; flags override them, ``--set`` overrides method settings
 (``--set explore_tokens=256``). Results (records.jsonl, results.json, results.csv, accuracy_vs_tokens.png)
 go to ``<output_dir>/<dataset>/<model>/``; a rerun with the same settings resumes per (method, budget,
-problem). The last line printed is one JSON object with the results' paths and the summary.
+problem); Ctrl-C or SIGTERM stops a run with one line naming what was saved and the command that resumes
+it (exit 130 / 143). The last line printed is one JSON object with the results' paths and the summary.
 """
 
 from __future__ import annotations
@@ -56,12 +57,21 @@ def parse_args(argv: list[str] | None = None):
 
 
 def load_config(args) -> dict:
+    """The config file with the flags on top; every value checked before anything is loaded or written."""
     import yaml
+
+    from e2c.eval.run import DTYPES
+    from e2c.tts.run import check_budgets, check_methods_list
 
     path = Path(args.config)
     if not path.is_file():
         raise UserError(f"no TTS config at {path}")
-    cfg = yaml.safe_load(path.read_text()) or {}
+    try:
+        cfg = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise UserError(f"--config {path}: not readable YAML ({type(e).__name__})") from None
+    if not isinstance(cfg, dict):
+        raise UserError(f"--config {path}: expected a mapping of settings, got {type(cfg).__name__}")
     keys = (
         "methods",
         "budgets",
@@ -78,14 +88,44 @@ def load_config(args) -> dict:
         val = getattr(args, key)
         if val is not None:
             cfg[key] = val
-    settings = dict(cfg.get("settings") or {})
+    limit = cfg.get("limit")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise UserError(f"--limit {limit!r}: give the number of problems, or 0 for all")
+    cfg["methods"] = check_methods_list(cfg.get("methods"))
+    cfg["budgets"] = check_budgets(cfg.get("budgets"))
+    if (cfg.get("dtype") or "auto") not in DTYPES:
+        raise UserError(f"--dtype {cfg['dtype']!r}; valid: {', '.join(DTYPES)}")
+    for key in ("dataset", "model"):
+        if not isinstance(cfg.get(key), str) or not cfg[key].strip():
+            raise UserError(f"--{key} is missing or empty (config {path})")
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {args.workers}")
+    settings = cfg.get("settings") or {}
+    if not isinstance(settings, dict):
+        raise UserError(f"--config {path}: 'settings' must be a mapping, got {type(settings).__name__}")
+    settings = dict(settings)
     for item in args.sets:
         if "=" not in item:
             raise UserError(f"--set {item!r}: expected KEY=VALUE")
         k, v = item.split("=", 1)
-        settings[k.strip()] = yaml.safe_load(v)
+        settings[k.strip()] = set_value(k.strip(), v)
     cfg["settings"] = settings
     return cfg
+
+
+def set_value(key: str, text: str):
+    """A ``--set`` value: YAML for numbers, the text as written for text settings (an opener of ``1.``
+    or ``no`` stays text)."""
+    import yaml
+
+    from e2c.tts import TTSSettings
+
+    if isinstance(getattr(TTSSettings, key, None), str):
+        return text
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # reported by the setting's own check, with its name
 
 
 def out_root(path: str, from_flag: bool) -> Path:
@@ -95,48 +135,51 @@ def out_root(path: str, from_flag: bool) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     quiet_transformers()
+    from e2c.eval.run import count_lines, exit_interrupted, interrupt_on_sigterm, plural, resume_command
+
+    interrupt_on_sigterm()
+    out_dir: Path | None = None
     try:
         from e2c.data.registry import load_benchmark
-        from e2c.eval.run import default_subfolder, slug
-        from e2c.generation import make_generator
+        from e2c.eval.run import check_writable, default_subfolder, slug
+        from e2c.generation import make_generator, pick_backend
         from e2c.models import ModelSpecError
-        from e2c.tts.run import (
-            check_budgets,
-            check_methods,
-            format_table,
-            load_embedder,
-            run_tts,
-            settings_from,
-        )
+        from e2c.tts.run import check_methods, format_table, load_embedder, run_tts, settings_from
 
         cfg = load_config(args)
         cfg["subfolder"] = default_subfolder(cfg["model"], cfg.get("subfolder"))
         methods = check_methods(cfg["methods"])
-        budgets = check_budgets(cfg["budgets"])
+        budgets = cfg["budgets"]
         settings = settings_from(cfg["settings"])
+        backend = pick_backend(cfg.get("backend") or "auto")
         records = load_benchmark(cfg["dataset"], cfg.get("data_dir"), cfg.get("limit") or None)
-        try:
-            gen, _ = make_generator(cfg.get("backend", "auto"), cfg["model"], cfg.get("subfolder") or None,
-                                    seed=settings.seed, dtype=cfg.get("dtype") or "auto")  # fmt: skip
-        except ModelSpecError as e:
-            raise UserError(str(e)) from None
-        embed = load_embedder(settings.embedder) if "e2c_select_semantic_cluster" in methods else None
         model_name = Path(cfg["model"]).name if Path(cfg["model"]).exists() else cfg["model"]
         out_dir = (
             out_root(cfg.get("output_dir") or "tts/outputs", from_flag=args.output_dir is not None)
             / slug(cfg["dataset"])
             / slug(model_name + (f"-{cfg['subfolder']}" if cfg.get("subfolder") else ""))
         )
+        check_writable(out_dir, "--output-dir")
+        try:
+            gen, _ = make_generator(backend, cfg["model"], cfg.get("subfolder") or None,
+                                    seed=settings.seed, dtype=cfg.get("dtype") or "auto")  # fmt: skip
+        except ModelSpecError as e:
+            raise UserError(str(e)) from None
+        embed = load_embedder(settings.embedder) if "e2c_select_semantic_cluster" in methods else None
         run_cfg = {"dataset": cfg["dataset"], "model": cfg["model"], "subfolder": cfg.get("subfolder"),
                    "backend": gen.name, "limit": cfg.get("limit"), "settings": settings.to_dict()}  # fmt: skip
         workers = args.workers if args.workers is not None else (16 if gen.name == "vllm" else 1)
-        if workers < 1:
-            raise UserError(f"--workers must be at least 1, got {workers}")
         rows = run_tts(gen, records, methods, budgets, settings, out_dir, run_cfg, embed, workers=workers)
     except UserError as e:
         fail(str(e))
+    except KeyboardInterrupt as e:
+        rec = out_dir / "records.jsonl" if out_dir is not None else None
+        n = count_lines(rec) if rec is not None else 0
+        saved = f"{plural(n, 'result')} saved in {rec}" if n else "no results saved yet"
+        exit_interrupted(e, saved, resume_command([sys.argv[0]], argv))
     print(format_table(rows))
     print(json.dumps({"results": str(out_dir / "results.json"), "csv": str(out_dir / "results.csv"),
                       "plot": str(out_dir / "accuracy_vs_tokens.png"), "summary": rows}))  # fmt: skip

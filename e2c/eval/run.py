@@ -9,7 +9,10 @@ generation with per-phase budgets. The prompt is the question plus the release's
 turn prefilled with ``<EXPLORATION>`` (as the release's RL and TTS do); ``--no-prefill`` sends the
 release's evaluation prompt exactly (no prefill), and ``--medical-prompt release`` adds the release's
 optional medical system prompt and suffix to the medical sets. Prints a table and, as its last line, the results JSON's path and
-headline numbers as one JSON object. A killed run restarted with the same arguments resumes.
+headline numbers as one JSON object. A killed run restarted with the same arguments resumes; Ctrl-C or
+SIGTERM stops a run with one line naming what was saved and the command that resumes it (exit 130 / 143).
+Bad settings, an unwritable --save-path and a prompt that with its budget exceeds the model's context are
+refused in one line before anything is written.
 """
 
 from __future__ import annotations
@@ -18,16 +21,22 @@ import argparse
 import json
 import os
 import re
+import shlex
+import signal
 import sys
+import tempfile
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from e2c.chain import FORMATS
 from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers
 from e2c.data.registry import load_benchmarks, valid_names
 from e2c.eval.runner import MEDICAL_PROMPTS, EvalConfig, format_table, run_eval
-from e2c.models import RELEASED_REPO, ModelSpecError, resolve_model
+from e2c.models import RELEASED_REPO, ModelSpecError, model_context, resolve_model
 
 VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones
+DTYPES = ("auto", "float32", "bfloat16", "float16")
 
 
 def slug(text: str) -> str:
@@ -70,9 +79,75 @@ def parse_gpus(value: str | None) -> int | None:
             raise UserError(f"--gpus {value!r}: give a count (8) or device ids (0,1,2,3)")
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
         return len(devices)
-    if not value.isdigit():
+    if not value.isdigit() or int(value) < 1:
         raise UserError(f"--gpus {value!r}: give a count (8) or device ids (0,1,2,3)")
     return int(value)
+
+
+def check_writable(folder: Path, flag: str) -> None:
+    """Refuse, before any work, a run folder that is a file, has a file as a parent, or cannot be written
+    (probed by creating a temporary file: permission bits alone say nothing to root or read-only mounts)."""
+    if folder.exists() and not folder.is_dir():
+        raise UserError(f"{flag} {folder} is a file, not a folder")
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise UserError(f"{flag} {folder}: {probe} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as e:
+        raise UserError(f"{flag} {folder}: cannot write in {probe} ({e.strerror})") from None
+
+
+class Interrupted(KeyboardInterrupt):
+    """A SIGTERM, raised as an interrupt so that both stop a run the same way."""
+
+
+def interrupt_on_sigterm() -> None:
+    """Turn SIGTERM into :class:`Interrupted` (the default action kills the process without a word)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def resume_command(entry: Sequence[str], argv: Sequence[str]) -> str:
+    """The shell command that reruns this one from this working directory (runs resume by rerunning)."""
+    return f"cd {shlex.quote(os.getcwd())} && {shlex.join([sys.executable, *entry, *argv])}"
+
+
+def exit_interrupted(exc: KeyboardInterrupt, saved: str, command: str) -> NoReturn:
+    """One line (what was saved, the command that resumes) and exit 130 (Ctrl-C) or 143 (SIGTERM)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C must not cut this short into a traceback
+    name, code = ("SIGTERM", 143) if isinstance(exc, Interrupted) else ("Ctrl-C", 130)
+    print(f"interrupted ({name}): {saved}; resume with: {command}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
+def count_lines(path: Path) -> int:
+    """Complete lines of a results file (a line cut by the interrupt is dropped on resume)."""
+    try:
+        return path.read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def saved_predictions(save: Path | None) -> str:
+    """What an interrupted run leaves: prediction lines per dataset in the run folder."""
+    files = sorted((save / "predictions").glob("*.jsonl")) if save is not None else []
+    counts = {f.stem: count_lines(f) for f in files}
+    if not sum(counts.values()):
+        return "no predictions saved yet" + (f" in {save}" if save is not None else "")
+    per = ", ".join(f"{k} {v}" for k, v in counts.items())
+    return f"{plural(sum(counts.values()), 'prediction')} saved in {save / 'predictions'} ({per})"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,7 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="k values for pass@k and maj@k (default: 1, 2, 4, ..., samples)",
     )
-    a("--dtype", default="auto", help="model dtype (default: auto; float32 on CPU)")
+    a("--dtype", default="auto", choices=DTYPES, help="model dtype (default: auto; float32 on CPU)")
     a("--max-model-len", type=int, default=None, help="vLLM context length (default: the model's)")
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
     a("--no-hub", action="store_true", help="use local benchmark files only, never the HF hub")
@@ -166,62 +241,43 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    from e2c.generation import make_generator, pick_backend
+def check_flags(args: argparse.Namespace) -> None:
+    """Flags the run's config does not check (they do not change what is generated)."""
+    if args.batch_size < 1:
+        raise UserError(f"--batch-size must be >= 1, got {args.batch_size}")
+    if args.max_model_len is not None and args.max_model_len < 1:
+        raise UserError(f"--max-model-len must be >= 1, got {args.max_model_len}")
 
-    quiet_transformers()
 
+def check_max_model_len(value: int | None, folder: Path) -> None:
+    """vLLM refuses a --max-model-len past the model's context with a long traceback; say it in one line."""
+    if value is None or os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN"):
+        return
     try:
-        gpus = parse_gpus(args.gpus)
-        backend = pick_backend(args.backend)
-        cfg = EvalConfig(
-            model=args.model,
-            subfolder=default_subfolder(args.model, args.subfolder),
-            dataset=args.dataset,
-            samples=args.sample,
-            temperature=args.temp,
-            top_p=args.top_p,
-            max_tokens=args.max_tokens,
-            explore_budget=args.explore_budget,
-            execute_budget=args.execute_budget,
-            seed=args.seed,
-            backend=backend,
-            format=args.format,
-            opener=args.opener,
-            prefill=not args.no_prefill,
-            medical_prompt=args.medical_prompt,
-            chunk_size=args.chunk_size or (VLLM_CHUNK if backend == "vllm" else args.batch_size),
-            limit=args.limit,
-            data_dir=args.data_dir,
-            ks=args.k,
-        )
-        cfg.check()
-        names = [n.strip() for n in args.dataset.split(",") if n.strip()]
-        if not names:
-            raise UserError(f"--dataset is empty; valid: {', '.join(valid_names())}")
-        # The model first: with no hub its one-line error (use --model embedded or tiny) is the one to see.
-        res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[args.format])
-        data = load_benchmarks(names, args.data_dir, args.limit, use_hub=not args.no_hub)
-        save = args.save_path or default_save_path(cfg)
-        log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
-        gen, _ = make_generator(
-            backend,
-            res.path,
-            None,
-            fmt=FORMATS[args.format],
-            gpus=gpus,
-            batch_size=args.batch_size,
-            dtype=args.dtype,
-            trust_remote_code=args.trust_remote_code,
-            seed=args.seed,
-            max_model_len=args.max_model_len,
-        )
-        cfg.extra = {"model_path": res.path, "model_description": res.description}
-        log(f"model: {res.description} [{res.path}] on {gen.name}; run folder {save}")
-        results = run_eval(gen, data, cfg, save, log)
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # resolve_model checked it; a hub folder without one is vLLM's to report
+    if not isinstance(config, dict) or config.get("rope_scaling"):
+        return  # a scaled RoPE stretches the context: vLLM derives it
+    context = model_context(argparse.Namespace(**config))
+    if context is not None and value > context:
+        raise UserError(f"--max-model-len {value} is more than the model's context of {context} tokens")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    interrupt_on_sigterm()
+    where: dict[str, Path] = {}
+    try:
+        results = evaluate(args, where)
     except (UserError, ModelSpecError) as e:
         fail(str(e))
+    except KeyboardInterrupt as e:
+        exit_interrupted(
+            e, saved_predictions(where.get("save")), resume_command(["-m", "e2c.eval.run"], argv)
+        )
+    save = where["save"]
     print(format_table(results["datasets"]))
     print(f"results: {save / 'results.json'}  ({results['seconds']:.1f}s)")
     head = {
@@ -233,6 +289,68 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(json.dumps(head))
     return 0
+
+
+def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
+    """Check every input, load the model and data, run; returns the results. ``where["save"]`` is the
+    run folder as soon as it is known (for the message of an interrupted run)."""
+    from e2c.generation import make_generator, pick_backend
+
+    quiet_transformers()
+    check_flags(args)
+    gpus = parse_gpus(args.gpus)
+    backend = pick_backend(args.backend)
+    cfg = EvalConfig(
+        model=args.model,
+        subfolder=default_subfolder(args.model, args.subfolder),
+        dataset=args.dataset,
+        samples=args.sample,
+        temperature=args.temp,
+        top_p=args.top_p,
+        max_tokens=args.max_tokens,
+        explore_budget=args.explore_budget,
+        execute_budget=args.execute_budget,
+        seed=args.seed,
+        backend=backend,
+        format=args.format,
+        opener=args.opener,
+        prefill=not args.no_prefill,
+        medical_prompt=args.medical_prompt,
+        chunk_size=args.chunk_size
+        if args.chunk_size is not None
+        else (VLLM_CHUNK if backend == "vllm" else args.batch_size),
+        limit=args.limit,
+        data_dir=args.data_dir,
+        ks=args.k,
+    )
+    cfg.check()
+    names = [n.strip() for n in args.dataset.split(",") if n.strip()]
+    if not names:
+        raise UserError(f"--dataset is empty; valid: {', '.join(valid_names())}")
+    save = args.save_path or default_save_path(cfg)
+    check_writable(save, "--save-path")
+    where["save"] = save
+    # The model first: with no hub its one-line error (use --model embedded or tiny) is the one to see.
+    res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[args.format])
+    if backend == "vllm":
+        check_max_model_len(args.max_model_len, Path(res.path))
+    data = load_benchmarks(names, args.data_dir, args.limit, use_hub=not args.no_hub)
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    gen, _ = make_generator(
+        backend,
+        res.path,
+        None,
+        fmt=FORMATS[args.format],
+        gpus=gpus,
+        batch_size=args.batch_size,
+        dtype=args.dtype,
+        trust_remote_code=args.trust_remote_code,
+        seed=args.seed,
+        max_model_len=args.max_model_len,
+    )
+    cfg.extra = {"model_path": res.path, "model_description": res.description}
+    log(f"model: {res.description} [{res.path}] on {gen.name}; run folder {save}")
+    return run_eval(gen, data, cfg, save, log)
 
 
 if __name__ == "__main__":

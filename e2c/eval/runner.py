@@ -31,7 +31,7 @@ from e2c.chain import MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat,
 from e2c.cli import UserError
 from e2c.data.registry import Record, get_spec, letter_options, question_text
 from e2c.eval.metrics import summarize
-from e2c.generation.base import derive_seed
+from e2c.generation.base import check_fits, context_length, derive_seed
 from e2c.generation.chains import ChainResult, generate_chains
 from e2c.rewards.grader import grade_many
 
@@ -103,12 +103,24 @@ class EvalConfig:
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
-        if self.temperature < 0:
-            raise UserError(f"--temp must be >= 0, got {self.temperature}")
+        if not 0 <= self.temperature < float("inf"):  # NaN fails this too
+            raise UserError(f"--temp must be a number >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise UserError(f"--top-p must be in (0, 1], got {self.top_p}")
         if self.chunk_size < 1:
             raise UserError(f"--chunk-size must be >= 1, got {self.chunk_size}")
+        fixed = self.max_tokens is not None and self.execute_budget is None
+        if fixed and self.explore_budget is not None and self.explore_budget >= self.max_tokens:
+            raise UserError(
+                f"--explore-budget {self.explore_budget} leaves nothing of --max-tokens {self.max_tokens} "
+                "for the execution; lower it or give --execute-budget"
+            )
+        if self.ks is not None:
+            bad = [k for k in self.ks if not 1 <= k <= self.samples]
+            if bad or not self.ks:
+                raise UserError(
+                    f"--k {' '.join(map(str, bad or self.ks))}: each k must be from 1 to --sample {self.samples}"
+                )
         if self.medical_prompt not in MEDICAL_PROMPTS:
             raise UserError(f"--medical-prompt {self.medical_prompt!r}; valid: {', '.join(MEDICAL_PROMPTS)}")
         if not self.prefill and self.opener:
@@ -132,6 +144,38 @@ def dataset_format(cfg: EvalConfig, name: str) -> ChainFormat:
     if not cfg.prefill:
         fmt = fmt.replace(prefill_assistant=False)
     return fmt
+
+
+def generation_budget(cfg: EvalConfig, name: str) -> tuple[int, str]:
+    """New tokens one chain of dataset ``name`` may take (both phases) and the flag that sets them."""
+    max_tokens = cfg.max_tokens or get_spec(name).max_new_tokens
+    if cfg.explore_budget is None:
+        return max_tokens, "--max-tokens" if cfg.max_tokens else f"--max-tokens ({name}'s default)"
+    execute = cfg.execute_budget if cfg.execute_budget is not None else max_tokens - cfg.explore_budget
+    if execute < 1:
+        raise UserError(
+            f"--explore-budget {cfg.explore_budget} leaves nothing of {name}'s budget of {max_tokens} tokens "
+            "for the execution; lower it or give --execute-budget"
+        )
+    return cfg.explore_budget + execute, "--explore-budget + --execute-budget"
+
+
+def check_context(gen: Any, data: dict[str, list[Record]], cfg: EvalConfig) -> None:
+    """Refuse, before anything is written, a dataset whose longest prompt and budget exceed the model's
+    context: one up-front line rather than a run that fails (vLLM) or crawls (transformers) part-way."""
+    context = context_length(gen)
+    for name, recs in data.items():
+        budget, flag = generation_budget(cfg, name)
+        if context is None or not recs:
+            continue
+        fmt = dataset_format(cfg, name)
+        lengths = [
+            len(gen.tokenizer.encode(fmt.render_prompt(gen.tokenizer, question_text(r)) + cfg.opener,
+                                     add_special_tokens=False))
+            for r in recs
+        ]  # fmt: skip
+        i = max(range(len(recs)), key=lengths.__getitem__)
+        check_fits(lengths[i], budget, context, f"{name} problem {i} ({recs[i].id}) with its prompt", flag)
 
 
 # ------------------------------------------------------------------------------------ predictions
@@ -344,6 +388,7 @@ def run_eval(
 ) -> dict[str, Any]:
     """Evaluate every dataset in ``data`` and write ``results.json``; returns its content."""
     cfg.check()
+    check_context(gen, data, cfg)
     check_config(save_path, cfg)
     t0 = time.perf_counter()
     metrics = {name: evaluate_dataset(gen, name, recs, cfg, save_path, log) for name, recs in data.items()}

@@ -26,6 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from e2c.cli import UserError
+
 
 @dataclass(frozen=True)
 class Completion:
@@ -211,6 +213,35 @@ def derive_seed(seed: int | None, *keys: Any) -> int | None:
         return None
     h = hashlib.sha256(repr((seed, *keys)).encode()).digest()
     return int.from_bytes(h[:4], "little") & 0x7FFFFFFF
+
+
+class ContextTooLong(UserError):
+    """A prompt and its generation budget do not fit in the model's context (one line for the user)."""
+
+
+def context_length(gen: Any) -> int | None:
+    """The model's context in tokens as its backend enforces it (``max_context``), or None when unknown."""
+    value = getattr(gen, "max_context", None)
+    return int(value) if isinstance(value, int) and value > 0 else None
+
+
+def check_fits(prompt_tokens: int, budget: int, context: int | None, what: str, budget_name: str) -> None:
+    """Refuse ``what`` (a prompt of ``prompt_tokens``) when it and ``budget`` new tokens exceed ``context``.
+
+    Checked before generating: a prompt past the context makes the transformers backend crawl through
+    positions the model never saw (a 240 KB line ran for minutes), and vLLM refuses it mid-run.
+    """
+    if context is None or prompt_tokens + budget <= context:
+        return
+    fixes = []
+    if context - budget > 0:
+        fixes.append(f"shorten it to at most {context - budget} tokens")
+    if prompt_tokens < context:
+        fixes.append(f"lower {budget_name} to at most {context - prompt_tokens}")
+    raise ContextTooLong(
+        f"{what} is {prompt_tokens} tokens and {budget_name} is {budget}: together more than the model's "
+        f"context of {context} tokens; {' or '.join(fixes) or f'shorten it and lower {budget_name}'}"
+    )
 
 
 def check_args(n: int, max_tokens: int, temperature: float, top_p: float) -> None:

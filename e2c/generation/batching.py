@@ -133,6 +133,7 @@ class SharedHandle:
         self.shared = shared
         self.name = shared.gen.name
         self.tokenizer = shared.gen.tokenizer
+        self.max_context = getattr(shared.gen, "max_context", None)
         self.usage = Usage()
         self._left = False
 

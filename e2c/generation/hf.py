@@ -18,7 +18,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from e2c.generation.base import Completion, StopSpec, Usage, check_args, eos_ids, finish, split_stops
+from e2c.generation.base import (
+    Completion,
+    ContextTooLong,
+    StopSpec,
+    Usage,
+    check_args,
+    eos_ids,
+    finish,
+    split_stops,
+)
+from e2c.models import model_context
 
 
 def cpu_has_bf16() -> bool:
@@ -76,6 +86,8 @@ class HFGenerator:
         self.batch_size = max(1, int(batch_size))
         # The loaded model's generation-config EOS ids too, as vLLM and the RL rollouts stop on them.
         self.eos_ids = eos_ids(tokenizer, getattr(model, "generation_config", None))
+        # Positions past this were never trained: generation stops there, as vLLM's max_model_len does.
+        self.max_context = model_context(getattr(model, "config", None))
         self.usage = Usage()
 
     def _decode(self, ids: list[int]) -> str:
@@ -97,6 +109,11 @@ class HFGenerator:
         tok = self.tokenizer
         stops = split_stops(tok, stop, sorted(self.eos_ids))
         encoded = [tok.encode(p, add_special_tokens=False) for p in prompts]
+        longest = max((len(e) for e in encoded), default=0)
+        if self.max_context is not None and longest >= self.max_context:
+            raise ContextTooLong(
+                f"a prompt of {longest} tokens leaves no room in the model's context of {self.max_context} tokens"
+            )
         order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
         per_batch = max(1, self.batch_size // n)
         out: list[list[Completion]] = [[] for _ in prompts]
@@ -131,13 +148,19 @@ class HFGenerator:
             self.tokenizer.pad_token_id,
             encoded,
             n=n,
-            max_tokens=max_tokens,
+            max_tokens=[self._room(len(e), max_tokens) for e in encoded],
             temperature=temperature,
             top_p=top_p,
             stop_ids=stops.eos_ids | set(stops.token_ids),
             stop_check=stop_string_hit if stops.strings else None,
         )
         return rows
+
+    def _room(self, prompt_tokens: int, max_tokens: int) -> int:
+        """``max_tokens``, capped where the prompt and its continuation reach the model's context."""
+        if self.max_context is None:
+            return max_tokens
+        return max(0, min(max_tokens, self.max_context - prompt_tokens))
 
 
 def decode_rows(

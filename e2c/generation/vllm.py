@@ -15,6 +15,7 @@ from typing import Any
 
 from e2c.generation.base import (
     Completion,
+    ContextTooLong,
     StopSpec,
     Usage,
     check_args,
@@ -80,6 +81,15 @@ def engine_kwargs(on_cpu: bool, dtype: str, enforce_eager: bool | None) -> dict[
     return kw
 
 
+def engine_context(llm: Any) -> int | None:
+    """The engine's ``max_model_len`` (the model's context, or ``--max-model-len``), or None if unknown."""
+    for owner in (getattr(llm, "llm_engine", None), llm):
+        value = getattr(getattr(owner, "model_config", None), "max_model_len", None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
 class VLLMGenerator:
     """:class:`e2c.generation.base.Generator` over ``vllm.LLM``."""
 
@@ -113,6 +123,7 @@ class VLLMGenerator:
             seed=seed,
         )
         self.tokenizer = self.llm.get_tokenizer()
+        self.max_context = engine_context(self.llm)
         self.usage = Usage()
 
     def generate(
@@ -148,6 +159,13 @@ class VLLMGenerator:
             # Token ids, not strings: encoded as the other backends encode them (no BOS added to a
             # chat-rendered prompt that already has one).
             ids = [tok.encode(p, add_special_tokens=False) for p in c.prompts]
+            longest = max((len(p) for p in ids), default=0)
+            if self.max_context is not None and longest >= self.max_context:
+                # vLLM would refuse it with a traceback from inside the engine.
+                raise ContextTooLong(
+                    f"a prompt of {longest} tokens leaves no room in the model's context of "
+                    f"{self.max_context} tokens (--max-model-len)"
+                )
             encoded.append(ids)
             # vLLM refuses n > 1 when greedy: the n samples would be one completion, so it is generated
             # once and repeated (counted n times, as the other backends count it).

@@ -11,23 +11,27 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import sys
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
 from e2c.cli import UserError
 from e2c.data.registry import Record
 from e2c.eval.runner import write_json
+from e2c.generation.base import check_fits, context_length
 from e2c.generation.batching import SharedGenerator, SharedHandle
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.methods import BUDGET_FREE
 
+# Methods that generate whole chains of up to ``cot_tokens`` (the others: an exploration, then an execution).
+CHAIN_METHODS = ("greedy_cot", "self_consistency", "tree_of_thoughts", "forest_of_thought")
 SUMMARY_KEYS = ("method", "budget", "problems", "accuracy", "tokens_k", "prompt_tokens_k", "calls", "seconds")
 
 
@@ -39,21 +43,100 @@ def check_methods(names: Sequence[str]) -> list[str]:
     return list(names)
 
 
-def check_budgets(budgets: Sequence[int]) -> list[int]:
-    bad = [b for b in budgets if int(b) < 1]
-    if bad or not budgets:
-        raise UserError(f"budgets must be positive integers, got {list(budgets)}")
+def check_methods_list(names: Any) -> list[str]:
+    """The ``methods`` of a config file or the flag: a non-empty list of registered names."""
+    if isinstance(names, str) or not isinstance(names, list) or not names:
+        raise UserError(
+            f"methods must be a list of names, got {names!r}; valid: {', '.join(sorted(METHODS))}"
+        )
+    return check_methods([str(n) for n in names])
+
+
+def check_budgets(budgets: Any) -> list[int]:
+    ok = isinstance(budgets, list) and budgets and all(is_int(b) and b >= 1 for b in budgets)
+    if not ok:
+        raise UserError(f"budgets must be positive integers, got {budgets!r}")
     return [int(b) for b in budgets]
 
 
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# Lowest allowed value of each numeric TTS setting (top_p: above 0, at most 1); types are the defaults'.
+SETTING_MIN: dict[str, float] = {
+    "explore_tokens": 1,
+    "execute_tokens": 1,
+    "cot_tokens": 1,
+    "judge_tokens": 1,
+    "refine_tokens": 1,
+    "temperature": 0,
+    "execute_temperature": 0,
+    "react_rounds": 0,
+    "clusters": 1,
+    "tree_branching": 1,
+    "tree_beam": 1,
+    "tree_step_tokens": 1,
+    "forest_trees": 1,
+    "seed": 0,
+}
+
+
+def check_setting(name: str, value: Any, default: Any) -> Any:
+    """One TTS setting, checked for its type (the default's) and range; one line naming it otherwise."""
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise UserError(f"TTS setting {name}={value!r}: expected text")
+        if name == "embedder" and not value.strip():
+            raise UserError("TTS setting embedder is empty: name a sentence-transformers model")
+        return value
+    if isinstance(default, int):
+        if not is_int(value) or value < SETTING_MIN[name]:
+            raise UserError(f"TTS setting {name}={value!r}: expected an integer >= {SETTING_MIN[name]:g}")
+        return value
+    number = value if (is_int(value) or isinstance(value, float)) and math.isfinite(value) else None
+    if name == "top_p":
+        if number is None or not 0 < number <= 1:
+            raise UserError(f"TTS setting top_p={value!r}: expected a number above 0 and at most 1")
+    elif number is None or number < SETTING_MIN[name]:
+        raise UserError(f"TTS setting {name}={value!r}: expected a number >= {SETTING_MIN[name]:g}")
+    return float(number)
+
+
 def settings_from(mapping: dict[str, Any] | None) -> TTSSettings:
-    """TTSSettings from a config mapping; unknown keys fail with the valid ones."""
+    """TTSSettings from a config mapping; unknown keys fail with the valid ones, a value of the wrong type
+    or out of range with the setting's name and what it takes (before anything is written)."""
     mapping = dict(mapping or {})
-    valid = {f.name for f in fields(TTSSettings)}
-    bad = sorted(set(mapping) - valid)
+    defaults = {f.name: f.default for f in fields(TTSSettings) if f.default is not MISSING}
+    bad = sorted(set(mapping) - set(defaults))
     if bad:
-        raise UserError(f"unknown TTS setting(s) {', '.join(bad)}; valid: {', '.join(sorted(valid))}")
-    return TTSSettings(**mapping)
+        raise UserError(f"unknown TTS setting(s) {', '.join(bad)}; valid: {', '.join(sorted(defaults))}")
+    return TTSSettings(**{k: check_setting(k, v, defaults[k]) for k, v in mapping.items()})
+
+
+def check_context(gen: Any, records: Sequence[Record], settings: TTSSettings, methods: Sequence[str]) -> None:
+    """Refuse, before anything is written, a problem whose prompt and the longest chain a method may
+    generate (exploration + execution, or one whole chain) exceed the model's context."""
+    context = context_length(gen)
+    if context is None or not records:
+        return
+    from e2c.tts.base import Context, Meter
+
+    needs = []  # (the longest chain a method may generate, the settings that set it)
+    if any(m in CHAIN_METHODS for m in methods):
+        needs.append((settings.cot_tokens, "cot_tokens (--set)"))
+    if any(m not in CHAIN_METHODS for m in methods):
+        needs.append(
+            (settings.explore_tokens + settings.execute_tokens, "explore_tokens + execute_tokens (--set)")
+        )
+    budget, flag = max(needs)
+    meter = Meter(gen)
+    lengths = [
+        len(gen.tokenizer.encode(Context(meter, r, settings).base_prompt(), add_special_tokens=False))
+        for r in records
+    ]
+    i = max(range(len(records)), key=lengths.__getitem__)
+    check_fits(lengths[i], budget, context, f"problem {records[i].id} with its prompt", flag)
 
 
 def record_key(method: str, budget: int, problem_id: str) -> str:
@@ -74,19 +157,34 @@ def read_done(path: Path) -> dict[str, dict[str, Any]]:
     return done
 
 
+def config_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
+    """``key old -> new`` for every differing leaf of two configs (nested keys joined by dots)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return [
+            line
+            for k in sorted(set(old) | set(new), key=str)
+            for line in config_diff(old.get(k), new.get(k), f"{prefix}{k}.")
+        ]
+    return [] if old == new else [f"{prefix.rstrip('.')} {old!r} -> {new!r}"]
+
+
 def check_run_config(path: Path, config: dict[str, Any]) -> None:
     """A run folder belongs to one set of settings: resuming with others would mix results."""
     if path.is_file():
-        old = json.loads(path.read_text())
-        if old != config:
-            diff = sorted(k for k in set(old) | set(config) if old.get(k) != config.get(k))
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise UserError(f"{path} is not valid JSON; move the run folder away to start over") from None
+        if old != config and read_done(path.parent / "records.jsonl"):
             raise UserError(
-                f"{path.parent} holds a run with other settings ({', '.join(diff)}); "
+                f"{path.parent} holds a run with other settings ({', '.join(config_diff(old, config))}); "
                 "use another --output-dir or delete it"
             )
-    else:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, config)
+        if old == config:
+            return
+    # A new run, or one that holds no result yet (nothing to mix): this run's settings are the folder's.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json(path, config)
 
 
 def summarize(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -179,6 +277,7 @@ def run_tts(
     :class:`e2c.generation.batching.SharedGenerator`, whose waiting calls reach the backend together (the
     speed-up of a batching engine such as vLLM); records are written as runs finish, in any order.
     """
+    check_context(gen, records, settings, methods)
     out_dir.mkdir(parents=True, exist_ok=True)
     check_run_config(out_dir / "config.json", config)
     rec_path = out_dir / "records.jsonl"
@@ -214,14 +313,19 @@ def run_tts(
             log(f"[tts] {finished}/{len(todo)} {m} K={b} {r.id}: {'correct' if res['correct'] else 'wrong'}, "
                 f"{res['generated_tokens']} tokens, {time.perf_counter() - t0:.0f} s")  # fmt: skip
 
+    stop = threading.Event()  # set on an interrupt: workers finish their call in flight and take no more
+
     def worker(handle: SharedHandle) -> None:
         with handle:  # leaves the shared generator when out of work, or on an error
-            while True:
+            while not stop.is_set():
                 with lock:
                     if not queue:
                         return
                     task = queue.pop()
-                one(*task, handle)
+                try:
+                    one(*task, Stoppable(handle, stop))
+                except Stopped:
+                    return
 
     with rec_path.open("a", encoding="utf-8") as f:
         workers = max(1, min(workers, len(todo)))
@@ -232,8 +336,12 @@ def run_tts(
             shared = SharedGenerator(gen, workers)
             with ThreadPoolExecutor(workers) as ex:
                 futures = [ex.submit(worker, shared.handle()) for _ in range(workers)]
-                for fut in futures:
-                    fut.result()  # re-raises a worker's error, after what finished was written
+                try:
+                    for fut in futures:
+                        fut.result()  # re-raises a worker's error, after what finished was written
+                except BaseException:
+                    stop.set()  # the executor then waits for the calls in flight only, not the queue
+                    raise
     wanted = {record_key(m, b, str(r.id)) for m in methods for b in budgets for r in records}
     results = [v for k, v in done.items() if k in wanted]
     rows = summarize(results)
@@ -241,6 +349,25 @@ def run_tts(
     write_csv(out_dir / "results.csv", rows)
     plot(out_dir / "accuracy_vs_tokens.png", rows, f"{config.get('dataset')} - {config.get('model')}")
     return rows
+
+
+class Stopped(Exception):
+    """Raised in a worker's method run when the run is being interrupted."""
+
+
+class Stoppable:
+    """A worker's generator that refuses new calls once ``stop`` is set (an interrupted run stops after the
+    calls in flight instead of finishing every queued problem)."""
+
+    def __init__(self, gen: Any, stop: threading.Event) -> None:
+        self.gen, self.stop = gen, stop
+        self.name, self.tokenizer, self.usage = gen.name, gen.tokenizer, gen.usage
+        self.max_context = getattr(gen, "max_context", None)
+
+    def generate(self, *args: Any, **kwargs: Any) -> Any:
+        if self.stop.is_set():
+            raise Stopped
+        return self.gen.generate(*args, **kwargs)
 
 
 def load_embedder(name: str) -> Callable[[list[str]], Any]:
