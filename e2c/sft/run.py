@@ -30,6 +30,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,8 @@ CONFIG_NAME = "e2c_sft"
 GPU_MODEL = "Qwen/Qwen3-8B"
 CPU_MODEL = "embedded"
 CPU_STEPS = 20
+# verl's SFT dataset reads parquet only (verl.utils.dataset.multiturn_sft_dataset).
+DATA_SUFFIXES = (".parquet",)
 MODES = {
     # mode: (default train file candidates, default val candidates, dataset class, schema, output folder)
     "sft": (
@@ -112,10 +115,14 @@ def tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None = None
         res = resolve_model(spec, subfolder)
     except ModelSpecError as e:
         raise UserError(str(e)) from None
-    tok = AutoTokenizer.from_pretrained(res.path)
+    path = os.path.abspath(res.path)  # the trainer runs in the repository, not in the caller's folder
+    try:
+        tok = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        raise UserError(f"model {path} has no loadable tokenizer ({str(e).splitlines()[0]})") from None
     if not missing_chain_tokens(tok):
-        return res.path, f"{res.description} (has the E2C tags)"
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(res.path).name) or "model"
+        return path, f"{res.description} (has the E2C tags)"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(path).name) or "model"
     out = Path(tagged_dir) if tagged_dir else ROOT / "models" / "base" / f"{name}-e2c"
     if (out / "config.json").is_file():
         if missing_chain_tokens(AutoTokenizer.from_pretrained(out)):
@@ -127,8 +134,11 @@ def tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None = None
 
     from e2c.models import _atomic_save, ensure_chain_tokens
 
-    print(f"adding the E2C tags to {res.path} -> {out}", flush=True)
-    model = AutoModelForCausalLM.from_pretrained(res.path, dtype="auto")
+    print(f"adding the E2C tags to {path} -> {out}", flush=True)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype="auto")
+    except (OSError, ValueError) as e:
+        raise UserError(f"model {path} has no loadable weights ({str(e).splitlines()[0]})") from None
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     ensure_chain_tokens(model, tok)
@@ -182,6 +192,8 @@ def hydra_overrides(plan: Plan, total_steps: int | None) -> list[str]:
         f"trainer.experiment_name={plan.mode}",
         f"trainer.nnodes={plan.nnodes}",
         f"trainer.n_gpus_per_node={max(plan.gpus, 1)}",
+        # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
+        f"hydra.run.dir={plan.output_dir / 'hydra'}/${{now:%Y-%m-%d_%H-%M-%S}}",
     ]
     if total_steps is not None:
         ov.append(f"trainer.total_training_steps={total_steps}")
@@ -398,12 +410,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="nodes; above 1 set MASTER_ADDR, MASTER_PORT and NODE_RANK on each node (default: 1)",
     )
-    a(
-        "--node-rank",
-        type=int,
-        default=int(os.environ.get("NODE_RANK", "0")),
-        help="this node's rank (default: $NODE_RANK or 0)",
-    )
+    a("--node-rank", type=int, default=None, help="this node's rank (default: $NODE_RANK or 0)")
     a(
         "--tagged-dir",
         default=None,
@@ -421,6 +428,19 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     if bad:
         raise UserError(
             f"unrecognized argument {bad[0]!r}: flags are listed by --help, Hydra overrides look like key=value"
+        )
+    if args.node_rank is None:
+        env = os.environ.get("NODE_RANK", "0")
+        try:
+            args.node_rank = int(env)
+        except ValueError:
+            raise UserError(f"NODE_RANK must be a whole number, got {env!r}") from None
+    # Checked before anything is resolved or written (the model's tagged copy, the run folder).
+    if args.total_steps is not None and args.total_steps < 1:
+        raise UserError(f"--total-steps must be at least 1 (TOTAL_TRAINING_STEPS), got {args.total_steps}")
+    if args.node_rank < 0 or args.node_rank >= max(args.nnodes, 1):
+        raise UserError(
+            f"--node-rank (NODE_RANK) must be in 0..{max(args.nnodes, 1) - 1}, got {args.node_rank}"
         )
     return args, rest
 
@@ -446,14 +466,18 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         val = _existing([_default_file(val_default)], "validation data")  # type: ignore[list-item]
     else:
         val = []
-    from e2c.data.schema import validate_file
+    from e2c.launch_checks import check_data_file, compose_checked, writable_dir
 
-    for f in train + val:
-        validate_file(f, schema)
+    for f in train:
+        check_data_file(f, "training data", schema, DATA_SUFFIXES, "--train-data (TRAIN_DATA)")
+    for f in val:
+        check_data_file(f, "validation data", schema, DATA_SUFFIXES, "--val-data (VAL_DATA)")
+    # The user's overrides, composed as the trainer will, before the model is tagged (which writes a copy).
+    compose_checked(Path(args.config_dir), CONFIG_NAME, list(CPU_OVERRIDES) if gpus == 0 else [], overrides)
+    out = writable_dir(Path(args.output_dir or ROOT / out_default).expanduser().resolve(), "output folder")
     model, note = tagged_model(
         args.model or (GPU_MODEL if gpus else CPU_MODEL), args.tagged_dir, args.subfolder
     )
-    out = Path(args.output_dir or ROOT / out_default).expanduser().resolve()
     return Plan(args.mode, model, note, train, val, out, gpus, args.nnodes, args.node_rank, overrides)
 
 
@@ -478,8 +502,6 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         fail(str(e))
     total = args.total_steps if args.total_steps is not None else (None if plan.gpus else CPU_STEPS)
-    if total is not None and total < 1:
-        fail("--total-steps must be at least 1")
     ov = hydra_overrides(plan, total)
     try:
         cmd = launch_command(plan, ov, Path(args.config_dir).resolve())
@@ -490,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"e2c sft: train {', '.join(plan.train)}; output {plan.output_dir}", flush=True)
     if args.dry_run:
-        print(" ".join(cmd))
+        print(shlex.join(cmd))  # quoted: ${now:...} and [a,b] survive a paste into a shell
         return 0
     if not args.force and _finished(plan, total):
         print(f"e2c sft: {plan.final_dir} is already the result of this run (use --force to train again)")
