@@ -250,6 +250,8 @@ def check_data_file(path: str, what: str, schema: str, suffixes: Sequence[str], 
     from e2c.data.schema import SchemaError, validate_file
 
     p = Path(path).expanduser()
+    if p.is_dir():
+        raise UserError(f"{what} {path} is a folder; pass the data file(s) in it, comma-separated")
     if not p.is_file():
         raise UserError(
             f"{what} {path} does not exist; prepare it with bash scripts/prepare_all_data.sh or pass {flag}"
@@ -277,6 +279,22 @@ def _missing_column(path: Path, message: str) -> str | None:
     if column in names:
         return None
     return f"{path} has no column {column!r} (columns: {', '.join(names) or 'none'})"
+
+
+def check_model_folder(path: str) -> None:
+    """A folder a trainer can start from: a readable config.json, weights and a tokenizer (verl would fail
+    minutes later, inside a worker, without them)."""
+    import json
+
+    folder = Path(path)
+    try:
+        json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError) as e:
+        raise UserError(f"model folder {folder}: config.json is not readable JSON ({e})") from None
+    if not any(next(folder.glob(pat), None) for pat in ("*.safetensors", "*.bin")):
+        raise UserError(f"model folder {folder} has no weights (*.safetensors or *.bin)")
+    if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")):
+        raise UserError(f"model folder {folder} has no tokenizer (tokenizer.json or tokenizer_config.json)")
 
 
 def writable_dir(path: Path, what: str) -> Path:

@@ -10,9 +10,15 @@ that make the same config run here:
   ray with logical GPUs, one transfer-queue storage unit, and a small size preset (batch 4, n 4, 256+128
   tokens) that any override given after ``--`` replaces.
 
+Before verl starts, the launcher composes the config with every override in-process and checks the data
+files (the rl schema), the model folder and the output folder (:mod:`e2c.launch_checks`): bad input is one
+``error:`` line and exit 2, never a traceback from inside verl minutes later. Hydra's own files go to
+``<output-dir>/hydra/<time>``.
+
 Stage hand-off: every checkpoint also saves a plain HF folder (``actor/huggingface``); stage 2 starts from
-the latest one of stage 1's output folder and fails with one line if there is none (it never falls back to
-the SFT model).
+the latest one of stage 1's output folder (``--stage1-dir``, default stage 1's default ``--output-dir``) and
+fails with one line if there is none (it never falls back to the SFT model). ``--model`` starts stage 2 from
+another model instead; given with ``--stage1-dir`` it is refused, as the two name different start models.
 """
 
 from __future__ import annotations
@@ -136,17 +142,10 @@ def resolve_model_path(spec: str) -> str:
         )  # verl runs in the repository, not the caller's folder
     except ModelSpecError as e:
         raise UserError(str(e)) from e
+    from e2c.launch_checks import check_model_folder
+
     check_model_folder(path)
     return path
-
-
-def check_model_folder(path: str) -> None:
-    """A folder verl can start from: weights and a tokenizer next to config.json (verl fails late without)."""
-    folder = Path(path)
-    if not any(next(folder.glob(pat), None) for pat in ("*.safetensors", "*.bin")):
-        raise UserError(f"model folder {folder} has no weights (*.safetensors or *.bin)")
-    if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")):
-        raise UserError(f"model folder {folder} has no tokenizer (tokenizer.json or tokenizer_config.json)")
 
 
 def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
@@ -219,7 +218,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "stage 2: default is stage 1's latest checkpoint",
     )
     p.add_argument(
-        "--stage1-dir", default=None, help="stage 1 run folder for the hand-off (default its output)"
+        "--stage1-dir",
+        default=None,
+        help="stage 2: stage 1's run folder to start from (default its output; not with --model)",
     )
     p.add_argument(
         "--train-data", default=None, help="RL parquet(s), comma-separated (default: the config's)"

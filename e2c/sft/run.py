@@ -6,7 +6,8 @@
 
 What it does, in order:
 
-1. checks the data (the processed ``sft`` / ``ef_sft`` schema) and the model spec, each failure one line;
+1. checks the data (the processed ``sft`` / ``ef_sft`` schema), the Hydra overrides (composed in-process,
+   :mod:`e2c.launch_checks`), the output folder and the model spec, each failure one line;
 2. gives the base model the four E2C tags if its tokenizer lacks them: a tagged copy is saved once to
    ``--tagged-dir`` (default ``models/base/<name>-e2c``) and reused;
 3. launches ``torchrun -m verl.trainer.sft_trainer --config-name e2c_sft`` (``configs/e2c_sft.yaml``) with
@@ -116,6 +117,9 @@ def tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None = None
     except ModelSpecError as e:
         raise UserError(str(e)) from None
     path = os.path.abspath(res.path)  # the trainer runs in the repository, not in the caller's folder
+    from e2c.launch_checks import check_model_folder
+
+    check_model_folder(path)
     try:
         tok = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as e:
@@ -429,20 +433,24 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         raise UserError(
             f"unrecognized argument {bad[0]!r}: flags are listed by --help, Hydra overrides look like key=value"
         )
-    if args.node_rank is None:
-        env = os.environ.get("NODE_RANK", "0")
-        try:
-            args.node_rank = int(env)
-        except ValueError:
-            raise UserError(f"NODE_RANK must be a whole number, got {env!r}") from None
     # Checked before anything is resolved or written (the model's tagged copy, the run folder).
     if args.total_steps is not None and args.total_steps < 1:
         raise UserError(f"--total-steps must be at least 1 (TOTAL_TRAINING_STEPS), got {args.total_steps}")
-    if args.node_rank < 0 or args.node_rank >= max(args.nnodes, 1):
-        raise UserError(
-            f"--node-rank (NODE_RANK) must be in 0..{max(args.nnodes, 1) - 1}, got {args.node_rank}"
-        )
     return args, rest
+
+
+def node_rank(args: argparse.Namespace) -> int:
+    """--node-rank, else $NODE_RANK, else 0; within the nodes."""
+    rank = args.node_rank
+    if rank is None:
+        env = os.environ.get("NODE_RANK", "0")
+        try:
+            rank = int(env)
+        except ValueError:
+            raise UserError(f"NODE_RANK must be a whole number, got {env!r}") from None
+    if rank < 0 or rank >= max(args.nnodes, 1):
+        raise UserError(f"--node-rank (NODE_RANK) must be in 0..{max(args.nnodes, 1) - 1}, got {rank}")
+    return rank
 
 
 def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
@@ -453,6 +461,7 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         raise UserError("--gpus must be >= 0 and --nnodes >= 1")
     if gpus == 0 and args.nnodes > 1:
         raise UserError("CPU mode runs on one node; set --nnodes 1 or give GPUs")
+    rank = node_rank(args)
     train_arg = args.train_data or _default_file(train_default)
     if not train_arg:
         raise UserError(
@@ -478,7 +487,7 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
     model, note = tagged_model(
         args.model or (GPU_MODEL if gpus else CPU_MODEL), args.tagged_dir, args.subfolder
     )
-    return Plan(args.mode, model, note, train, val, out, gpus, args.nnodes, args.node_rank, overrides)
+    return Plan(args.mode, model, note, train, val, out, gpus, args.nnodes, rank, overrides)
 
 
 def _finished(plan: Plan, total_steps: int | None) -> bool:
