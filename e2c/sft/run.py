@@ -428,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     args, rest = build_parser().parse_known_args(argv)
+    rest = [r for r in rest if r != "--"]  # the RL scripts' way of marking Hydra overrides works here too
     bad = [r for r in rest if r.startswith("-") or "=" not in r]
     if bad:
         raise UserError(
