@@ -65,7 +65,7 @@ CASES = {
     ),
     "rl-stage2-missing-stage1": (
         "e2c_rl.sh", {**RL, "MODEL_PATH": None}, ["--stage", "2", "--stage1-dir", "{run}/MISSING"],
-        "stage 1 folder {run}/MISSING does not exist",
+        "no finished checkpoint in {run}/MISSING: the folder does not exist",
     ),
     "rl-steps-negative": ("e2c_rl.sh", {**RL, "TOTAL_TRAINING_STEPS": "-1"}, [], "--steps must be at least 1"),
     "rl-steps-zero": ("e2c_rl.sh", {**RL, "TOTAL_TRAINING_STEPS": "0"}, [], "--steps must be at least 1"),

@@ -115,7 +115,8 @@ def latest_hf_checkpoint(run_dir: Path) -> Path:
     marker = run_dir / "latest_checkpointed_iteration.txt"
     if not run_dir.is_dir():
         raise UserError(
-            f"stage 1 folder {run_dir} does not exist; run stage 1 first (bash scripts/e2c_rl.sh --stage 1) "
+            f"no finished checkpoint in {run_dir}: the folder does not exist; run stage 1 first "
+            "(bash scripts/e2c_rl.sh --stage 1) "
             "or pass --stage1-dir with stage 1's --output-dir"
         )
     if not marker.is_file():
