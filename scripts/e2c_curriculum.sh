@@ -7,8 +7,8 @@
 #
 # Env (each has a default):
 #   MODEL_PATH   stage-1 start model (default models/checkpoints/sft/final; tiny|embedded|folder|HF id)
-#   TRAIN_DATA   RL parquet with extra_info.difficulty (default data/processed/rl/e2c_rl.parquet)
-#   VAL_DATA     validation parquet (default data/processed/rl/e2c_rl_valid.parquet)
+#   TRAIN_DATA   RL parquet with extra_info.difficulty (default data/processed/rl/e2c_rl_train.parquet)
+#   VAL_DATA     validation parquet (default data/processed/rl/e2c_rl_val.parquet)
 #   OUTPUT_DIR   one sub-folder per stage (default models/checkpoints/rl/curriculum)
 #   CURRICULUM   the curriculum YAML (default configs/e2c_curriculum.yaml)
 # A rerun skips finished stages and resumes a killed one from its latest checkpoint.
@@ -24,5 +24,7 @@ ARGS=()
 [ -n "${TRAIN_DATA:-}" ] && ARGS+=(--train-data "$TRAIN_DATA")
 [ -n "${VAL_DATA:-}" ] && ARGS+=(--val-data "$VAL_DATA")
 [ -n "${OUTPUT_DIR:-}" ] && ARGS+=(--output-dir "$OUTPUT_DIR")
-cd "$ROOT"
+# Run from the caller's folder, so relative paths (TRAIN_DATA, OUTPUT_DIR, --model) mean what they say there;
+# this checkout's e2c comes first on the path.
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 exec "$PY" -m e2c.rl.curriculum "${ARGS[@]}" "$@"

@@ -8,8 +8,8 @@
 #
 # Env (each has a default):
 #   MODEL_PATH   stage-1 start model (default models/checkpoints/sft/final; tiny|embedded|folder|HF id)
-#   TRAIN_DATA   RL parquet (default data/processed/rl/e2c_rl.parquet from the config)
-#   VAL_DATA     validation parquet (default data/processed/rl/e2c_rl_valid.parquet)
+#   TRAIN_DATA   RL parquet (default data/processed/rl/e2c_rl_train.parquet from the config; checked up front)
+#   VAL_DATA     validation parquet (default data/processed/rl/e2c_rl_val.parquet)
 #   OUTPUT_DIR   run folder (default models/checkpoints/rl/grpo_stage<N>)
 #   TOTAL_TRAINING_STEPS  stop after N steps (default: the config's epochs)
 #   NNODES       nodes in the ray cluster (default 1); CUDA_VISIBLE_DEVICES picks GPUs (default: all)
@@ -21,6 +21,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${E2C_VENV:-$ROOT/.venv}"
 PY="python"
 if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
+# Whole numbers, named here: past this point the error would name the flag, not the variable.
+for var in TOTAL_TRAINING_STEPS NNODES; do
+  val="${!var:-}"
+  if [ -n "$val" ] && ! [[ "$val" =~ ^-?[0-9]+$ ]]; then
+    echo "error: $var must be a whole number, got '$val'" >&2
+    exit 2
+  fi
+done
 ALGO="${E2C_ALGO:-grpo}"
 ARGS=(--algo "$ALGO")
 [ -n "${MODEL_PATH:-}" ] && ARGS+=(--model "$MODEL_PATH")
@@ -28,5 +36,7 @@ ARGS=(--algo "$ALGO")
 [ -n "${VAL_DATA:-}" ] && ARGS+=(--val-data "$VAL_DATA")
 [ -n "${OUTPUT_DIR:-}" ] && ARGS+=(--output-dir "$OUTPUT_DIR")
 [ -n "${TOTAL_TRAINING_STEPS:-}" ] && ARGS+=(--steps "$TOTAL_TRAINING_STEPS")
-cd "$ROOT"
+# Run from the caller's folder, so relative paths (TRAIN_DATA, OUTPUT_DIR, --model) mean what they say there;
+# this checkout's e2c comes first on the path.
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 exec "$PY" -m e2c.rl.launch "${ARGS[@]}" "$@"

@@ -25,7 +25,17 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${E2C_VENV:-$ROOT/.venv}"
 PY="python"
 if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
-cd "$ROOT"
+# Whole numbers, named here: past this point the error would name the flag, not the variable.
+for var in TOTAL_TRAINING_STEPS NNODES NODE_RANK; do
+  val="${!var:-}"
+  if [ -n "$val" ] && ! [[ "$val" =~ ^-?[0-9]+$ ]]; then
+    echo "error: $var must be a whole number, got '$val'" >&2
+    exit 2
+  fi
+done
+# Run from the caller's folder, so relative paths (TRAIN_DATA, OUTPUT_DIR, --model) mean what they say there;
+# this checkout's e2c comes first on the path.
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 args=(--mode "${E2C_SFT_MODE:-sft}" --nnodes "${NNODES:-1}" --node-rank "${NODE_RANK:-0}")
 [ -n "${MODEL_PATH:-}" ] && args+=(--model "$MODEL_PATH")
 [ -n "${TRAIN_DATA:-}" ] && args+=(--train-data "$TRAIN_DATA")

@@ -165,6 +165,46 @@ def launch_args(
     return args
 
 
+def check_inputs(cfg: Mapping[str, Any], args: Any) -> None:
+    """Everything a later stage would trip over, checked before stage 1 writes or trains anything: the
+    data files, the start model, every stage's overrides (composed as that stage's launch will) and the
+    output folder."""
+    from e2c.launch_checks import check_data_file, compose_checked, writable_dir
+    from e2c.rl.launch import CPU_FIXED, CPU_PRESET, DATA_SUFFIXES, cuda_gpu_count, resolve_model_path
+
+    if args.steps_per_stage < 0:
+        raise UserError(
+            f"--steps-per-stage must be 0 (the config's epochs) or more, got {args.steps_per_stage}"
+        )
+    for value, what, flag in (
+        (args.train_data, "training data", "--train-data (TRAIN_DATA)"),
+        (args.val_data, "validation data", "--val-data (VAL_DATA)"),
+    ):
+        for f in (p for p in value.split(",") if p):
+            check_data_file(f, what, "rl", DATA_SUFFIXES, flag)
+    resolve_model_path(args.model)
+    fixed = [f"e2c_stage=stage{cfg.get('stage', 2)}"]
+    if cuda_gpu_count() == 0:
+        fixed += [f"{k}={v}" for k, v in {**CPU_PRESET, **CPU_FIXED}.items()]
+    for stage in cfg["stages"]:
+        budget = int(stage["max_response_length"])
+        data = (
+            Path("train.parquet"),
+            Path("val.parquet"),
+            round(budget * float(cfg.get("val_budget_factor", 2))),
+        )
+        launch = launch_args(
+            cfg, stage, "model", data, Path("out"), args.steps_per_stage, list(args.overrides)
+        )
+        try:
+            compose_checked(
+                REPO / "configs", f"e2c_{cfg.get('algo', 'grpo')}", fixed, launch[launch.index("--") + 1 :]
+            )
+        except UserError as e:
+            raise UserError(f"stage {stage['name']!r}: {e}") from None
+    writable_dir(Path(args.output_dir), "output folder")
+
+
 def run_curriculum(
     cfg: Mapping[str, Any],
     model: str,
@@ -228,12 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--train-data",
-        default=str(REPO / "data" / "processed" / "rl" / "e2c_rl.parquet"),
+        default=str(REPO / "data" / "processed" / "rl" / "e2c_rl_train.parquet"),
         help="RL parquet(s)",
     )
     p.add_argument(
         "--val-data",
-        default=str(REPO / "data" / "processed" / "rl" / "e2c_rl_valid.parquet"),
+        default=str(REPO / "data" / "processed" / "rl" / "e2c_rl_val.parquet"),
         help="validation parquet(s)",
     )
     p.add_argument(
@@ -251,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         cfg = load_curriculum(args.config)
+        check_inputs(cfg, args)
         runs = run_curriculum(
             cfg,
             args.model,

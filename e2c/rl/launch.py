@@ -10,23 +10,34 @@ that make the same config run here:
   ray with logical GPUs, one transfer-queue storage unit, and a small size preset (batch 4, n 4, 256+128
   tokens) that any override given after ``--`` replaces.
 
+Before verl starts, the launcher composes the config with every override in-process and checks the data
+files (the rl schema), the model folder and the output folder (:mod:`e2c.launch_checks`): bad input is one
+``error:`` line and exit 2, never a traceback from inside verl minutes later. Hydra's own files go to
+``<output-dir>/hydra/<time>``.
+
 Stage hand-off: every checkpoint also saves a plain HF folder (``actor/huggingface``); stage 2 starts from
-the latest one of stage 1's output folder and fails with one line if there is none (it never falls back to
-the SFT model).
+the latest one of stage 1's output folder (``--stage1-dir``, default stage 1's default ``--output-dir``) and
+fails with one line if there is none (it never falls back to the SFT model). ``--model`` starts stage 2 from
+another model instead; given with ``--stage1-dir`` it is refused, as the two name different start models.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from e2c.cli import UserError, fail
+from e2c.cli import ArgumentParser, UserError, fail
 
 REPO = Path(__file__).resolve().parents[2]
 ALGOS = ("grpo", "dapo")
+# What verl's RL dataset reads (verl.utils.dataset.rl_dataset).
+DATA_SUFFIXES = (".parquet", ".json", ".jsonl")
 METRICS = "metrics.jsonl"
 METRICS_HISTORY = "metrics_history.jsonl"
 STAGES = (1, 2)
@@ -102,6 +113,12 @@ def latest_hf_checkpoint(run_dir: Path) -> Path:
     ``actor/huggingface`` folder must hold a config and weights. Raises :class:`UserError` otherwise.
     """
     marker = run_dir / "latest_checkpointed_iteration.txt"
+    if not run_dir.is_dir():
+        raise UserError(
+            f"no finished checkpoint in {run_dir}: the folder does not exist; run stage 1 first "
+            "(bash scripts/e2c_rl.sh --stage 1) "
+            "or pass --stage1-dir with stage 1's --output-dir"
+        )
     if not marker.is_file():
         raise UserError(
             f"no finished checkpoint in {run_dir} (missing {marker.name}); run stage 1 first "
@@ -121,13 +138,20 @@ def resolve_model_path(spec: str) -> str:
     from e2c.models import ModelSpecError, resolve_model
 
     try:
-        return resolve_model(spec).path
+        path = os.path.abspath(
+            resolve_model(spec).path
+        )  # verl runs in the repository, not the caller's folder
     except ModelSpecError as e:
         raise UserError(str(e)) from e
+    from e2c.launch_checks import check_model_folder
+
+    check_model_folder(path)
+    return path
 
 
 def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
-    """Hydra overrides for this launch (CPU preset first, so the user's own overrides win)."""
+    """The launcher's Hydra overrides for this launch (CPU preset first); the user's own come after them
+    and win."""
     out: dict[str, str] = {}
     if gpus == 0:
         out.update(CPU_PRESET)
@@ -141,11 +165,13 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
     # truncates the file: main() keeps earlier launches' steps in metrics_history.jsonl and merges them back).
     out["trainer.logger"] = "[console,file]"
     out["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = str(args.output_dir / METRICS)
+    # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
+    out["hydra.run.dir"] = str(args.output_dir / "hydra" / "${now:%Y-%m-%d_%H-%M-%S}")
     if args.train_data:
         out["data.train_files"] = args.train_data
     if args.val_data:
         out["data.val_files"] = args.val_data
-    if args.steps:
+    if args.steps is not None:
         out["trainer.total_training_steps"] = str(args.steps)
     if args.save_freq is not None:
         out["trainer.save_freq"] = str(args.save_freq)
@@ -155,20 +181,32 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
         out["e2c.rollout.execute_budget"] = str(args.execute_budget)
     if args.explore_coef is not None:
         out["e2c.explore_adv_coef"] = str(args.explore_coef)
-    return [f"{k}={v}" for k, v in out.items()] + list(args.overrides)
+    return [f"{k}={v}" for k, v in out.items()]
 
 
-def check_data(path: str, what: str) -> None:
-    for p in path.split(","):
-        if p and "://" not in p and not Path(p).expanduser().exists():
-            raise UserError(
-                f"{what} {p} does not exist; prepare it with bash scripts/prepare_all_data.sh "
-                "or pass --train-data/--val-data"
-            )
+def data_files(value: Any) -> list[str]:
+    """The files of a ``data.train_files`` / ``data.val_files`` value (a path, a comma list or a list)."""
+    items = [value] if isinstance(value, str) else list(value or [])
+    return [p.strip() for item in items for p in str(item).split(",") if p.strip()]
+
+
+def check_data(cfg: Any) -> None:
+    """The data files the composed config names exist and fit the rl schema (remote ones are verl's)."""
+    from e2c.launch_checks import check_data_file
+
+    for key, what, flag in (
+        ("train_files", "training data", "--train-data (TRAIN_DATA)"),
+        ("val_files", "validation data", "--val-data (VAL_DATA)"),
+    ):
+        for f in data_files(cfg.data.get(key)):
+            if "://" not in f:
+                path = Path(f).expanduser()
+                path = path if path.is_absolute() else REPO / path  # verl runs in the repository
+                check_data_file(str(path), what, "rl", DATA_SUFFIXES, flag)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="e2c_rl",
         description="E2C RL on verl (GRPO or DAPO, stage 1 or 2). Overrides after -- go to Hydra.",
     )
@@ -181,7 +219,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "stage 2: default is stage 1's latest checkpoint",
     )
     p.add_argument(
-        "--stage1-dir", default=None, help="stage 1 run folder for the hand-off (default its output)"
+        "--stage1-dir",
+        default=None,
+        help="stage 2: stage 1's run folder to start from (default its output; not with --model)",
     )
     p.add_argument(
         "--train-data", default=None, help="RL parquet(s), comma-separated (default: the config's)"
@@ -190,7 +230,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--output-dir", default=None, help="run folder (default models/checkpoints/rl/<algo>_stage<N>)"
     )
-    p.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: the config's epochs)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="stop after this many steps, at least 1 (default: the config's epochs)",
+    )
     p.add_argument("--save-freq", type=int, default=None, help="checkpoint every N steps (default: config)")
     p.add_argument(
         "--explore-budget", type=int, default=0, help="elastic exploration budget (0: single call)"
@@ -199,12 +244,40 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--explore-coef", type=float, default=None, help="exploration advantage weight (default: stage)"
     )
-    p.add_argument(
-        "--nnodes", type=int, default=int(os.environ.get("NNODES", "1")), help="nodes (default $NNODES or 1)"
-    )
+    p.add_argument("--nnodes", type=int, default=None, help="nodes (default $NNODES or 1)")
     p.add_argument("--dry-run", action="store_true", help="print the verl command and exit")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. trainer.total_epochs=3")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.nnodes is None:
+        env = os.environ.get("NNODES", "1")
+        try:
+            args.nnodes = int(env)
+        except ValueError:
+            raise UserError(f"NNODES must be a whole number of nodes, got {env!r}") from None
+    check_numbers(args)
+    return args
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """Numbers that parse but make no run (verl would train 0 steps or fail inside a worker)."""
+    if args.steps is not None and args.steps < 1:
+        raise UserError(f"--steps must be at least 1 (TOTAL_TRAINING_STEPS), got {args.steps}")
+    if args.nnodes < 1:
+        raise UserError(f"--nnodes (NNODES) must be at least 1, got {args.nnodes}")
+    for flag, value in (("--explore-budget", args.explore_budget), ("--execute-budget", args.execute_budget)):
+        if value < 0:
+            raise UserError(f"{flag} must be 0 (off) or a positive number of tokens, got {value}")
+    if args.save_freq is not None and args.save_freq < -1:
+        raise UserError(f"--save-freq must be a number of steps or -1 (never), got {args.save_freq}")
+    if args.explore_coef is not None and not math.isfinite(args.explore_coef):
+        raise UserError(f"--explore-coef must be a finite number, got {args.explore_coef}")
+    if args.stage1_dir and args.stage != 2:
+        raise UserError("--stage1-dir is the start of --stage 2; stage 1 starts from --model (MODEL_PATH)")
+    if args.stage1_dir and args.model:
+        raise UserError(
+            f"--stage1-dir {args.stage1_dir} and --model (MODEL_PATH) {args.model} both pick stage 2's start "
+            "model; pass one of them"
+        )
 
 
 def command(args: argparse.Namespace) -> list[str]:
@@ -220,10 +293,15 @@ def command(args: argparse.Namespace) -> list[str]:
             rollout_dtype()
         except ValueError as e:
             raise UserError(str(e)) from None
-    args.output_dir = Path(args.output_dir or default_output_dir(args.algo, args.stage)).resolve()
-    args.output_dir.mkdir(parents=True, exist_ok=True)
+    args.output_dir = (
+        Path(args.output_dir or default_output_dir(args.algo, args.stage)).expanduser().resolve()
+    )
     if args.stage == 2 and args.model is None:
-        stage1 = Path(args.stage1_dir or default_output_dir(args.algo, 1))
+        stage1 = (
+            Path(args.stage1_dir).expanduser().resolve()
+            if args.stage1_dir
+            else default_output_dir(args.algo, 1)
+        )
         args.model_path = str(latest_hf_checkpoint(stage1))
         print(f"[e2c-rl] stage 2 starts from stage 1's checkpoint {args.model_path}", flush=True)
     else:
@@ -233,10 +311,21 @@ def command(args: argparse.Namespace) -> list[str]:
                 f"no SFT model at {spec}; run bash scripts/e2c_sft.sh first or pass --model (tiny|embedded|folder)"
             )
         args.model_path = resolve_model_path(spec)
-    for what, val in (("training data", args.train_data), ("validation data", args.val_data)):
-        if val:
-            check_data(val, what)
+    for attr in ("train_data", "val_data"):
+        if getattr(args, attr):  # verl runs in the repository: relative paths are the caller's
+            files = [
+                str(Path(f).expanduser().resolve()) if "://" not in f else f
+                for f in data_files(getattr(args, attr))
+            ]
+            setattr(args, attr, ",".join(files))
     overrides = build_overrides(args, gpus)
+    from e2c.launch_checks import compose_checked, writable_dir
+
+    cfg = compose_checked(
+        REPO / "configs", config_name(args.algo), [f"e2c_stage=stage{args.stage}", *overrides], args.overrides
+    )
+    check_data(cfg)
+    writable_dir(args.output_dir, "output folder")
     return [
         sys.executable,
         "-m",
@@ -245,6 +334,7 @@ def command(args: argparse.Namespace) -> list[str]:
         f"--config-name={config_name(args.algo)}",
         f"e2c_stage=stage{args.stage}",
         *overrides,
+        *args.overrides,
     ]
 
 
@@ -291,13 +381,13 @@ def restore_metrics(run_dir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
     try:
+        args = parse_args(argv)
         cmd = command(args)
     except UserError as e:
         fail(str(e))
     if args.dry_run:
-        print(" ".join(cmd))
+        print(shlex.join(cmd))  # quoted: ${now:...} and [a,b] survive a paste into a shell
         return 0
     env = dict(os.environ)
     env.setdefault("HYDRA_FULL_ERROR", "1")

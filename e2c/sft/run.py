@@ -6,7 +6,8 @@
 
 What it does, in order:
 
-1. checks the data (the processed ``sft`` / ``ef_sft`` schema) and the model spec, each failure one line;
+1. checks the data (the processed ``sft`` / ``ef_sft`` schema), the Hydra overrides (composed in-process,
+   :mod:`e2c.launch_checks`), the output folder and the model spec, each failure one line;
 2. gives the base model the four E2C tags if its tokenizer lacks them: a tagged copy is saved once to
    ``--tagged-dir`` (default ``models/base/<name>-e2c``) and reused;
 3. launches ``torchrun -m verl.trainer.sft_trainer --config-name e2c_sft`` (``configs/e2c_sft.yaml``) with
@@ -30,6 +31,7 @@ import itertools
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -47,6 +49,8 @@ CONFIG_NAME = "e2c_sft"
 GPU_MODEL = "Qwen/Qwen3-8B"
 CPU_MODEL = "embedded"
 CPU_STEPS = 20
+# verl's SFT dataset reads parquet only (verl.utils.dataset.multiturn_sft_dataset).
+DATA_SUFFIXES = (".parquet",)
 MODES = {
     # mode: (default train file candidates, default val candidates, dataset class, schema, output folder)
     "sft": (
@@ -112,10 +116,17 @@ def tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None = None
         res = resolve_model(spec, subfolder)
     except ModelSpecError as e:
         raise UserError(str(e)) from None
-    tok = AutoTokenizer.from_pretrained(res.path)
+    path = os.path.abspath(res.path)  # the trainer runs in the repository, not in the caller's folder
+    from e2c.launch_checks import check_model_folder
+
+    check_model_folder(path)
+    try:
+        tok = AutoTokenizer.from_pretrained(path)
+    except (OSError, ValueError) as e:
+        raise UserError(f"model {path} has no loadable tokenizer ({str(e).splitlines()[0]})") from None
     if not missing_chain_tokens(tok):
-        return res.path, f"{res.description} (has the E2C tags)"
-    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(res.path).name) or "model"
+        return path, f"{res.description} (has the E2C tags)"
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(path).name) or "model"
     out = Path(tagged_dir) if tagged_dir else ROOT / "models" / "base" / f"{name}-e2c"
     if (out / "config.json").is_file():
         if missing_chain_tokens(AutoTokenizer.from_pretrained(out)):
@@ -127,8 +138,11 @@ def tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None = None
 
     from e2c.models import _atomic_save, ensure_chain_tokens
 
-    print(f"adding the E2C tags to {res.path} -> {out}", flush=True)
-    model = AutoModelForCausalLM.from_pretrained(res.path, dtype="auto")
+    print(f"adding the E2C tags to {path} -> {out}", flush=True)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(path, dtype="auto")
+    except (OSError, ValueError) as e:
+        raise UserError(f"model {path} has no loadable weights ({str(e).splitlines()[0]})") from None
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     ensure_chain_tokens(model, tok)
@@ -182,6 +196,8 @@ def hydra_overrides(plan: Plan, total_steps: int | None) -> list[str]:
         f"trainer.experiment_name={plan.mode}",
         f"trainer.nnodes={plan.nnodes}",
         f"trainer.n_gpus_per_node={max(plan.gpus, 1)}",
+        # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
+        f"hydra.run.dir={plan.output_dir / 'hydra'}/${{now:%Y-%m-%d_%H-%M-%S}}",
     ]
     if total_steps is not None:
         ov.append(f"trainer.total_training_steps={total_steps}")
@@ -398,12 +414,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="nodes; above 1 set MASTER_ADDR, MASTER_PORT and NODE_RANK on each node (default: 1)",
     )
-    a(
-        "--node-rank",
-        type=int,
-        default=int(os.environ.get("NODE_RANK", "0")),
-        help="this node's rank (default: $NODE_RANK or 0)",
-    )
+    a("--node-rank", type=int, default=None, help="this node's rank (default: $NODE_RANK or 0)")
     a(
         "--tagged-dir",
         default=None,
@@ -417,12 +428,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     args, rest = build_parser().parse_known_args(argv)
+    rest = [r for r in rest if r != "--"]  # the RL scripts' way of marking Hydra overrides works here too
     bad = [r for r in rest if r.startswith("-") or "=" not in r]
     if bad:
         raise UserError(
             f"unrecognized argument {bad[0]!r}: flags are listed by --help, Hydra overrides look like key=value"
         )
+    # Checked before anything is resolved or written (the model's tagged copy, the run folder).
+    if args.total_steps is not None and args.total_steps < 1:
+        raise UserError(f"--total-steps must be at least 1 (TOTAL_TRAINING_STEPS), got {args.total_steps}")
     return args, rest
+
+
+def node_rank(args: argparse.Namespace) -> int:
+    """--node-rank, else $NODE_RANK, else 0; within the nodes."""
+    rank = args.node_rank
+    if rank is None:
+        env = os.environ.get("NODE_RANK", "0")
+        try:
+            rank = int(env)
+        except ValueError:
+            raise UserError(f"NODE_RANK must be a whole number, got {env!r}") from None
+    if rank < 0 or rank >= max(args.nnodes, 1):
+        raise UserError(f"--node-rank (NODE_RANK) must be in 0..{max(args.nnodes, 1) - 1}, got {rank}")
+    return rank
 
 
 def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
@@ -433,6 +462,7 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         raise UserError("--gpus must be >= 0 and --nnodes >= 1")
     if gpus == 0 and args.nnodes > 1:
         raise UserError("CPU mode runs on one node; set --nnodes 1 or give GPUs")
+    rank = node_rank(args)
     train_arg = args.train_data or _default_file(train_default)
     if not train_arg:
         raise UserError(
@@ -446,15 +476,19 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         val = _existing([_default_file(val_default)], "validation data")  # type: ignore[list-item]
     else:
         val = []
-    from e2c.data.schema import validate_file
+    from e2c.launch_checks import check_data_file, compose_checked, writable_dir
 
-    for f in train + val:
-        validate_file(f, schema)
+    for f in train:
+        check_data_file(f, "training data", schema, DATA_SUFFIXES, "--train-data (TRAIN_DATA)")
+    for f in val:
+        check_data_file(f, "validation data", schema, DATA_SUFFIXES, "--val-data (VAL_DATA)")
+    # The user's overrides, composed as the trainer will, before the model is tagged (which writes a copy).
+    compose_checked(Path(args.config_dir), CONFIG_NAME, list(CPU_OVERRIDES) if gpus == 0 else [], overrides)
+    out = writable_dir(Path(args.output_dir or ROOT / out_default).expanduser().resolve(), "output folder")
     model, note = tagged_model(
         args.model or (GPU_MODEL if gpus else CPU_MODEL), args.tagged_dir, args.subfolder
     )
-    out = Path(args.output_dir or ROOT / out_default).expanduser().resolve()
-    return Plan(args.mode, model, note, train, val, out, gpus, args.nnodes, args.node_rank, overrides)
+    return Plan(args.mode, model, note, train, val, out, gpus, args.nnodes, rank, overrides)
 
 
 def _finished(plan: Plan, total_steps: int | None) -> bool:
@@ -478,8 +512,6 @@ def main(argv: list[str] | None = None) -> int:
     except UserError as e:
         fail(str(e))
     total = args.total_steps if args.total_steps is not None else (None if plan.gpus else CPU_STEPS)
-    if total is not None and total < 1:
-        fail("--total-steps must be at least 1")
     ov = hydra_overrides(plan, total)
     try:
         cmd = launch_command(plan, ov, Path(args.config_dir).resolve())
@@ -490,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"e2c sft: train {', '.join(plan.train)}; output {plan.output_dir}", flush=True)
     if args.dry_run:
-        print(" ".join(cmd))
+        print(shlex.join(cmd))  # quoted: ${now:...} and [a,b] survive a paste into a shell
         return 0
     if not args.force and _finished(plan, total):
         print(f"e2c sft: {plan.final_dir} is already the result of this run (use --force to train again)")

@@ -1,0 +1,316 @@
+"""Checks the training launchers (``e2c.sft.run``, ``e2c.rl.launch``) run before anything starts.
+
+verl's trainers take their settings as Hydra overrides and read the data in worker processes, so a typo in
+an override or a wrong column ends, minutes later, in pages of traceback that do not name the culprit.
+These checks compose the same config in-process (about a second, without importing verl) and read the data
+files up front; every problem becomes one :class:`~e2c.cli.UserError` line naming the key or the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import importlib.util
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from e2c.cli import UserError
+
+VERL_PKG_CONFIG = "pkg://verl.trainer.config"
+_TYPE_NAMES = {bool: "a boolean (true/false)", int: "an integer", float: "a float"}
+
+
+# ------------------------------------------------------------------------------------------------ Hydra
+def verl_config_dir() -> Path:
+    """verl's packaged config folder, found without importing verl (its import takes seconds and prints)."""
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        raise UserError("verl is not installed in this environment; install requirements.txt")
+    return Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config"
+
+
+def _searchpath(config_dir: Path, config_name: str) -> list[str]:
+    """The primary config's ``hydra.searchpath`` with verl's package path as a plain folder."""
+    import yaml
+
+    path = config_dir / f"{config_name}.yaml"
+    if not path.is_file():
+        raise UserError(f"no config {config_name}.yaml in {config_dir}")
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as e:
+        raise UserError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    entries = ((doc.get("hydra") or {}).get("searchpath") or []) if isinstance(doc, dict) else []
+    return [f"file://{verl_config_dir()}" if e == VERL_PKG_CONFIG else str(e) for e in entries]
+
+
+def _condense(e: BaseException) -> str:
+    """Hydra's multi-line message in one line, without its config search path listing."""
+    text = str(e).split("Config search path")[0]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.strip().startswith("See https")]
+    return "; ".join(lines).replace(":; ", ": ") or type(e).__name__
+
+
+def _keys(node: Any, prefix: str = "") -> Iterator[str]:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            key = f"{prefix}{k}"
+            yield key
+            yield from _keys(v, key + ".")
+
+
+def closest_key(key: str, known: Sequence[str]) -> str | None:
+    """The existing key a mistyped one most likely meant: one that ends with it (a missing prefix), else
+    the nearest spelling."""
+    ends = sorted((k for k in known if k.endswith("." + key)), key=len)
+    if ends:
+        return " or ".join(ends[:3])
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def _unknown_key_message(key: str, line: str, base: Any) -> str:
+    from omegaconf import OmegaConf
+
+    known = list(_keys(OmegaConf.to_container(base, resolve=False)))
+    near = closest_key(key, known)
+    hint = f"did you mean {near}? " if near else ""
+    return f"unknown config key {key!r} in override {line!r}: {hint}to add a new key write +{line}"
+
+
+def _type_problem(key: str, old: Any, new: Any, raw: str) -> str | None:
+    """Why a new value does not fit the type of the config's value, or None."""
+    if isinstance(new, str) and "${" in new:
+        return None
+    want = type(old)
+    if want is bool:
+        ok = isinstance(new, bool)
+    elif want is int:
+        # YAML often writes a float setting's default as 0: a float here is left to verl's dataclass.
+        ok = isinstance(new, int | float) and not isinstance(new, bool)
+    elif want is float:
+        ok = isinstance(new, int | float) and not isinstance(new, bool)
+    else:
+        return None
+    if ok:
+        return None
+    return f"{key}: {raw!r} is not {_TYPE_NAMES[want]} (the config's value is {old!r})"
+
+
+@contextlib.contextmanager
+def _quiet_fds() -> Iterator[None]:
+    """Silence stdout and stderr at the file-descriptor level (verl's import prints warnings)."""
+    saved = [os.dup(1), os.dup(2)]
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, null):
+            os.close(fd)
+
+
+def _target_node(cfg: Any, key: str) -> tuple[str, Any] | None:
+    """The nearest enclosing node of ``key`` that names a dataclass in ``_target_``."""
+    from omegaconf import DictConfig, OmegaConf
+
+    parts = key.split(".")
+    for n in range(len(parts) - 1, 0, -1):
+        prefix = ".".join(parts[:n])
+        node = OmegaConf.select(cfg, prefix, default=None)
+        if isinstance(node, DictConfig) and isinstance(node.get("_target_"), str):
+            return prefix, node
+    return None
+
+
+def _structured_problem(cfg: Any, key: str, line: str) -> str | None:
+    """What verl's dataclass for the node around ``key`` rejects (as verl's omega_conf_to_dataclass would)."""
+    found = _target_node(cfg, key)
+    if found is None:
+        return None
+    prefix, node = found
+    from hydra.utils import get_class
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        with _quiet_fds():
+            cls = get_class(node["_target_"])
+    except Exception:  # a target that does not load is verl's to report, not this check's
+        return None
+    # Nested sections with their own _target_ are their own dataclasses (verl instantiates them one by one).
+    values = {
+        k: v
+        for k, v in OmegaConf.to_container(node, resolve=True).items()
+        if not (isinstance(v, dict) and "_target_" in v)
+    }
+    try:
+        schema = OmegaConf.structured(cls)
+    except OmegaConfBaseException:
+        return None  # a dataclass OmegaConf cannot express (verl builds it with hydra's instantiate)
+    try:
+        OmegaConf.merge(schema, OmegaConf.create(values))
+    except OmegaConfBaseException as e:
+        msg = str(e).splitlines()[0]
+        return f"override {line!r}: {prefix} ({cls.__name__}) rejects it: {msg}"
+    return None
+
+
+def _fixed_problem(fixed: Sequence[str]) -> str | None:
+    """The launcher's override Hydra cannot parse: a path of the user's with quotes, commas or brackets."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser = OverridesParser.create()
+    for line in fixed:
+        try:
+            [override] = parser.parse_overrides([line])
+        except HydraException:
+            return f"Hydra cannot take {line!r}: use a path without quotes, commas, brackets or '='"
+        if override.is_sweep_override():
+            return f"Hydra reads the commas in {line!r} as a sweep: use a path without commas"
+    return None
+
+
+def compose_checked(config_dir: Path, config_name: str, fixed: Sequence[str], user: Sequence[str]) -> Any:
+    """Compose ``config_name`` with the launcher's overrides and the user's, as the trainer will.
+
+    Returns the composed config. Raises UserError naming the override for: a malformed override, an
+    unknown key (with the closest existing key), a value whose type differs from the config's (an int or
+    float key given text), a value verl's dataclass for that section rejects, a missing config group
+    option, and an interpolation that does not resolve.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    config_dir = Path(config_dir).resolve()
+    search = [f"hydra.searchpath=[{','.join(_searchpath(config_dir, config_name))}]"]
+    try:
+        parsed = OverridesParser.create().parse_overrides(list(user))
+    except HydraException as e:
+        raise UserError(f"malformed Hydra override: {_condense(e)} (overrides look like key=value)") from None
+    # hydra.* settings (run folder, logging) are not part of the job's config.
+    job_user = [o for o in parsed if not o.key_or_group.startswith("hydra.")]
+    job_fixed = [o for o in fixed if not o.startswith(("hydra.", "+hydra."))]
+    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+        try:
+            base = compose(config_name, overrides=search + job_fixed)
+        except (HydraException, OmegaConfBaseException) as e:
+            raise UserError(
+                _fixed_problem(fixed) or f"{config_dir / config_name}.yaml: {_condense(e)}"
+            ) from None
+        try:
+            cfg = compose(config_name, overrides=search + job_fixed + [o.input_line for o in job_user])
+        except (HydraException, OmegaConfBaseException) as e:
+            msg = str(e)
+            for o in job_user:
+                if f"Could not override '{o.key_or_group}'" in msg:
+                    raise UserError(_unknown_key_message(o.key_or_group, o.input_line, base)) from None
+            raise UserError(f"bad Hydra override: {_condense(e)}") from None
+    for o in job_user:
+        if o.is_delete():
+            continue
+        old = OmegaConf.select(base, o.key_or_group, default=None)
+        if o.is_add() or old is None:
+            # A new key, a key whose default is null or a config group choice: verl's dataclass decides.
+            problem = _structured_problem(cfg, o.key_or_group, o.input_line)
+        else:
+            problem = _type_problem(o.key_or_group, old, o.value(), o.get_value_element_as_str())
+            if not problem and type(old) is int and isinstance(o.value(), float):
+                problem = _structured_problem(cfg, o.key_or_group, o.input_line)
+        if problem:
+            raise UserError(problem)
+    for o in job_user:
+        try:
+            OmegaConf.select(cfg, o.key_or_group, throw_on_resolution_failure=True)
+        except OmegaConfBaseException as e:
+            raise UserError(f"override {o.input_line!r} does not resolve: {str(e).splitlines()[0]}") from None
+    try:
+        OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as e:
+        lines = str(e).splitlines()
+        where = next((ln.split(":", 1)[1].strip() for ln in lines if ln.strip().startswith("full_key:")), "")
+        raise UserError(f"config value {where or '?'} does not resolve: {lines[0]}") from None
+    return cfg
+
+
+# ------------------------------------------------------------------------------------------------ files
+def check_data_file(path: str, what: str, schema: str, suffixes: Sequence[str], flag: str) -> None:
+    """A data file the trainer will read: it exists, has a suffix the trainer reads, and fits ``schema``
+    (e2c.data.schema's check); a missing column is named as such. ``flag`` picks another file."""
+    from e2c.data.schema import SchemaError, validate_file
+
+    p = Path(path).expanduser()
+    if p.is_dir():
+        raise UserError(f"{what} {path} is a folder; pass the data file(s) in it, comma-separated")
+    if not p.is_file():
+        raise UserError(
+            f"{what} {path} does not exist; prepare it with bash scripts/prepare_all_data.sh or pass {flag}"
+        )
+    if p.suffix.lower() not in suffixes:
+        raise UserError(
+            f"{what} {path}: the trainer reads {' or '.join(suffixes)} files, not {p.suffix or 'no suffix'}"
+        )
+    try:
+        validate_file(p, schema)
+    except SchemaError as e:
+        missing = _missing_column(p, str(e))
+        raise UserError(f"{what} {missing or e}") from None
+
+
+def _missing_column(path: Path, message: str) -> str | None:
+    """'<file> has no column X' when a schema error is about a top-level column the file lacks."""
+    if path.suffix.lower() != ".parquet" or "field '" not in message:
+        return None
+    import pyarrow.parquet as pq
+
+    field = message.split("field '", 1)[1].split("'", 1)[0]
+    column = field.split(".")[0].split("[")[0]
+    names = pq.read_schema(path).names
+    if column in names:
+        return None
+    return f"{path} has no column {column!r} (columns: {', '.join(names) or 'none'})"
+
+
+def check_model_folder(path: str) -> None:
+    """A folder a trainer can start from: a readable config.json, weights and a tokenizer (verl would fail
+    minutes later, inside a worker, without them)."""
+    import json
+
+    folder = Path(path)
+    try:
+        json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError) as e:
+        raise UserError(f"model folder {folder}: config.json is not readable JSON ({e})") from None
+    if not any(next(folder.glob(pat), None) for pat in ("*.safetensors", "*.bin")):
+        raise UserError(f"model folder {folder} has no weights (*.safetensors or *.bin)")
+    if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")):
+        raise UserError(f"model folder {folder} has no tokenizer (tokenizer.json or tokenizer_config.json)")
+
+
+def writable_dir(path: Path, what: str) -> Path:
+    """Create ``path`` if needed and make sure a file can be written in it (one line if not).
+
+    Tried by writing, not by permission bits: as root those say yes on a read-only file system."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise UserError(f"{what} {path} exists and is not a folder") from None
+    except OSError as e:
+        raise UserError(f"cannot create {what} {path}: {e.strerror}") from None
+    try:
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as e:
+        raise UserError(f"{what} {path} is not writable: {e.strerror}") from None
+    return path
