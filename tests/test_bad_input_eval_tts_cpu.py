@@ -182,7 +182,10 @@ def interrupt(
 ) -> tuple[subprocess.Popen, str, str, bytes]:
     """Start ``cmd``, send ``sig`` once ``watch`` has more than ``after`` complete lines; returns the
     process, its output and the lines there were when the signal was sent."""
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # As from a terminal: a suite started in the background (`bash .ci/run &`) inherits an ignored SIGINT,
+    # and Python then installs no KeyboardInterrupt handler.
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     deadline, seen = time.monotonic() + 120, b""
     while time.monotonic() < deadline and proc.poll() is None:
         seen = complete_lines(watch)

@@ -94,7 +94,7 @@ CASES = {
         "e2c_rl.sh", {**RL, "TOTAL_TRAINING_STEPS": "ten"}, [], "TOTAL_TRAINING_STEPS must be a whole number"
     ),
     "rl-nnodes-not-a-number": ("e2c_rl.sh", {**RL, "NNODES": "two"}, [], "NNODES must be a whole number"),
-    "rl-model-no-weights": ("e2c_rl.sh", {**RL, "MODEL_PATH": "{noweights}"}, [], "has no weights"),
+    "rl-model-no-weights": ("e2c_rl.sh", {**RL, "MODEL_PATH": "{noweights}"}, [], "but no weights"),
     "rl-output-is-a-file": ("e2c_rl.sh", {**RL, "OUTPUT_DIR": "{file}"}, [], "exists and is not a folder"),
     "rl-output-existing-unwritable": (
         "e2c_rl.sh", {**RL, "OUTPUT_DIR": "/sys/kernel"}, [], "output folder /sys/kernel is not writable"
@@ -126,12 +126,16 @@ CASES = {
 }  # fmt: skip
 
 
-def _snapshot(*roots: Path) -> dict[str, bytes | None]:
-    """Every file under the roots with its bytes (folders as None)."""
-    snap: dict[str, bytes | None] = {}
-    for root in roots:
-        for p in sorted(root.rglob("*")) if root.is_dir() else []:
-            snap[str(p)] = p.read_bytes() if p.is_file() else None
+def _snapshot(files_root: Path, repo_outputs: Path) -> dict[str, object]:
+    """Every file under ``files_root`` with its bytes (folders as None), and every path under the
+    repository's ``outputs/`` with its size and modification time (a checkout may keep gigabytes of
+    quickstart checkpoints there: reading them twice per case took minutes)."""
+    snap: dict[str, object] = {}
+    for p in sorted(files_root.rglob("*")):
+        snap[str(p)] = p.read_bytes() if p.is_file() else None
+    for p in sorted(repo_outputs.rglob("*")) if repo_outputs.is_dir() else []:
+        st = p.stat()
+        snap[str(p)] = (st.st_size, st.st_mtime_ns) if p.is_file() else None
     return snap
 
 
