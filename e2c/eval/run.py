@@ -24,13 +24,13 @@ import re
 import shlex
 import signal
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
 from e2c.chain import FORMATS
 from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers
+from e2c.data.io import check_output_dir
 from e2c.data.registry import load_benchmarks, valid_names
 from e2c.eval.runner import MEDICAL_PROMPTS, EvalConfig, format_table, run_eval
 from e2c.models import RELEASED_REPO, ModelSpecError, model_context, resolve_model
@@ -82,23 +82,6 @@ def parse_gpus(value: str | None) -> int | None:
     if not value.isdigit() or int(value) < 1:
         raise UserError(f"--gpus {value!r}: give a count (8) or device ids (0,1,2,3)")
     return int(value)
-
-
-def check_writable(folder: Path, flag: str) -> None:
-    """Refuse, before any work, a run folder that is a file, has a file as a parent, or cannot be written
-    (probed by creating a temporary file: permission bits alone say nothing to root or read-only mounts)."""
-    if folder.exists() and not folder.is_dir():
-        raise UserError(f"{flag} {folder} is a file, not a folder")
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if not probe.is_dir():
-        raise UserError(f"{flag} {folder}: {probe} is a file, not a folder")
-    try:
-        with tempfile.TemporaryFile(dir=probe):
-            pass
-    except OSError as e:
-        raise UserError(f"{flag} {folder}: cannot write in {probe} ({e.strerror})") from None
 
 
 class Interrupted(KeyboardInterrupt):
@@ -328,7 +311,7 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
     if not names:
         raise UserError(f"--dataset is empty; valid: {', '.join(valid_names())}")
     save = args.save_path or default_save_path(cfg)
-    check_writable(save, "--save-path")
+    check_output_dir(save, "--save-path")
     where["save"] = save
     # The model first: with no hub its one-line error (use --model embedded or tiny) is the one to see.
     res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[args.format])

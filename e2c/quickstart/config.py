@@ -81,7 +81,7 @@ class Config:
     tts_explore_tokens: int = 140
     tts_execute_tokens: int = 200
     # nucleus sampling of explorations and chains. 1.0 (off), not the paper's 0.95: on CPU, vLLM sorts the
-    # 49k-token vocabulary of every row at every step for top-p, measured 268 vs 391 tok/s on 2 cores
+    # 49k-token vocabulary of every row at every step for top-p: 271 vs 471 tok/s (bench/vllm_sampling.py)
     tts_top_p: float = 1.0
     fast: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
