@@ -1,4 +1,10 @@
-"""Helpers shared by the command-line entry points: one-line errors and a non-zero exit."""
+"""Helpers shared by the command-line entry points: one-line errors, a non-zero exit, and flag aliases.
+
+Every knob has one spelling, the same in every entry point (``--model``, ``--temperature``,
+``--explore-budget``, ``--steps``, ...). Other spellings people bring from the paper's scripts or from
+verl are accepted as aliases, all listed in :data:`FLAG_ALIASES`; :class:`ArgumentParser` adds them to a
+flag when it is defined, so ``--help`` shows them and no entry point lists them itself.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +23,59 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise SystemExit(code)
 
 
+# canonical flag -> the other spellings it also accepts (the paper's scripts use underscores).
+FLAG_ALIASES: dict[str, tuple[str, ...]] = {
+    "--model": ("--model_path", "--model-path"),
+    "--temperature": ("--temp",),
+    "--top-p": ("--top_p",),
+    "--max-tokens": ("--max_tokens",),
+    "--explore-budget": ("--explore_budget",),
+    "--execute-budget": ("--execute_budget",),
+    "--steps": ("--total-steps", "--total_steps", "--total_training_steps"),
+    "--output-dir": ("--output_dir", "--save-path", "--save_path"),
+    "--trust-remote-code": ("--trust_remote_code",),
+    "--local-dir": ("--local_dir",),
+    "--target-dir": ("--target_dir",),
+    "--data-dir": ("--data_dir",),
+    "--train-data": ("--train_data", "--train_files"),
+    "--val-data": ("--val_data", "--val_files"),
+}
+
+
+def canonical_flag(flag: str) -> str:
+    """The one spelling of ``flag`` (itself when it is not an alias).
+
+    >>> canonical_flag("--model_path"), canonical_flag("--temp"), canonical_flag("--seed")
+    ('--model', '--temperature', '--seed')
+    """
+    for canonical, aliases in FLAG_ALIASES.items():
+        if flag in aliases:
+            return canonical
+    return flag
+
+
+def _aliases(names: tuple[str, ...]) -> list[str]:
+    return [a for n in names for a in FLAG_ALIASES.get(n, ()) if a not in names]
+
+
+def _with_aliases(group):  # an argparse group: its flags get their aliases too
+    plain = group.add_argument
+    group.add_argument = lambda *names, **kwargs: plain(*names, *_aliases(names), **kwargs)
+    return group
+
+
 class ArgumentParser(argparse.ArgumentParser):
-    """argparse with a one-line error (no usage dump) and exit code 2."""
+    """argparse with a one-line error (no usage dump), exit code 2, and the aliases of
+    :data:`FLAG_ALIASES` added to every canonical flag an entry point defines."""
+
+    def add_argument(self, *names: str, **kwargs):  # type: ignore[override]
+        return super().add_argument(*names, *_aliases(names), **kwargs)
+
+    def add_argument_group(self, *args, **kwargs):  # type: ignore[override]
+        return _with_aliases(super().add_argument_group(*args, **kwargs))
+
+    def add_mutually_exclusive_group(self, **kwargs):  # type: ignore[override]
+        return _with_aliases(super().add_mutually_exclusive_group(**kwargs))
 
     def error(self, message: str) -> NoReturn:
         fail(f"{message} (see {self.prog} --help)")

@@ -143,9 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     interrupt_on_sigterm()
     out_dir: Path | None = None
     try:
-        from e2c.data.io import check_output_dir
         from e2c.data.registry import load_benchmark
         from e2c.eval.run import default_subfolder, slug
+        from e2c.files import check_output_dir
         from e2c.generation import make_generator, pick_backend
         from e2c.models import ModelSpecError
         from e2c.tts.run import check_methods, format_table, load_embedder, run_tts, settings_from

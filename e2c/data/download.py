@@ -273,7 +273,7 @@ def download(
 
 def main(argv: Sequence[str] | None = None) -> int:
     from e2c.cli import ArgumentParser, fail
-    from e2c.data.io import check_output_dir
+    from e2c.files import check_output_dir
 
     ap = ArgumentParser(prog="download_datasets", description=f"Download {DATA_REPO} (resumable, verified).")
     ap.add_argument("--dataset", default="all", choices=list(SELECTIONS), help="what to fetch (default: all)")

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from e2c.cli import UserError
+from e2c.files import atomic_write, temp_sibling
 
 ROW_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -147,7 +147,7 @@ def write_parquet(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
         table = pa.Table.from_pylist(list(rows))
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise UserError(f"{path}: rows do not form one table ({e})") from None
-    tmp = _temp_sibling(path)
+    tmp = temp_sibling(path)
     try:
         pq.write_table(table, tmp, compression="zstd")
         os.replace(tmp, path)
@@ -161,118 +161,15 @@ def write_parquet(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
 
 
 def write_jsonl(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
-    """Write rows as JSONL atomically (a temporary sibling renamed over the target).
+    """Write rows as JSONL atomically (see :func:`e2c.files.atomic_write`).
 
     A failure (no space, no permission) raises UserError and leaves an existing ``path`` as it was.
+    backslashreplace: a lone surrogate (model output can carry one) is written as its JSON escape, which
+    reads back as the same string, instead of failing the whole file.
     """
-    path = Path(path)
-    if _is_special(path):  # /dev/null, /dev/stdout, a pipe: write through; a rename would replace it
-        try:
-            with path.open("w", encoding="utf-8", errors="backslashreplace") as f:
-                _dump_rows(rows, f)
-        except OSError as e:
-            raise UserError(f"cannot write {path}: {e.strerror or e}") from None
-        return path
-    shown, path = path, path.resolve()  # through a link: replace the file it names, keep the link
-    tmp = _temp_sibling(path)
-    try:
-        # backslashreplace: a lone surrogate (model output can carry one) is written as its JSON escape,
-        # which reads back as the same string, instead of failing the whole file.
-        with tmp.open("w", encoding="utf-8", errors="backslashreplace") as f:
-            _dump_rows(rows, f)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise UserError(f"cannot write {shown}: {e.strerror or e}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return atomic_write(path, lambda f: _dump_rows(rows, f), errors="backslashreplace")
 
 
 def _dump_rows(rows: Iterable[dict[str, Any]], f: IO[str]) -> None:
     for row in rows:
         f.write(json.dumps(row, ensure_ascii=False) + "\n")
-
-
-def _is_special(path: Path) -> bool:
-    """A device, a pipe, or a name under /dev or /proc (``/dev/stdout`` links to whatever stdout is):
-    written in place, since renaming a file over it would replace the system's entry."""
-    if path.absolute().parts[1:2] in (("dev",), ("proc",)):
-        return True
-    return path.exists() and not path.is_file() and not path.is_dir()
-
-
-def _temp_sibling(path: Path) -> Path:
-    """An empty temporary file next to ``path`` (its folder created), or UserError naming ``path``."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    except OSError as e:
-        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
-    try:
-        # mkstemp makes the file private (0600); the renamed result gets the mode the file had, or the
-        # one a plain open() would give it.
-        os.fchmod(fd, path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~_UMASK)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-    return Path(name)
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _umask()
-
-
-# ------------------------------------------------------------------------- checks before long work
-def _nearest_existing(path: Path) -> Path:
-    p = path.absolute()
-    while not os.path.lexists(p) and p.parent != p:
-        p = p.parent
-    return p
-
-
-def check_output_dir(path: str | Path, flag: str) -> None:
-    """Refuse, before any work, a folder that cannot take outputs: a file there or on its way, or a
-    place this process cannot write. Creates nothing (the write probe is removed at once)."""
-    _check_dir(Path(path), f"{flag} {path}")
-
-
-def _check_dir(path: Path, what: str) -> None:
-    base = _nearest_existing(path)
-    if not base.is_dir():
-        raise UserError(f"{what}: {base} is a file, not a folder")
-    try:  # permission bits do not tell (root ignores them; read-only mounts): try a write
-        fd, name = tempfile.mkstemp(prefix=".e2c-write-check.", dir=base)
-    except OSError as e:
-        raise UserError(f"{what}: cannot write in {base} ({e.strerror or e})") from None
-    os.close(fd)
-    os.unlink(name)
-
-
-def same_file(a: str | Path, b: str | Path) -> bool:
-    """Whether two paths name one file (same resolved path, or a link to the same file)."""
-    a, b = Path(a), Path(b)
-    try:
-        if a.exists() and b.exists():
-            return os.path.samefile(a, b)
-    except OSError:
-        pass
-    return a.resolve() == b.resolve()
-
-
-def check_output_file(path: str | Path, flag: str, inputs: Sequence[str | Path] = ()) -> None:
-    """Refuse, before any work, an output file that would overwrite one of ``inputs``, is a folder, or
-    cannot be written (see :func:`check_output_dir`)."""
-    path = Path(path)
-    for src in inputs:
-        if same_file(path, src):
-            raise UserError(f"{flag} {path} is the input file {src}; writing it would destroy the input")
-    if path.is_dir():
-        raise UserError(f"{flag} {path} is a folder; give a file path")
-    if not _is_special(path):  # a device or pipe is written in place; its folder does not matter
-        _check_dir(path.parent, f"{flag} {path}")

@@ -349,6 +349,11 @@ def letter_options(choices: Sequence[str]) -> dict[str, str]:
     return {LETTERS[i]: c for i, c in enumerate(choices)}
 
 
+def options_of(record: Record) -> dict[str, str] | None:
+    """The lettered options of a multiple-choice record, ``None`` for any other."""
+    return letter_options(record.choices) if record.choices else None
+
+
 def question_text(record: Record | Mapping[str, Any]) -> str:
     """The text a model is asked: the problem, plus ``A. ...`` option lines for multiple choice (unless
     the problem text already lists exactly these options, as the release's medical files do)."""

@@ -30,9 +30,9 @@ from typing import NoReturn
 
 from e2c.chain import FORMATS
 from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers
-from e2c.data.io import check_output_dir
 from e2c.data.registry import load_benchmarks, valid_names
 from e2c.eval.runner import MEDICAL_PROMPTS, EvalConfig, format_table, run_eval
+from e2c.files import check_output_dir
 from e2c.models import RELEASED_REPO, ModelSpecError, model_context, resolve_model
 
 VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones

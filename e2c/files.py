@@ -1,0 +1,150 @@
+"""Writing files safely: atomic replacement, and checks of output paths before long work.
+
+Every module that writes a result goes through here, so a killed run never leaves half a file, never
+destroys a file that was already complete, and a bad output path is refused before any work is done.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from e2c.cli import UserError
+
+
+def atomic_write(path: str | Path, write: Callable[[IO[str]], None], *, errors: str = "strict") -> Path:
+    """Write a text file atomically: ``write(f)`` fills a temporary sibling, which is renamed over ``path``.
+
+    A failure (no space, no permission, an exception in ``write``) leaves an existing ``path`` as it was;
+    an ``OSError`` becomes UserError naming ``path``. A link is followed (the file it names is replaced,
+    the link kept); a device or pipe (``/dev/null``, ``/dev/stdout``) is written in place.
+    """
+    shown = Path(path)
+    if is_special(shown):
+        try:
+            with shown.open("w", encoding="utf-8", errors=errors) as f:
+                write(f)
+        except OSError as e:
+            raise UserError(f"cannot write {shown}: {e.strerror or e}") from None
+        return shown
+    target = shown.resolve()
+    tmp = temp_sibling(target)
+    try:
+        with tmp.open("w", encoding="utf-8", errors=errors) as f:
+            write(f)
+        os.replace(tmp, target)
+    except OSError as e:
+        raise UserError(f"cannot write {shown}: {e.strerror or e}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    return shown
+
+
+def atomic_write_text(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically (see :func:`atomic_write`)."""
+    return atomic_write(path, lambda f: f.write(text))
+
+
+def atomic_write_json(
+    path: str | Path, obj: Any, *, indent: int | None = 2, default: Callable[[Any], Any] | None = None
+) -> Path:
+    """Write ``obj`` as JSON (UTF-8, a final newline) atomically (see :func:`atomic_write`); the folder is
+    created. ``default`` turns values JSON cannot store into ones it can (``str`` for paths).
+
+    >>> import json, tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "run.json"
+    >>> _ = atomic_write_json(p, {"accuracy": 0.5})
+    >>> json.loads(p.read_text())
+    {'accuracy': 0.5}
+    """
+    text = json.dumps(obj, indent=indent, ensure_ascii=False, default=default) + "\n"
+    return atomic_write_text(path, text)
+
+
+def is_special(path: Path) -> bool:
+    """A device, a pipe, or a name under /dev or /proc (``/dev/stdout`` links to whatever stdout is):
+    written in place, since renaming a file over it would replace the system's entry."""
+    if path.absolute().parts[1:2] in (("dev",), ("proc",)):
+        return True
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
+def temp_sibling(path: Path) -> Path:
+    """An empty temporary file next to ``path`` (its folder created), or UserError naming ``path``."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+    try:
+        # mkstemp makes the file private (0600); the renamed result gets the mode the file had, or the
+        # one a plain open() would give it.
+        os.fchmod(fd, path.stat().st_mode & 0o7777 if path.is_file() else 0o666 & ~_UMASK)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    return Path(name)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()
+
+
+# ------------------------------------------------------------------------- checks before long work
+def _nearest_existing(path: Path) -> Path:
+    p = path.absolute()
+    while not os.path.lexists(p) and p.parent != p:
+        p = p.parent
+    return p
+
+
+def check_output_dir(path: str | Path, flag: str) -> None:
+    """Refuse, before any work, a folder that cannot take outputs: a file there or on its way, or a
+    place this process cannot write. Creates nothing (the write probe is removed at once)."""
+    _check_dir(Path(path), f"{flag} {path}")
+
+
+def _check_dir(path: Path, what: str) -> None:
+    base = _nearest_existing(path)
+    if not base.is_dir():
+        raise UserError(f"{what}: {base} is a file, not a folder")
+    try:  # permission bits do not tell (root ignores them; read-only mounts): try a write
+        fd, name = tempfile.mkstemp(prefix=".e2c-write-check.", dir=base)
+    except OSError as e:
+        raise UserError(f"{what}: cannot write in {base} ({e.strerror or e})") from None
+    os.close(fd)
+    os.unlink(name)
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one file (same resolved path, or a link to the same file)."""
+    a, b = Path(a), Path(b)
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
+
+
+def check_output_file(path: str | Path, flag: str, inputs: Sequence[str | Path] = ()) -> None:
+    """Refuse, before any work, an output file that would overwrite one of ``inputs``, is a folder, or
+    cannot be written (see :func:`check_output_dir`)."""
+    path = Path(path)
+    for src in inputs:
+        if same_file(path, src):
+            raise UserError(f"{flag} {path} is the input file {src}; writing it would destroy the input")
+    if path.is_dir():
+        raise UserError(f"{flag} {path} is a folder; give a file path")
+    if not is_special(path):  # a device or pipe is written in place; its folder does not matter
+        _check_dir(path.parent, f"{flag} {path}")

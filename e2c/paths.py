@@ -1,0 +1,62 @@
+"""Where the project's folders are: one answer for every module, inside a checkout or installed.
+
+The project folder holds ``configs/`` (the Hydra presets), ``data/`` (prepared data) and ``outputs/``
+(runs). It is, in order:
+
+1. ``$E2C_HOME``, when set;
+2. the nearest folder at or above the working directory that has ``configs/e2c_common.yaml`` (a checkout
+   you are working in);
+3. the checkout this package was imported from, when it is one (an editable install);
+4. the working directory.
+
+Nothing else in the package computes a path from ``__file__``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from e2c.cli import UserError
+
+MARKER = Path("configs") / "e2c_common.yaml"
+
+
+def _is_project(folder: Path) -> bool:
+    return (folder / MARKER).is_file()
+
+
+def project_root() -> Path:
+    """The project folder (see the module docstring)."""
+    home = os.environ.get("E2C_HOME")
+    if home:
+        return Path(home).expanduser().resolve()
+    cwd = Path.cwd().resolve()
+    for folder in (cwd, *cwd.parents):
+        if _is_project(folder):
+            return folder
+    checkout = Path(__file__).resolve().parents[1]
+    if _is_project(checkout):
+        return checkout
+    return cwd
+
+
+def configs_dir() -> Path:
+    """``configs/`` of the project; UserError naming the fix when it is missing."""
+    folder = project_root() / "configs"
+    if not (folder / "e2c_common.yaml").is_file():
+        raise UserError(
+            f"no E2C configs in {folder}: run from an E2C checkout, or set E2C_HOME to one "
+            "(the folder holding configs/)"
+        )
+    return folder
+
+
+def data_dir() -> Path:
+    """``data/`` of the project (prepared data, raw downloads)."""
+    return project_root() / "data"
+
+
+def outputs_dir() -> Path:
+    """``outputs/`` of the project (every run's default output folder lives under it)."""
+    return project_root() / "outputs"
