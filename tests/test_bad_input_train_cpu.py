@@ -102,6 +102,9 @@ CASES = {
     "rl-data-is-a-folder": ("e2c_rl.sh", {**RL, "TRAIN_DATA": "{noweights}"}, [], "is a folder; pass the data file"),
     "rl-stage1-dir-on-stage1": ("e2c_rl.sh", RL, ["--stage1-dir", "{run}"], "--stage1-dir is the start of --stage 2"),
     "rl-negative-budget": ("e2c_rl.sh", RL, ["--explore-budget", "-5"], "--explore-budget must be 0"),
+    "rl-unknown-e2c-key": (
+        "e2c_rl.sh", RL, ["--", "+e2c.explore_coef=2"], "unknown key e2c.explore_coef in the e2c config group; valid keys: e2c.algo"
+    ),
     "rl-bad-bool": ("e2c_rl.sh", RL, ["--", "trainer.val_before_train=maybe"], "is not a boolean"),
     "dapo-unknown-key": ("e2c_dapo.sh", RL, ["--", "nonexistent.key=1"], "unknown config key 'nonexistent.key'"),
     "dapo-algo-env": ("e2c_rl.sh", {**RL, "E2C_ALGO": "ppo"}, [], "invalid choice: 'ppo'"),

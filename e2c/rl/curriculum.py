@@ -171,6 +171,7 @@ def check_inputs(cfg: Mapping[str, Any], args: Any) -> None:
     output folder."""
     from e2c.launch_checks import check_data_file, compose_checked, writable_dir
     from e2c.rl.launch import CPU_FIXED, CPU_PRESET, DATA_SUFFIXES, cuda_gpu_count, resolve_model_path
+    from e2c.rl.settings import e2c_settings
 
     if args.steps_per_stage < 0:
         raise UserError(
@@ -197,9 +198,10 @@ def check_inputs(cfg: Mapping[str, Any], args: Any) -> None:
             cfg, stage, "model", data, Path("out"), args.steps_per_stage, list(args.overrides)
         )
         try:
-            compose_checked(
+            composed = compose_checked(
                 REPO / "configs", f"e2c_{cfg.get('algo', 'grpo')}", fixed, launch[launch.index("--") + 1 :]
             )
+            e2c_settings(composed)
         except UserError as e:
             raise UserError(f"stage {stage['name']!r}: {e}") from None
     writable_dir(Path(args.output_dir), "output folder")

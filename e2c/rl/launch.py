@@ -320,11 +320,13 @@ def command(args: argparse.Namespace) -> list[str]:
             setattr(args, attr, ",".join(files))
     overrides = build_overrides(args, gpus)
     from e2c.launch_checks import compose_checked, writable_dir
+    from e2c.rl.settings import e2c_settings
 
     cfg = compose_checked(
         REPO / "configs", config_name(args.algo), [f"e2c_stage=stage{args.stage}", *overrides], args.overrides
     )
     check_data(cfg)
+    e2c_settings(cfg)  # an unknown or mistyped e2c.* key stops here, not inside a ray worker
     writable_dir(args.output_dir, "output folder")
     return [
         sys.executable,
