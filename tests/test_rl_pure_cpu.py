@@ -194,3 +194,22 @@ def test_metrics_survive_relaunches_cpu(tmp_path: Path) -> None:
     (run / "metrics.jsonl").write_text("")  # killed before its first step
     restore_metrics(run)
     assert len((run / "metrics.jsonl").read_text().splitlines()) == 3
+
+
+def test_cpu_overrides_come_from_the_configs_folder_cpu(tmp_path: Path) -> None:
+    """The CPU set-up lives in configs/cpu/rl.yaml; the launcher passes it as Hydra text, preset first, and its
+    own keys (here --save-freq) replace a preset value in place."""
+    import yaml
+
+    from e2c.rl.launch import build_overrides, cpu_overrides, parse_args
+
+    doc = yaml.safe_load((ROOT / "configs" / "cpu" / "rl.yaml").read_text())
+    got = cpu_overrides()
+    assert list(got) == [*doc["preset"], *doc["fixed"]]
+    assert got["data.train_batch_size"] == "4" and got["actor_rollout_ref.actor.use_dynamic_bsz"] == "false"
+    assert got["+ray_kwargs.ray_init.num_gpus"] == "1" and got["trainer.device"] == "cpu"
+    args = parse_args(["--model", "tiny", "--save-freq", "3"])
+    args.model_path, args.output_dir = "m", tmp_path
+    cpu = build_overrides(args, 0)
+    assert cpu[: len(got)] == [f"{k}={got[k] if k != 'trainer.save_freq' else '3'}" for k in got]
+    assert not any(o.startswith("trainer.device=") for o in build_overrides(args, 2))

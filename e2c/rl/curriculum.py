@@ -170,7 +170,7 @@ def check_inputs(cfg: Mapping[str, Any], args: Any) -> None:
     data files, the start model, every stage's overrides (composed as that stage's launch will) and the
     output folder."""
     from e2c.launch_checks import check_data_file, compose_checked, writable_dir
-    from e2c.rl.launch import CPU_FIXED, CPU_PRESET, DATA_SUFFIXES, cuda_gpu_count, resolve_model_path
+    from e2c.rl.launch import DATA_SUFFIXES, cpu_overrides, cuda_gpu_count, resolve_model_path
     from e2c.rl.settings import e2c_settings
 
     if args.steps_per_stage < 0:
@@ -186,7 +186,7 @@ def check_inputs(cfg: Mapping[str, Any], args: Any) -> None:
     resolve_model_path(args.model)
     fixed = [f"e2c_stage=stage{cfg.get('stage', 2)}"]
     if cuda_gpu_count() == 0:
-        fixed += [f"{k}={v}" for k, v in {**CPU_PRESET, **CPU_FIXED}.items()]
+        fixed += [f"{k}={v}" for k, v in cpu_overrides().items()]
     for stage in cfg["stages"]:
         budget = int(stage["max_response_length"])
         data = (

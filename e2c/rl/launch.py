@@ -6,9 +6,10 @@ The launcher picks the stage's Hydra config (``configs/e2c_<algo>.yaml`` with ``
 that make the same config run here:
 
 - GPU (CUDA visible): vLLM rollout, the config's sizes, ``n_gpus_per_node`` from the visible GPUs.
-- CPU (no CUDA): the ``hf`` rollout and CPU platform of :mod:`e2c.rl.plugin`, FSDP2 with SDPA attention,
-  ray with logical GPUs, one transfer-queue storage unit, and a small size preset (batch 4, n 4, 256+128
-  tokens) that any override given after ``--`` replaces.
+- CPU (no CUDA): the overrides of ``configs/cpu/rl.yaml``: the ``hf`` rollout and CPU platform that
+  :mod:`e2c.rl.plugin` registers, FSDP2 with SDPA attention, ray with logical GPUs, one transfer-queue
+  storage unit, and a small size preset (batch 4, n 4, 256+128 tokens) that any override given after
+  ``--`` replaces.
 
 Before verl starts, the launcher composes the config with every override in-process and checks the data
 files (the rl schema), the model folder and the output folder (:mod:`e2c.launch_checks`): bad input is one
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.cli import ArgumentParser, UserError, fail
+from e2c.paths import configs_dir
 
 REPO = Path(__file__).resolve().parents[2]
 ALGOS = ("grpo", "dapo")
@@ -42,46 +44,29 @@ METRICS = "metrics.jsonl"
 METRICS_HISTORY = "metrics_history.jsonl"
 STAGES = (1, 2)
 
-# Small enough for a 2-core CPU: one GRPO step of the tiny model in seconds, of SmolLM2-135M in about a minute.
-CPU_PRESET = {
-    "data.train_batch_size": "4",
-    "data.max_prompt_length": "256",
-    "actor_rollout_ref.rollout.prompt_length": "264",
-    "data.max_response_length": "128",
-    "data.val_max_samples": "8",
-    "actor_rollout_ref.rollout.n": "4",
-    "actor_rollout_ref.actor.ppo_mini_batch_size": "4",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "16",
-    "actor_rollout_ref.actor.use_dynamic_bsz": "false",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "16",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": "16",
-    "reward.reward_kwargs.overlong_buffer_cfg.len": "32",
-    "trainer.save_freq": "-1",
-    "trainer.test_freq": "-1",
-}
+# The CPU set-up (a size preset, then what verl needs without an accelerator), under configs_dir().
+CPU_CONFIG = Path("cpu") / "rl.yaml"
 
-# What makes verl run without an accelerator (see ../shared/notes/verl-on-cpu.md and e2c/rl/cpu.py).
-CPU_FIXED = {
-    "actor_rollout_ref.rollout.name": "hf",
-    "actor_rollout_ref.rollout.tensor_model_parallel_size": "1",
-    "actor_rollout_ref.actor.strategy": "fsdp2",
-    "actor_rollout_ref.ref.strategy": "fsdp2",
-    "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",
-    "actor_rollout_ref.model.use_remove_padding": "false",
-    "actor_rollout_ref.model.enable_gradient_checkpointing": "false",
-    "actor_rollout_ref.actor.use_torch_compile": "false",
-    "actor_rollout_ref.ref.use_torch_compile": "false",
-    "actor_rollout_ref.rollout.agent.num_workers": "1",
-    "reward.num_workers": "1",
-    # Two cores: load prompts in the trainer process (worker processes also die noisily at ray shutdown).
-    "data.dataloader_num_workers": "0",
-    "transfer_queue.backend.SimpleStorage.num_data_storage_units": "1",
-    "+ray_kwargs.ray_init.num_gpus": "1",
-    "ray_kwargs.ray_init.num_cpus": "8",
-    "trainer.n_gpus_per_node": "1",
-    "trainer.nnodes": "1",
-    "trainer.device": "cpu",
-}
+
+def _override_value(value: Any) -> str:
+    """A YAML scalar as Hydra override text (YAML's false is Hydra's false, not Python's False)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def cpu_overrides() -> dict[str, str]:
+    """``configs/cpu/rl.yaml``'s overrides, key -> value: its ``preset`` section, then ``fixed``."""
+    import yaml
+
+    path = configs_dir() / CPU_CONFIG
+    try:
+        doc = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise UserError(f"cannot read the CPU set-up {path}: {e}") from None
+    return {
+        str(k): _override_value(v) for part in ("preset", "fixed") for k, v in (doc.get(part) or {}).items()
+    }
 
 
 def cuda_gpu_count() -> int:
@@ -154,8 +139,7 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
     and win."""
     out: dict[str, str] = {}
     if gpus == 0:
-        out.update(CPU_PRESET)
-        out.update(CPU_FIXED)
+        out.update(cpu_overrides())
     else:
         out["trainer.n_gpus_per_node"] = str(gpus)
         out["trainer.nnodes"] = str(args.nnodes)
@@ -323,7 +307,7 @@ def command(args: argparse.Namespace) -> list[str]:
     from e2c.rl.settings import e2c_settings
 
     cfg = compose_checked(
-        REPO / "configs", config_name(args.algo), [f"e2c_stage=stage{args.stage}", *overrides], args.overrides
+        configs_dir(), config_name(args.algo), [f"e2c_stage=stage{args.stage}", *overrides], args.overrides
     )
     check_data(cfg)
     e2c_settings(cfg)  # an unknown or mistyped e2c.* key stops here, not inside a ray worker
@@ -332,7 +316,7 @@ def command(args: argparse.Namespace) -> list[str]:
         sys.executable,
         "-m",
         "verl.trainer.main_ppo",
-        f"--config-path={REPO / 'configs'}",
+        f"--config-path={configs_dir()}",
         f"--config-name={config_name(args.algo)}",
         f"e2c_stage=stage{args.stage}",
         *overrides,
