@@ -11,9 +11,9 @@ import torch
 
 from e2c.rl.advantage import segment_stats, weight_advantages, weight_advantages_reference
 from e2c.rl.agent_loop import join_phases
-from e2c.rl.cpu import normalize_backend
-from e2c.rl.hf_rollout import max_new_tokens, sampling_key
 from e2c.rl.reward import overlong_penalty
+from e2c.verl_cpu.hf_rollout import max_new_tokens, sampling_key
+from e2c.verl_cpu.platform import normalize_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -167,7 +167,7 @@ def test_stage_configs_compose_with_paper_settings_cpu(algo: str) -> None:
 
 def test_rollout_dtype_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     from e2c.generation.hf import cpu_has_bf16
-    from e2c.rl.hf_rollout import rollout_dtype
+    from e2c.verl_cpu.hf_rollout import rollout_dtype
 
     assert rollout_dtype("float32") is torch.float32 and rollout_dtype("bfloat16") is torch.bfloat16
     monkeypatch.setenv("E2C_ROLLOUT_DTYPE", "auto")

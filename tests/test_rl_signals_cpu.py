@@ -351,7 +351,7 @@ def _probe(code: str) -> tuple[dict, str]:
 
 @pytest.mark.parametrize(
     "first",
-    ["e2c.rl.reward", "e2c.rl.trainer", "e2c.rl.agent_loop", "verl", "e2c.rl.plugin", "e2c.rl.hf_verl"],
+    ["e2c.rl.reward", "e2c.rl.trainer", "e2c.rl.agent_loop", "verl", "e2c.rl.plugin", "e2c.verl_cpu.hf_verl"],
 )
 def test_plugin_registers_whatever_is_imported_first_cpu(first: str) -> None:
     res, err = _probe(f"import {first}\n")

@@ -1,4 +1,4 @@
-"""The RL rollout's two CPU engines (:mod:`e2c.rl.rollout_engine`) against each other on the tiny model in
+"""The RL rollout's two CPU engines (:mod:`e2c.verl_cpu.rollout_engine`) against each other on the tiny model in
 fp32: the same greedy tokens and log-probabilities, stop ids kept, budgets kept (0 included), pushed weights
 used by the next decode (vLLM's prefix cache dropped), seeded sampling that repeats, and sampled-token
 log-probabilities equal to a plain forward pass. The vLLM half needs vllm (skipped without it); the cases
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from e2c.rl.rollout_engine import rollout_engine
+from e2c.verl_cpu.rollout_engine import rollout_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 

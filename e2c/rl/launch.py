@@ -269,8 +269,8 @@ def command(args: argparse.Namespace) -> list[str]:
     gpus = cuda_gpu_count()
     if gpus == 0:
         # Read inside the CPU rollout's ray actor, where a bad value would end in a traceback: check it here.
-        from e2c.rl.hf_rollout import rollout_dtype
-        from e2c.rl.rollout_engine import rollout_engine
+        from e2c.verl_cpu.hf_rollout import rollout_dtype
+        from e2c.verl_cpu.rollout_engine import rollout_engine
 
         try:
             rollout_engine()

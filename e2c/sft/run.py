@@ -68,7 +68,7 @@ MODES = {
         "models/checkpoints/ef_sft",
     ),
 }
-# One CPU process: verl's FSDP2 engine on gloo (see e2c.rl.cpu), sdpa instead of flash attention, no
+# One CPU process: verl's FSDP2 engine on gloo (see e2c.verl_cpu), sdpa instead of flash attention, no
 # torch.compile, no data-loader workers (2 cores), small batches. Hydra overrides given later win.
 CPU_OVERRIDES = (
     "trainer.device=cpu",
