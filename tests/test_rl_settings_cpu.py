@@ -87,3 +87,12 @@ def test_bad_keys_and_values_are_refused_in_one_line_cpu(group: dict, message: s
     assert message in text and "\n" not in text
     if "unknown key" in message:
         assert text.endswith(", ".join(f"e2c.{k}" for k in setting_keys()))
+
+
+@pytest.mark.parametrize("module", ["e2c.rl.advantage", "e2c.rl.settings"])
+def test_docstring_examples_run_cpu(module: str) -> None:
+    import doctest
+    import importlib
+
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
