@@ -29,8 +29,9 @@ from e2c.cli import ArgumentParser
 from e2c.data.io import write_parquet
 from e2c.data.paper import rl_rows
 from e2c.data.registry import load_benchmark
+from e2c.paths import project_root
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = project_root()
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "benchmarks"
 TARGET_S = 60.0
 

@@ -118,7 +118,7 @@ CASES = {
     "ef-sft-rows-without-scope": ("ef-sft.sh", SFT, [], "{sft} has no column 'loss_scope'"),
     "sft-bad-int": ("e2c_sft.sh", SFT, ["data.max_length=long"], "data.max_length: 'long' is not an integer"),
     "curriculum-steps-negative": (
-        "e2c_curriculum.sh", CUR, ["--model", "tiny", "--steps-per-stage", "-1"], "--steps-per-stage must be 0"
+        "e2c_curriculum.sh", CUR, ["--model", "tiny", "--steps", "-1"], "--steps must be 0"
     ),
     "curriculum-unknown-key": (
         "e2c_curriculum.sh", CUR, ["--model", "tiny", "--", "nonexistent.key=1"], "stage 'easy': unknown config key"

@@ -125,7 +125,7 @@ def test_curriculum_two_stages_tiny_cpu(tmp_path: Path) -> None:
         "  - {name: hard, difficulty: {min: 2}, max_response_length: 48}\n"
     )
     out = tmp_path / "cur"
-    cmd = ["bash", "scripts/e2c_curriculum.sh", "--model", "tiny", "--steps-per-stage", "1"]
+    cmd = ["bash", "scripts/e2c_curriculum.sh", "--model", "tiny", "--steps", "1"]
     env = {**os.environ, "CURRICULUM": str(cur), "TRAIN_DATA": str(data), "VAL_DATA": str(data),
            "OUTPUT_DIR": str(out)}  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)

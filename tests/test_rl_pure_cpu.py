@@ -213,3 +213,42 @@ def test_cpu_overrides_come_from_the_configs_folder_cpu(tmp_path: Path) -> None:
     cpu = build_overrides(args, 0)
     assert cpu[: len(got)] == [f"{k}={got[k] if k != 'trainer.save_freq' else '3'}" for k in got]
     assert not any(o.startswith("trainer.device=") for o in build_overrides(args, 2))
+
+
+def test_output_folder_is_checked_then_created_cpu(tmp_path: Path) -> None:
+    from e2c.cli import UserError
+    from e2c.files import ensure_output_dir
+
+    made = ensure_output_dir(tmp_path / "a" / "b", "output folder")
+    assert made.is_dir()
+    assert ensure_output_dir(made, "output folder") == made  # an existing folder is fine
+    (tmp_path / "f").write_text("keep me\n")
+    for path, message in (
+        (tmp_path / "f", f"output folder {tmp_path / 'f'} exists and is not a folder"),
+        (tmp_path / "f" / "run", f"{tmp_path / 'f'} is a file, not a folder"),
+        (Path("/sys/kernel"), "output folder /sys/kernel is not writable"),
+        (Path("/sys/kernel/e2c-run"), "cannot write in /sys/kernel"),
+    ):
+        with pytest.raises(UserError) as err:
+            ensure_output_dir(path, "output folder")
+        assert message in str(err.value), err.value
+    assert (tmp_path / "f").read_text() == "keep me\n"
+
+
+def test_stage2_start_is_the_latest_complete_checkpoint_cpu(tmp_path: Path) -> None:
+    from e2c.checkpoints import TRACKER
+    from e2c.cli import UserError
+    from e2c.rl.launch import latest_hf_checkpoint
+
+    with pytest.raises(UserError, match="the folder does not exist"):
+        latest_hf_checkpoint(tmp_path / "none")
+    with pytest.raises(UserError, match=f"no {TRACKER} naming a saved step"):
+        latest_hf_checkpoint(tmp_path)
+    hf = tmp_path / "global_step_4" / "actor" / "huggingface"
+    hf.mkdir(parents=True)
+    (tmp_path / TRACKER).write_text("4\n")
+    with pytest.raises(UserError, match="has no HF weights"):
+        latest_hf_checkpoint(tmp_path)
+    (hf / "config.json").write_text("{}")
+    (hf / "model.safetensors").write_bytes(b"")
+    assert latest_hf_checkpoint(tmp_path) == hf

@@ -33,10 +33,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from e2c.checkpoints import TRACKER, latest_checkpoint
 from e2c.cli import ArgumentParser, UserError, fail
-from e2c.paths import configs_dir
+from e2c.devices import gpu_count
+from e2c.files import atomic_write_text, ensure_output_dir
+from e2c.paths import configs_dir, project_root
 
-REPO = Path(__file__).resolve().parents[2]
 ALGOS = ("grpo", "dapo")
 # What verl's RL dataset reads (verl.utils.dataset.rl_dataset).
 DATA_SUFFIXES = (".parquet", ".json", ".jsonl")
@@ -69,48 +71,40 @@ def cpu_overrides() -> dict[str, str]:
     }
 
 
-def cuda_gpu_count() -> int:
-    """GPUs this launch may use: CUDA_VISIBLE_DEVICES if set, else what torch sees."""
-    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if vis is not None:
-        return len([d for d in vis.split(",") if d.strip() and d.strip() != "-1"])
-    try:
-        import torch
-
-        return torch.cuda.device_count()
-    except Exception:  # pragma: no cover
-        return 0
-
-
 def config_name(algo: str) -> str:
     """The primary Hydra config of an algorithm (the stage is the ``e2c_stage`` group)."""
     return f"e2c_{algo}"
 
 
 def default_output_dir(algo: str, stage: int) -> Path:
-    return REPO / "models" / "checkpoints" / "rl" / f"{algo}_stage{stage}"
+    """A stage's run folder unless ``--output-dir`` names one: ``models/checkpoints/rl/<algo>_stage<N>``."""
+    return project_root() / "models" / "checkpoints" / "rl" / f"{algo}_stage{stage}"
+
+
+def default_sft_model() -> Path:
+    """Where the SFT scripts leave their final model: stage 1 (and the curriculum) start there by default."""
+    return project_root() / "models" / "checkpoints" / "sft" / "final"
 
 
 def latest_hf_checkpoint(run_dir: Path) -> Path:
     """The HF folder of the latest complete checkpoint of a verl run folder.
 
-    verl writes ``latest_checkpointed_iteration.txt`` after a checkpoint is complete; its step's
-    ``actor/huggingface`` folder must hold a config and weights. Raises :class:`UserError` otherwise.
+    verl writes its tracker file (:data:`e2c.checkpoints.TRACKER`) after a checkpoint is complete; its
+    step's ``actor/huggingface`` folder must hold a config and weights. Raises :class:`UserError` otherwise.
     """
-    marker = run_dir / "latest_checkpointed_iteration.txt"
     if not run_dir.is_dir():
         raise UserError(
             f"no finished checkpoint in {run_dir}: the folder does not exist; run stage 1 first "
             "(bash scripts/e2c_rl.sh --stage 1) "
             "or pass --stage1-dir with stage 1's --output-dir"
         )
-    if not marker.is_file():
+    step = latest_checkpoint(run_dir)
+    if step is None:
         raise UserError(
-            f"no finished checkpoint in {run_dir} (missing {marker.name}); run stage 1 first "
+            f"no finished checkpoint in {run_dir} (no {TRACKER} naming a saved step); run stage 1 first "
             "(bash scripts/e2c_rl.sh --stage 1) or pass --model"
         )
-    step = marker.read_text().strip()
-    hf = run_dir / f"global_step_{step}" / "actor" / "huggingface"
+    hf = step / "actor" / "huggingface"
     if not (hf / "config.json").is_file() or not any(hf.glob("*.safetensors")):
         raise UserError(
             f"checkpoint {hf} has no HF weights (config.json + *.safetensors); cannot start stage 2"
@@ -123,9 +117,8 @@ def resolve_model_path(spec: str) -> str:
     from e2c.models import ModelSpecError, resolve_model
 
     try:
-        path = os.path.abspath(
-            resolve_model(spec).path
-        )  # verl runs in the repository, not the caller's folder
+        # Absolute: verl runs in the project folder, not the caller's.
+        path = os.path.abspath(resolve_model(spec).path)
     except ModelSpecError as e:
         raise UserError(str(e)) from e
     from e2c.launch_checks import check_model_folder
@@ -185,7 +178,9 @@ def check_data(cfg: Any) -> None:
         for f in data_files(cfg.data.get(key)):
             if "://" not in f:
                 path = Path(f).expanduser()
-                path = path if path.is_absolute() else REPO / path  # verl runs in the repository
+                path = (
+                    path if path.is_absolute() else project_root() / path
+                )  # verl runs in the project folder
                 check_data_file(str(path), what, "rl", DATA_SUFFIXES, flag)
 
 
@@ -266,7 +261,7 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 def command(args: argparse.Namespace) -> list[str]:
     """Resolve everything and return the verl command line (raises UserError on bad input)."""
-    gpus = cuda_gpu_count()
+    gpus = gpu_count()
     if gpus == 0:
         # Read inside the CPU rollout's ray actor, where a bad value would end in a traceback: check it here.
         from e2c.verl_cpu.hf_rollout import rollout_dtype
@@ -289,7 +284,7 @@ def command(args: argparse.Namespace) -> list[str]:
         args.model_path = str(latest_hf_checkpoint(stage1))
         print(f"[e2c-rl] stage 2 starts from stage 1's checkpoint {args.model_path}", flush=True)
     else:
-        spec = args.model or str(REPO / "models" / "checkpoints" / "sft" / "final")
+        spec = args.model or str(default_sft_model())
         if args.model is None and not Path(spec).exists():
             raise UserError(
                 f"no SFT model at {spec}; run bash scripts/e2c_sft.sh first or pass --model (tiny|embedded|folder)"
@@ -303,7 +298,7 @@ def command(args: argparse.Namespace) -> list[str]:
             ]
             setattr(args, attr, ",".join(files))
     overrides = build_overrides(args, gpus)
-    from e2c.launch_checks import compose_checked, writable_dir
+    from e2c.launch_checks import compose_checked
     from e2c.rl.settings import e2c_settings
 
     cfg = compose_checked(
@@ -311,7 +306,7 @@ def command(args: argparse.Namespace) -> list[str]:
     )
     check_data(cfg)
     e2c_settings(cfg)  # an unknown or mistyped e2c.* key stops here, not inside a ray worker
-    writable_dir(args.output_dir, "output folder")
+    ensure_output_dir(args.output_dir, "output folder")
     return [
         sys.executable,
         "-m",
@@ -347,9 +342,7 @@ def _lines(path: Path) -> list[str]:
 
 
 def _write_lines(path: Path, lines: list[str]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines))
-    os.replace(tmp, path)
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
 
 
 def keep_metrics(run_dir: Path) -> None:
@@ -381,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[e2c-rl] {args.algo} stage {args.stage} -> {args.output_dir}", flush=True)
     keep_metrics(args.output_dir)
     try:
-        return subprocess.call(cmd, env=env, cwd=REPO)
+        return subprocess.call(cmd, env=env, cwd=project_root())
     finally:
         restore_metrics(args.output_dir)
 
