@@ -237,9 +237,13 @@ def _verl_actor_loss(fields: dict[str, torch.Tensor], log_prob: torch.Tensor, re
     config.global_batch_info = info
     adv = _padded(fields["advantages"])
     pg, _ = get_policy_loss_fn("vanilla")(
-        old_log_prob=log_prob, log_prob=log_prob, advantages=adv, response_mask=mask,
-        loss_agg_mode="token-mean", config=config,
-    )  # fmt: skip
+        old_log_prob=log_prob,
+        log_prob=log_prob,
+        advantages=adv,
+        response_mask=mask,
+        loss_agg_mode="token-mean",
+        config=config,
+    )
     entropy = agg_loss(loss_mat=fields["_entropy"], loss_mask=mask, loss_agg_mode="token-mean", **info)
     kld = kl_penalty(logprob=log_prob, ref_logprob=ref, kl_penalty="low_var_kl")
     kl = agg_loss(loss_mat=kld, loss_mask=mask, loss_agg_mode="token-mean", **info)

@@ -103,8 +103,14 @@ class HFRolloutServer:
         self.global_steps: int | None = None
         self._pending: list[_Request] = []
         self._worker: asyncio.Task | None = None
-        self.stats = {"requests": 0, "batches": 0, "tokens": 0, "seconds": 0.0, "weight_updates": 0,
-                      "engine": self.engine.name}  # fmt: skip
+        self.stats = {
+            "requests": 0,
+            "batches": 0,
+            "tokens": 0,
+            "seconds": 0.0,
+            "weight_updates": 0,
+            "engine": self.engine.name,
+        }
 
     # -- generation -------------------------------------------------------------------------------------
     async def generate(
