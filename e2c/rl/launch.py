@@ -1,8 +1,8 @@
 """Launch E2C RL (GRPO or DAPO, stage 1 or 2) on verl: ``python -m e2c.rl.launch`` (wrapped by
 ``scripts/e2c_rl.sh`` and ``scripts/e2c_dapo.sh``).
 
-The launcher picks the stage's Hydra config (``configs/e2c_<algo>.yaml`` with ``e2c_stage=stage<N>``, inheriting verl's
-``ppo_trainer``), resolves the model, hands stage 1's final checkpoint to stage 2, and adds the overrides
+The launcher picks the stage's Hydra config (``configs/e2c_<algo>.yaml`` with ``e2c_stage=stage<N>``,
+inheriting verl's ``ppo_trainer``), resolves the model, hands stage 1's final checkpoint to stage 2, and adds the overrides
 that make the same config run here:
 
 - GPU (CUDA visible): vLLM rollout, the config's sizes, ``n_gpus_per_node`` from the visible GPUs.
@@ -12,7 +12,8 @@ that make the same config run here:
   ``--`` replaces.
 
 Before verl starts, the launcher composes the config with every override in-process and checks the data
-files (the rl schema), the model folder and the output folder (:mod:`e2c.launch_checks`): bad input is one
+files (the rl schema) and the model folder (:mod:`e2c.launch_checks`), the ``e2c`` settings group
+(:mod:`e2c.rl.settings`) and the output folder (:func:`e2c.files.ensure_output_dir`): bad input is one
 ``error:`` line and exit 2, never a traceback from inside verl minutes later. Hydra's own files go to
 ``<output-dir>/hydra/<time>``.
 
