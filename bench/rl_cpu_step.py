@@ -29,8 +29,9 @@ from e2c.cli import ArgumentParser
 from e2c.data.io import write_parquet
 from e2c.data.paper import rl_rows
 from e2c.data.registry import load_benchmark
+from e2c.paths import project_root
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = project_root()
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "benchmarks"
 TARGET_S = 60.0
 
@@ -106,8 +107,11 @@ def main() -> None:
         f"reward.reward_kwargs.overlong_buffer_cfg.len={max(1, args.max_tokens // 4)}",
         *args.overrides,
     ]
-    print(f"[rl_cpu_step] {args.algo} stage {args.stage}, {args.model}: {args.prompts} prompts x {args.n} "
-          f"samples x <= {args.max_tokens} tokens, {args.steps} steps; log {tmp / 'train.log'}", flush=True)  # fmt: skip
+    print(
+        f"[rl_cpu_step] {args.algo} stage {args.stage}, {args.model}: {args.prompts} prompts x {args.n} "
+        f"samples x <= {args.max_tokens} tokens, {args.steps} steps; log {tmp / 'train.log'}",
+        flush=True,
+    )
     t0 = time.perf_counter()
     rc = run(cmd, dict(os.environ), tmp / "train.log")
     wall = time.perf_counter() - t0
@@ -121,8 +125,10 @@ def main() -> None:
     print(head + f" {'logp gap':>9}")
     for s in steps:
         share = 100 * s["gen_s"] / s["step_s"] if s["step_s"] else 0.0
-        print(f"{s['step']:>4} {s['step_s']:>8.1f} {s['gen_s']:>8.1f} {share:>6.1f} {s['old_log_prob_s']:>7.1f} "
-              f"{s['update_s']:>9.1f} {s['response_tokens']:>9.1f} {s['probs_diff']:>9.4f}")  # fmt: skip
+        print(
+            f"{s['step']:>4} {s['step_s']:>8.1f} {s['gen_s']:>8.1f} {share:>6.1f} {s['old_log_prob_s']:>7.1f} "
+            f"{s['update_s']:>9.1f} {s['response_tokens']:>9.1f} {s['probs_diff']:>9.4f}"
+        )
     later = steps[1:] or steps
     step_s = statistics.median(s["step_s"] for s in later)
     gen_s = statistics.median(s["gen_s"] for s in later)

@@ -27,8 +27,9 @@ from pathlib import Path
 
 from e2c.cli import ArgumentParser
 from e2c.data.io import write_parquet
+from e2c.paths import project_root
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = project_root()
 
 
 def synthetic_rl_parquet(path: Path, n: int = 32) -> Path:

@@ -31,7 +31,7 @@ FLAG_ALIASES: dict[str, tuple[str, ...]] = {
     "--max-tokens": ("--max_tokens",),
     "--explore-budget": ("--explore_budget",),
     "--execute-budget": ("--execute_budget",),
-    "--steps": ("--total-steps", "--total_steps", "--total_training_steps"),
+    "--steps": ("--total-steps", "--total_steps", "--total_training_steps", "--steps-per-stage"),
     "--output-dir": ("--output_dir", "--save-path", "--save_path"),
     "--trust-remote-code": ("--trust_remote_code",),
     "--local-dir": ("--local_dir",),

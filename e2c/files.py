@@ -114,14 +114,38 @@ def check_output_dir(path: str | Path, flag: str) -> None:
     _check_dir(Path(path), f"{flag} {path}")
 
 
+def ensure_output_dir(path: str | Path, flag: str) -> Path:
+    """:func:`check_output_dir`, then create the folder: for a trainer that writes into it from other
+    processes. Returns ``path``. A file in its place is refused as ``FLAG PATH exists and is not a folder``,
+    an existing folder this process cannot write as ``FLAG PATH is not writable``."""
+    path = Path(path)
+    if os.path.lexists(path) and not path.is_dir():
+        raise UserError(f"{flag} {path} exists and is not a folder")
+    if path.is_dir():
+        _probe_write(path, f"{flag} {path} is not writable")
+        return path
+    check_output_dir(path, flag)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"cannot create {flag} {path}: {e.strerror or e}") from None
+    return path
+
+
 def _check_dir(path: Path, what: str) -> None:
     base = _nearest_existing(path)
     if not base.is_dir():
         raise UserError(f"{what}: {base} is a file, not a folder")
-    try:  # permission bits do not tell (root ignores them; read-only mounts): try a write
-        fd, name = tempfile.mkstemp(prefix=".e2c-write-check.", dir=base)
+    _probe_write(base, f"{what}: cannot write in {base}")
+
+
+def _probe_write(folder: Path, message: str) -> None:
+    """UserError ``message (reason)`` unless a file can be created in ``folder``; permission bits do not
+    tell (root ignores them; read-only mounts), so a file is created and removed at once."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=".e2c-write-check.", dir=folder)
     except OSError as e:
-        raise UserError(f"{what}: cannot write in {base} ({e.strerror or e})") from None
+        raise UserError(f"{message} ({e.strerror or e})") from None
     os.close(fd)
     os.unlink(name)
 

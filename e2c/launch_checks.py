@@ -12,7 +12,6 @@ import contextlib
 import difflib
 import importlib.util
 import os
-import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -295,22 +294,3 @@ def check_model_folder(path: str) -> None:
         raise UserError(str(e)) from None
     if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")):
         raise UserError(f"model folder {folder} has no tokenizer (tokenizer.json or tokenizer_config.json)")
-
-
-def writable_dir(path: Path, what: str) -> Path:
-    """Create ``path`` if needed and make sure a file can be written in it (one line if not).
-
-    Tried by writing, not by permission bits: as root those say yes on a read-only file system."""
-    path = Path(path)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise UserError(f"{what} {path} exists and is not a folder") from None
-    except OSError as e:
-        raise UserError(f"cannot create {what} {path}: {e.strerror}") from None
-    try:
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as e:
-        raise UserError(f"{what} {path} is not writable: {e.strerror}") from None
-    return path

@@ -3,7 +3,7 @@
 # with a response budget, each from the previous stage's checkpoint, validated at 2x its budget.
 #
 #   bash scripts/e2c_curriculum.sh                              # configs/e2c_curriculum.yaml (e3: 8k easy, 16k harder)
-#   bash scripts/e2c_curriculum.sh --model tiny --steps-per-stage 1   # CPU smoke run
+#   bash scripts/e2c_curriculum.sh --model tiny --steps 1   # CPU smoke run (steps per stage)
 #
 # Env (each has a default):
 #   MODEL_PATH   stage-1 start model (default models/checkpoints/sft/final; tiny|embedded|folder|HF id)

@@ -13,7 +13,7 @@
 #   OUTPUT_DIR   run folder (default models/checkpoints/rl/grpo_stage<N>)
 #   TOTAL_TRAINING_STEPS  stop after N steps (default: the config's epochs)
 #   NNODES       nodes in the ray cluster (default 1); CUDA_VISIBLE_DEVICES picks GPUs (default: all)
-# With no GPU the CPU set-up of e2c/rl/cpu.py is used (hf rollout, small preset); on this 2-core CPU a
+# With no GPU the CPU set-up of configs/cpu/rl.yaml is used (hf rollout, small preset); on this 2-core CPU a
 # tiny-model step takes a few seconds, an embedded SmolLM2-135M step about a minute.
 # Everything after `--` is passed to Hydra, e.g. `-- trainer.save_freq=10 data.train_batch_size=128`.
 set -euo pipefail

@@ -61,69 +61,137 @@ CUR = {"TRAIN_DATA": "{rl}", "VAL_DATA": "{rl}", "OUTPUT_DIR": "{run}"}
 CASES = {
     # --- the issue's list
     "rl-stage2-missing-stage1-with-model": (
-        "e2c_rl.sh", RL, ["--stage", "2", "--stage1-dir", "{run}/MISSING"], "both pick stage 2's start model"
+        "e2c_rl.sh",
+        RL,
+        ["--stage", "2", "--stage1-dir", "{run}/MISSING"],
+        "both pick stage 2's start model",
     ),
     "rl-stage2-missing-stage1": (
-        "e2c_rl.sh", {**RL, "MODEL_PATH": None}, ["--stage", "2", "--stage1-dir", "{run}/MISSING"],
+        "e2c_rl.sh",
+        {**RL, "MODEL_PATH": None},
+        ["--stage", "2", "--stage1-dir", "{run}/MISSING"],
         "no finished checkpoint in {run}/MISSING: the folder does not exist",
     ),
-    "rl-steps-negative": ("e2c_rl.sh", {**RL, "TOTAL_TRAINING_STEPS": "-1"}, [], "--steps must be at least 1"),
-    "rl-steps-zero": ("e2c_rl.sh", {**RL, "TOTAL_TRAINING_STEPS": "0"}, [], "--steps must be at least 1"),
-    "rl-unknown-key": (
-        "e2c_rl.sh", RL, ["--", "nonexistent.key=1"], "unknown config key 'nonexistent.key'",
+    "rl-steps-negative": (
+        "e2c_rl.sh",
+        {**RL, "TOTAL_TRAINING_STEPS": "-1"},
+        [],
+        "--steps must be at least 1",
     ),
+    "rl-steps-zero": ("e2c_rl.sh", {**RL, "TOTAL_TRAINING_STEPS": "0"}, [], "--steps must be at least 1"),
+    "rl-unknown-key": ("e2c_rl.sh", RL, ["--", "nonexistent.key=1"], "unknown config key 'nonexistent.key'"),
     "rl-bad-float": (
-        "e2c_rl.sh", RL, ["--", "actor_rollout_ref.actor.optim.lr=abc"],
+        "e2c_rl.sh",
+        RL,
+        ["--", "actor_rollout_ref.actor.optim.lr=abc"],
         "actor_rollout_ref.actor.optim.lr: 'abc' is not a float",
     ),
     "rl-missing-prompt-column": (
-        "e2c_rl.sh", {**RL, "TRAIN_DATA": "{noprompt}"}, [], "{noprompt} has no column 'prompt'"
+        "e2c_rl.sh",
+        {**RL, "TRAIN_DATA": "{noprompt}"},
+        [],
+        "{noprompt} has no column 'prompt'",
     ),
     "rl-unknown-flag": ("e2c_rl.sh", RL, ["--bogus"], "unrecognized arguments: --bogus"),
     "sft-bad-float": ("e2c_sft.sh", SFT, ["optim.lr=abc"], "optim.lr: 'abc' is not a float"),
-    "sft-unknown-key": ("e2c_sft.sh", SFT, ["nonexistent.key=1"], "to add a new key write +nonexistent.key=1"),
+    "sft-unknown-key": (
+        "e2c_sft.sh",
+        SFT,
+        ["nonexistent.key=1"],
+        "to add a new key write +nonexistent.key=1",
+    ),
     "sft-steps-negative": (
-        "e2c_sft.sh", {**SFT, "TOTAL_TRAINING_STEPS": "-1"}, [], "--total-steps must be at least 1"
+        "e2c_sft.sh",
+        {**SFT, "TOTAL_TRAINING_STEPS": "-1"},
+        [],
+        "--total-steps must be at least 1",
     ),
     # --- beyond it
     "rl-corrupt-parquet": ("e2c_rl.sh", {**RL, "TRAIN_DATA": "{corrupt}"}, [], "not a readable parquet file"),
     "rl-missing-data": (
-        "e2c_rl.sh", {**RL, "TRAIN_DATA": "{run}/none.parquet"}, [], "{run}/none.parquet does not exist"
+        "e2c_rl.sh",
+        {**RL, "TRAIN_DATA": "{run}/none.parquet"},
+        [],
+        "{run}/none.parquet does not exist",
     ),
     "rl-steps-not-a-number": (
-        "e2c_rl.sh", {**RL, "TOTAL_TRAINING_STEPS": "ten"}, [], "TOTAL_TRAINING_STEPS must be a whole number"
+        "e2c_rl.sh",
+        {**RL, "TOTAL_TRAINING_STEPS": "ten"},
+        [],
+        "TOTAL_TRAINING_STEPS must be a whole number",
     ),
     "rl-nnodes-not-a-number": ("e2c_rl.sh", {**RL, "NNODES": "two"}, [], "NNODES must be a whole number"),
     "rl-model-no-weights": ("e2c_rl.sh", {**RL, "MODEL_PATH": "{noweights}"}, [], "but no weights"),
     "rl-output-is-a-file": ("e2c_rl.sh", {**RL, "OUTPUT_DIR": "{file}"}, [], "exists and is not a folder"),
     "rl-output-existing-unwritable": (
-        "e2c_rl.sh", {**RL, "OUTPUT_DIR": "/sys/kernel"}, [], "output folder /sys/kernel is not writable"
+        "e2c_rl.sh",
+        {**RL, "OUTPUT_DIR": "/sys/kernel"},
+        [],
+        "output folder /sys/kernel is not writable",
     ),
-    "rl-data-is-a-folder": ("e2c_rl.sh", {**RL, "TRAIN_DATA": "{noweights}"}, [], "is a folder; pass the data file"),
-    "rl-stage1-dir-on-stage1": ("e2c_rl.sh", RL, ["--stage1-dir", "{run}"], "--stage1-dir is the start of --stage 2"),
+    "rl-data-is-a-folder": (
+        "e2c_rl.sh",
+        {**RL, "TRAIN_DATA": "{noweights}"},
+        [],
+        "is a folder; pass the data file",
+    ),
+    "rl-stage1-dir-on-stage1": (
+        "e2c_rl.sh",
+        RL,
+        ["--stage1-dir", "{run}"],
+        "--stage1-dir is the start of --stage 2",
+    ),
     "rl-negative-budget": ("e2c_rl.sh", RL, ["--explore-budget", "-5"], "--explore-budget must be 0"),
+    "rl-unknown-e2c-key": (
+        "e2c_rl.sh",
+        RL,
+        ["--", "+e2c.explore_coef=2"],
+        "unknown key e2c.explore_coef in the e2c config group; valid keys: e2c.algo",
+    ),
     "rl-bad-bool": ("e2c_rl.sh", RL, ["--", "trainer.val_before_train=maybe"], "is not a boolean"),
-    "dapo-unknown-key": ("e2c_dapo.sh", RL, ["--", "nonexistent.key=1"], "unknown config key 'nonexistent.key'"),
+    "dapo-unknown-key": (
+        "e2c_dapo.sh",
+        RL,
+        ["--", "nonexistent.key=1"],
+        "unknown config key 'nonexistent.key'",
+    ),
     "dapo-algo-env": ("e2c_rl.sh", {**RL, "E2C_ALGO": "ppo"}, [], "invalid choice: 'ppo'"),
     "sft-missing-messages-column": (
-        "e2c_sft.sh", {**SFT, "TRAIN_DATA": "{nomessages}"}, [], "{nomessages} has no column 'messages'"
+        "e2c_sft.sh",
+        {**SFT, "TRAIN_DATA": "{nomessages}"},
+        [],
+        "{nomessages} has no column 'messages'",
     ),
-    "sft-jsonl-data": ("e2c_sft.sh", {**SFT, "TRAIN_DATA": "{jsonl}"}, [], "the trainer reads .parquet files"),
+    "sft-jsonl-data": (
+        "e2c_sft.sh",
+        {**SFT, "TRAIN_DATA": "{jsonl}"},
+        [],
+        "the trainer reads .parquet files",
+    ),
     "sft-node-rank": ("e2c_sft.sh", {**SFT, "NODE_RANK": "x"}, [], "NODE_RANK must be a whole number"),
     "sft-output-is-a-file": ("e2c_sft.sh", {**SFT, "OUTPUT_DIR": "{file}"}, [], "exists and is not a folder"),
     "sft-unknown-flag": ("e2c_sft.sh", SFT, ["--bogus"], "unrecognized argument '--bogus'"),
     "ef-sft-rows-without-scope": ("ef-sft.sh", SFT, [], "{sft} has no column 'loss_scope'"),
     "sft-bad-int": ("e2c_sft.sh", SFT, ["data.max_length=long"], "data.max_length: 'long' is not an integer"),
     "curriculum-steps-negative": (
-        "e2c_curriculum.sh", CUR, ["--model", "tiny", "--steps-per-stage", "-1"], "--steps-per-stage must be 0"
+        "e2c_curriculum.sh",
+        CUR,
+        ["--model", "tiny", "--steps", "-1"],
+        "--steps must be 0",
     ),
     "curriculum-unknown-key": (
-        "e2c_curriculum.sh", CUR, ["--model", "tiny", "--", "nonexistent.key=1"], "stage 'easy': unknown config key"
+        "e2c_curriculum.sh",
+        CUR,
+        ["--model", "tiny", "--", "nonexistent.key=1"],
+        "stage 'easy': unknown config key",
     ),
     "curriculum-missing-prompt-column": (
-        "e2c_curriculum.sh", {**CUR, "TRAIN_DATA": "{noprompt}"}, ["--model", "tiny"], "has no column 'prompt'"
+        "e2c_curriculum.sh",
+        {**CUR, "TRAIN_DATA": "{noprompt}"},
+        ["--model", "tiny"],
+        "has no column 'prompt'",
     ),
-}  # fmt: skip
+}
 
 
 def _snapshot(files_root: Path, repo_outputs: Path) -> dict[str, object]:
@@ -225,8 +293,17 @@ def test_valid_overrides_pass_and_launcher_paths_hydra_cannot_take_are_named() -
     from e2c.cli import UserError
     from e2c.launch_checks import compose_checked
 
-    cfg = compose_checked(ROOT / "configs", "e2c_grpo", ["e2c_stage=stage2"], ["actor_rollout_ref.actor.optim.lr=5e-06",
-                          "data.train_batch_size=2", "trainer.val_before_train=False", "+e2c.extra=1"])  # fmt: skip
+    cfg = compose_checked(
+        ROOT / "configs",
+        "e2c_grpo",
+        ["e2c_stage=stage2"],
+        [
+            "actor_rollout_ref.actor.optim.lr=5e-06",
+            "data.train_batch_size=2",
+            "trainer.val_before_train=False",
+            "+e2c.extra=1",
+        ],
+    )
     assert cfg.actor_rollout_ref.actor.optim.lr == 5e-06 and cfg.e2c.stage == 2
     with pytest.raises(UserError, match="reads the commas"):
         compose_checked(ROOT / "configs", "e2c_grpo", ["trainer.default_local_dir=/tmp/a,b"], [])

@@ -103,7 +103,8 @@ def test_every_id_stopping_path_uses_the_shared_eos_ids() -> None:
     from types import SimpleNamespace
 
     from e2c.generation import base, hf
-    from e2c.rl import agent_loop, hf_rollout, reward
+    from e2c.rl import agent_loop, reward
+    from e2c.verl_cpu import hf_rollout
 
     assert hf.eos_ids is agent_loop.eos_ids is hf_rollout.eos_ids is reward.eos_ids is base.eos_ids
     qwen_tok, qwen_cfg = SimpleNamespace(eos_token_id=151645), SimpleNamespace(eos_token_id=[151645, 151643])

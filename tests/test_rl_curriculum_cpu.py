@@ -63,8 +63,9 @@ def test_stage_data_bands_and_budgets_cpu(tmp_path: Path) -> None:
 
     cfg = {"difficulty_field": "difficulty", "val_budget_factor": 2}
     rows = _rows(12)
-    tr, va, vb = stage_data(cfg, {"name": "easy", "difficulty": {"max": 1}, "max_response_length": 32}, rows,
-                            rows[:4], tmp_path)  # fmt: skip
+    tr, va, vb = stage_data(
+        cfg, {"name": "easy", "difficulty": {"max": 1}, "max_response_length": 32}, rows, rows[:4], tmp_path
+    )
     assert vb == 64
     train, val = pd.read_parquet(tr), pd.read_parquet(va)
     assert len(train) == 4 and {e["difficulty"] for e in train.extra_info} == {1}
@@ -125,9 +126,14 @@ def test_curriculum_two_stages_tiny_cpu(tmp_path: Path) -> None:
         "  - {name: hard, difficulty: {min: 2}, max_response_length: 48}\n"
     )
     out = tmp_path / "cur"
-    cmd = ["bash", "scripts/e2c_curriculum.sh", "--model", "tiny", "--steps-per-stage", "1"]
-    env = {**os.environ, "CURRICULUM": str(cur), "TRAIN_DATA": str(data), "VAL_DATA": str(data),
-           "OUTPUT_DIR": str(out)}  # fmt: skip
+    cmd = ["bash", "scripts/e2c_curriculum.sh", "--model", "tiny", "--steps", "1"]
+    env = {
+        **os.environ,
+        "CURRICULUM": str(cur),
+        "TRAIN_DATA": str(data),
+        "VAL_DATA": str(data),
+        "OUTPUT_DIR": str(out),
+    }
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     s1, s2 = out / "01_easy", out / "02_hard"

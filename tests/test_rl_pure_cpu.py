@@ -11,9 +11,9 @@ import torch
 
 from e2c.rl.advantage import segment_stats, weight_advantages, weight_advantages_reference
 from e2c.rl.agent_loop import join_phases
-from e2c.rl.cpu import normalize_backend
-from e2c.rl.hf_rollout import max_new_tokens, sampling_key
 from e2c.rl.reward import overlong_penalty
+from e2c.verl_cpu.hf_rollout import max_new_tokens, sampling_key
+from e2c.verl_cpu.platform import normalize_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -167,7 +167,7 @@ def test_stage_configs_compose_with_paper_settings_cpu(algo: str) -> None:
 
 def test_rollout_dtype_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     from e2c.generation.hf import cpu_has_bf16
-    from e2c.rl.hf_rollout import rollout_dtype
+    from e2c.verl_cpu.hf_rollout import rollout_dtype
 
     assert rollout_dtype("float32") is torch.float32 and rollout_dtype("bfloat16") is torch.bfloat16
     monkeypatch.setenv("E2C_ROLLOUT_DTYPE", "auto")
@@ -194,3 +194,61 @@ def test_metrics_survive_relaunches_cpu(tmp_path: Path) -> None:
     (run / "metrics.jsonl").write_text("")  # killed before its first step
     restore_metrics(run)
     assert len((run / "metrics.jsonl").read_text().splitlines()) == 3
+
+
+def test_cpu_overrides_come_from_the_configs_folder_cpu(tmp_path: Path) -> None:
+    """The CPU set-up lives in configs/cpu/rl.yaml; the launcher passes it as Hydra text, preset first, and its
+    own keys (here --save-freq) replace a preset value in place."""
+    import yaml
+
+    from e2c.rl.launch import build_overrides, cpu_overrides, parse_args
+
+    doc = yaml.safe_load((ROOT / "configs" / "cpu" / "rl.yaml").read_text())
+    got = cpu_overrides()
+    assert list(got) == [*doc["preset"], *doc["fixed"]]
+    assert got["data.train_batch_size"] == "4" and got["actor_rollout_ref.actor.use_dynamic_bsz"] == "false"
+    assert got["+ray_kwargs.ray_init.num_gpus"] == "1" and got["trainer.device"] == "cpu"
+    args = parse_args(["--model", "tiny", "--save-freq", "3"])
+    args.model_path, args.output_dir = "m", tmp_path
+    cpu = build_overrides(args, 0)
+    assert cpu[: len(got)] == [f"{k}={got[k] if k != 'trainer.save_freq' else '3'}" for k in got]
+    assert not any(o.startswith("trainer.device=") for o in build_overrides(args, 2))
+
+
+def test_output_folder_is_checked_then_created_cpu(tmp_path: Path) -> None:
+    from e2c.cli import UserError
+    from e2c.files import ensure_output_dir
+
+    made = ensure_output_dir(tmp_path / "a" / "b", "output folder")
+    assert made.is_dir()
+    assert ensure_output_dir(made, "output folder") == made  # an existing folder is fine
+    (tmp_path / "f").write_text("keep me\n")
+    for path, message in (
+        (tmp_path / "f", f"output folder {tmp_path / 'f'} exists and is not a folder"),
+        (tmp_path / "f" / "run", f"{tmp_path / 'f'} is a file, not a folder"),
+        (Path("/sys/kernel"), "output folder /sys/kernel is not writable"),
+        (Path("/sys/kernel/e2c-run"), "cannot write in /sys/kernel"),
+    ):
+        with pytest.raises(UserError) as err:
+            ensure_output_dir(path, "output folder")
+        assert message in str(err.value), err.value
+    assert (tmp_path / "f").read_text() == "keep me\n"
+
+
+def test_stage2_start_is_the_latest_complete_checkpoint_cpu(tmp_path: Path) -> None:
+    from e2c.checkpoints import TRACKER
+    from e2c.cli import UserError
+    from e2c.rl.launch import latest_hf_checkpoint
+
+    with pytest.raises(UserError, match="the folder does not exist"):
+        latest_hf_checkpoint(tmp_path / "none")
+    with pytest.raises(UserError, match=f"no {TRACKER} naming a saved step"):
+        latest_hf_checkpoint(tmp_path)
+    hf = tmp_path / "global_step_4" / "actor" / "huggingface"
+    hf.mkdir(parents=True)
+    (tmp_path / TRACKER).write_text("4\n")
+    with pytest.raises(UserError, match="has no HF weights"):
+        latest_hf_checkpoint(tmp_path)
+    (hf / "config.json").write_text("{}")
+    (hf / "model.safetensors").write_bytes(b"")
+    assert latest_hf_checkpoint(tmp_path) == hf

@@ -237,9 +237,13 @@ def _verl_actor_loss(fields: dict[str, torch.Tensor], log_prob: torch.Tensor, re
     config.global_batch_info = info
     adv = _padded(fields["advantages"])
     pg, _ = get_policy_loss_fn("vanilla")(
-        old_log_prob=log_prob, log_prob=log_prob, advantages=adv, response_mask=mask,
-        loss_agg_mode="token-mean", config=config,
-    )  # fmt: skip
+        old_log_prob=log_prob,
+        log_prob=log_prob,
+        advantages=adv,
+        response_mask=mask,
+        loss_agg_mode="token-mean",
+        config=config,
+    )
     entropy = agg_loss(loss_mat=fields["_entropy"], loss_mask=mask, loss_agg_mode="token-mean", **info)
     kld = kl_penalty(logprob=log_prob, ref_logprob=ref, kl_penalty="low_var_kl")
     kl = agg_loss(loss_mat=kld, loss_mask=mask, loss_agg_mode="token-mean", **info)
@@ -351,7 +355,7 @@ def _probe(code: str) -> tuple[dict, str]:
 
 @pytest.mark.parametrize(
     "first",
-    ["e2c.rl.reward", "e2c.rl.trainer", "e2c.rl.agent_loop", "verl", "e2c.rl.plugin", "e2c.rl.hf_verl"],
+    ["e2c.rl.reward", "e2c.rl.trainer", "e2c.rl.agent_loop", "verl", "e2c.rl.plugin", "e2c.verl_cpu.hf_verl"],
 )
 def test_plugin_registers_whatever_is_imported_first_cpu(first: str) -> None:
     res, err = _probe(f"import {first}\n")

@@ -147,8 +147,9 @@ def test_grpo_resumes_from_latest_checkpoint_cpu(grpo_runs: dict) -> None:
     data = str(grpo_runs["data"])
     env = {**os.environ, "TRAIN_DATA": data, "VAL_DATA": data, "TOTAL_TRAINING_STEPS": "3"}
     cmd = ["bash", "scripts/e2c_rl.sh", "--stage", "1", "--model", "tiny", "--output-dir", str(s1)]
-    res = subprocess.run([*cmd, "--", "trainer.save_freq=1"], capture_output=True, text=True, cwd=ROOT, env=env,
-                         timeout=600)  # fmt: skip
+    res = subprocess.run(
+        [*cmd, "--", "trainer.save_freq=1"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600
+    )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     steps = [json.loads(line)["step"] for line in (s1 / "metrics.jsonl").read_text().splitlines() if line]
     assert steps == [1, 2, 3]

@@ -1,4 +1,4 @@
-"""The RL rollout's two CPU engines (:mod:`e2c.rl.rollout_engine`) against each other on the tiny model in
+"""The RL rollout's two CPU engines (:mod:`e2c.verl_cpu.rollout_engine`) against each other on the tiny model in
 fp32: the same greedy tokens and log-probabilities, stop ids kept, budgets kept (0 included), pushed weights
 used by the next decode (vLLM's prefix cache dropped), seeded sampling that repeats, and sampled-token
 log-probabilities equal to a plain forward pass. The vLLM half needs vllm (skipped without it); the cases
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from e2c.rl.rollout_engine import rollout_engine
+from e2c.verl_cpu.rollout_engine import rollout_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,8 +36,13 @@ def test_engine_choice(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_vllm_engine_matches_transformers_engine(tiny_path: str, tmp_path: Path) -> None:
     out = tmp_path / "probe.json"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
-    r = subprocess.run([sys.executable, str(ROOT / "tests" / "fixtures" / "rollout_engine_probe.py"), tiny_path,
-                        str(out)], capture_output=True, text=True, env=env, timeout=600)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "fixtures" / "rollout_engine_probe.py"), tiny_path, str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     d = json.loads(out.read_text())
     hf, vl = d["hf"], d["vllm"]
@@ -64,9 +69,11 @@ def test_vllm_engine_matches_transformers_engine(tiny_path: str, tmp_path: Path)
 @pytest.mark.parametrize("var", ["E2C_ROLLOUT_ENGINE", "E2C_ROLLOUT_DTYPE"])
 def test_launcher_refuses_a_bad_rollout_variable_in_one_line(var: str, tmp_path: Path) -> None:
     env = {**os.environ, var: "nope", "CUDA_VISIBLE_DEVICES": ""}
-    r = subprocess.run([sys.executable, "-m", "e2c.rl.launch", "--stage", "1", "--model", "tiny", "--dry-run",
-                        "--output-dir", str(tmp_path / "run")], capture_output=True, text=True, env=env, cwd=ROOT,
-                       timeout=120)  # fmt: skip
+    cmd = [sys.executable, "-m", "e2c.rl.launch", "--stage", "1", "--model", "tiny", "--dry-run"]
+    cmd += ["--output-dir", str(tmp_path / "run")]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert r.returncode == 2
-    assert r.stderr.strip().splitlines() == [f"error: {var}='nope' is not one of auto, " + (
-        "hf, vllm" if var == "E2C_ROLLOUT_ENGINE" else "bfloat16, float32")]  # fmt: skip
+    assert r.stderr.strip().splitlines() == [
+        f"error: {var}='nope' is not one of auto, "
+        + ("hf, vllm" if var == "E2C_ROLLOUT_ENGINE" else "bfloat16, float32")
+    ]

@@ -48,7 +48,22 @@ def weight_advantages(
     coef: float,
     execute_coef: float = 1.0,
 ) -> tuple[Any, Any]:
-    """``advantages`` with exploration tokens scaled by ``coef`` (see :func:`exploration_weights`)."""
+    """``advantages`` with exploration tokens scaled by ``coef`` (see :func:`exploration_weights`).
+
+    Returns ``(weighted, explore_mask)``. Row 0 closes its exploration with the boundary (id 7): its first
+    three tokens are doubled, the execution after them is not. Row 1 has no boundary: weight 1.0 throughout.
+    Padding (mask 0) gets 0.
+
+    >>> import torch
+    >>> adv = torch.tensor([[1.0, 1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5, 0.5]])
+    >>> ids = torch.tensor([[3, 4, 7, 5, 6], [3, 4, 5, 0, 0]])
+    >>> mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
+    >>> weighted, explore = weight_advantages(adv, ids, mask, boundary_id=7, coef=2.0)
+    >>> weighted.tolist()
+    [[2.0, 2.0, 2.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.0, 0.0]]
+    >>> explore.tolist()
+    [[True, True, True, False, False], [False, False, False, False, False]]
+    """
     weights, explore = exploration_weights(responses, response_mask, boundary_id, coef, execute_coef)
     return advantages * weights.to(advantages.dtype), explore
 

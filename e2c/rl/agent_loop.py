@@ -38,20 +38,11 @@ from verl.utils.profiler import simple_timer
 from e2c.chain import get_format
 from e2c.generation.base import eos_ids  # also imported from here by e2c.rl.reward
 from e2c.rl import registry
+from e2c.rl.settings import e2c_settings
 
 logger = logging.getLogger(__name__)
 
 AGENT_LOOP_NAME = "e2c"
-
-
-def elastic_settings(config: Any) -> dict[str, Any]:
-    """``e2c.rollout`` settings with defaults: format name, budgets (0 = single call)."""
-    group = (config.get("e2c", None) or {}).get("rollout", None) or {}
-    return {
-        "format": str(group.get("format", "e2c")),
-        "explore_budget": int(group.get("explore_budget", 0) or 0),
-        "execute_budget": int(group.get("execute_budget", 0) or 0),
-    }
 
 
 def row_budget(extra_info: Any, response_length: int) -> int:
@@ -125,12 +116,12 @@ class E2CAgentLoop(AgentLoopBase):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.response_length = int(self.rollout_config.response_length)
-        self.settings = elastic_settings(self.config)
-        self.fmt = get_format(self.settings["format"])
+        self.settings = e2c_settings(self.config).rollout
+        self.fmt = get_format(self.settings.format)
         enc = self.tokenizer.encode
         self.opener_ids = enc(self.fmt.assistant_prefix("full"), add_special_tokens=False)
         boundary = enc(self.fmt.explore_boundary, add_special_tokens=False)
-        if self.settings["explore_budget"] and len(boundary) != 1:
+        if self.settings.explore_budget and len(boundary) != 1:
             raise ValueError(
                 f"elastic budgets need {self.fmt.explore_boundary!r} to be one token of the tokenizer; "
                 "train from a model with the E2C tags"
@@ -146,7 +137,7 @@ class E2CAgentLoop(AgentLoopBase):
         model_path = (self.config.get("actor_rollout_ref", None) or {}).get("model", {}).get("path", None)
         self.eos_ids = (
             eos_ids(self.tokenizer, model_generation_config(model_path))
-            if self.settings["explore_budget"]
+            if self.settings.explore_budget
             else frozenset()
         )
 
@@ -166,7 +157,7 @@ class E2CAgentLoop(AgentLoopBase):
                 f"rollout.prompt_length={self.rollout_config.prompt_length}; raise data.max_prompt_length"
             )
         metrics: dict[str, Any] = {}
-        budget = self.settings["explore_budget"]
+        budget = self.settings.explore_budget
         cap = row_budget(kwargs.get("extra_info"), self.response_length)
         with simple_timer("generate_sequences", metrics):
             requested = [int(t) for t in sampling_params.get("stop_token_ids") or ()]
@@ -196,7 +187,7 @@ class E2CAgentLoop(AgentLoopBase):
                     explore_ids, None, self.boundary_id, self.bridge_ids, [], None, stops
                 )
                 left = cap - len(head)
-                exec_budget = min(self.settings["execute_budget"] or left, left)
+                exec_budget = min(self.settings.execute_budget or left, left)
                 exec_ids: list[int] = []
                 exec_lps = None
                 if exec_budget > 0:

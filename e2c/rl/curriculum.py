@@ -22,7 +22,6 @@ from typing import Any
 
 from e2c.cli import ArgumentParser, UserError, fail
 
-REPO = Path(__file__).resolve().parents[2]
 DONE = "CURRICULUM_DONE"
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
@@ -169,13 +168,15 @@ def check_inputs(cfg: Mapping[str, Any], args: Any) -> None:
     """Everything a later stage would trip over, checked before stage 1 writes or trains anything: the
     data files, the start model, every stage's overrides (composed as that stage's launch will) and the
     output folder."""
-    from e2c.launch_checks import check_data_file, compose_checked, writable_dir
-    from e2c.rl.launch import CPU_FIXED, CPU_PRESET, DATA_SUFFIXES, cuda_gpu_count, resolve_model_path
+    from e2c.devices import gpu_count
+    from e2c.files import ensure_output_dir
+    from e2c.launch_checks import check_data_file, compose_checked
+    from e2c.paths import configs_dir
+    from e2c.rl.launch import DATA_SUFFIXES, cpu_overrides, resolve_model_path
+    from e2c.rl.settings import e2c_settings
 
-    if args.steps_per_stage < 0:
-        raise UserError(
-            f"--steps-per-stage must be 0 (the config's epochs) or more, got {args.steps_per_stage}"
-        )
+    if args.steps < 0:
+        raise UserError(f"--steps must be 0 (the config's epochs) or more, got {args.steps}")
     for value, what, flag in (
         (args.train_data, "training data", "--train-data (TRAIN_DATA)"),
         (args.val_data, "validation data", "--val-data (VAL_DATA)"),
@@ -184,8 +185,8 @@ def check_inputs(cfg: Mapping[str, Any], args: Any) -> None:
             check_data_file(f, what, "rl", DATA_SUFFIXES, flag)
     resolve_model_path(args.model)
     fixed = [f"e2c_stage=stage{cfg.get('stage', 2)}"]
-    if cuda_gpu_count() == 0:
-        fixed += [f"{k}={v}" for k, v in {**CPU_PRESET, **CPU_FIXED}.items()]
+    if gpu_count() == 0:
+        fixed += [f"{k}={v}" for k, v in cpu_overrides().items()]
     for stage in cfg["stages"]:
         budget = int(stage["max_response_length"])
         data = (
@@ -193,16 +194,15 @@ def check_inputs(cfg: Mapping[str, Any], args: Any) -> None:
             Path("val.parquet"),
             round(budget * float(cfg.get("val_budget_factor", 2))),
         )
-        launch = launch_args(
-            cfg, stage, "model", data, Path("out"), args.steps_per_stage, list(args.overrides)
-        )
+        launch = launch_args(cfg, stage, "model", data, Path("out"), args.steps, list(args.overrides))
         try:
-            compose_checked(
-                REPO / "configs", f"e2c_{cfg.get('algo', 'grpo')}", fixed, launch[launch.index("--") + 1 :]
+            composed = compose_checked(
+                configs_dir(), f"e2c_{cfg.get('algo', 'grpo')}", fixed, launch[launch.index("--") + 1 :]
             )
+            e2c_settings(composed)
         except UserError as e:
             raise UserError(f"stage {stage['name']!r}: {e}") from None
-    writable_dir(Path(args.output_dir), "output folder")
+    ensure_output_dir(Path(args.output_dir), "output folder")
 
 
 def run_curriculum(
@@ -254,42 +254,49 @@ def run_curriculum(
     return runs
 
 
+def with_defaults(args: Any) -> None:
+    """Fill the folders the command line left out, under the project folder (:mod:`e2c.paths`)."""
+    from e2c.paths import configs_dir, data_dir, project_root
+    from e2c.rl.launch import default_sft_model
+
+    rl_data = data_dir() / "processed" / "rl"
+    args.config = args.config or str(configs_dir() / "e2c_curriculum.yaml")
+    args.model = args.model or str(default_sft_model())
+    args.train_data = args.train_data or str(rl_data / "e2c_rl_train.parquet")
+    args.val_data = args.val_data or str(rl_data / "e2c_rl_val.parquet")
+    args.output_dir = args.output_dir or str(project_root() / "models" / "checkpoints" / "rl" / "curriculum")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = ArgumentParser(prog="e2c_curriculum", description=__doc__.splitlines()[0])
     p.add_argument(
-        "--config",
-        default=str(REPO / "configs" / "e2c_curriculum.yaml"),
-        help="curriculum YAML (default: e3's)",
+        "--config", default=None, help="curriculum YAML (default: configs/e2c_curriculum.yaml, e3's)"
     )
     p.add_argument(
         "--model",
-        default=str(REPO / "models" / "checkpoints" / "sft" / "final"),
+        default=None,
         help="stage-1 start model: tiny|embedded|folder|HF id (default models/checkpoints/sft/final)",
     )
     p.add_argument(
-        "--train-data",
-        default=str(REPO / "data" / "processed" / "rl" / "e2c_rl_train.parquet"),
-        help="RL parquet(s)",
+        "--train-data", default=None, help="RL parquet(s) (default data/processed/rl/e2c_rl_train.parquet)"
     )
     p.add_argument(
         "--val-data",
-        default=str(REPO / "data" / "processed" / "rl" / "e2c_rl_val.parquet"),
-        help="validation parquet(s)",
+        default=None,
+        help="validation parquet(s) (default data/processed/rl/e2c_rl_val.parquet)",
     )
     p.add_argument(
         "--output-dir",
-        default=str(REPO / "models" / "checkpoints" / "rl" / "curriculum"),
+        default=None,
         help="one sub-folder per stage (default models/checkpoints/rl/curriculum)",
     )
     p.add_argument(
-        "--steps-per-stage",
-        type=int,
-        default=0,
-        help="stop each stage after N steps (0: the config's epochs)",
+        "--steps", type=int, default=0, help="stop each stage after N steps (0: the config's epochs)"
     )
     p.add_argument("overrides", nargs="*", help="Hydra overrides for every stage, after --")
     args = p.parse_args(argv)
     try:
+        with_defaults(args)
         cfg = load_curriculum(args.config)
         check_inputs(cfg, args)
         runs = run_curriculum(
@@ -298,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
             args.train_data,
             args.val_data,
             Path(args.output_dir).resolve(),
-            args.steps_per_stage,
+            args.steps,
             args.overrides,
         )
     except UserError as e:

@@ -1,17 +1,19 @@
 """Launch E2C RL (GRPO or DAPO, stage 1 or 2) on verl: ``python -m e2c.rl.launch`` (wrapped by
 ``scripts/e2c_rl.sh`` and ``scripts/e2c_dapo.sh``).
 
-The launcher picks the stage's Hydra config (``configs/e2c_<algo>.yaml`` with ``e2c_stage=stage<N>``, inheriting verl's
-``ppo_trainer``), resolves the model, hands stage 1's final checkpoint to stage 2, and adds the overrides
+The launcher picks the stage's Hydra config (``configs/e2c_<algo>.yaml`` with ``e2c_stage=stage<N>``,
+inheriting verl's ``ppo_trainer``), resolves the model, hands stage 1's final checkpoint to stage 2, and adds the overrides
 that make the same config run here:
 
 - GPU (CUDA visible): vLLM rollout, the config's sizes, ``n_gpus_per_node`` from the visible GPUs.
-- CPU (no CUDA): the ``hf`` rollout and CPU platform of :mod:`e2c.rl.plugin`, FSDP2 with SDPA attention,
-  ray with logical GPUs, one transfer-queue storage unit, and a small size preset (batch 4, n 4, 256+128
-  tokens) that any override given after ``--`` replaces.
+- CPU (no CUDA): the overrides of ``configs/cpu/rl.yaml``: the ``hf`` rollout and CPU platform that
+  :mod:`e2c.rl.plugin` registers, FSDP2 with SDPA attention, ray with logical GPUs, one transfer-queue
+  storage unit, and a small size preset (batch 4, n 4, 256+128 tokens) that any override given after
+  ``--`` replaces.
 
 Before verl starts, the launcher composes the config with every override in-process and checks the data
-files (the rl schema), the model folder and the output folder (:mod:`e2c.launch_checks`): bad input is one
+files (the rl schema) and the model folder (:mod:`e2c.launch_checks`), the ``e2c`` settings group
+(:mod:`e2c.rl.settings`) and the output folder (:func:`e2c.files.ensure_output_dir`): bad input is one
 ``error:`` line and exit 2, never a traceback from inside verl minutes later. Hydra's own files go to
 ``<output-dir>/hydra/<time>``.
 
@@ -32,9 +34,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from e2c.checkpoints import TRACKER, latest_checkpoint
 from e2c.cli import ArgumentParser, UserError, fail
+from e2c.devices import gpu_count
+from e2c.files import atomic_write_text, ensure_output_dir
+from e2c.paths import configs_dir, project_root
 
-REPO = Path(__file__).resolve().parents[2]
 ALGOS = ("grpo", "dapo")
 # What verl's RL dataset reads (verl.utils.dataset.rl_dataset).
 DATA_SUFFIXES = (".parquet", ".json", ".jsonl")
@@ -42,59 +47,29 @@ METRICS = "metrics.jsonl"
 METRICS_HISTORY = "metrics_history.jsonl"
 STAGES = (1, 2)
 
-# Small enough for a 2-core CPU: one GRPO step of the tiny model in seconds, of SmolLM2-135M in about a minute.
-CPU_PRESET = {
-    "data.train_batch_size": "4",
-    "data.max_prompt_length": "256",
-    "actor_rollout_ref.rollout.prompt_length": "264",
-    "data.max_response_length": "128",
-    "data.val_max_samples": "8",
-    "actor_rollout_ref.rollout.n": "4",
-    "actor_rollout_ref.actor.ppo_mini_batch_size": "4",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "16",
-    "actor_rollout_ref.actor.use_dynamic_bsz": "false",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "16",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": "16",
-    "reward.reward_kwargs.overlong_buffer_cfg.len": "32",
-    "trainer.save_freq": "-1",
-    "trainer.test_freq": "-1",
-}
-
-# What makes verl run without an accelerator (see ../shared/notes/verl-on-cpu.md and e2c/rl/cpu.py).
-CPU_FIXED = {
-    "actor_rollout_ref.rollout.name": "hf",
-    "actor_rollout_ref.rollout.tensor_model_parallel_size": "1",
-    "actor_rollout_ref.actor.strategy": "fsdp2",
-    "actor_rollout_ref.ref.strategy": "fsdp2",
-    "+actor_rollout_ref.model.override_config.attn_implementation": "sdpa",
-    "actor_rollout_ref.model.use_remove_padding": "false",
-    "actor_rollout_ref.model.enable_gradient_checkpointing": "false",
-    "actor_rollout_ref.actor.use_torch_compile": "false",
-    "actor_rollout_ref.ref.use_torch_compile": "false",
-    "actor_rollout_ref.rollout.agent.num_workers": "1",
-    "reward.num_workers": "1",
-    # Two cores: load prompts in the trainer process (worker processes also die noisily at ray shutdown).
-    "data.dataloader_num_workers": "0",
-    "transfer_queue.backend.SimpleStorage.num_data_storage_units": "1",
-    "+ray_kwargs.ray_init.num_gpus": "1",
-    "ray_kwargs.ray_init.num_cpus": "8",
-    "trainer.n_gpus_per_node": "1",
-    "trainer.nnodes": "1",
-    "trainer.device": "cpu",
-}
+# The CPU set-up (a size preset, then what verl needs without an accelerator), under configs_dir().
+CPU_CONFIG = Path("cpu") / "rl.yaml"
 
 
-def cuda_gpu_count() -> int:
-    """GPUs this launch may use: CUDA_VISIBLE_DEVICES if set, else what torch sees."""
-    vis = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if vis is not None:
-        return len([d for d in vis.split(",") if d.strip() and d.strip() != "-1"])
+def _override_value(value: Any) -> str:
+    """A YAML scalar as Hydra override text (YAML's false is Hydra's false, not Python's False)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def cpu_overrides() -> dict[str, str]:
+    """``configs/cpu/rl.yaml``'s overrides, key -> value: its ``preset`` section, then ``fixed``."""
+    import yaml
+
+    path = configs_dir() / CPU_CONFIG
     try:
-        import torch
-
-        return torch.cuda.device_count()
-    except Exception:  # pragma: no cover
-        return 0
+        doc = yaml.safe_load(path.read_text()) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise UserError(f"cannot read the CPU set-up {path}: {e}") from None
+    return {
+        str(k): _override_value(v) for part in ("preset", "fixed") for k, v in (doc.get(part) or {}).items()
+    }
 
 
 def config_name(algo: str) -> str:
@@ -103,29 +78,34 @@ def config_name(algo: str) -> str:
 
 
 def default_output_dir(algo: str, stage: int) -> Path:
-    return REPO / "models" / "checkpoints" / "rl" / f"{algo}_stage{stage}"
+    """A stage's run folder unless ``--output-dir`` names one: ``models/checkpoints/rl/<algo>_stage<N>``."""
+    return project_root() / "models" / "checkpoints" / "rl" / f"{algo}_stage{stage}"
+
+
+def default_sft_model() -> Path:
+    """Where the SFT scripts leave their final model: stage 1 (and the curriculum) start there by default."""
+    return project_root() / "models" / "checkpoints" / "sft" / "final"
 
 
 def latest_hf_checkpoint(run_dir: Path) -> Path:
     """The HF folder of the latest complete checkpoint of a verl run folder.
 
-    verl writes ``latest_checkpointed_iteration.txt`` after a checkpoint is complete; its step's
-    ``actor/huggingface`` folder must hold a config and weights. Raises :class:`UserError` otherwise.
+    verl writes its tracker file (:data:`e2c.checkpoints.TRACKER`) after a checkpoint is complete; its
+    step's ``actor/huggingface`` folder must hold a config and weights. Raises :class:`UserError` otherwise.
     """
-    marker = run_dir / "latest_checkpointed_iteration.txt"
     if not run_dir.is_dir():
         raise UserError(
             f"no finished checkpoint in {run_dir}: the folder does not exist; run stage 1 first "
             "(bash scripts/e2c_rl.sh --stage 1) "
             "or pass --stage1-dir with stage 1's --output-dir"
         )
-    if not marker.is_file():
+    step = latest_checkpoint(run_dir)
+    if step is None:
         raise UserError(
-            f"no finished checkpoint in {run_dir} (missing {marker.name}); run stage 1 first "
+            f"no finished checkpoint in {run_dir} (no {TRACKER} naming a saved step); run stage 1 first "
             "(bash scripts/e2c_rl.sh --stage 1) or pass --model"
         )
-    step = marker.read_text().strip()
-    hf = run_dir / f"global_step_{step}" / "actor" / "huggingface"
+    hf = step / "actor" / "huggingface"
     if not (hf / "config.json").is_file() or not any(hf.glob("*.safetensors")):
         raise UserError(
             f"checkpoint {hf} has no HF weights (config.json + *.safetensors); cannot start stage 2"
@@ -138,9 +118,8 @@ def resolve_model_path(spec: str) -> str:
     from e2c.models import ModelSpecError, resolve_model
 
     try:
-        path = os.path.abspath(
-            resolve_model(spec).path
-        )  # verl runs in the repository, not the caller's folder
+        # Absolute: verl runs in the project folder, not the caller's.
+        path = os.path.abspath(resolve_model(spec).path)
     except ModelSpecError as e:
         raise UserError(str(e)) from e
     from e2c.launch_checks import check_model_folder
@@ -154,8 +133,7 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
     and win."""
     out: dict[str, str] = {}
     if gpus == 0:
-        out.update(CPU_PRESET)
-        out.update(CPU_FIXED)
+        out.update(cpu_overrides())
     else:
         out["trainer.n_gpus_per_node"] = str(gpus)
         out["trainer.nnodes"] = str(args.nnodes)
@@ -201,7 +179,9 @@ def check_data(cfg: Any) -> None:
         for f in data_files(cfg.data.get(key)):
             if "://" not in f:
                 path = Path(f).expanduser()
-                path = path if path.is_absolute() else REPO / path  # verl runs in the repository
+                path = (
+                    path if path.is_absolute() else project_root() / path
+                )  # verl runs in the project folder
                 check_data_file(str(path), what, "rl", DATA_SUFFIXES, flag)
 
 
@@ -282,11 +262,11 @@ def check_numbers(args: argparse.Namespace) -> None:
 
 def command(args: argparse.Namespace) -> list[str]:
     """Resolve everything and return the verl command line (raises UserError on bad input)."""
-    gpus = cuda_gpu_count()
+    gpus = gpu_count()
     if gpus == 0:
         # Read inside the CPU rollout's ray actor, where a bad value would end in a traceback: check it here.
-        from e2c.rl.hf_rollout import rollout_dtype
-        from e2c.rl.rollout_engine import rollout_engine
+        from e2c.verl_cpu.hf_rollout import rollout_dtype
+        from e2c.verl_cpu.rollout_engine import rollout_engine
 
         try:
             rollout_engine()
@@ -305,7 +285,7 @@ def command(args: argparse.Namespace) -> list[str]:
         args.model_path = str(latest_hf_checkpoint(stage1))
         print(f"[e2c-rl] stage 2 starts from stage 1's checkpoint {args.model_path}", flush=True)
     else:
-        spec = args.model or str(REPO / "models" / "checkpoints" / "sft" / "final")
+        spec = args.model or str(default_sft_model())
         if args.model is None and not Path(spec).exists():
             raise UserError(
                 f"no SFT model at {spec}; run bash scripts/e2c_sft.sh first or pass --model (tiny|embedded|folder)"
@@ -319,18 +299,20 @@ def command(args: argparse.Namespace) -> list[str]:
             ]
             setattr(args, attr, ",".join(files))
     overrides = build_overrides(args, gpus)
-    from e2c.launch_checks import compose_checked, writable_dir
+    from e2c.launch_checks import compose_checked
+    from e2c.rl.settings import e2c_settings
 
     cfg = compose_checked(
-        REPO / "configs", config_name(args.algo), [f"e2c_stage=stage{args.stage}", *overrides], args.overrides
+        configs_dir(), config_name(args.algo), [f"e2c_stage=stage{args.stage}", *overrides], args.overrides
     )
     check_data(cfg)
-    writable_dir(args.output_dir, "output folder")
+    e2c_settings(cfg)  # an unknown or mistyped e2c.* key stops here, not inside a ray worker
+    ensure_output_dir(args.output_dir, "output folder")
     return [
         sys.executable,
         "-m",
         "verl.trainer.main_ppo",
-        f"--config-path={REPO / 'configs'}",
+        f"--config-path={configs_dir()}",
         f"--config-name={config_name(args.algo)}",
         f"e2c_stage=stage{args.stage}",
         *overrides,
@@ -361,9 +343,7 @@ def _lines(path: Path) -> list[str]:
 
 
 def _write_lines(path: Path, lines: list[str]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines))
-    os.replace(tmp, path)
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
 
 
 def keep_metrics(run_dir: Path) -> None:
@@ -395,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[e2c-rl] {args.algo} stage {args.stage} -> {args.output_dir}", flush=True)
     keep_metrics(args.output_dir)
     try:
-        return subprocess.call(cmd, env=env, cwd=REPO)
+        return subprocess.call(cmd, env=env, cwd=project_root())
     finally:
         restore_metrics(args.output_dir)
 

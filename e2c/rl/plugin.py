@@ -6,10 +6,15 @@ recipe adds, records what it registered in :data:`REGISTERED`, keeps the last fa
 (and logs it as a WARNING), and offers :func:`require` for code and tests that must not go on without it;
 ``python -m e2c.rl.plugin`` checks a machine's install in one line.
 
-Registered:
-- CPU only (no CUDA device): the ``cpu`` platform and the gloo fix (:mod:`e2c.rl.cpu`).
-- Always: the ``hf`` rollout (replica + server adapter), the E2C trainer, the E2C agent loop (prefilled
-  exploration opener, optional elastic per-phase budgets) and the E2C reward manager.
+Registered, in this order (the entries of :data:`REGISTERED`):
+- ``platform:cpu``, only without a CUDA device: verl's ``cpu`` platform and the gloo process-group fix
+  (:func:`e2c.verl_cpu.install_platform`).
+- ``rollout:hf``: the transformers/vLLM-in-process rollout (replica and trainer adapter,
+  :func:`e2c.verl_cpu.register_rollout`), which ``configs/cpu/rl.yaml`` selects.
+- ``trainer:e2c_sync``, ``agent_loop:e2c``, ``reward_manager:e2c``: the E2C trainer (exploration advantage
+  weighting of verl's GRPO advantages, also under DAPO, :mod:`e2c.rl.trainer`), the agent loop (prefilled
+  exploration opener, optional elastic per-phase budgets, :mod:`e2c.rl.agent_loop`) and the reward manager
+  (:mod:`e2c.rl.reward`), through :func:`e2c.rl.registry.register_all`.
 
 Import order does not matter. ``import e2c.rl.reward`` (or ``trainer``, ``agent_loop``) imports verl, which
 loads this plugin while that module is half imported; the recipe step then waits and the module's last line
@@ -22,6 +27,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from e2c import verl_cpu
+
 logger = logging.getLogger(__name__)
 
 REGISTERED: list[str] = []  # what is registered so far, e.g. "rollout:hf", "trainer:e2c_sync"
@@ -29,29 +36,6 @@ ERROR: str | None = None  # the last attempt's failures; None when it had none
 
 _done: set[str] = set()  # finished steps
 _busy = False  # register() is running (a provider finishing inside it calls it again)
-
-
-def _platform() -> list[str]:
-    from e2c.rl import cpu
-
-    return ["platform:cpu"] if cpu.install() else []
-
-
-def _rollout() -> list[str]:
-    from verl.workers.rollout import base as rollout_base
-    from verl.workers.rollout.replica import RolloutReplicaRegistry
-
-    from e2c.rl.hf_rollout import ROLLOUT_NAME
-
-    def load_hf_replica() -> type:
-        from e2c.rl.hf_verl import HFReplica
-
-        return HFReplica
-
-    RolloutReplicaRegistry.register(ROLLOUT_NAME, load_hf_replica)
-    # verl's table of rollout adapters (name, mode) -> class path; there is no register function for it.
-    rollout_base._ROLLOUT_REGISTRY[(ROLLOUT_NAME, "async")] = "e2c.rl.hf_verl.HFServerAdapter"
-    return [f"rollout:{ROLLOUT_NAME}"]
 
 
 def _recipe() -> list[str] | None:
@@ -62,8 +46,8 @@ def _recipe() -> list[str] | None:
 
 # Step name -> function returning the entries it registered, or None when it has to wait (see the docstring).
 STEPS: dict[str, Callable[[], list[str] | None]] = {
-    "platform": _platform,
-    "rollout": _rollout,
+    "platform": verl_cpu.install_platform,
+    "rollout": verl_cpu.register_rollout,
     "recipe": _recipe,
 }
 

@@ -21,7 +21,8 @@ metrics come from the response ids and still count every sampled token; the ``e2
 describe every sampled response. Under GRPO every group keeps at least one response; a PPO mini-batch with no
 kept token at all has a 0/0 token-mean loss, and verl skips an update whose gradient norm is not finite.
 
-Settings live in the top-level ``e2c`` config group (see ``configs/e2c_grpo.yaml``).
+Settings live in the top-level ``e2c`` config group, read through :func:`e2c.rl.settings.e2c_settings`
+(defaults and their meaning in ``configs/e2c_common.yaml``).
 """
 
 from __future__ import annotations
@@ -40,22 +41,11 @@ from verl.workers.utils.padding import response_to_nested
 
 from e2c.rl import registry
 from e2c.rl.advantage import positive_only_mask, segment_mean, segment_stats, weight_advantages
+from e2c.rl.settings import e2c_settings
 
 logger = logging.getLogger(__name__)
 
 TRAINER_NAME = "e2c_sync"
-
-
-def e2c_settings(config: Any) -> dict[str, Any]:
-    """The ``e2c`` config group with defaults filled in (a missing group means plain GRPO behaviour)."""
-    group = config.get("e2c", None) or {}
-    return {
-        "explore_adv_coef": float(group.get("explore_adv_coef", 1.0)),
-        "execute_adv_coef": float(group.get("execute_adv_coef", 1.0)),
-        "boundary_token": str(group.get("boundary_token", "</EXPLORATION>")),
-        "close_token": str(group.get("close_token", "</EXECUTION>")),
-        "only_train_on_positive": bool(group.get("only_train_on_positive", False)),
-    }
 
 
 def _padded(nested: torch.Tensor, pad: float = 0) -> torch.Tensor:
@@ -126,7 +116,7 @@ class E2CTrainer(PPOTrainerSync):
         self.trainer_mode = "sync"
         self.parameter_sync_step = self.config.trainer.v1.get("sync", {}).get("parameter_sync_step", 1)
         buffer = super()._build_replay_buffer()
-        max_batches = int((self.config.get("e2c", None) or {}).get("max_num_gen_batches", 0) or 0)
+        max_batches = e2c_settings(self.config).max_num_gen_batches
         if type(buffer) is ReplayBuffer and buffer.filter_groups_metric is not None and max_batches > 0:
             # verl built the buffer with its filter settings; only the budget is added, so the instance is
             # kept and its class swapped for the subclass.
@@ -146,8 +136,8 @@ class E2CTrainer(PPOTrainerSync):
     def _compute_advantage(self, batch: Any, metrics: dict) -> Any:
         batch = super()._compute_advantage(batch, metrics)
         cfg = e2c_settings(self.config)
-        boundary = self._token_id(cfg["boundary_token"])
-        close = self._token_id(cfg["close_token"]) if cfg["close_token"] else None
+        boundary = self._token_id(cfg.boundary_token)
+        close = self._token_id(cfg.close_token) if cfg.close_token else None
         data = tq.kv_batch_get(
             keys=batch.keys,
             partition_id=batch.partition_id,
@@ -161,10 +151,10 @@ class E2CTrainer(PPOTrainerSync):
         responses, mask, adv = responses[:, :width], mask[:, :width], adv[:, :width]
 
         weighted, explore = weight_advantages(
-            adv, responses, mask, boundary, cfg["explore_adv_coef"], cfg["execute_adv_coef"]
+            adv, responses, mask, boundary, cfg.explore_adv_coef, cfg.execute_adv_coef
         )
         train_mask = None
-        if cfg["only_train_on_positive"]:
+        if cfg.only_train_on_positive:
             # e3's switch: every token of a negative response leaves the loss (mask and advantage both).
             train_mask = positive_only_mask(adv, mask)
             weighted = weighted * train_mask.to(weighted.dtype)
@@ -172,7 +162,7 @@ class E2CTrainer(PPOTrainerSync):
         valid = mask.bool()
         stats = segment_stats(responses, mask, boundary, close, explore=explore)
         out = {f"e2c/{k}": v for k, v in stats.items()}
-        out["e2c/explore_adv_coef"] = cfg["explore_adv_coef"]
+        out["e2c/explore_adv_coef"] = cfg.explore_adv_coef
         out["e2c/adv_abs_before"] = segment_mean(adv.abs(), valid)
         out["e2c/adv_abs_after"] = segment_mean(weighted.abs(), valid)
         # Realised scale per segment (|after| / |before|): coef on exploration tokens, 1 elsewhere.

@@ -68,7 +68,7 @@ MODES = {
         "models/checkpoints/ef_sft",
     ),
 }
-# One CPU process: verl's FSDP2 engine on gloo (see e2c.rl.cpu), sdpa instead of flash attention, no
+# One CPU process: verl's FSDP2 engine on gloo (see e2c.verl_cpu), sdpa instead of flash attention, no
 # torch.compile, no data-loader workers (2 cores), small batches. Hydra overrides given later win.
 CPU_OVERRIDES = (
     "trainer.device=cpu",
@@ -476,7 +476,8 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         val = _existing([_default_file(val_default)], "validation data")  # type: ignore[list-item]
     else:
         val = []
-    from e2c.launch_checks import check_data_file, compose_checked, writable_dir
+    from e2c.files import ensure_output_dir
+    from e2c.launch_checks import check_data_file, compose_checked
 
     for f in train:
         check_data_file(f, "training data", schema, DATA_SUFFIXES, "--train-data (TRAIN_DATA)")
@@ -484,7 +485,9 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         check_data_file(f, "validation data", schema, DATA_SUFFIXES, "--val-data (VAL_DATA)")
     # The user's overrides, composed as the trainer will, before the model is tagged (which writes a copy).
     compose_checked(Path(args.config_dir), CONFIG_NAME, list(CPU_OVERRIDES) if gpus == 0 else [], overrides)
-    out = writable_dir(Path(args.output_dir or ROOT / out_default).expanduser().resolve(), "output folder")
+    out = ensure_output_dir(
+        Path(args.output_dir or ROOT / out_default).expanduser().resolve(), "output folder"
+    )
     model, note = tagged_model(
         args.model or (GPU_MODEL if gpus else CPU_MODEL), args.tagged_dir, args.subfolder
     )

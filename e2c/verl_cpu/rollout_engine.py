@@ -1,4 +1,4 @@
-"""The decoding engines behind the CPU rollout server (:class:`e2c.rl.hf_rollout.HFRolloutServer`).
+"""The decoding engines behind the CPU rollout server (:class:`e2c.verl_cpu.hf_rollout.HFRolloutServer`).
 
 The server batches verl's concurrent requests; an engine decodes one batch and takes the trainer's weights:
 

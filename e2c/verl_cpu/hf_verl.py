@@ -1,4 +1,4 @@
-"""verl-side classes of the ``hf`` rollout (imported lazily by verl's registries; see :mod:`e2c.rl.hf_rollout`)."""
+"""verl-side classes of the ``hf`` rollout (imported lazily by verl's registries; see :mod:`e2c.verl_cpu.hf_rollout`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica
 
-from e2c.rl.hf_rollout import ROLLOUT_NAME, HFRolloutServer, server_actor_name
+from e2c.verl_cpu.hf_rollout import ROLLOUT_NAME, HFRolloutServer, server_actor_name
 
 
 class HFReplica(RolloutReplica):

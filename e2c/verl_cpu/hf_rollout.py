@@ -7,12 +7,12 @@ provides the same three pieces for plain transformers, registered under the roll
 - :class:`HFRolloutServer`, a ray actor that holds the policy and answers ``generate``. The agent loop sends
   its requests one by one, but concurrently; the server collects the requests that arrive together
   (within ``E2C_ROLLOUT_BATCH_WAIT_S``, 50 ms by default) and decodes them as one batch with an engine of
-  :mod:`e2c.rl.rollout_engine`: vLLM's in-process engine when vLLM is installed, else transformers with
+  :mod:`e2c.verl_cpu.rollout_engine`: vLLM's in-process engine when vLLM is installed, else transformers with
   :func:`e2c.generation.hf.decode_rows` (``E2C_ROLLOUT_ENGINE`` chooses). On a 2-core CPU batching is the
   difference between ~17 tok/s one request at a time and ~100 tok/s with transformers.
-- :class:`e2c.rl.hf_verl.HFReplica`, the :class:`~verl.workers.rollout.replica.RolloutReplica` that starts one server per
+- :class:`e2c.verl_cpu.hf_verl.HFReplica`, the :class:`~verl.workers.rollout.replica.RolloutReplica` that starts one server per
   replica on the node of its trainer workers.
-- :class:`e2c.rl.hf_verl.HFServerAdapter`, the trainer-side :class:`~verl.workers.rollout.base.BaseRollout`: every weight
+- :class:`e2c.verl_cpu.hf_verl.HFServerAdapter`, the trainer-side :class:`~verl.workers.rollout.base.BaseRollout`: every weight
   sync gathers the trainer's full tensors (all ranks take part in the gather) and rank 0 pushes them to the
   server, so each step samples from the current policy.
 """
@@ -74,7 +74,7 @@ class HFRolloutServer:
         from verl.utils.config import omega_conf_to_dataclass
         from verl.workers.config import HFModelConfig
 
-        from e2c.rl.rollout_engine import build_engine, rollout_engine
+        from e2c.verl_cpu.rollout_engine import build_engine, rollout_engine
 
         self.config = omega_conf_to_dataclass(config)
         if not isinstance(model_config, HFModelConfig):
@@ -103,8 +103,14 @@ class HFRolloutServer:
         self.global_steps: int | None = None
         self._pending: list[_Request] = []
         self._worker: asyncio.Task | None = None
-        self.stats = {"requests": 0, "batches": 0, "tokens": 0, "seconds": 0.0, "weight_updates": 0,
-                      "engine": self.engine.name}  # fmt: skip
+        self.stats = {
+            "requests": 0,
+            "batches": 0,
+            "tokens": 0,
+            "seconds": 0.0,
+            "weight_updates": 0,
+            "engine": self.engine.name,
+        }
 
     # -- generation -------------------------------------------------------------------------------------
     async def generate(

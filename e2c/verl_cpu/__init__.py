@@ -1,0 +1,42 @@
+"""verl 0.9.1 without an accelerator: a ``cpu`` platform and an ``hf`` rollout, added through verl's registries.
+
+Nothing here is specific to E2C: it runs any verl PPO/GRPO recipe on a machine without CUDA (tests, CPU
+demos) and on one device for debugging. The E2C recipe (:mod:`e2c.rl`) uses it through its verl plugin
+(:mod:`e2c.rl.plugin`), which calls :func:`install_platform` and :func:`register_rollout` in every process.
+
+- :mod:`e2c.verl_cpu.platform`: the ``cpu`` platform, the gloo process-group fix, torch on every core.
+- :mod:`e2c.verl_cpu.hf_rollout`: the rollout server (a ray actor that batches the agent loop's requests).
+- :mod:`e2c.verl_cpu.rollout_engine`: its decoding engines (transformers, or vLLM's in-process engine).
+- :mod:`e2c.verl_cpu.hf_verl`: the verl-side replica and trainer adapter (imported lazily by verl).
+
+The launcher's matching overrides (``actor_rollout_ref.rollout.name=hf``, FSDP2, ray with logical GPUs) are
+in ``configs/cpu/rl.yaml``.
+"""
+
+from __future__ import annotations
+
+
+def install_platform() -> list[str]:
+    """Register and select the ``cpu`` platform when no accelerator is present; returns the registry entries
+    (none on a machine with CUDA, where verl's own platforms apply)."""
+    from e2c.verl_cpu import platform
+
+    return [f"platform:{platform.PLATFORM_NAME}"] if platform.install() else []
+
+
+def register_rollout() -> list[str]:
+    """Register the ``hf`` rollout (replica and trainer adapter) in verl's rollout registries."""
+    from verl.workers.rollout import base as rollout_base
+    from verl.workers.rollout.replica import RolloutReplicaRegistry
+
+    from e2c.verl_cpu.hf_rollout import ROLLOUT_NAME
+
+    def load_hf_replica() -> type:
+        from e2c.verl_cpu.hf_verl import HFReplica
+
+        return HFReplica
+
+    RolloutReplicaRegistry.register(ROLLOUT_NAME, load_hf_replica)
+    # verl's table of rollout adapters (name, mode) -> class path; there is no register function for it.
+    rollout_base._ROLLOUT_REGISTRY[(ROLLOUT_NAME, "async")] = "e2c.verl_cpu.hf_verl.HFServerAdapter"
+    return [f"rollout:{ROLLOUT_NAME}"]
