@@ -19,6 +19,7 @@ import torch
 from e2c.data import efsft
 from e2c.data.io import write_parquet
 from e2c.data.synthetic.generate import generate, rows_by_split
+from e2c.sft import launch, tagging
 from e2c.sft import run as sft_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,12 +146,12 @@ def test_schema_errors_stop_before_training(tmp_path: Path) -> None:
 def test_dry_run_command_cpu_and_gpu(data, tmp_path: Path) -> None:
     args = sft_run.build_parser().parse_args(["--model", "tiny", "--train-data", str(data["ef"]), "--mode", "ef-sft",
                                               "--gpus", "8", "--output-dir", str(tmp_path)])  # fmt: skip
-    plan = sft_run.make_plan(args, ["optim.lr=1e-5"])
-    cmd = sft_run.launch_command(plan, sft_run.hydra_overrides(plan, None), sft_run.CONFIG_DIR)
+    plan = launch.make_plan(args, ["optim.lr=1e-5"])
+    cmd = launch.launch_command(plan, launch.hydra_overrides(plan, None), launch.CONFIG_DIR)
     assert "--nproc_per_node=8" in cmd and "trainer.device=cpu" not in cmd
     assert "data.custom_cls.name=EFSFTDataset" in cmd and cmd[-1] == "optim.lr=1e-5"
     plan.gpus = 0
-    cpu = sft_run.launch_command(plan, sft_run.hydra_overrides(plan, 3), sft_run.CONFIG_DIR)
+    cpu = launch.launch_command(plan, launch.hydra_overrides(plan, 3), launch.CONFIG_DIR)
     assert (
         "--nproc_per_node=1" in cpu
         and "trainer.device=cpu" in cpu
@@ -159,10 +160,10 @@ def test_dry_run_command_cpu_and_gpu(data, tmp_path: Path) -> None:
 
 
 def test_count_gpus() -> None:
-    assert sft_run.count_gpus({"CUDA_VISIBLE_DEVICES": "0,1,3"}) == 3
-    assert sft_run.count_gpus({"CUDA_VISIBLE_DEVICES": ""}) == 0
-    assert sft_run.count_gpus({"CUDA_VISIBLE_DEVICES": "-1"}) == 0
-    assert sft_run.count_gpus({"CUDA_VISIBLE_DEVICES": "0,1", "E2C_FORCE_CPU": "1"}) == 0
+    assert launch.count_gpus({"CUDA_VISIBLE_DEVICES": "0,1,3"}) == 3
+    assert launch.count_gpus({"CUDA_VISIBLE_DEVICES": ""}) == 0
+    assert launch.count_gpus({"CUDA_VISIBLE_DEVICES": "-1"}) == 0
+    assert launch.count_gpus({"CUDA_VISIBLE_DEVICES": "0,1", "E2C_FORCE_CPU": "1"}) == 0
 
 
 def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_path: str) -> None:
@@ -182,7 +183,7 @@ def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_
     model.save_pretrained(base)
     tok.save_pretrained(base)
     n_base = len(tok)
-    folder, note = sft_run.tagged_model(str(base), str(tmp_path / "tagged"))
+    folder, note = tagging.tagged_model(str(base), str(tmp_path / "tagged"))
     assert folder == str(tmp_path / "tagged") and "made now" in note
     ttok = AutoTokenizer.from_pretrained(folder)
     assert not missing_chain_tokens(ttok) and len(ttok) == n_base + 4
@@ -194,4 +195,4 @@ def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_
     want = tag_init_rows(emb, [tok.encode(t, add_special_tokens=False) for t in E2C.tags], n_base)
     assert torch.allclose(emb[n_base : n_base + 4], want, atol=1e-5)
     assert not (emb[n_base : n_base + 4] == 7.0).any()  # the padding rows' untrained values are gone
-    assert sft_run.tagged_model(str(base), str(tmp_path / "tagged"))[1].endswith("(reused)")
+    assert tagging.tagged_model(str(base), str(tmp_path / "tagged"))[1].endswith("(reused)")

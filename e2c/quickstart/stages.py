@@ -336,7 +336,7 @@ def stage_sft(ctx: Context, rep: Reporter) -> dict[str, Any]:
 def sft_losses(sft_dir: Path) -> dict[int, float]:
     """Training loss per step from the SFT run's ``train.log`` (``step:N - ... train/loss:X``), the last
     value of each step winning (a resumed run logs its steps again); ``final/e2c_sft.json`` as fallback."""
-    from e2c.sft.run import STEP_RE as SFT_STEP_RE
+    from e2c.sft.launch import STEP_RE as SFT_STEP_RE
 
     losses: dict[int, float] = {}
     log = sft_dir / "train.log"
