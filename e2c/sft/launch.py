@@ -4,19 +4,20 @@ and the ``torchrun`` command, and the run itself with its output echoed and save
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from e2c.cli import UserError
+from e2c.rl.launch import keep_metrics, restore_metrics
 from e2c.sft.export import META
+from e2c.sft.metrics import METRICS, PATH_ENV, MetricsTail, watch
 from e2c.sft.tagging import tagged_model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,8 +56,6 @@ CPU_OVERRIDES = (
     "data.train_batch_size=8",
     "data.micro_batch_size_per_gpu=4",
 )
-STEP_RE = re.compile(r"step:(\d+) - .*?train/loss:([-+0-9.eEnaif]+)")
-VAL_RE = re.compile(r"step:(\d+) - .*?val/loss:([-+0-9.eEnaif]+)")
 
 
 def count_gpus(env: dict[str, str] | None = None) -> int:
@@ -242,49 +241,38 @@ def launch_command(plan: Plan, overrides: list[str], config_dir: Path) -> list[s
     ]
 
 
-@dataclass
-class TrainLog:
-    """What the trainer printed that we keep: losses per step and when each step line arrived."""
-
-    losses: dict[int, float] = field(default_factory=dict)
-    val_losses: dict[int, float] = field(default_factory=dict)
-    step_times: dict[int, float] = field(default_factory=dict)
-
-    def feed(self, line: str, now: float) -> None:
-        for m in STEP_RE.finditer(line):
-            step = int(m.group(1))
-            self.losses[step] = float(m.group(2))
-            self.step_times[step] = now
-        for m in VAL_RE.finditer(line):
-            self.val_losses[int(m.group(1))] = float(m.group(2))
-
-    def seconds_per_step(self) -> float | None:
-        """Median gap between consecutive step lines, the first step (warm-up) left out."""
-        steps = sorted(self.step_times)
-        gaps = sorted(
-            self.step_times[b] - self.step_times[a] for a, b in itertools.pairwise(steps) if b == a + 1
-        )
-        if not gaps:
-            return None
-        return gaps[len(gaps) // 2]
-
-
-def run_trainer(cmd: list[str], log_path: Path, env: dict[str, str]) -> tuple[int, TrainLog]:
-    """Run the trainer, echo and save its output, and collect the losses."""
-    log = TrainLog()
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "a") as logf:
-        logf.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, text=True, bufsize=1, cwd=ROOT
-        )
-        assert proc.stdout is not None
-        try:
-            for line in proc.stdout:
-                sys.stdout.write(line)
-                sys.stdout.flush()
-                logf.write(line)
-                log.feed(line, time.monotonic())
-        except KeyboardInterrupt:
-            proc.terminate()
-        return proc.wait(), log
+def run_trainer(cmd: list[str], run_dir: Path, env: dict[str, str]) -> tuple[int, MetricsTail]:
+    """Run the trainer with its file logger writing ``<run_dir>/metrics.jsonl``, echo its output and append
+    it to ``<run_dir>/train.log``. Returns the exit status and this launch's metrics as they arrived; the
+    metrics file holds every launch of the run afterwards (see :mod:`e2c.sft.metrics`)."""
+    metrics = run_dir / METRICS
+    keep_metrics(run_dir)  # earlier launches' steps: verl truncates the file when it opens it
+    metrics.unlink(missing_ok=True)  # the tail below then sees this launch's records only
+    tail, stop = MetricsTail(metrics), threading.Event()
+    watcher = watch(tail, stop)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(run_dir / "train.log", "a") as logf:
+            logf.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env={**env, PATH_ENV: str(metrics)},
+                text=True,
+                bufsize=1,
+                cwd=ROOT,
+            )
+            assert proc.stdout is not None
+            try:
+                for line in proc.stdout:
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                    logf.write(line)
+            except KeyboardInterrupt:
+                proc.terminate()
+            return proc.wait(), tail
+    finally:
+        stop.set()
+        watcher.join()
+        restore_metrics(run_dir)

@@ -16,8 +16,9 @@ What it does, in order:
    process runs with CPU overrides (FSDP2 on gloo, sdpa attention, small batches);
 4. converts verl's last checkpoint to a plain Hugging Face folder with verl's model merger and moves it
    atomically to ``<output-dir>/final`` (config, safetensors, tokenizer with the tags);
-5. prints a table of the logged losses and, as its last line, one JSON object (final folder, steps, losses,
-   seconds per step, trained-token share).
+5. prints a table of the losses verl's file logger wrote to ``<output-dir>/metrics.jsonl`` (every launch
+   of a resumed run; :mod:`e2c.sft.metrics`) and, as its last line, one JSON object (final folder, steps,
+   losses, seconds per step, trained-token share).
 
 Departures from the paper: the maximum length is 8,192 tokens, not 1,000 (which cuts most executions);
 rows longer than that are skipped and counted (``data.overlong``), never silently truncated. A re-run with
@@ -34,6 +35,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers
 from e2c.sft.export import export_final, latest_checkpoint
@@ -44,12 +46,14 @@ from e2c.sft.launch import (
     CPU_STEPS,
     GPU_MODEL,
     MODES,
+    Plan,
     finished,
     hydra_overrides,
     launch_command,
     make_plan,
     run_trainer,
 )
+from e2c.sft.metrics import METRICS, METRICS_HISTORY, StepLosses, read_losses
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -157,14 +161,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.force and finished(plan, total):
         print(f"e2c sft: {plan.final_dir} is already the result of this run (use --force to train again)")
         return 0
-    if args.force and plan.ckpt_dir.exists() and plan.node_rank == 0:
-        shutil.rmtree(plan.ckpt_dir)  # verl would resume from it; --force means from scratch
+    if args.force and plan.node_rank == 0:
+        forget_run(plan)
     env = dict(os.environ)
     if plan.gpus == 0:
         env.setdefault("E2C_FORCE_CPU", "1")  # the verl plugin picks its CPU platform in every process
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     t0 = time.monotonic()
-    rc, log = run_trainer(cmd, plan.output_dir / "train.log", env)
+    rc, tail = run_trainer(cmd, plan.output_dir, env)
     wall = time.monotonic() - t0
     if rc != 0:
         fail(
@@ -175,10 +179,36 @@ def main(argv: list[str] | None = None) -> int:
     ckpt = latest_checkpoint(plan.ckpt_dir)
     if ckpt is None:
         fail(f"the trainer finished but left no checkpoint in {plan.ckpt_dir}", 1)
+    losses = read_losses(plan.output_dir / METRICS)  # every launch of the run, a resumed one included
+    meta = run_meta(plan, ckpt, total, losses, tail.seconds_per_step(), wall)
+    try:
+        final = export_final(ckpt, plan.final_dir, meta)
+    except UserError as e:
+        fail(str(e), 1)
+    print("\nstep  loss")
+    for k, v in sorted(losses.train.items()):
+        print(f"{k:>4}  {v:.4f}")
+    shown = ("mode", "losses", "seconds_per_step", "wall_seconds", "trained_share")
+    print(json.dumps({"final": str(final), **{k: meta[k] for k in shown}}))
+    return 0
+
+
+def forget_run(plan: Plan) -> None:
+    """--force: drop the checkpoints (verl would resume from them) and the metrics of earlier launches."""
+    if plan.ckpt_dir.exists():
+        shutil.rmtree(plan.ckpt_dir)
+    for name in (METRICS, METRICS_HISTORY):
+        (plan.output_dir / name).unlink(missing_ok=True)
+
+
+def run_meta(
+    plan: Plan, ckpt: Path, total: int | None, losses: StepLosses, seconds_per_step: float | None, wall: float
+) -> dict[str, Any]:
+    """What ``final/e2c_sft.json`` records about the run (also how a re-run knows it is finished)."""
     stats = {}
     if plan.stats_path.is_file():
         stats = json.loads(plan.stats_path.read_text()).get(",".join(plan.train), {})
-    meta = {
+    return {
         "mode": plan.mode,
         "base_model": plan.model,
         "train_files": plan.train,
@@ -186,24 +216,14 @@ def main(argv: list[str] | None = None) -> int:
         "checkpoint": str(ckpt),
         "total_steps_requested": total,
         "overrides": plan.overrides,
-        "losses": {str(k): v for k, v in sorted(log.losses.items())},
-        "val_losses": {str(k): v for k, v in sorted(log.val_losses.items())},
-        "seconds_per_step": log.seconds_per_step(),
+        "losses": {str(k): v for k, v in sorted(losses.train.items())},
+        "val_losses": {str(k): v for k, v in sorted(losses.val.items())},
+        "seconds_per_step": seconds_per_step,
         "wall_seconds": round(wall, 1),
         "trained_share": stats.get("trained_share"),
         "trained_tokens": stats.get("trained_tokens"),
         "assistant_tokens": stats.get("assistant_tokens"),
     }
-    try:
-        final = export_final(ckpt, plan.final_dir, meta)
-    except UserError as e:
-        fail(str(e), 1)
-    print("\nstep  loss")
-    for k, v in sorted(log.losses.items()):
-        print(f"{k:>4}  {v:.4f}")
-    print(json.dumps({"final": str(final), **{k: meta[k] for k in ("mode", "losses", "seconds_per_step",
-                                                                    "wall_seconds", "trained_share")}}))  # fmt: skip
-    return 0
 
 
 if __name__ == "__main__":
