@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -157,6 +159,54 @@ def test_dry_run_command_cpu_and_gpu(data, tmp_path: Path) -> None:
         and "trainer.device=cpu" in cpu
         and "trainer.total_training_steps=3" in cpu
     )
+
+
+def test_cpu_preset_comes_from_configs_and_reaches_the_command(data, tmp_path: Path) -> None:
+    """configs/cpu/sft.yaml is the CPU preset: each entry is an override in the dry-run command, its step
+    count is the default --steps, and the user's overrides come after it (they win)."""
+    import yaml
+
+    doc = yaml.safe_load((launch.CONFIG_DIR / "cpu" / "sft.yaml").read_text())
+    preset = launch.cpu_preset()
+    assert list(preset) == [*doc["preset"], *doc["fixed"]]
+    assert preset["trainer.device"] == "cpu" and preset["model.enable_gradient_checkpointing"] == "false"
+    base = ["--model", "tiny", "--gpus", "0", "--train-data", str(data["sft"]), "--output-dir", str(tmp_path)]
+    proc = _run([PY, "-m", "e2c.sft.run", *base, "--dry-run", "data.train_batch_size=4"], timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    cmd = shlex.split(proc.stdout.strip().splitlines()[-1])
+    for key, value in preset.items():
+        assert f"{key}={value}" in cmd
+    assert [a for a in cmd if a.startswith("trainer.total_training_steps=")] == [
+        "trainer.total_training_steps=20"
+    ]
+    assert cmd.index("data.train_batch_size=8") < cmd.index("data.train_batch_size=4") == len(cmd) - 1
+    proc = _run([PY, "-m", "e2c.sft.run", *base, "--dry-run", "--total-steps", "3"], timeout=120)
+    cmd = shlex.split(proc.stdout.strip().splitlines()[-1])
+    assert [a for a in cmd if a.startswith("trainer.total_training_steps=")] == [
+        "trainer.total_training_steps=3"
+    ]
+
+
+def test_a_broken_cpu_preset_is_one_line(tmp_path: Path) -> None:
+    from e2c.cli import UserError
+
+    bad = tmp_path / "sft.yaml"
+    for text, message in [
+        ("preset: [1, 2]\n", "'preset' must map Hydra keys to values"),
+        ("a: [\n", "not valid YAML"),
+    ]:
+        bad.write_text(text)
+        with pytest.raises(UserError, match=re.escape(message)):
+            launch.cpu_preset(bad)
+    with pytest.raises(UserError, match="cannot read the CPU preset"):
+        launch.cpu_preset(tmp_path / "missing.yaml")
+    assert [launch.override_value(v) for v in (False, None, 8, "sdpa", [1, "a"])] == [
+        "false",
+        "null",
+        "8",
+        "sdpa",
+        "[1,a]",
+    ]
 
 
 def test_count_gpus() -> None:

@@ -13,6 +13,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from e2c.cli import UserError
 from e2c.rl.launch import keep_metrics, restore_metrics
@@ -25,7 +26,6 @@ CONFIG_DIR = ROOT / "configs"
 CONFIG_NAME = "e2c_sft"
 GPU_MODEL = "Qwen/Qwen3-8B"
 CPU_MODEL = "embedded"
-CPU_STEPS = 20
 # verl's SFT dataset reads parquet only (verl.utils.dataset.multiturn_sft_dataset).
 DATA_SUFFIXES = (".parquet",)
 MODES = {
@@ -45,17 +45,9 @@ MODES = {
         "models/checkpoints/ef_sft",
     ),
 }
-# One CPU process: verl's FSDP2 engine on gloo (see e2c.rl.cpu), sdpa instead of flash attention, no
-# torch.compile, no data-loader workers (2 cores), small batches. Hydra overrides given later win.
-CPU_OVERRIDES = (
-    "trainer.device=cpu",
-    "model.override_config.attn_implementation=sdpa",
-    "model.enable_gradient_checkpointing=False",
-    "engine.use_torch_compile=False",
-    "data.num_workers=0",
-    "data.train_batch_size=8",
-    "data.micro_batch_size_per_gpu=4",
-)
+# With no GPU, configs/cpu/sft.yaml's overrides (its trainer.total_training_steps is the default --steps).
+CPU_PRESET = Path("cpu") / "sft.yaml"
+STEPS_KEY = "trainer.total_training_steps"
 
 
 def count_gpus(env: dict[str, str] | None = None) -> int:
@@ -138,7 +130,12 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
     for f in val:
         check_data_file(f, "validation data", schema, DATA_SUFFIXES, "--val-data (VAL_DATA)")
     # The user's overrides, composed as the trainer will, before the model is tagged (which writes a copy).
-    compose_checked(Path(args.config_dir), CONFIG_NAME, list(CPU_OVERRIDES) if gpus == 0 else [], overrides)
+    compose_checked(
+        Path(args.config_dir),
+        CONFIG_NAME,
+        [f"{k}={v}" for k, v in cpu_preset().items()] if gpus == 0 else [],
+        overrides,
+    )
     out = writable_dir(Path(args.output_dir or ROOT / out_default).expanduser().resolve(), "output folder")
     model, note = tagged_model(
         args.model or (GPU_MODEL if gpus else CPU_MODEL), args.tagged_dir, args.subfolder
@@ -209,10 +206,60 @@ def hydra_overrides(plan: Plan, total_steps: int | None) -> list[str]:
         f"hydra.run.dir={plan.output_dir / 'hydra'}/${{now:%Y-%m-%d_%H-%M-%S}}",
     ]
     if total_steps is not None:
-        ov.append(f"trainer.total_training_steps={total_steps}")
+        ov.append(f"{STEPS_KEY}={total_steps}")
     if plan.gpus == 0:
-        ov.extend(CPU_OVERRIDES)
+        ov.extend(f"{k}={v}" for k, v in cpu_preset().items() if k != STEPS_KEY)
     return ov + plan.overrides
+
+
+def cpu_preset(path: Path | None = None) -> dict[str, str]:
+    """``configs/cpu/sft.yaml`` as Hydra overrides, key -> value: its ``preset`` entries, then its ``fixed``
+    ones (one UserError line when the file is missing or not a mapping of keys to values)."""
+    import yaml
+
+    path = path or CONFIG_DIR / CPU_PRESET
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise UserError(f"cannot read the CPU preset {path}: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        raise UserError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from None
+    doc = {} if doc is None else doc
+    if not isinstance(doc, dict):
+        raise UserError(f"{path}: expected the sections 'preset' and 'fixed'")
+    out: dict[str, str] = {}
+    for section in ("preset", "fixed"):
+        entries = doc.get(section) or {}
+        if not isinstance(entries, dict):
+            raise UserError(f"{path}: '{section}' must map Hydra keys to values")
+        out.update({str(k): override_value(v) for k, v in entries.items()})
+    return out
+
+
+def override_value(value: Any) -> str:
+    """A YAML value as Hydra's override grammar writes it.
+
+    >>> [override_value(v) for v in (False, None, 8, "sdpa", [1, "a"])]
+    ['false', 'null', '8', 'sdpa', '[1,a]']
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "[" + ",".join(override_value(v) for v in value) + "]"
+    return str(value)
+
+
+def cpu_default_steps() -> int | None:
+    """Optimizer steps of a CPU run without --steps: the preset's, else None (all epochs)."""
+    steps = cpu_preset().get(STEPS_KEY)
+    try:
+        return None if steps in (None, "null") else int(steps)
+    except ValueError:
+        raise UserError(
+            f"{CONFIG_DIR / CPU_PRESET}: {STEPS_KEY} must be a whole number, got {steps!r}"
+        ) from None
 
 
 def launch_command(plan: Plan, overrides: list[str], config_dir: Path) -> list[str]:

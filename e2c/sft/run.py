@@ -43,10 +43,11 @@ from e2c.sft.launch import (
     CONFIG_DIR,
     CONFIG_NAME,
     CPU_MODEL,
-    CPU_STEPS,
     GPU_MODEL,
     MODES,
+    STEPS_KEY,
     Plan,
+    cpu_default_steps,
     finished,
     hydra_overrides,
     launch_command,
@@ -98,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--total-steps",
         type=int,
         default=None,
-        help=f"optimizer steps (default: all epochs with GPUs, {CPU_STEPS} on CPU)",
+        help=f"optimizer steps (default: all epochs with GPUs; on CPU, {STEPS_KEY} of configs/cpu/sft.yaml)",
     )
     a(
         "--gpus",
@@ -143,12 +144,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args, overrides = parse(argv)
         plan = make_plan(args, overrides)
-    except UserError as e:
-        fail(str(e))
-    total = args.total_steps if args.total_steps is not None else (None if plan.gpus else CPU_STEPS)
-    ov = hydra_overrides(plan, total)
-    try:
-        cmd = launch_command(plan, ov, Path(args.config_dir).resolve())
+        total = (
+            args.total_steps if args.total_steps is not None else (None if plan.gpus else cpu_default_steps())
+        )
+        cmd = launch_command(plan, hydra_overrides(plan, total), Path(args.config_dir).resolve())
     except UserError as e:
         fail(str(e))
     print(
