@@ -21,6 +21,8 @@ import torch
 from e2c.data import efsft
 from e2c.data.io import write_parquet
 from e2c.data.synthetic.generate import generate, rows_by_split
+from e2c.devices import gpu_count
+from e2c.paths import configs_dir
 from e2c.sft import launch, tagging
 from e2c.sft import run as sft_run
 
@@ -149,11 +151,11 @@ def test_dry_run_command_cpu_and_gpu(data, tmp_path: Path) -> None:
     args = sft_run.build_parser().parse_args(["--model", "tiny", "--train-data", str(data["ef"]), "--mode", "ef-sft",
                                               "--gpus", "8", "--output-dir", str(tmp_path)])  # fmt: skip
     plan = launch.make_plan(args, ["optim.lr=1e-5"])
-    cmd = launch.launch_command(plan, launch.hydra_overrides(plan, None), launch.CONFIG_DIR)
+    cmd = launch.launch_command(plan, launch.hydra_overrides(plan, None), configs_dir())
     assert "--nproc_per_node=8" in cmd and "trainer.device=cpu" not in cmd
     assert "data.custom_cls.name=EFSFTDataset" in cmd and cmd[-1] == "optim.lr=1e-5"
     plan.gpus = 0
-    cpu = launch.launch_command(plan, launch.hydra_overrides(plan, 3), launch.CONFIG_DIR)
+    cpu = launch.launch_command(plan, launch.hydra_overrides(plan, 3), configs_dir())
     assert (
         "--nproc_per_node=1" in cpu
         and "trainer.device=cpu" in cpu
@@ -166,7 +168,7 @@ def test_cpu_preset_comes_from_configs_and_reaches_the_command(data, tmp_path: P
     count is the default --steps, and the user's overrides come after it (they win)."""
     import yaml
 
-    doc = yaml.safe_load((launch.CONFIG_DIR / "cpu" / "sft.yaml").read_text())
+    doc = yaml.safe_load((configs_dir() / "cpu" / "sft.yaml").read_text())
     preset = launch.cpu_preset()
     assert list(preset) == [*doc["preset"], *doc["fixed"]]
     assert preset["trainer.device"] == "cpu" and preset["model.enable_gradient_checkpointing"] == "false"
@@ -210,10 +212,10 @@ def test_a_broken_cpu_preset_is_one_line(tmp_path: Path) -> None:
 
 
 def test_count_gpus() -> None:
-    assert launch.count_gpus({"CUDA_VISIBLE_DEVICES": "0,1,3"}) == 3
-    assert launch.count_gpus({"CUDA_VISIBLE_DEVICES": ""}) == 0
-    assert launch.count_gpus({"CUDA_VISIBLE_DEVICES": "-1"}) == 0
-    assert launch.count_gpus({"CUDA_VISIBLE_DEVICES": "0,1", "E2C_FORCE_CPU": "1"}) == 0
+    assert gpu_count({"CUDA_VISIBLE_DEVICES": "0,1,3"}) == 3
+    assert gpu_count({"CUDA_VISIBLE_DEVICES": ""}) == 0
+    assert gpu_count({"CUDA_VISIBLE_DEVICES": "-1"}) == 0
+    assert gpu_count({"CUDA_VISIBLE_DEVICES": "0,1", "E2C_FORCE_CPU": "1"}) == 0
 
 
 def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_path: str) -> None:

@@ -3,7 +3,6 @@ swapped in atomically as ``<output-dir>/final``, with ``e2c_sft.json`` describin
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -13,19 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from e2c.cli import UserError
+from e2c.files import atomic_write_json
+from e2c.paths import project_root
 
-ROOT = Path(__file__).resolve().parents[2]
 META = "e2c_sft.json"
-
-
-def latest_checkpoint(ckpt_dir: Path) -> Path | None:
-    """verl's last saved ``global_step_N`` folder (from its tracker file), or None."""
-    tracker = ckpt_dir / "latest_checkpointed_iteration.txt"
-    if not tracker.is_file():
-        return None
-    step = tracker.read_text().strip()
-    folder = ckpt_dir / f"global_step_{step}"
-    return folder if folder.is_dir() else None
 
 
 def merge_command(ckpt: Path, target: Path) -> list[str]:
@@ -59,7 +49,7 @@ def export_final(ckpt: Path, final_dir: Path, meta: dict[str, Any]) -> Path:
             shutil.copytree(hf, tmp, dirs_exist_ok=True)
         else:
             res = subprocess.run(
-                merge_command(ckpt, tmp), capture_output=True, text=True, cwd=ROOT, check=False
+                merge_command(ckpt, tmp), capture_output=True, text=True, cwd=project_root(), check=False
             )
             if res.returncode != 0 or not any(tmp.glob("*.safetensors")):
                 tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
@@ -69,7 +59,7 @@ def export_final(ckpt: Path, final_dir: Path, meta: dict[str, Any]) -> Path:
         for f in tmp.glob("*.safetensors"):
             f.chmod(0o644)
         check_tags(tmp)
-        (tmp / META).write_text(json.dumps(meta, indent=2))
+        atomic_write_json(tmp / META, meta)
         old = final_dir.with_name(final_dir.name + ".old")
         if old.exists():
             shutil.rmtree(old)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -16,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from e2c.cli import UserError
+from e2c.devices import gpu_count
+from e2c.paths import configs_dir, project_root
 from e2c.rl.launch import keep_metrics, restore_metrics
 from e2c.sft.export import META
 from e2c.sft.metrics import METRICS, PATH_ENV, MetricsTail, watch
 from e2c.sft.tagging import tagged_model
 
-ROOT = Path(__file__).resolve().parents[2]
-CONFIG_DIR = ROOT / "configs"
 CONFIG_NAME = "e2c_sft"
 GPU_MODEL = "Qwen/Qwen3-8B"
 CPU_MODEL = "embedded"
@@ -50,33 +49,13 @@ CPU_PRESET = Path("cpu") / "sft.yaml"
 STEPS_KEY = "trainer.total_training_steps"
 
 
-def count_gpus(env: dict[str, str] | None = None) -> int:
-    """GPUs this node would use: ``CUDA_VISIBLE_DEVICES`` if set (empty or ``-1``: none), else the lines of
-    ``nvidia-smi -L`` (0 without the tool). ``E2C_FORCE_CPU=1`` forces 0."""
-    env = dict(os.environ if env is None else env)
-    if env.get("E2C_FORCE_CPU") == "1":
-        return 0
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
-    if cvd is not None:
-        ids = [d.strip() for d in cvd.split(",") if d.strip()]
-        return 0 if not ids or ids[0] == "-1" else len(ids)
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return 0
-    try:
-        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=30, check=False).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return 0
-    return sum(1 for line in out.splitlines() if line.startswith("GPU "))
-
-
 # ------------------------------------------------------------------------------------------------ plan
 def _existing(paths: list[str], what: str) -> list[str]:
     out = []
     for p in paths:
         path = Path(p).expanduser()
         if not path.is_absolute():
-            path = (Path.cwd() / path) if (Path.cwd() / path).exists() else ROOT / path
+            path = (Path.cwd() / path) if (Path.cwd() / path).exists() else project_root() / path
         if not path.is_file():
             raise UserError(f"{what} file not found: {p}")
         out.append(str(path.resolve()))
@@ -84,7 +63,7 @@ def _existing(paths: list[str], what: str) -> list[str]:
 
 
 def _default_file(candidates: tuple[str, ...]) -> str | None:
-    return next((c for c in candidates if (ROOT / c).is_file()), None)
+    return next((c for c in candidates if (project_root() / c).is_file()), None)
 
 
 def node_rank(args: argparse.Namespace) -> int:
@@ -104,7 +83,7 @@ def node_rank(args: argparse.Namespace) -> int:
 def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
     """Resolve data, devices and the model (tagging it if needed); every problem is one UserError line."""
     train_default, val_default, _cls, schema, out_default = MODES[args.mode]
-    gpus = count_gpus() if args.gpus is None else args.gpus
+    gpus = gpu_count() if args.gpus is None else args.gpus
     if gpus < 0 or args.nnodes < 1:
         raise UserError("--gpus must be >= 0 and --nnodes >= 1")
     if gpus == 0 and args.nnodes > 1:
@@ -131,12 +110,14 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         check_data_file(f, "validation data", schema, DATA_SUFFIXES, "--val-data (VAL_DATA)")
     # The user's overrides, composed as the trainer will, before the model is tagged (which writes a copy).
     compose_checked(
-        Path(args.config_dir),
+        Path(args.config_dir) if args.config_dir else configs_dir(),
         CONFIG_NAME,
         [f"{k}={v}" for k, v in cpu_preset().items()] if gpus == 0 else [],
         overrides,
     )
-    out = writable_dir(Path(args.output_dir or ROOT / out_default).expanduser().resolve(), "output folder")
+    out = writable_dir(
+        Path(args.output_dir or project_root() / out_default).expanduser().resolve(), "output folder"
+    )
     model, note = tagged_model(
         args.model or (GPU_MODEL if gpus else CPU_MODEL), args.tagged_dir, args.subfolder
     )
@@ -217,7 +198,7 @@ def cpu_preset(path: Path | None = None) -> dict[str, str]:
     ones (one UserError line when the file is missing or not a mapping of keys to values)."""
     import yaml
 
-    path = path or CONFIG_DIR / CPU_PRESET
+    path = path or configs_dir() / CPU_PRESET
     try:
         doc = yaml.safe_load(path.read_text())
     except OSError as e:
@@ -258,7 +239,7 @@ def cpu_default_steps() -> int | None:
         return None if steps in (None, "null") else int(steps)
     except ValueError:
         raise UserError(
-            f"{CONFIG_DIR / CPU_PRESET}: {STEPS_KEY} must be a whole number, got {steps!r}"
+            f"{configs_dir() / CPU_PRESET}: {STEPS_KEY} must be a whole number, got {steps!r}"
         ) from None
 
 
@@ -308,7 +289,7 @@ def run_trainer(cmd: list[str], run_dir: Path, env: dict[str, str]) -> tuple[int
                 env={**env, PATH_ENV: str(metrics)},
                 text=True,
                 bufsize=1,
-                cwd=ROOT,
+                cwd=project_root(),
             )
             assert proc.stdout is not None
             try:

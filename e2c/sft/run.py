@@ -12,8 +12,9 @@ What it does, in order:
    ``--tagged-dir`` (default ``models/base/<name>-e2c``) and reused;
 3. launches ``torchrun -m verl.trainer.sft_trainer --config-name e2c_sft`` (``configs/e2c_sft.yaml``) with
    the E2C dataset class (:mod:`e2c.sft.dataset`): full chains for ``sft``, exploration-only rows for
-   ``ef-sft``. GPUs are counted from ``CUDA_VISIBLE_DEVICES`` or ``nvidia-smi``; with none, one CPU
-   process runs with CPU overrides (FSDP2 on gloo, sdpa attention, small batches);
+   ``ef-sft``. GPUs are counted by :func:`e2c.devices.gpu_count` (``CUDA_VISIBLE_DEVICES``, else torch);
+   with none, one CPU process runs with the CPU preset ``configs/cpu/sft.yaml`` (FSDP2 on gloo, sdpa
+   attention, small batches, 20 steps);
 4. converts verl's last checkpoint to a plain Hugging Face folder with verl's model merger and moves it
    atomically to ``<output-dir>/final`` (config, safetensors, tokenizer with the tags);
 5. prints a table of the losses verl's file logger wrote to ``<output-dir>/metrics.jsonl`` (every launch
@@ -37,10 +38,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from e2c.checkpoints import latest_checkpoint
 from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers
-from e2c.sft.export import export_final, latest_checkpoint
+from e2c.paths import configs_dir
+from e2c.sft.export import export_final
 from e2c.sft.launch import (
-    CONFIG_DIR,
     CONFIG_NAME,
     CPU_MODEL,
     GPU_MODEL,
@@ -105,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--gpus",
         type=int,
         default=None,
-        help="GPUs per node (default: counted from CUDA_VISIBLE_DEVICES or nvidia-smi; 0 = CPU)",
+        help="GPUs per node (default: counted from CUDA_VISIBLE_DEVICES, else torch; 0 = CPU)",
     )
     a(
         "--nnodes",
@@ -119,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="where a base model without E2C tags gets its tagged copy (default: models/base/<name>-e2c)",
     )
-    a("--config-dir", default=str(CONFIG_DIR), help=f"folder of {CONFIG_NAME}.yaml (default: {CONFIG_DIR})")
+    a("--config-dir", default=None, help=f"folder of {CONFIG_NAME}.yaml (default: configs/ of the project)")
     a("--force", action="store_true", help="train again even if <output-dir>/final exists for a finished run")
     a("--dry-run", action="store_true", help="print the trainer command and exit")
     return p
@@ -147,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         total = (
             args.total_steps if args.total_steps is not None else (None if plan.gpus else cpu_default_steps())
         )
-        cmd = launch_command(plan, hydra_overrides(plan, total), Path(args.config_dir).resolve())
+        cmd = launch_command(
+            plan,
+            hydra_overrides(plan, total),
+            Path(args.config_dir).resolve() if args.config_dir else configs_dir(),
+        )
     except UserError as e:
         fail(str(e))
     print(

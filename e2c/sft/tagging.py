@@ -8,14 +8,13 @@ import re
 from pathlib import Path
 
 from e2c.cli import UserError
-
-ROOT = Path(__file__).resolve().parents[2]
+from e2c.paths import project_root
 
 
 def default_tagged_dir(model_folder: str) -> Path:
     """Where the tagged copy of ``model_folder`` goes by default: ``models/base/<name>-e2c``."""
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model_folder).name) or "model"
-    return ROOT / "models" / "base" / f"{name}-e2c"
+    return project_root() / "models" / "base" / f"{name}-e2c"
 
 
 def tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None = None) -> tuple[str, str]:
