@@ -83,7 +83,7 @@ CASES = {
     "sft-bad-float": ("e2c_sft.sh", SFT, ["optim.lr=abc"], "optim.lr: 'abc' is not a float"),
     "sft-unknown-key": ("e2c_sft.sh", SFT, ["nonexistent.key=1"], "to add a new key write +nonexistent.key=1"),
     "sft-steps-negative": (
-        "e2c_sft.sh", {**SFT, "TOTAL_TRAINING_STEPS": "-1"}, [], "--total-steps must be at least 1"
+        "e2c_sft.sh", {**SFT, "TOTAL_TRAINING_STEPS": "-1"}, [], "--steps must be at least 1"
     ),
     # --- beyond it
     "rl-corrupt-parquet": ("e2c_rl.sh", {**RL, "TRAIN_DATA": "{corrupt}"}, [], "not a readable parquet file"),

@@ -60,7 +60,7 @@ def runs(tmp_path_factory, data) -> dict[str, dict]:
     out = tmp_path_factory.mktemp("runs")
     res = {}
     sft = _run([PY, "-m", "e2c.sft.run", "--mode", "sft", "--model", "tiny", "--train-data", str(data["sft"]),
-                "--output-dir", str(out / "sft"), "--total-steps", "3", "--gpus", "0", *TRAIN_OVERRIDES])  # fmt: skip
+                "--output-dir", str(out / "sft"), "--steps", "3", "--gpus", "0", *TRAIN_OVERRIDES])  # fmt: skip
     env_run = subprocess.run(
         ["bash", "scripts/ef-sft.sh", *TRAIN_OVERRIDES], cwd=ROOT, capture_output=True, text=True, timeout=300,
         env={**_env(), "MODEL_PATH": "tiny", "TRAIN_DATA": str(data["ef"]), "OUTPUT_DIR": str(out / "ef"),
@@ -116,7 +116,7 @@ def test_ef_sft_trains_fewer_tokens_than_full_sft(runs: dict) -> None:
 
 def test_a_finished_run_is_not_repeated(runs: dict, data) -> None:
     proc = _run([PY, "-m", "e2c.sft.run", "--mode", "sft", "--model", "tiny", "--train-data", str(data["sft"]),
-                 "--output-dir", str(runs["sft"]["dir"]), "--total-steps", "3", "--gpus", "0", *TRAIN_OVERRIDES],
+                 "--output-dir", str(runs["sft"]["dir"]), "--steps", "3", "--gpus", "0", *TRAIN_OVERRIDES],
                 timeout=120)  # fmt: skip
     assert proc.returncode == 0 and "already the result of this run" in proc.stdout
 
@@ -127,7 +127,8 @@ def test_a_finished_run_is_not_repeated(runs: dict, data) -> None:
         (["--model", "no-such-model"], "unknown model 'no-such-model'"),
         (["--train-data", "/no/such.parquet"], "training data file not found: /no/such.parquet"),
         (["--bogus"], "unrecognized argument '--bogus'"),
-        (["--total-steps", "0", "--dry-run"], "--total-steps must be at least 1"),
+        (["--steps", "0", "--dry-run"], "--steps must be at least 1"),
+        (["--total-steps", "0", "--dry-run"], "--steps must be at least 1"),  # the old spelling, an alias
     ],
 )
 def test_bad_input_is_one_line(args: list[str], message: str, data) -> None:
@@ -182,7 +183,7 @@ def test_cpu_preset_comes_from_configs_and_reaches_the_command(data, tmp_path: P
         "trainer.total_training_steps=20"
     ]
     assert cmd.index("data.train_batch_size=8") < cmd.index("data.train_batch_size=4") == len(cmd) - 1
-    proc = _run([PY, "-m", "e2c.sft.run", *base, "--dry-run", "--total-steps", "3"], timeout=120)
+    proc = _run([PY, "-m", "e2c.sft.run", *base, "--dry-run", "--steps", "3"], timeout=120)
     cmd = shlex.split(proc.stdout.strip().splitlines()[-1])
     assert [a for a in cmd if a.startswith("trainer.total_training_steps=")] == [
         "trainer.total_training_steps=3"

@@ -19,7 +19,8 @@ META = "e2c_sft.json"
 
 
 def merge_command(ckpt: Path, target: Path) -> list[str]:
-    """verl's model merger: FSDP shards of ``ckpt`` to safetensors in ``target``."""
+    """verl's model merger: FSDP shards of ``ckpt`` to safetensors in ``target`` (its flags keep verl's
+    spelling, ``--local_dir`` / ``--target_dir``: they are verl's, not E2C knobs)."""
     return [
         sys.executable,
         "-m",

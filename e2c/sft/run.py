@@ -1,8 +1,8 @@
 """SFT and EF-SFT on verl's SFT trainer (``bash scripts/e2c_sft.sh`` / ``bash scripts/ef-sft.sh`` wrap this).
 
     python -m e2c.sft.run --mode sft                         # GPUs found: Qwen/Qwen3-8B, full E2C chains
-    python -m e2c.sft.run --mode ef-sft --model embedded --total-steps 6      # CPU demo, no hub needed
-    python -m e2c.sft.run --mode sft --model tiny --total-steps 3 data.train_batch_size=4   # Hydra overrides
+    python -m e2c.sft.run --mode ef-sft --model embedded --steps 6      # CPU demo, no hub needed
+    python -m e2c.sft.run --mode sft --model tiny --steps 3 data.train_batch_size=4   # Hydra overrides
 
 What it does, in order:
 
@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run folder: verl checkpoints in verl/, the HF model in final/ (default: models/checkpoints/<mode>)",
     )
     a(
-        "--total-steps",
+        "--steps",
         type=int,
         default=None,
         help=f"optimizer steps (default: all epochs with GPUs; on CPU, {STEPS_KEY} of configs/cpu/sft.yaml)",
@@ -136,8 +136,8 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
             f"unrecognized argument {bad[0]!r}: flags are listed by --help, Hydra overrides look like key=value"
         )
     # Checked before anything is resolved or written (the model's tagged copy, the run folder).
-    if args.total_steps is not None and args.total_steps < 1:
-        raise UserError(f"--total-steps must be at least 1 (TOTAL_TRAINING_STEPS), got {args.total_steps}")
+    if args.steps is not None and args.steps < 1:
+        raise UserError(f"--steps must be at least 1 (TOTAL_TRAINING_STEPS), got {args.steps}")
     return args, rest
 
 
@@ -146,9 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args, overrides = parse(argv)
         plan = make_plan(args, overrides)
-        total = (
-            args.total_steps if args.total_steps is not None else (None if plan.gpus else cpu_default_steps())
-        )
+        total = args.steps if args.steps is not None else (None if plan.gpus else cpu_default_steps())
         cmd = launch_command(
             plan,
             hydra_overrides(plan, total),
