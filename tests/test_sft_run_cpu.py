@@ -52,6 +52,13 @@ def _run(cmd: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
 
 
 TRAIN_OVERRIDES = ["data.train_batch_size=4", "optim.lr=1e-3", "optim.lr_warmup_steps_ratio=0"]
+SFT_ARGS = ["--mode", "sft", "--model", "tiny", "--steps", "3", "--gpus", "0", *TRAIN_OVERRIDES]
+
+
+def _sft(train: Path, output_dir: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``python -m e2c.sft.run``: 3 SFT steps of the tiny model on CPU."""
+    args = ["--train-data", str(train), "--output-dir", str(output_dir), *SFT_ARGS]
+    return _run([PY, "-m", "e2c.sft.run", *args], timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -59,17 +66,28 @@ def runs(tmp_path_factory, data) -> dict[str, dict]:
     """One SFT run through ``python -m e2c.sft.run`` and one EF-SFT run through ``scripts/ef-sft.sh``."""
     out = tmp_path_factory.mktemp("runs")
     res = {}
-    sft = _run([PY, "-m", "e2c.sft.run", "--mode", "sft", "--model", "tiny", "--train-data", str(data["sft"]),
-                "--output-dir", str(out / "sft"), "--steps", "3", "--gpus", "0", *TRAIN_OVERRIDES])  # fmt: skip
+    sft = _sft(data["sft"], out / "sft")
     env_run = subprocess.run(
-        ["bash", "scripts/ef-sft.sh", *TRAIN_OVERRIDES], cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**_env(), "MODEL_PATH": "tiny", "TRAIN_DATA": str(data["ef"]), "OUTPUT_DIR": str(out / "ef"),
-             "TOTAL_TRAINING_STEPS": "3"},
-    )  # fmt: skip
+        ["bash", "scripts/ef-sft.sh", *TRAIN_OVERRIDES],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            **_env(),
+            "MODEL_PATH": "tiny",
+            "TRAIN_DATA": str(data["ef"]),
+            "OUTPUT_DIR": str(out / "ef"),
+            "TOTAL_TRAINING_STEPS": "3",
+        },
+    )
     for name, proc in (("sft", sft), ("ef", env_run)):
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        res[name] = {"summary": json.loads(proc.stdout.strip().splitlines()[-1]), "dir": out / name,
-                     "stdout": proc.stdout}  # fmt: skip
+        res[name] = {
+            "summary": json.loads(proc.stdout.strip().splitlines()[-1]),
+            "dir": out / name,
+            "stdout": proc.stdout,
+        }
     return res
 
 
@@ -115,9 +133,7 @@ def test_ef_sft_trains_fewer_tokens_than_full_sft(runs: dict) -> None:
 
 
 def test_a_finished_run_is_not_repeated(runs: dict, data) -> None:
-    proc = _run([PY, "-m", "e2c.sft.run", "--mode", "sft", "--model", "tiny", "--train-data", str(data["sft"]),
-                 "--output-dir", str(runs["sft"]["dir"]), "--steps", "3", "--gpus", "0", *TRAIN_OVERRIDES],
-                timeout=120)  # fmt: skip
+    proc = _sft(data["sft"], runs["sft"]["dir"], timeout=120)
     assert proc.returncode == 0 and "already the result of this run" in proc.stdout
 
 
@@ -140,8 +156,10 @@ def test_bad_input_is_one_line(args: list[str], message: str, data) -> None:
 
 
 def test_schema_errors_stop_before_training(tmp_path: Path) -> None:
-    bad = write_parquet([{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "x"}],
-                          "data_source": "s", "extra_info": {"i": 0}}], tmp_path / "bad.parquet")  # fmt: skip
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "x"}]
+    bad = write_parquet(
+        [{"messages": messages, "data_source": "s", "extra_info": {"i": 0}}], tmp_path / "bad.parquet"
+    )
     proc = _run(
         [PY, "-m", "e2c.sft.run", "--model", "tiny", "--gpus", "0", "--train-data", str(bad)], timeout=120
     )
@@ -149,8 +167,8 @@ def test_schema_errors_stop_before_training(tmp_path: Path) -> None:
 
 
 def test_dry_run_command_cpu_and_gpu(data, tmp_path: Path) -> None:
-    args = sft_run.build_parser().parse_args(["--model", "tiny", "--train-data", str(data["ef"]), "--mode", "ef-sft",
-                                              "--gpus", "8", "--output-dir", str(tmp_path)])  # fmt: skip
+    argv = ["--model", "tiny", "--mode", "ef-sft", "--gpus", "8", "--output-dir", str(tmp_path)]
+    args = sft_run.build_parser().parse_args([*argv, "--train-data", str(data["ef"])])
     plan = launch.make_plan(args, ["optim.lr=1e-5"])
     cmd = launch.launch_command(plan, launch.hydra_overrides(plan, None), configs_dir())
     assert "--nproc_per_node=8" in cmd and "trainer.device=cpu" not in cmd

@@ -132,8 +132,14 @@ def finished(plan: Plan, total_steps: int | None) -> bool:
         done = json.loads(meta.read_text())
     except (OSError, json.JSONDecodeError):
         return False
-    same = {"mode": plan.mode, "base_model": plan.model, "train_files": plan.train, "val_files": plan.val,
-            "total_steps_requested": total_steps, "overrides": plan.overrides}  # fmt: skip
+    same = {
+        "mode": plan.mode,
+        "base_model": plan.model,
+        "train_files": plan.train,
+        "val_files": plan.val,
+        "total_steps_requested": total_steps,
+        "overrides": plan.overrides,
+    }
     return all(done.get(k) == v for k, v in same.items())
 
 
