@@ -50,6 +50,34 @@ STEPS_KEY = "trainer.total_training_steps"
 
 
 # ------------------------------------------------------------------------------------------------ plan
+@dataclass
+class Plan:
+    """Everything one run needs, resolved before anything is launched."""
+
+    mode: str
+    model: str
+    model_note: str
+    train: list[str]
+    val: list[str]
+    output_dir: Path
+    gpus: int
+    nnodes: int
+    node_rank: int
+    overrides: list[str] = field(default_factory=list)
+
+    @property
+    def ckpt_dir(self) -> Path:
+        return self.output_dir / "verl"
+
+    @property
+    def final_dir(self) -> Path:
+        return self.output_dir / "final"
+
+    @property
+    def stats_path(self) -> Path:
+        return self.output_dir / "sft_data_stats.json"
+
+
 def _existing(paths: list[str], what: str) -> list[str]:
     out = []
     for p in paths:
@@ -125,6 +153,8 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
 
 
 def finished(plan: Plan, total_steps: int | None) -> bool:
+    """Whether ``<output-dir>/final`` already holds the result of this very run (same mode, model, data,
+    steps and overrides): a re-run then stops at once."""
     meta = plan.final_dir / META
     if not meta.is_file():
         return False
@@ -143,62 +173,7 @@ def finished(plan: Plan, total_steps: int | None) -> bool:
     return all(done.get(k) == v for k, v in same.items())
 
 
-# ------------------------------------------------------------------------------------------------ command
-@dataclass
-class Plan:
-    """Everything one run needs, resolved before anything is launched."""
-
-    mode: str
-    model: str
-    model_note: str
-    train: list[str]
-    val: list[str]
-    output_dir: Path
-    gpus: int
-    nnodes: int
-    node_rank: int
-    overrides: list[str] = field(default_factory=list)
-
-    @property
-    def ckpt_dir(self) -> Path:
-        return self.output_dir / "verl"
-
-    @property
-    def final_dir(self) -> Path:
-        return self.output_dir / "final"
-
-    @property
-    def stats_path(self) -> Path:
-        return self.output_dir / "sft_data_stats.json"
-
-
-def _listing(files: list[str]) -> str:
-    return files[0] if len(files) == 1 else "[" + ",".join(files) + "]"
-
-
-def hydra_overrides(plan: Plan, total_steps: int | None) -> list[str]:
-    """The Hydra overrides for verl's SFT trainer; the user's own come last and win."""
-    cls = MODES[plan.mode][2]
-    ov = [
-        f"model.path={plan.model}",
-        f"data.train_files={_listing(plan.train)}",
-        f"data.val_files={_listing(plan.val) if plan.val else 'null'}",
-        f"data.custom_cls.name={cls}",
-        f"data.stats_path={plan.stats_path}",
-        f"trainer.default_local_dir={plan.ckpt_dir}",
-        f"trainer.experiment_name={plan.mode}",
-        f"trainer.nnodes={plan.nnodes}",
-        f"trainer.n_gpus_per_node={max(plan.gpus, 1)}",
-        # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
-        f"hydra.run.dir={plan.output_dir / 'hydra'}/${{now:%Y-%m-%d_%H-%M-%S}}",
-    ]
-    if total_steps is not None:
-        ov.append(f"{STEPS_KEY}={total_steps}")
-    if plan.gpus == 0:
-        ov.extend(f"{k}={v}" for k, v in cpu_preset().items() if k != STEPS_KEY)
-    return ov + plan.overrides
-
-
+# ------------------------------------------------------------------------------------------------ CPU preset
 def cpu_preset(path: Path | None = None) -> dict[str, str]:
     """``configs/cpu/sft.yaml`` as Hydra overrides, key -> value: its ``preset`` entries, then its ``fixed``
     ones (one UserError line when the file is missing or not a mapping of keys to values)."""
@@ -249,6 +224,34 @@ def cpu_default_steps() -> int | None:
         ) from None
 
 
+# ------------------------------------------------------------------------------------------------ command
+def _listing(files: list[str]) -> str:
+    return files[0] if len(files) == 1 else "[" + ",".join(files) + "]"
+
+
+def hydra_overrides(plan: Plan, total_steps: int | None) -> list[str]:
+    """The Hydra overrides for verl's SFT trainer; the user's own come last and win."""
+    cls = MODES[plan.mode][2]
+    ov = [
+        f"model.path={plan.model}",
+        f"data.train_files={_listing(plan.train)}",
+        f"data.val_files={_listing(plan.val) if plan.val else 'null'}",
+        f"data.custom_cls.name={cls}",
+        f"data.stats_path={plan.stats_path}",
+        f"trainer.default_local_dir={plan.ckpt_dir}",
+        f"trainer.experiment_name={plan.mode}",
+        f"trainer.nnodes={plan.nnodes}",
+        f"trainer.n_gpus_per_node={max(plan.gpus, 1)}",
+        # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
+        f"hydra.run.dir={plan.output_dir / 'hydra'}/${{now:%Y-%m-%d_%H-%M-%S}}",
+    ]
+    if total_steps is not None:
+        ov.append(f"{STEPS_KEY}={total_steps}")
+    if plan.gpus == 0:
+        ov.extend(f"{k}={v}" for k, v in cpu_preset().items() if k != STEPS_KEY)
+    return ov + plan.overrides
+
+
 def launch_command(plan: Plan, overrides: list[str], config_dir: Path) -> list[str]:
     """``torchrun ... -m verl.trainer.sft_trainer --config-path ... --config-name e2c_sft <overrides>``."""
     torchrun = [sys.executable, "-m", "torch.distributed.run"]
@@ -275,6 +278,7 @@ def launch_command(plan: Plan, overrides: list[str], config_dir: Path) -> list[s
     ]
 
 
+# ------------------------------------------------------------------------------------------------ run
 def run_trainer(cmd: list[str], run_dir: Path, env: dict[str, str]) -> tuple[int, MetricsTail]:
     """Run the trainer with its file logger writing ``<run_dir>/metrics.jsonl``, echo its output and append
     it to ``<run_dir>/train.log``. Returns the exit status and this launch's metrics as they arrived; the
