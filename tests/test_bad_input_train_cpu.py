@@ -104,7 +104,7 @@ CASES = {
         "e2c_sft.sh",
         {**SFT, "TOTAL_TRAINING_STEPS": "-1"},
         [],
-        "--total-steps must be at least 1",
+        "--steps must be at least 1",
     ),
     # --- beyond it
     "rl-corrupt-parquet": ("e2c_rl.sh", {**RL, "TRAIN_DATA": "{corrupt}"}, [], "not a readable parquet file"),

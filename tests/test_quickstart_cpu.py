@@ -194,11 +194,16 @@ def test_progress_parsers_and_eta() -> None:
 
 
 def test_curves_read_from_run_files(tmp_path: Path) -> None:
-    (tmp_path / "train.log").write_text(
-        "step:1 - train/loss:2.5 - x\nEpoch 1 | 1/9 [00:02]step:2 - a:1 - train/loss:1.5\n"
-        "# resumed\nstep:2 - train/loss:1.25\n"
-    )
-    assert sft_losses(tmp_path) == {1: 2.5, 2: 1.25}
+    sft = tmp_path / "sft"
+    sft.mkdir()
+    records = [
+        (1, {"train/loss": 2.5, "x": 1}),
+        (2, {"a": 1, "train/loss": 1.5}),
+        (2, {"val/loss": 9.0}),
+        (2, {"train/loss": 1.25}),
+    ]
+    (sft / "metrics.jsonl").write_text("".join(json.dumps({"step": k, "data": d}) + "\n" for k, d in records))
+    assert sft_losses(sft) == {1: 2.5, 2: 1.25}  # a step logged again (a resumed run) keeps its last loss
     lines = [{"step": 2, "data": {"critic/score/mean": 0.5}}, {"step": 1, "data": {"critic/score/mean": 0.25}},
              {"step": 3, "data": {"other": 1}}]  # fmt: skip
     (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n{cut")

@@ -177,7 +177,7 @@ def test_rollout_dtype_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_metrics_survive_relaunches_cpu(tmp_path: Path) -> None:
-    from e2c.rl.launch import keep_metrics, merge_metric_lines, restore_metrics
+    from e2c.checkpoints import keep_metrics, merge_metric_lines, restore_metrics
 
     line = lambda step, v: json.dumps({"step": step, "data": {"x": v}})  # noqa: E731
     assert merge_metric_lines([line(1, 0), line(2, 0)], [line(2, 1), '{"step": 3, "da']) == [

@@ -20,8 +20,11 @@ EXPLORE = f"{E2C.explore_open}{PLAN}{E2C.explore_close}"
 
 
 def _row(content: str, scope: str | None = None, question: str = "What is 2 + 3?", **extra) -> dict:
-    row = {"messages": [*E2C.messages(question), {"role": "assistant", "content": content}],
-           "data_source": "t", "extra_info": {"id": question, **extra}}  # fmt: skip
+    row = {
+        "messages": [*E2C.messages(question), {"role": "assistant", "content": content}],
+        "data_source": "t",
+        "extra_info": {"id": question, **extra},
+    }
     if scope is not None:
         row["loss_scope"] = scope
     return row
@@ -36,8 +39,9 @@ def _trained_text(tok, item: dict) -> str:
 
 
 def test_scopes_mask_the_right_tokens(tmp_path: Path, tiny_tok) -> None:
-    p = write_parquet([_row(FULL, "full"), _row(FULL, "exploration"), _row(EXPLORE, "exploration")],
-                      tmp_path / "ef.parquet")  # fmt: skip
+    p = write_parquet(
+        [_row(FULL, "full"), _row(FULL, "exploration"), _row(EXPLORE, "exploration")], tmp_path / "ef.parquet"
+    )
     ds = _ds(p, tiny_tok)
     full, cut, plan_only = ds[0], ds[1], ds[2]
     # A full row trains the whole assistant turn, end-of-turn included (verl's own mask).
@@ -97,11 +101,16 @@ def test_scope_sources_and_defaults(tmp_path: Path, tiny_tok) -> None:
 
 def test_overlong_rows_skip_error_truncate(tmp_path: Path, tiny_tok) -> None:
     long_exec = " ".join(f"Step {i}: {i} + {i} = {2 * i}." for i in range(60))
-    rows = [_row(FULL, "full"), _row(E2C.format_response(PLAN, long_exec), "full"),
-            _row(E2C.format_response(PLAN * 30, EXEC), "exploration")]  # fmt: skip
+    rows = [
+        _row(FULL, "full"),
+        _row(E2C.format_response(PLAN, long_exec), "full"),
+        _row(E2C.format_response(PLAN * 30, EXEC), "exploration"),
+    ]
     p = write_parquet(rows, tmp_path / "long.parquet")
-    lengths = [len(tiny_tok.apply_chat_template(r["messages"], tokenize=True, return_dict=True)["input_ids"])
-               for r in rows]  # fmt: skip
+    lengths = [
+        len(tiny_tok.apply_chat_template(r["messages"], tokenize=True, return_dict=True)["input_ids"])
+        for r in rows
+    ]
     limit = lengths[0] + 5
     assert min(lengths[1:]) > limit
     skip = _ds(p, tiny_tok, max_length=limit)

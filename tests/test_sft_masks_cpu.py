@@ -97,8 +97,11 @@ def test_mask_alignment_with_verls_sft_loss(tiny_tok) -> None:
     rows = []
     for text in (chat, [chat[0], {"role": "assistant", "content": "<EXPLORATION>plan</EXPLORATION>"}]):
         ids = torch.tensor(tiny_tok.apply_chat_template(text, tokenize=True, return_dict=True)["input_ids"])
-        n_prompt = len(tiny_tok.apply_chat_template(text[:1], tokenize=True, add_generation_prompt=True,
-                                                    return_dict=True)["input_ids"])  # fmt: skip
+        n_prompt = len(
+            tiny_tok.apply_chat_template(
+                text[:1], tokenize=True, add_generation_prompt=True, return_dict=True
+            )["input_ids"]
+        )
         mask = torch.zeros_like(ids)
         mask[n_prompt:] = 1  # verl's assistant mask: everything after the generation prompt
         rows.append((ids, exploration_loss_mask(ids, mask, bid)))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -16,9 +18,13 @@ from pathlib import Path
 import pytest
 import torch
 
+from e2c import presets
 from e2c.data import efsft
 from e2c.data.io import write_parquet
 from e2c.data.synthetic.generate import generate, rows_by_split
+from e2c.devices import gpu_count
+from e2c.paths import configs_dir
+from e2c.sft import launch, tagging
 from e2c.sft import run as sft_run
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,6 +53,13 @@ def _run(cmd: list[str], timeout: int = 300) -> subprocess.CompletedProcess:
 
 
 TRAIN_OVERRIDES = ["data.train_batch_size=4", "optim.lr=1e-3", "optim.lr_warmup_steps_ratio=0"]
+SFT_ARGS = ["--mode", "sft", "--model", "tiny", "--steps", "3", "--gpus", "0", *TRAIN_OVERRIDES]
+
+
+def _sft(train: Path, output_dir: Path, timeout: int = 300) -> subprocess.CompletedProcess:
+    """``python -m e2c.sft.run``: 3 SFT steps of the tiny model on CPU."""
+    args = ["--train-data", str(train), "--output-dir", str(output_dir), *SFT_ARGS]
+    return _run([PY, "-m", "e2c.sft.run", *args], timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -54,17 +67,28 @@ def runs(tmp_path_factory, data) -> dict[str, dict]:
     """One SFT run through ``python -m e2c.sft.run`` and one EF-SFT run through ``scripts/ef-sft.sh``."""
     out = tmp_path_factory.mktemp("runs")
     res = {}
-    sft = _run([PY, "-m", "e2c.sft.run", "--mode", "sft", "--model", "tiny", "--train-data", str(data["sft"]),
-                "--output-dir", str(out / "sft"), "--total-steps", "3", "--gpus", "0", *TRAIN_OVERRIDES])  # fmt: skip
+    sft = _sft(data["sft"], out / "sft")
     env_run = subprocess.run(
-        ["bash", "scripts/ef-sft.sh", *TRAIN_OVERRIDES], cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env={**_env(), "MODEL_PATH": "tiny", "TRAIN_DATA": str(data["ef"]), "OUTPUT_DIR": str(out / "ef"),
-             "TOTAL_TRAINING_STEPS": "3"},
-    )  # fmt: skip
+        ["bash", "scripts/ef-sft.sh", *TRAIN_OVERRIDES],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={
+            **_env(),
+            "MODEL_PATH": "tiny",
+            "TRAIN_DATA": str(data["ef"]),
+            "OUTPUT_DIR": str(out / "ef"),
+            "TOTAL_TRAINING_STEPS": "3",
+        },
+    )
     for name, proc in (("sft", sft), ("ef", env_run)):
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        res[name] = {"summary": json.loads(proc.stdout.strip().splitlines()[-1]), "dir": out / name,
-                     "stdout": proc.stdout}  # fmt: skip
+        res[name] = {
+            "summary": json.loads(proc.stdout.strip().splitlines()[-1]),
+            "dir": out / name,
+            "stdout": proc.stdout,
+        }
     return res
 
 
@@ -110,9 +134,7 @@ def test_ef_sft_trains_fewer_tokens_than_full_sft(runs: dict) -> None:
 
 
 def test_a_finished_run_is_not_repeated(runs: dict, data) -> None:
-    proc = _run([PY, "-m", "e2c.sft.run", "--mode", "sft", "--model", "tiny", "--train-data", str(data["sft"]),
-                 "--output-dir", str(runs["sft"]["dir"]), "--total-steps", "3", "--gpus", "0", *TRAIN_OVERRIDES],
-                timeout=120)  # fmt: skip
+    proc = _sft(data["sft"], runs["sft"]["dir"], timeout=120)
     assert proc.returncode == 0 and "already the result of this run" in proc.stdout
 
 
@@ -122,7 +144,8 @@ def test_a_finished_run_is_not_repeated(runs: dict, data) -> None:
         (["--model", "no-such-model"], "unknown model 'no-such-model'"),
         (["--train-data", "/no/such.parquet"], "training data file not found: /no/such.parquet"),
         (["--bogus"], "unrecognized argument '--bogus'"),
-        (["--total-steps", "0", "--dry-run"], "--total-steps must be at least 1"),
+        (["--steps", "0", "--dry-run"], "--steps must be at least 1"),
+        (["--total-steps", "0", "--dry-run"], "--steps must be at least 1"),  # the old spelling, an alias
     ],
 )
 def test_bad_input_is_one_line(args: list[str], message: str, data) -> None:
@@ -134,8 +157,10 @@ def test_bad_input_is_one_line(args: list[str], message: str, data) -> None:
 
 
 def test_schema_errors_stop_before_training(tmp_path: Path) -> None:
-    bad = write_parquet([{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "x"}],
-                          "data_source": "s", "extra_info": {"i": 0}}], tmp_path / "bad.parquet")  # fmt: skip
+    messages = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "x"}]
+    bad = write_parquet(
+        [{"messages": messages, "data_source": "s", "extra_info": {"i": 0}}], tmp_path / "bad.parquet"
+    )
     proc = _run(
         [PY, "-m", "e2c.sft.run", "--model", "tiny", "--gpus", "0", "--train-data", str(bad)], timeout=120
     )
@@ -143,14 +168,14 @@ def test_schema_errors_stop_before_training(tmp_path: Path) -> None:
 
 
 def test_dry_run_command_cpu_and_gpu(data, tmp_path: Path) -> None:
-    args = sft_run.build_parser().parse_args(["--model", "tiny", "--train-data", str(data["ef"]), "--mode", "ef-sft",
-                                              "--gpus", "8", "--output-dir", str(tmp_path)])  # fmt: skip
-    plan = sft_run.make_plan(args, ["optim.lr=1e-5"])
-    cmd = sft_run.launch_command(plan, sft_run.hydra_overrides(plan, None), sft_run.CONFIG_DIR)
+    argv = ["--model", "tiny", "--mode", "ef-sft", "--gpus", "8", "--output-dir", str(tmp_path)]
+    args = sft_run.build_parser().parse_args([*argv, "--train-data", str(data["ef"])])
+    plan = launch.make_plan(args, ["optim.lr=1e-5"])
+    cmd = launch.launch_command(plan, launch.hydra_overrides(plan, None), configs_dir())
     assert "--nproc_per_node=8" in cmd and "trainer.device=cpu" not in cmd
     assert "data.custom_cls.name=EFSFTDataset" in cmd and cmd[-1] == "optim.lr=1e-5"
     plan.gpus = 0
-    cpu = sft_run.launch_command(plan, sft_run.hydra_overrides(plan, 3), sft_run.CONFIG_DIR)
+    cpu = launch.launch_command(plan, launch.hydra_overrides(plan, 3), configs_dir())
     assert (
         "--nproc_per_node=1" in cpu
         and "trainer.device=cpu" in cpu
@@ -158,11 +183,59 @@ def test_dry_run_command_cpu_and_gpu(data, tmp_path: Path) -> None:
     )
 
 
+def test_cpu_preset_comes_from_configs_and_reaches_the_command(data, tmp_path: Path) -> None:
+    """configs/cpu/sft.yaml is the CPU preset: each entry is an override in the dry-run command, its step
+    count is the default --steps, and the user's overrides come after it (they win)."""
+    import yaml
+
+    doc = yaml.safe_load((configs_dir() / "cpu" / "sft.yaml").read_text())
+    preset = presets.cpu_preset("sft")
+    assert list(preset) == [*doc["preset"], *doc["fixed"]]
+    assert preset["trainer.device"] == "cpu" and preset["model.enable_gradient_checkpointing"] == "false"
+    base = ["--model", "tiny", "--gpus", "0", "--train-data", str(data["sft"]), "--output-dir", str(tmp_path)]
+    proc = _run([PY, "-m", "e2c.sft.run", *base, "--dry-run", "data.train_batch_size=4"], timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    cmd = shlex.split(proc.stdout.strip().splitlines()[-1])
+    for key, value in preset.items():
+        assert f"{key}={value}" in cmd
+    assert [a for a in cmd if a.startswith("trainer.total_training_steps=")] == [
+        "trainer.total_training_steps=20"
+    ]
+    assert cmd.index("data.train_batch_size=8") < cmd.index("data.train_batch_size=4") == len(cmd) - 1
+    proc = _run([PY, "-m", "e2c.sft.run", *base, "--dry-run", "--steps", "3"], timeout=120)
+    cmd = shlex.split(proc.stdout.strip().splitlines()[-1])
+    assert [a for a in cmd if a.startswith("trainer.total_training_steps=")] == [
+        "trainer.total_training_steps=3"
+    ]
+
+
+def test_a_broken_cpu_preset_is_one_line(tmp_path: Path) -> None:
+    from e2c.cli import UserError
+
+    bad = tmp_path / "sft.yaml"
+    for text, message in [
+        ("preset: [1, 2]\n", "'preset' must map Hydra keys to values"),
+        ("a: [\n", "not valid YAML"),
+    ]:
+        bad.write_text(text)
+        with pytest.raises(UserError, match=re.escape(message)):
+            presets.cpu_preset("sft", bad)
+    with pytest.raises(UserError, match="cannot read the CPU preset"):
+        presets.cpu_preset("sft", tmp_path / "missing.yaml")
+    assert [presets.override_value(v) for v in (False, None, 8, "sdpa", [1, "a"])] == [
+        "false",
+        "null",
+        "8",
+        "sdpa",
+        "[1,a]",
+    ]
+
+
 def test_count_gpus() -> None:
-    assert sft_run.count_gpus({"CUDA_VISIBLE_DEVICES": "0,1,3"}) == 3
-    assert sft_run.count_gpus({"CUDA_VISIBLE_DEVICES": ""}) == 0
-    assert sft_run.count_gpus({"CUDA_VISIBLE_DEVICES": "-1"}) == 0
-    assert sft_run.count_gpus({"CUDA_VISIBLE_DEVICES": "0,1", "E2C_FORCE_CPU": "1"}) == 0
+    assert gpu_count({"CUDA_VISIBLE_DEVICES": "0,1,3"}) == 3
+    assert gpu_count({"CUDA_VISIBLE_DEVICES": ""}) == 0
+    assert gpu_count({"CUDA_VISIBLE_DEVICES": "-1"}) == 0
+    assert gpu_count({"CUDA_VISIBLE_DEVICES": "0,1", "E2C_FORCE_CPU": "1"}) == 0
 
 
 def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_path: str) -> None:
@@ -182,7 +255,7 @@ def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_
     model.save_pretrained(base)
     tok.save_pretrained(base)
     n_base = len(tok)
-    folder, note = sft_run.tagged_model(str(base), str(tmp_path / "tagged"))
+    folder, note = tagging.tagged_model(str(base), str(tmp_path / "tagged"))
     assert folder == str(tmp_path / "tagged") and "made now" in note
     ttok = AutoTokenizer.from_pretrained(folder)
     assert not missing_chain_tokens(ttok) and len(ttok) == n_base + 4
@@ -194,4 +267,4 @@ def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_
     want = tag_init_rows(emb, [tok.encode(t, add_special_tokens=False) for t in E2C.tags], n_base)
     assert torch.allclose(emb[n_base : n_base + 4], want, atol=1e-5)
     assert not (emb[n_base : n_base + 4] == 7.0).any()  # the padding rows' untrained values are gone
-    assert sft_run.tagged_model(str(base), str(tmp_path / "tagged"))[1].endswith("(reused)")
+    assert tagging.tagged_model(str(base), str(tmp_path / "tagged"))[1].endswith("(reused)")

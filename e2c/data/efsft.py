@@ -110,8 +110,10 @@ def build(
             (full if e.execution is not None and _rank(e.question, seed) < reg_frac else explore).append(e)
     else:
         explore = exs
-        pool = sorted((e for e in examples(reg_rows, fmt, "e2c") if e.execution is not None),
-                      key=lambda e: _rank(e.question, seed))  # fmt: skip
+        pool = sorted(
+            (e for e in examples(reg_rows, fmt, "e2c") if e.execution is not None),
+            key=lambda e: _rank(e.question, seed),
+        )
         want = round(reg_frac / (1.0 - reg_frac) * len(explore))
         full = pool[:want]
     out: list[dict[str, Any]] = []

@@ -2,7 +2,7 @@
 and PNG plots (matplotlib, Agg backend).
 
 Nothing here is pasted: accuracies come from each evaluation's ``results.json`` (per-problem scores from its
-predictions file, for the intervals and paired differences), the SFT loss from its ``train.log``, the RL
+predictions file, for the intervals and paired differences), the SFT loss from its ``metrics.jsonl``, the RL
 reward from its ``metrics.jsonl``, the TTS table from its ``results.json``.
 """
 

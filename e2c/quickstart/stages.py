@@ -334,16 +334,11 @@ def stage_sft(ctx: Context, rep: Reporter) -> dict[str, Any]:
 
 
 def sft_losses(sft_dir: Path) -> dict[int, float]:
-    """Training loss per step from the SFT run's ``train.log`` (``step:N - ... train/loss:X``), the last
-    value of each step winning (a resumed run logs its steps again); ``final/e2c_sft.json`` as fallback."""
-    from e2c.sft.run import STEP_RE as SFT_STEP_RE
+    """Training loss per step from the SFT run's ``metrics.jsonl`` (verl's file logger, every launch of a
+    resumed run; a step logged again keeps its last value); ``final/e2c_sft.json`` as fallback."""
+    from e2c.sft.metrics import METRICS, read_losses
 
-    losses: dict[int, float] = {}
-    log = sft_dir / "train.log"
-    if log.is_file():
-        for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-            for m in SFT_STEP_RE.finditer(line):
-                losses[int(m.group(1))] = float(m.group(2))
+    losses = read_losses(sft_dir / METRICS).train
     if not losses:
         meta = sft_dir / "final" / "e2c_sft.json"
         if meta.is_file():

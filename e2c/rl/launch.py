@@ -34,42 +34,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from e2c.checkpoints import TRACKER, latest_checkpoint
+from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, restore_metrics
 from e2c.cli import ArgumentParser, UserError, fail
 from e2c.devices import gpu_count
-from e2c.files import atomic_write_text, ensure_output_dir
+from e2c.files import ensure_output_dir
 from e2c.paths import configs_dir, project_root
+from e2c.presets import cpu_preset
 
 ALGOS = ("grpo", "dapo")
 # What verl's RL dataset reads (verl.utils.dataset.rl_dataset).
 DATA_SUFFIXES = (".parquet", ".json", ".jsonl")
-METRICS = "metrics.jsonl"
-METRICS_HISTORY = "metrics_history.jsonl"
 STAGES = (1, 2)
 
 # The CPU set-up (a size preset, then what verl needs without an accelerator), under configs_dir().
-CPU_CONFIG = Path("cpu") / "rl.yaml"
-
-
-def _override_value(value: Any) -> str:
-    """A YAML scalar as Hydra override text (YAML's false is Hydra's false, not Python's False)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def cpu_overrides() -> dict[str, str]:
     """``configs/cpu/rl.yaml``'s overrides, key -> value: its ``preset`` section, then ``fixed``."""
-    import yaml
-
-    path = configs_dir() / CPU_CONFIG
-    try:
-        doc = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as e:
-        raise UserError(f"cannot read the CPU set-up {path}: {e}") from None
-    return {
-        str(k): _override_value(v) for part in ("preset", "fixed") for k, v in (doc.get(part) or {}).items()
-    }
+    return cpu_preset("rl")
 
 
 def config_name(algo: str) -> str:
@@ -318,46 +300,6 @@ def command(args: argparse.Namespace) -> list[str]:
         *overrides,
         *args.overrides,
     ]
-
-
-def merge_metric_lines(*sources: list[str]) -> list[str]:
-    """JSON lines of per-step metrics from several launches of one run, one per step (the latest source
-    wins: a step trained again after a resume replaces the record of the killed attempt), by step."""
-    import json
-
-    by_step: dict[int, str] = {}
-    for lines in sources:
-        for line in lines:
-            if not line.strip():
-                continue
-            try:
-                step = int(json.loads(line)["step"])
-            except (ValueError, KeyError, TypeError):
-                continue  # a line cut by a kill
-            by_step[step] = line.rstrip("\n")
-    return [by_step[k] for k in sorted(by_step)]
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text().splitlines() if path.is_file() else []
-
-
-def _write_lines(path: Path, lines: list[str]) -> None:
-    atomic_write_text(path, "".join(line + "\n" for line in lines))
-
-
-def keep_metrics(run_dir: Path) -> None:
-    """Before a launch: fold the run's metrics file into its history (verl's file logger truncates it)."""
-    current, history = run_dir / METRICS, run_dir / METRICS_HISTORY
-    if _lines(current):
-        _write_lines(history, merge_metric_lines(_lines(history), _lines(current)))
-
-
-def restore_metrics(run_dir: Path) -> None:
-    """After a launch: the metrics file holds every step of every launch of this run."""
-    history = run_dir / METRICS_HISTORY
-    if history.is_file():
-        _write_lines(run_dir / METRICS, merge_metric_lines(_lines(history), _lines(run_dir / METRICS)))
 
 
 def main(argv: list[str] | None = None) -> int:

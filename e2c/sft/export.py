@@ -1,0 +1,86 @@
+"""SFT's result as a plain Hugging Face folder: verl's last checkpoint converted (verl's model merger) and
+swapped in atomically as ``<output-dir>/final``, with ``e2c_sft.json`` describing the run."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from e2c.cli import UserError
+from e2c.files import atomic_write_json
+from e2c.paths import project_root
+
+META = "e2c_sft.json"
+
+
+def merge_command(ckpt: Path, target: Path) -> list[str]:
+    """verl's model merger: FSDP shards of ``ckpt`` to safetensors in ``target`` (its flags keep verl's
+    spelling, ``--local_dir`` / ``--target_dir``: they are verl's, not E2C knobs)."""
+    return [
+        sys.executable,
+        "-m",
+        "verl.model_merger",
+        "merge",
+        "--backend",
+        "fsdp",
+        "--local_dir",
+        str(ckpt),
+        "--target_dir",
+        str(target),
+    ]
+
+
+def export_final(ckpt: Path, final_dir: Path, meta: dict[str, Any]) -> Path:
+    """Write a plain HF folder for ``ckpt`` to ``final_dir`` atomically.
+
+    verl already wrote the weights under ``huggingface/`` when ``checkpoint.save_contents`` includes
+    ``hf_model``; otherwise verl's model merger turns the FSDP shards into safetensors (bf16). The folder
+    is built next to ``final_dir`` and swapped in by rename, so a killed export leaves the old one.
+    """
+    final_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=final_dir.name + ".tmp", dir=final_dir.parent))
+    try:
+        hf = ckpt / "huggingface"
+        if any(hf.glob("*.safetensors")):
+            shutil.copytree(hf, tmp, dirs_exist_ok=True)
+        else:
+            res = subprocess.run(
+                merge_command(ckpt, tmp), capture_output=True, text=True, cwd=project_root(), check=False
+            )
+            if res.returncode != 0 or not any(tmp.glob("*.safetensors")):
+                tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
+                raise UserError(f"verl's model merger failed on {ckpt}: {' | '.join(tail)}")
+        # mkdtemp makes the folder 0700 and the weights come out 0600: a model folder is for sharing.
+        tmp.chmod(0o755)
+        for f in tmp.glob("*.safetensors"):
+            f.chmod(0o644)
+        check_tags(tmp)
+        atomic_write_json(tmp / META, meta)
+        old = final_dir.with_name(final_dir.name + ".old")
+        if old.exists():
+            shutil.rmtree(old)
+        if final_dir.exists():
+            os.replace(final_dir, old)
+        os.replace(tmp, final_dir)
+        if old.exists():
+            shutil.rmtree(old)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final_dir
+
+
+def check_tags(folder: Path) -> None:
+    """The exported tokenizer must still carry the E2C tags (one line if not)."""
+    from transformers import AutoTokenizer
+
+    from e2c.models import missing_chain_tokens
+
+    missing = missing_chain_tokens(AutoTokenizer.from_pretrained(folder))
+    if missing:
+        raise UserError(f"the exported tokenizer in {folder} lacks the E2C tags {missing}")

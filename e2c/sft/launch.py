@@ -1,0 +1,278 @@
+"""Launching verl's SFT trainer for E2C: the run's plan (data, devices, model, folders), the Hydra overrides
+and the ``torchrun`` command, and the run itself with its output echoed and saved."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from e2c.checkpoints import keep_metrics, restore_metrics
+from e2c.cli import UserError
+from e2c.devices import gpu_count
+from e2c.paths import configs_dir, project_root
+from e2c.presets import cpu_preset, preset_path
+from e2c.sft.export import META
+from e2c.sft.metrics import METRICS, PATH_ENV, MetricsTail, watch
+from e2c.sft.tagging import tagged_model
+
+CONFIG_NAME = "e2c_sft"
+GPU_MODEL = "Qwen/Qwen3-8B"
+CPU_MODEL = "embedded"
+# verl's SFT dataset reads parquet only (verl.utils.dataset.multiturn_sft_dataset).
+DATA_SUFFIXES = (".parquet",)
+MODES = {
+    # mode: (default train file candidates, default val candidates, dataset class, schema, output folder)
+    "sft": (
+        ("data/processed/sft/e2c_sft_train.parquet", "data/processed/sft/synthetic_sft.parquet"),
+        ("data/processed/sft/e2c_sft_val.parquet",),
+        "E2CSFTDataset",
+        "sft",
+        "models/checkpoints/sft",
+    ),
+    "ef-sft": (
+        ("data/processed/ef_sft/ef_sft.parquet",),
+        (),
+        "EFSFTDataset",
+        "ef_sft",
+        "models/checkpoints/ef_sft",
+    ),
+}
+# With no GPU, configs/cpu/sft.yaml's overrides (its trainer.total_training_steps is the default --steps).
+CPU_PRESET = "sft"  # configs/cpu/sft.yaml
+STEPS_KEY = "trainer.total_training_steps"
+
+
+# ------------------------------------------------------------------------------------------------ plan
+@dataclass
+class Plan:
+    """Everything one run needs, resolved before anything is launched."""
+
+    mode: str
+    model: str
+    model_note: str
+    train: list[str]
+    val: list[str]
+    output_dir: Path
+    gpus: int
+    nnodes: int
+    node_rank: int
+    overrides: list[str] = field(default_factory=list)
+
+    @property
+    def ckpt_dir(self) -> Path:
+        return self.output_dir / "verl"
+
+    @property
+    def final_dir(self) -> Path:
+        return self.output_dir / "final"
+
+    @property
+    def stats_path(self) -> Path:
+        return self.output_dir / "sft_data_stats.json"
+
+
+def _existing(paths: list[str], what: str) -> list[str]:
+    out = []
+    for p in paths:
+        path = Path(p).expanduser()
+        if not path.is_absolute():
+            path = (Path.cwd() / path) if (Path.cwd() / path).exists() else project_root() / path
+        if not path.is_file():
+            raise UserError(f"{what} file not found: {p}")
+        out.append(str(path.resolve()))
+    return out
+
+
+def _default_file(candidates: tuple[str, ...]) -> str | None:
+    return next((c for c in candidates if (project_root() / c).is_file()), None)
+
+
+def node_rank(args: argparse.Namespace) -> int:
+    """--node-rank, else $NODE_RANK, else 0; within the nodes."""
+    rank = args.node_rank
+    if rank is None:
+        env = os.environ.get("NODE_RANK", "0")
+        try:
+            rank = int(env)
+        except ValueError:
+            raise UserError(f"NODE_RANK must be a whole number, got {env!r}") from None
+    if rank < 0 or rank >= max(args.nnodes, 1):
+        raise UserError(f"--node-rank (NODE_RANK) must be in 0..{max(args.nnodes, 1) - 1}, got {rank}")
+    return rank
+
+
+def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
+    """Resolve data, devices and the model (tagging it if needed); every problem is one UserError line."""
+    train_default, val_default, _cls, schema, out_default = MODES[args.mode]
+    gpus = gpu_count() if args.gpus is None else args.gpus
+    if gpus < 0 or args.nnodes < 1:
+        raise UserError("--gpus must be >= 0 and --nnodes >= 1")
+    if gpus == 0 and args.nnodes > 1:
+        raise UserError("CPU mode runs on one node; set --nnodes 1 or give GPUs")
+    rank = node_rank(args)
+    train_arg = args.train_data or _default_file(train_default)
+    if not train_arg:
+        raise UserError(
+            f"no training data: none of {', '.join(train_default)} exists; run "
+            "`bash scripts/prepare_all_data.sh --skip-download` or pass --train-data"
+        )
+    train = _existing([t for t in train_arg.split(",") if t], "training data")
+    if args.val_data and args.val_data.lower() != "none":
+        val = _existing([v for v in args.val_data.split(",") if v], "validation data")
+    elif args.val_data is None and args.train_data is None and _default_file(val_default):
+        val = _existing([_default_file(val_default)], "validation data")  # type: ignore[list-item]
+    else:
+        val = []
+    from e2c.files import ensure_output_dir
+    from e2c.launch_checks import check_data_file, compose_checked
+
+    for f in train:
+        check_data_file(f, "training data", schema, DATA_SUFFIXES, "--train-data (TRAIN_DATA)")
+    for f in val:
+        check_data_file(f, "validation data", schema, DATA_SUFFIXES, "--val-data (VAL_DATA)")
+    # The user's overrides, composed as the trainer will, before the model is tagged (which writes a copy).
+    compose_checked(
+        Path(args.config_dir) if args.config_dir else configs_dir(),
+        CONFIG_NAME,
+        [f"{k}={v}" for k, v in cpu_preset(CPU_PRESET).items()] if gpus == 0 else [],
+        overrides,
+    )
+    out = ensure_output_dir(
+        Path(args.output_dir or project_root() / out_default).expanduser().resolve(), "output folder"
+    )
+    model, note = tagged_model(
+        args.model or (GPU_MODEL if gpus else CPU_MODEL), args.tagged_dir, args.subfolder
+    )
+    return Plan(args.mode, model, note, train, val, out, gpus, args.nnodes, rank, overrides)
+
+
+def finished(plan: Plan, total_steps: int | None) -> bool:
+    """Whether ``<output-dir>/final`` already holds the result of this very run (same mode, model, data,
+    steps and overrides): a re-run then stops at once."""
+    meta = plan.final_dir / META
+    if not meta.is_file():
+        return False
+    try:
+        done = json.loads(meta.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    same = {
+        "mode": plan.mode,
+        "base_model": plan.model,
+        "train_files": plan.train,
+        "val_files": plan.val,
+        "total_steps_requested": total_steps,
+        "overrides": plan.overrides,
+    }
+    return all(done.get(k) == v for k, v in same.items())
+
+
+# ------------------------------------------------------------------------------------------------ CPU preset
+def cpu_default_steps() -> int | None:
+    """Optimizer steps of a CPU run without --steps: the preset's, else None (all epochs)."""
+    steps = cpu_preset(CPU_PRESET).get(STEPS_KEY)
+    try:
+        return None if steps in (None, "null") else int(steps)
+    except ValueError:
+        raise UserError(
+            f"{preset_path(CPU_PRESET)}: {STEPS_KEY} must be a whole number, got {steps!r}"
+        ) from None
+
+
+# ------------------------------------------------------------------------------------------------ command
+def _listing(files: list[str]) -> str:
+    return files[0] if len(files) == 1 else "[" + ",".join(files) + "]"
+
+
+def hydra_overrides(plan: Plan, total_steps: int | None) -> list[str]:
+    """The Hydra overrides for verl's SFT trainer; the user's own come last and win."""
+    cls = MODES[plan.mode][2]
+    ov = [
+        f"model.path={plan.model}",
+        f"data.train_files={_listing(plan.train)}",
+        f"data.val_files={_listing(plan.val) if plan.val else 'null'}",
+        f"data.custom_cls.name={cls}",
+        f"data.stats_path={plan.stats_path}",
+        f"trainer.default_local_dir={plan.ckpt_dir}",
+        f"trainer.experiment_name={plan.mode}",
+        f"trainer.nnodes={plan.nnodes}",
+        f"trainer.n_gpus_per_node={max(plan.gpus, 1)}",
+        # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
+        f"hydra.run.dir={plan.output_dir / 'hydra'}/${{now:%Y-%m-%d_%H-%M-%S}}",
+    ]
+    if total_steps is not None:
+        ov.append(f"{STEPS_KEY}={total_steps}")
+    if plan.gpus == 0:
+        ov.extend(f"{k}={v}" for k, v in cpu_preset(CPU_PRESET).items() if k != STEPS_KEY)
+    return ov + plan.overrides
+
+
+def launch_command(plan: Plan, overrides: list[str], config_dir: Path) -> list[str]:
+    """``torchrun ... -m verl.trainer.sft_trainer --config-path ... --config-name e2c_sft <overrides>``."""
+    torchrun = [sys.executable, "-m", "torch.distributed.run"]
+    if plan.nnodes > 1:
+        addr = os.environ.get("MASTER_ADDR")
+        if not addr:
+            raise UserError("NNODES > 1 needs MASTER_ADDR (and NODE_RANK, MASTER_PORT) on every node")
+        torchrun += [
+            f"--nnodes={plan.nnodes}",
+            f"--node_rank={plan.node_rank}",
+            f"--master_addr={addr}",
+            f"--master_port={os.environ.get('MASTER_PORT', '29500')}",
+        ]
+    else:
+        torchrun += ["--standalone", "--nnodes=1"]
+    torchrun.append(f"--nproc_per_node={max(plan.gpus, 1)}")
+    return [
+        *torchrun,
+        "-m",
+        "verl.trainer.sft_trainer",
+        f"--config-path={config_dir}",
+        f"--config-name={CONFIG_NAME}",
+        *overrides,
+    ]
+
+
+# ------------------------------------------------------------------------------------------------ run
+def run_trainer(cmd: list[str], run_dir: Path, env: dict[str, str]) -> tuple[int, MetricsTail]:
+    """Run the trainer with its file logger writing ``<run_dir>/metrics.jsonl``, echo its output and append
+    it to ``<run_dir>/train.log``. Returns the exit status and this launch's metrics as they arrived; the
+    metrics file holds every launch of the run afterwards (see :mod:`e2c.sft.metrics`)."""
+    metrics = run_dir / METRICS
+    keep_metrics(run_dir)  # earlier launches' steps: verl truncates the file when it opens it
+    metrics.unlink(missing_ok=True)  # the tail below then sees this launch's records only
+    tail, stop = MetricsTail(metrics), threading.Event()
+    watcher = watch(tail, stop)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(run_dir / "train.log", "a") as logf:
+            logf.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
+            proc = subprocess.Popen(
+                cmd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                env={**env, PATH_ENV: str(metrics)},
+                text=True,
+                bufsize=1,
+                cwd=project_root(),
+            )
+            assert proc.stdout is not None
+            try:
+                for line in proc.stdout:
+                    sys.stdout.write(line)
+                    sys.stdout.flush()
+                    logf.write(line)
+            except KeyboardInterrupt:
+                proc.terminate()
+            return proc.wait(), tail
+    finally:
+        stop.set()
+        watcher.join()
+        restore_metrics(run_dir)
