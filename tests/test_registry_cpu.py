@@ -32,7 +32,7 @@ LOCAL = {
 def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv(registry.DATA_DIR_ENV, raising=False)
-    monkeypatch.setattr(registry, "PROJECT_EVAL_DIR", tmp_path / "none")
+    monkeypatch.setenv("E2C_HOME", str(tmp_path / "none"))  # no project eval files
 
 
 @pytest.mark.parametrize("name", list(LOCAL))

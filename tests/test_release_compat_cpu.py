@@ -268,8 +268,7 @@ def release_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     data = _release_tree(tmp_path)
     monkeypatch.delenv(registry.DATA_DIR_ENV, raising=False)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(registry, "PROJECT_DATA_DIR", data)
-    monkeypatch.setattr(registry, "PROJECT_EVAL_DIR", data / "processed" / "eval")
+    monkeypatch.setenv("E2C_HOME", str(data.parent))  # the project folder holding data/
     return data
 
 

@@ -39,13 +39,12 @@ from typing import Any, Literal
 from e2c.chain import strip_prompt_suffix
 from e2c.cli import UserError
 from e2c.data.io import ROW_SUFFIXES, read_rows
+from e2c.paths import data_dir as project_data_dir
 from e2c.rewards.extract import reference_answer
 from e2c.rewards.mcq import LETTERS, reference_choice
 
 Kind = Literal["math", "mcq", "countdown"]
 DATA_DIR_ENV = "E2C_DATA_DIR"
-PROJECT_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-PROJECT_EVAL_DIR = PROJECT_DATA_DIR / "processed" / "eval"
 
 # Fallback field names, tried after a spec's own, so other copies of a set load too.
 PROBLEM_KEYS = ("problem", "question", "Problem", "Question", "prompt", "input")
@@ -368,10 +367,15 @@ def question_text(record: Record | Mapping[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------------------- loading
+def project_eval_dir() -> Path:
+    """``data/processed/eval`` of the project (where ``prepare`` writes the benchmarks)."""
+    return project_data_dir() / "processed" / "eval"
+
+
 def release_eval_dirs(data: Path | None = None) -> list[Path]:
     """Where the paper's evaluation files already are for its users: ``data/evaluation`` (its download
     scripts) and ``data/raw/evaluation`` (ours, which keeps the hub's paths under ``data/raw``)."""
-    data = data or PROJECT_DATA_DIR
+    data = data or project_data_dir()
     return [data / "evaluation", data / "raw" / "evaluation"]
 
 
@@ -379,7 +383,7 @@ def search_dirs(data_dir: str | Path | None = None) -> list[Path]:
     """Local folders searched, in order: the argument, ``$E2C_DATA_DIR``, ``data/processed/eval``, then
     the paper's raw evaluation files (:func:`release_eval_dirs`)."""
     dirs = [Path(d) for d in (data_dir, os.environ.get(DATA_DIR_ENV)) if d]
-    dirs.append(PROJECT_EVAL_DIR)
+    dirs.append(project_eval_dir())
     dirs.extend(release_eval_dirs())
     return list(dict.fromkeys(dirs))
 

@@ -47,8 +47,6 @@ from e2c.quickstart.stages import (
     write_json,
 )
 
-DEFAULTS = Config()
-
 
 def stage_report(ctx: Context, rep: Reporter) -> dict[str, Any]:
     """report.md, report.json and the plots."""
@@ -74,7 +72,7 @@ RUNNERS: dict[str, Callable[[Context, Reporter], dict[str, Any]]] = {
 # ------------------------------------------------------------------------------------------------ CLI
 def _help(key: str, text: str) -> str:
     """A help line with the default and, where it differs, the --fast default."""
-    d = getattr(DEFAULTS, key)
+    d = getattr(Config(), key)  # built here: bench_dir follows $E2C_BENCH_DIR / the project folder
     show = lambda v: " ".join(map(str, v)) if isinstance(v, tuple) else str(v)  # noqa: E731
     fast = f"; --fast: {show(FAST[key])}" if key in FAST else ""
     return f"{text} (default: {show(d)}{fast})"
@@ -203,7 +201,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
     """The run's Config: defaults, then the --fast preset, then every flag given explicitly."""
     given = {k: getattr(args, k) for k in CONFIG_FLAGS if getattr(args, k) is not None}
     given = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
-    cfg = with_fast(DEFAULTS, set(given)) if args.fast else DEFAULTS
+    cfg = with_fast(Config(), set(given)) if args.fast else Config()
     cfg = replace(cfg, **given)
     validate(cfg)
     # Resolved now, so each stage records the backend it actually used (auto changes with the install).

@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field, fields, replace
-from pathlib import Path
 from typing import Any
 
 from e2c.generation.hf import resolve_cpu_dtype as resolve_dtype  # noqa: F401 (the quickstart's name)
-
-ROOT = Path(__file__).resolve().parents[2]
+from e2c.paths import benchmarks_dir
 
 STAGES = ("data", "baseline", "sft", "eval_sft", "rl", "eval_rl", "tts", "report")
 
@@ -31,7 +28,6 @@ DEPENDS: dict[str, tuple[str, ...]] = {**REQUIRES, "report": STAGES[:-1]}
 
 DEFAULT_FAMILIES = ("small_arithmetic", "arithmetic", "list_ops", "linear_equation")
 DEFAULT_TTS_METHODS = ("self_consistency", "e2c_sc", "e2c_rp")
-DEFAULT_BENCH_DIR = Path(os.environ.get("E2C_BENCH_DIR", ROOT.parent / "shared" / "data" / "benchmarks"))
 
 # Share of generated problems per split (SFT, RL, eval); the split is a hash of the problem text, so a
 # problem is never in two splits. A fifth goes to eval so 200 held-out problems cost little generation.
@@ -55,7 +51,7 @@ class Config:
     max_chain_tokens: int = 300
     eval_problems: int = 200
     gsm8k_problems: int = 20
-    bench_dir: str = str(DEFAULT_BENCH_DIR)
+    bench_dir: str = field(default_factory=lambda: str(benchmarks_dir()))
     # evaluation (baseline, eval_sft, eval_rl)
     eval_max_tokens: int = 320
     eval_batch: int = 32  # transformers backend: faster than 16 on 2 cores (larger batches gain little)

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from e2c.cli import UserError
-from e2c.quickstart.config import RL_SAVE_EVERY, ROOT, SFT_SAVE_EVERY, SPLIT_FRACTIONS, Config, resolve_dtype
+from e2c.paths import project_root
+from e2c.quickstart.config import RL_SAVE_EVERY, SFT_SAVE_EVERY, SPLIT_FRACTIONS, Config, resolve_dtype
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, run_logged, step_parser, tts_parser
 
 MAX_GENERATE = 200_000  # problems generated at most while looking for enough that pass the filters
@@ -316,7 +317,7 @@ def stage_sft(ctx: Context, rep: Reporter) -> dict[str, Any]:
         "OUTPUT_DIR": str(d),
         "TOTAL_TRAINING_STEPS": str(cfg.sft_steps),
     }
-    cmd = ["bash", str(ROOT / "scripts" / "e2c_sft.sh"), *sft_overrides(cfg)]
+    cmd = ["bash", str(project_root() / "scripts" / "e2c_sft.sh"), *sft_overrides(cfg)]
     rep.say(f"training {cfg.model} for {cfg.sft_steps} steps x {cfg.sft_batch} chains, lr {cfg.sft_lr:g}")
     run_logged(cmd, d / "log.txt", rep, step_parser(cfg.sft_steps), child_env(env))
     final = sft_model(ctx)
@@ -385,7 +386,7 @@ def stage_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
         return {"skipped": True, "outputs": {}, "commands": []}
     rl_data = str(ctx.data_dir / "rl.parquet")
     cmd = [
-        "bash", str(ROOT / "scripts" / "e2c_rl.sh"), "--stage", "2",
+        "bash", str(project_root() / "scripts" / "e2c_rl.sh"), "--stage", "2",
         "--model", str(sft_model(ctx)),
         "--train-data", rl_data,
         "--val-data", rl_data,
@@ -446,7 +447,7 @@ def tts_command(ctx: Context, model: str) -> list[str]:
     cfg = ctx.cfg
     cot = cfg.tts_explore_tokens + cfg.tts_execute_tokens
     return [
-        sys.executable, str(ROOT / "tts" / "run_tts.py"),
+        sys.executable, str(project_root() / "tts" / "run_tts.py"),
         "--model", model,
         "--dataset", "synthetic",
         "--data-dir", str(ctx.eval_dir),
