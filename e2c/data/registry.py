@@ -34,16 +34,16 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from e2c.chain import strip_prompt_suffix
 from e2c.cli import UserError
 from e2c.data.io import ROW_SUFFIXES, read_rows
 from e2c.paths import data_dir as project_data_dir
 from e2c.rewards.extract import reference_answer
+from e2c.rewards.grader import Kind
 from e2c.rewards.mcq import LETTERS, reference_choice
 
-Kind = Literal["math", "mcq", "countdown"]
 DATA_DIR_ENV = "E2C_DATA_DIR"
 
 # Fallback field names, tried after a spec's own, so other copies of a set load too.

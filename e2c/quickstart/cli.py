@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.cli import ArgumentParser, UserError, fail
+from e2c.files import atomic_write_json
 from e2c.quickstart.config import (
     ETA_SECONDS,
     FAST,
@@ -44,7 +45,6 @@ from e2c.quickstart.stages import (
     stage_rl,
     stage_sft,
     stage_tts,
-    write_json,
 )
 
 
@@ -285,7 +285,7 @@ def run_stage(ctx: Context, stage: str, action: str, state: StageState, index: i
     elif action == "run":
         print(f"[quickstart {index}/{len(STAGES)} {stage}] resuming the interrupted run in {d}", flush=True)
     d.mkdir(parents=True, exist_ok=True)
-    write_json(d / "STARTED.json", settings)
+    atomic_write_json(d / "STARTED.json", settings, default=str)
     earlier = _attempt_seconds(d)
     rep = Reporter(stage, index, len(STAGES), ETA_SECONDS[ctx.cfg.fast].get(stage, 60))
     rep.say("starting")
@@ -297,7 +297,7 @@ def run_stage(ctx: Context, stage: str, action: str, state: StageState, index: i
     seconds = round(earlier + rep.elapsed, 1)
     done = {"stage": stage, "settings": settings, "seconds": seconds,
             "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"), **result}  # fmt: skip
-    write_json(d / "DONE.json", done)
+    atomic_write_json(d / "DONE.json", done, default=str)
     rep.say(f"done in {fmt_seconds(seconds)}", 1.0)
     return done
 
@@ -315,7 +315,7 @@ def _add_attempt(d: Path, seconds: float) -> None:
         before = json.loads((d / "attempts.json").read_text())
     except (OSError, ValueError):
         before = []
-    write_json(d / "attempts.json", [*before, round(seconds, 1)])
+    atomic_write_json(d / "attempts.json", [*before, round(seconds, 1)], default=str)
 
 
 def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:

@@ -528,14 +528,15 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
 
 def write_report(ctx: Context) -> dict[str, Any]:
     """Collect, plot and write ``report.json`` and ``report.md``; returns the report's outputs."""
-    from e2c.quickstart.stages import rel, write_json
+    from e2c.files import atomic_write_json, atomic_write_text
+    from e2c.quickstart.stages import rel
 
     rep = collect(ctx)
     folder = ctx.dir("report")
     plots = write_plots(rep, ctx, folder)
     rep["plots"] = plots
-    write_json(ctx.out / "report.json", rep)
-    (ctx.out / "report.md").write_text(render_markdown(rep, plots), encoding="utf-8")
+    atomic_write_json(ctx.out / "report.json", rep, default=str)
+    atomic_write_text(ctx.out / "report.md", render_markdown(rep, plots))
     return {
         "outputs": {"report_md": rel(ctx.out / "report.md", ctx.out), "report_json": rel(ctx.out / "report.json", ctx.out),
                     **{k: v for k, v in plots.items() if v}},

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.cli import UserError
+from e2c.files import atomic_write_json, atomic_write_text
 from e2c.paths import project_root
 from e2c.quickstart.config import RL_SAVE_EVERY, SFT_SAVE_EVERY, SPLIT_FRACTIONS, Config, resolve_dtype
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, run_logged, step_parser, tts_parser
@@ -160,7 +161,7 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
     # The task family and level of each held-out problem, for the report's per-family accuracy.
     families = {eval_row(s)["id"]: f"{s.family}/L{s.level}" for s in split["eval"]}
     files["eval_families"] = d / "eval_families.json"
-    files["eval_families"].write_text(json.dumps(families, indent=1) + "\n")
+    atomic_write_json(files["eval_families"], families, indent=1)
     gsm8k = copy_gsm8k(Path(cfg.bench_dir), ctx.eval_dir / "gsm8k.jsonl", cfg.gsm8k_problems)
     if gsm8k["problems"]:
         files["gsm8k"] = ctx.eval_dir / "gsm8k.jsonl"
@@ -178,7 +179,7 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
                          "max": max(chain_tokens), "explore_median": statistics.median(explore_tokens)},
         "gsm8k": gsm8k,
     }  # fmt: skip
-    (d / "counts.json").write_text(json.dumps(counts, indent=2) + "\n")
+    atomic_write_json(d / "counts.json", counts)
     sizes = ", ".join(f"{k} {len(v)}" for k, v in split.items())
     rep.say(f"wrote {sizes}; gsm8k {gsm8k['problems']} ({gsm8k['note']})", 1.0)
     return {
@@ -207,7 +208,7 @@ def copy_gsm8k(bench_dir: Path, target: Path, n: int) -> dict[str, Any]:
             if len(rows) >= n:
                 break
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("".join(rows), encoding="utf-8")
+    atomic_write_text(target, "".join(rows))
     return {"problems": len(rows), "source": str(src), "note": f"first {len(rows)} of {src}"}
 
 
@@ -511,11 +512,3 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Atomic JSON write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
-    tmp.replace(path)
