@@ -198,21 +198,38 @@ def test_score_out_keeps_a_lone_surrogate(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("rows", "words"),
     [
-        ([{"response": ["\\boxed{2}"], "answer": [2]}], ["row 1", "'response'", "a list of 1 item", "response.0"]),
+        (
+            [{"response": ["\\boxed{2}"], "answer": [2]}],
+            ["row 1", "'response'", "a list of 1 item", "response.0"],
+        ),
         ([{"response": {"text": "\\boxed{2}"}, "answer": "2"}], ["row 1", "'response'", "an object"]),
         ([{"response": None, "answer": "2"}], ["row 1", "'response'", "null"]),
         ([{"response": 2, "answer": 2}], ["row 1", "'response'", "a number"]),
         ([{"response": True, "answer": "True"}], ["row 1", "'response'", "a boolean"]),
         ([GOOD, GOOD, {"response": [], "answer": "2"}], ["row 3", "a list of 0 items"]),
-        ([{"response": "\\boxed{2}", "answer": {"value": 2}}], ["row 1", "--answer-key 'answer'", "an object"]),
+        (
+            [{"response": "\\boxed{2}", "answer": {"value": 2}}],
+            ["row 1", "--answer-key 'answer'", "an object"],
+        ),
         ([{"response": "\\boxed{B}", "answer": True}], ["row 1", "--answer-key 'answer'", "a boolean"]),
         ([{"response": "\\boxed{2}", "answer": [[2]]}], ["row 1", "--answer-key", "nested value"]),
         ([GOOD, {"response": "\\boxed{2}"}], ["row 2", "'answer' missing"]),
         ([{"response": "\\boxed{nan}", "answer": float("nan")}], ["row 1", "--answer-key 'answer' is NaN"]),
     ],
-    ids=["list", "object", "null", "number", "boolean", "empty_list_row3", "gold_object", "gold_boolean",
-         "gold_nested_list", "gold_missing_row2", "gold_nan"],
-)  # fmt: skip
+    ids=[
+        "list",
+        "object",
+        "null",
+        "number",
+        "boolean",
+        "empty_list_row3",
+        "gold_object",
+        "gold_boolean",
+        "gold_nested_list",
+        "gold_missing_row2",
+        "gold_nan",
+    ],
+)
 def test_score_refuses_values_it_cannot_grade(tmp_path: Path, rows: list[dict], words: list[str]) -> None:
     inp = write_jsonl(tmp_path / "preds.jsonl", *rows)
     assert_one_line_error(score(inp), "preds.jsonl", *words)
@@ -226,10 +243,14 @@ def test_score_refuses_values_it_cannot_grade(tmp_path: Path, rows: list[dict], 
         ({"response": "\\boxed{2, 3}", "answer": ["2", 3]}, [], 1),  # a multi-part reference
         ({"response": "\\boxed{7}", "answer": None}, [], 0),  # counted as unparseable_gold
         ({"response": ["x", "\\boxed{4}"], "answer": "4"}, ["--response-key", "response.1"], 1),
-        ({"response": "\\boxed{1+2}", "answer": {"target": 3, "numbers": [1, 2]}}, ["--kind", "countdown"], 1),
+        (
+            {"response": "\\boxed{1+2}", "answer": {"target": 3, "numbers": [1, 2]}},
+            ["--kind", "countdown"],
+            1,
+        ),
     ],
     ids=["int_gold", "float_gold", "list_gold", "null_gold", "list_index_key", "countdown_object_gold"],
-)  # fmt: skip
+)
 def test_score_accepts_real_reference_types(
     tmp_path: Path, row: dict, flags: list[str], correct: int
 ) -> None:
@@ -253,8 +274,19 @@ def test_benchmark_numbers_as_responses_are_refused_but_as_references_graded(
     r = score(inp, "--format", "none")
     assert r.returncode == 0 and json.loads(r.stdout.splitlines()[-1])["correct"] == 5, r.stderr
     # olympiadbench's solutions are lists of strings: one item is picked with an index.
-    r = score(bench_dir / "olympiadbench.jsonl", "--response-key", "solution.0", "--answer-key", "final_answer",
-              "--format", "none", "--limit", "3", "--timeout", "5")  # fmt: skip
+    r = score(
+        bench_dir / "olympiadbench.jsonl",
+        "--response-key",
+        "solution.0",
+        "--answer-key",
+        "final_answer",
+        "--format",
+        "none",
+        "--limit",
+        "3",
+        "--timeout",
+        "5",
+    )
     assert r.returncode == 0 and json.loads(r.stdout.splitlines()[-1])["n"] == 3, r.stderr
     assert_one_line_error(
         score(
@@ -291,22 +323,40 @@ FILE_CASES = {
     "folder_as_file": (lambda d: _mkdir(d / "folder.jsonl"), ["is a folder"]),
     "empty_file": (_bytes(b""), ["no rows"]),
     "blank_lines_only": (_bytes(b"\n  \n\n"), ["no rows"]),
-    "not_utf8_line_3": (_bytes(GOOD_LINE * 2 + b'{"response": "caf\xe9", "answer": "1"}\n'), ["in.jsonl:3", "not UTF-8", "0xe9"]),
+    "not_utf8_line_3": (
+        _bytes(GOOD_LINE * 2 + b'{"response": "caf\xe9", "answer": "1"}\n'),
+        ["in.jsonl:3", "not UTF-8", "0xe9"],
+    ),
     "latin1_first_line": (_bytes(b"\xff\xfe{}\n"), ["in.jsonl:1", "not UTF-8"]),
     "utf16_file": (_bytes(json.dumps(GOOD).encode("utf-16")), ["in.jsonl:1", "not UTF-8"]),
     "malformed_line_2": (_bytes(GOOD_LINE + b"{not json}\n"), ["in.jsonl:2", "malformed JSON line"]),
-    "truncated_last_line": (_bytes(GOOD_LINE + b'{"response": "x", "ans'), ["in.jsonl:2", "malformed JSON line"]),
+    "truncated_last_line": (
+        _bytes(GOOD_LINE + b'{"response": "x", "ans'),
+        ["in.jsonl:2", "malformed JSON line"],
+    ),
     "array_line": (_bytes(b"[1, 2]\n"), ["in.jsonl:1", "expected a JSON object, got a list of 2 items"]),
     "string_line": (_bytes(b'"text"\n'), ["in.jsonl:1", "got a string"]),
-    "deeply_nested_line": (_bytes(b'{"response": "x", "answer": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"), ["in.jsonl:1", "nested too deeply"]),
-    "5000_digit_integer": (_bytes(b'{"response": "x", "answer": ' + b"7" * 5000 + b"}\n"), ["in.jsonl:1", "digits"]),
+    "deeply_nested_line": (
+        _bytes(b'{"response": "x", "answer": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n"),
+        ["in.jsonl:1", "nested too deeply"],
+    ),
+    "5000_digit_integer": (
+        _bytes(b'{"response": "x", "answer": ' + b"7" * 5000 + b"}\n"),
+        ["in.jsonl:1", "digits"],
+    ),
     "json_not_utf8": (_named("in.json", b'[{"response": "\xe9"}]'), ["in.json:1", "not UTF-8"]),
     "json_empty": (_named("in.json", b""), ["in.json", "empty file"]),
-    "json_object_not_list": (_named("in.json", b'{"response": "x"}'), ["expected a JSON list of objects, got an object"]),
+    "json_object_not_list": (
+        _named("in.json", b'{"response": "x"}'),
+        ["expected a JSON list of objects, got an object"],
+    ),
     "json_list_of_numbers": (_named("in.json", b"[1, 2]"), ["item 0", "a number, not a JSON object"]),
     "json_malformed": (_named("in.json", b'[{"a": 1},\n{"b": }]'), ["in.json", "malformed JSON at line 2"]),
-    "parquet_garbage": (_named("in.parquet", b"PAR1 not really"), ["in.parquet", "not a readable parquet file"]),
-}  # fmt: skip
+    "parquet_garbage": (
+        _named("in.parquet", b"PAR1 not really"),
+        ["in.parquet", "not a readable parquet file"],
+    ),
+}
 
 
 @pytest.mark.parametrize("case", FILE_CASES, ids=str)
@@ -364,8 +414,21 @@ def bad_data_dir(tmp_path: Path) -> Path:
 
 
 def test_eval_names_a_non_utf8_benchmark_file(bad_data_dir: Path, tiny_path: str) -> None:
-    r = run("-m", "e2c.eval.run", "--model", "tiny", "--dataset", "gsm8k", "--data-dir", str(bad_data_dir),
-            "--no-hub", "--limit", "1", "--save-path", str(bad_data_dir.parent / "run"))  # fmt: skip
+    r = run(
+        "-m",
+        "e2c.eval.run",
+        "--model",
+        "tiny",
+        "--dataset",
+        "gsm8k",
+        "--data-dir",
+        str(bad_data_dir),
+        "--no-hub",
+        "--limit",
+        "1",
+        "--save-path",
+        str(bad_data_dir.parent / "run"),
+    )
     assert_one_line_error(r, "gsm8k.jsonl:2", "not UTF-8")
     assert not (bad_data_dir.parent / "run").exists()
 
@@ -373,8 +436,18 @@ def test_eval_names_a_non_utf8_benchmark_file(bad_data_dir: Path, tiny_path: str
 def test_prepare_names_a_non_utf8_benchmark_file(bad_data_dir: Path, tmp_path: Path) -> None:
     # Was a UnicodeDecodeError traceback (and, once caught, the file was silently "no local copy").
     before = snapshot(bad_data_dir)
-    r = run("scripts/prepare_all_data.sh", "--skip-download", "--synthetic", "0", "--data-dir", str(bad_data_dir),
-            "--raw", str(tmp_path / "raw"), "--out", str(tmp_path / "out"))  # fmt: skip
+    r = run(
+        "scripts/prepare_all_data.sh",
+        "--skip-download",
+        "--synthetic",
+        "0",
+        "--data-dir",
+        str(bad_data_dir),
+        "--raw",
+        str(tmp_path / "raw"),
+        "--out",
+        str(tmp_path / "out"),
+    )
     line = assert_one_line_error(r, "FAILED eval gsm8k", "gsm8k.jsonl:2", "not UTF-8", code=1)
     assert line.startswith("FAILED")
     assert snapshot(bad_data_dir) == before
@@ -382,23 +455,50 @@ def test_prepare_names_a_non_utf8_benchmark_file(bad_data_dir: Path, tmp_path: P
 
 # -------------------------------------------------------------------------------------- prepare: flags
 PREPARE_CASES = {
-    "out_is_a_file": (lambda d: ["--out", str(_touch(d / "processed"))], ["--out", "is a file, not a folder"]),
-    "out_under_a_file": (lambda d: ["--out", str(_touch(d / "plain") / "processed")], ["is a file, not a folder"]),
-    "out_unwritable": (lambda d: ["--out", str(UNWRITABLE / "e2c")], ["--out", "cannot write in /sys/kernel"]),
+    "out_is_a_file": (
+        lambda d: ["--out", str(_touch(d / "processed"))],
+        ["--out", "is a file, not a folder"],
+    ),
+    "out_under_a_file": (
+        lambda d: ["--out", str(_touch(d / "plain") / "processed")],
+        ["is a file, not a folder"],
+    ),
+    "out_unwritable": (
+        lambda d: ["--out", str(UNWRITABLE / "e2c")],
+        ["--out", "cannot write in /sys/kernel"],
+    ),
     "raw_is_a_file": (lambda d: ["--raw", str(_touch(d / "raw"))], ["--raw", "is a file, not a folder"]),
-    "raw_is_a_file_with_download": (lambda d: ["--raw", str(_touch(d / "raw")), "--download"], ["--raw", "is a file"]),
-    "raw_unwritable_with_download": (lambda d: ["--raw", str(UNWRITABLE / "raw"), "--download"], ["--raw", "cannot write in"]),
-    "endpoint_not_a_url": (lambda d: ["--endpoint", "hub.example", "--download"], ["--endpoint 'hub.example' is not an http(s) URL"]),
-    "data_dir_is_a_file": (lambda d: ["--data-dir", str(_touch(d / "bench"))], ["--data-dir", "not a folder"]),
+    "raw_is_a_file_with_download": (
+        lambda d: ["--raw", str(_touch(d / "raw")), "--download"],
+        ["--raw", "is a file"],
+    ),
+    "raw_unwritable_with_download": (
+        lambda d: ["--raw", str(UNWRITABLE / "raw"), "--download"],
+        ["--raw", "cannot write in"],
+    ),
+    "endpoint_not_a_url": (
+        lambda d: ["--endpoint", "hub.example", "--download"],
+        ["--endpoint 'hub.example' is not an http(s) URL"],
+    ),
+    "data_dir_is_a_file": (
+        lambda d: ["--data-dir", str(_touch(d / "bench"))],
+        ["--data-dir", "not a folder"],
+    ),
     "data_dir_missing": (lambda d: ["--data-dir", str(d / "none")], ["--data-dir", "no such folder"]),
     "synthetic_negative": (lambda d: ["--synthetic", "-1"], ["--synthetic must be >= 0"]),
     "synthetic_not_a_number": (lambda d: ["--synthetic", "many"], ["invalid int value: 'many'"]),
     "val_frac_nan": (lambda d: ["--val-frac", "nan"], ["--val-frac and --reg-frac must be in [0, 1)"]),
     "reg_frac_one": (lambda d: ["--reg-frac", "1"], ["must be in [0, 1)"]),
     "unknown_flag": (lambda d: ["--datasets", "eval"], ["unrecognized arguments: --datasets eval"]),
-    "tokenizer_unknown": (lambda d: ["--tokenizer", "nope", "--synthetic", "5"], ["--tokenizer: unknown model 'nope'"]),
-    "tokenizer_not_a_model": (lambda d: ["--tokenizer", str(_mkdir(d / "tok")), "--synthetic", "5"], ["--tokenizer", "no config.json"]),
-}  # fmt: skip
+    "tokenizer_unknown": (
+        lambda d: ["--tokenizer", "nope", "--synthetic", "5"],
+        ["--tokenizer: unknown model 'nope'"],
+    ),
+    "tokenizer_not_a_model": (
+        lambda d: ["--tokenizer", str(_mkdir(d / "tok")), "--synthetic", "5"],
+        ["--tokenizer", "no config.json"],
+    ),
+}
 
 
 @pytest.mark.parametrize("case", PREPARE_CASES, ids=str)
@@ -435,9 +535,12 @@ class BrokenHub(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         repo = "/".join(self.path.split("?")[0].split("/")[3:5])  # /api/datasets/<owner>/<name>/tree/...
-        body = {"html/repo": b"<html>proxy login</html>", "object/repo": b'{"error": "Repository not found"}',
-                "records/repo": b'[{"type": "file"}]',
-                "escape/repo": b'[{"type": "file", "path": "evaluation/../../escape.parquet", "size": 1}]'}.get(repo)  # fmt: skip
+        body = {
+            "html/repo": b"<html>proxy login</html>",
+            "object/repo": b'{"error": "Repository not found"}',
+            "records/repo": b'[{"type": "file"}]',
+            "escape/repo": b'[{"type": "file", "path": "evaluation/../../escape.parquet", "size": 1}]',
+        }.get(repo)
         if body is None:
             self.send_error(404)
             return
@@ -457,7 +560,10 @@ def broken_hub() -> Iterator[str]:
 
 DOWNLOAD_CASES = {
     "unknown_dataset": (["--dataset", "evals"], ["invalid choice: 'evals'"]),
-    "endpoint_not_a_url": (["--endpoint", "huggingface.co"], ["--endpoint 'huggingface.co' is not an http(s) URL"]),
+    "endpoint_not_a_url": (
+        ["--endpoint", "huggingface.co"],
+        ["--endpoint 'huggingface.co' is not an http(s) URL"],
+    ),
     "endpoint_with_space": (["--endpoint", "http://hub example"], ["is not an http(s) URL"]),
     "repo_not_an_id": (["--repo", "bad repo"], ["--repo 'bad repo' is not a repository id"]),
     "revision_empty": (["--revision", " "], ["--revision is empty"]),
@@ -468,9 +574,12 @@ DOWNLOAD_CASES = {
     "hub_answers_an_error_object": (["--repo", "object/repo"], ["did not return the hub's file list"]),
     "hub_records_without_path": (["--repo", "records/repo"], ["did not return the hub's file list"]),
     "hub_404": (["--repo", "no/such"], ["listing no/such failed with HTTP 404"]),
-    "hub_path_climbs_out": (["--repo", "escape/repo"], ["names a file outside the repository", "../escape.parquet"]),
+    "hub_path_climbs_out": (
+        ["--repo", "escape/repo"],
+        ["names a file outside the repository", "../escape.parquet"],
+    ),
     "hub_unreachable": (["--endpoint", "http://127.0.0.1:9"], ["cannot reach http://127.0.0.1:9"]),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("case", DOWNLOAD_CASES, ids=str)
@@ -536,8 +645,32 @@ def reference_braces(text: str) -> dict[int, int]:
     return pairs
 
 
-PIECES = ["\\boxed{", "boxed{", "\\fbox{", "\\boxed ", "\\boxed\t", "{", "}", "\\", "\\{", "\\}", "\\\\", "1",
-          "x", " ", "\n", "\x00", ".", ",", "$", "🙂", "\ud800", "The answer is ", "#### 4", "(B)"]  # fmt: skip
+PIECES = [
+    "\\boxed{",
+    "boxed{",
+    "\\fbox{",
+    "\\boxed ",
+    "\\boxed\t",
+    "{",
+    "}",
+    "\\",
+    "\\{",
+    "\\}",
+    "\\\\",
+    "1",
+    "x",
+    " ",
+    "\n",
+    "\x00",
+    ".",
+    ",",
+    "$",
+    "🙂",
+    "\ud800",
+    "The answer is ",
+    "#### 4",
+    "(B)",
+]
 small_texts = st.one_of(
     st.text(max_size=200),
     st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=4)), max_size=60).map("".join),

@@ -76,8 +76,16 @@ def test_paper_data_gets_the_release_suffix_once(carried: str) -> None:
     rl, _ = paper.rl_rows(
         [{"prompt": [{"role": "user", "content": "What is 2+3?" + carried}], "answer": "5"}]
     )
-    ef = efsft.examples([{"messages": [{"role": "user", "content": "What is 2+3?" + carried},
-                                       {"role": "assistant", "content": CHAIN}]}])  # fmt: skip
+    ef = efsft.examples(
+        [
+            {
+                "messages": [
+                    {"role": "user", "content": "What is 2+3?" + carried},
+                    {"role": "assistant", "content": CHAIN},
+                ]
+            }
+        ]
+    )
     assert sft[0]["messages"][0]["content"] == "What is 2+3?" + SUFFIX
     assert rl[0]["prompt"][-1]["content"] == "What is 2+3?" + SUFFIX
     assert ef[0].question == "What is 2+3?"
@@ -165,8 +173,14 @@ def test_cli_flags_and_save_path() -> None:
     base = default_save_path(_config())
     assert default_save_path(_config(prefill=False)) != base
     assert default_save_path(_config(medical_prompt="release")) != base
-    r = subprocess.run([sys.executable, "-m", "e2c.eval.run", "--medical-prompt", "yes"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "e2c.eval.run", "--medical-prompt", "yes"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 2 and "none, release" in r.stderr.replace("'", "")
 
 
@@ -210,11 +224,23 @@ def test_medical_prompt_reaches_the_model(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------ 4. the release's data layout
 MATH_SETS = ["aime24", "aime25", "amc23", "gsm8k", "math-algebra", "math500", "minerva", "olympiad_bench"]
-MED_SETS = ["anatomy", "clinical_knowledge", "college_biology", "college_medicine", "medical_genetics",
-            "medmcqa", "medqa", "professional_medicine"]  # fmt: skip
+MED_SETS = [
+    "anatomy",
+    "clinical_knowledge",
+    "college_biology",
+    "college_medicine",
+    "medical_genetics",
+    "medmcqa",
+    "medqa",
+    "professional_medicine",
+]
 MED_Q = "A 45-year-old man has chest pain. Which vessel is most likely occluded?"
-OPTIONS = {"A": "Left anterior descending artery", "B": "Right coronary artery", "C": "Circumflex artery",
-           "D": "Aorta"}  # fmt: skip
+OPTIONS = {
+    "A": "Left anterior descending artery",
+    "B": "Right coronary artery",
+    "C": "Circumflex artery",
+    "D": "Aorta",
+}
 # The option layouts seen in medical question texts.
 OPTION_TEXTS = [
     "\n".join([MED_Q, *(f"{k}. {v}" for k, v in OPTIONS.items())]),
@@ -249,13 +275,25 @@ def _med_rows(k: int) -> list[dict]:
 def _release_tree(root: Path) -> Path:
     """``data/raw/{sft,rl}`` and ``data/evaluation`` as the release's download scripts lay them out."""
     data = root / "data"
-    write_parquet([{"question": f"What is 2 + {i}?" + OLD_SUFFIX, "solution": CHAIN, "answer": "5"}
-                   for i in range(30)], data / "raw" / "sft" / "e2c-sft.parquet")  # fmt: skip
-    write_parquet([{"prompt": [{"role": "user", "content": f"Q{i}" + SUFFIX}], "data_source": "math",
-                    "reward_model": {"ground_truth": str(i)}} for i in range(20)],
-                  data / "raw" / "rl" / "e2c-rl.parquet")  # fmt: skip
-    write_parquet([{"problem": "Q1", "answer": "1"}, {"problem": "V", "answer": "2"}],
-                  data / "raw" / "rl" / "e2c-rl-valid.parquet")  # fmt: skip
+    write_parquet(
+        [{"question": f"What is 2 + {i}?" + OLD_SUFFIX, "solution": CHAIN, "answer": "5"} for i in range(30)],
+        data / "raw" / "sft" / "e2c-sft.parquet",
+    )
+    write_parquet(
+        [
+            {
+                "prompt": [{"role": "user", "content": f"Q{i}" + SUFFIX}],
+                "data_source": "math",
+                "reward_model": {"ground_truth": str(i)},
+            }
+            for i in range(20)
+        ],
+        data / "raw" / "rl" / "e2c-rl.parquet",
+    )
+    write_parquet(
+        [{"problem": "Q1", "answer": "1"}, {"problem": "V", "answer": "2"}],
+        data / "raw" / "rl" / "e2c-rl-valid.parquet",
+    )
     for k, name in enumerate(MATH_SETS):
         write_parquet(_math_rows(name, k), data / "evaluation" / f"{name}.parquet")
     for k, name in enumerate(MED_SETS):
@@ -307,8 +345,11 @@ def test_options_in_text_and_json_options() -> None:
     assert options_in_text("Vitamin A. deficiency causes what?") == {}
     assert options_in_text("Pick one.\nA. x\nB. y\nNote: C. is not an option") == {"A": "x", "B": "y"}
     assert row_choices({"options": json.dumps({"B": "y", "A": "x"})}) == ["x", "y"]
-    rec = to_record({"question": "Q?", "options": '["x", "y", "z"]', "answer": json.dumps({"answer_idx": "C"})},
-                    REGISTRY["medqa"], 0)  # fmt: skip
+    rec = to_record(
+        {"question": "Q?", "options": '["x", "y", "z"]', "answer": json.dumps({"answer_idx": "C"})},
+        REGISTRY["medqa"],
+        0,
+    )
     assert (rec.answer, rec.choices, question_text(rec)) == ("C", ["x", "y", "z"], "Q?\nA. x\nB. y\nC. z")
 
 
@@ -327,10 +368,27 @@ def test_prepare_finds_the_release_layout_without_flags(tmp_path: Path, tiny_pat
     out = tmp_path / "processed"
     env = {k: v for k, v in os.environ.items() if k != registry.DATA_DIR_ENV}
     r = subprocess.run(
-        [sys.executable, "-m", "e2c.data.prepare", "--skip-download", "--synthetic", "0", "--tokenizer", "tiny",
-         "--raw", str(data / "raw"), "--out", str(out)],
-        capture_output=True, text=True, cwd=ROOT, timeout=600, check=False, env={**env, "HF_HUB_OFFLINE": "1"},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "e2c.data.prepare",
+            "--skip-download",
+            "--synthetic",
+            "0",
+            "--tokenizer",
+            "tiny",
+            "--raw",
+            str(data / "raw"),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+        env={**env, "HF_HUB_OFFLINE": "1"},
+    )
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     assert "no local copy" not in r.stdout
     written = {p.stem for p in (out / "eval").glob("*.parquet")}
@@ -350,11 +408,19 @@ def test_prepare_finds_the_release_layout_without_flags(tmp_path: Path, tiny_pat
 # ------------------------------------------------------------- 5. SFT trains on what inference produces
 def _sft_rows(question: str = "What is 2+3?") -> list[dict]:
     return [
-        {"messages": [*E2C.messages(question), {"role": "assistant", "content": CHAIN}], "data_source": "t",
-         "extra_info": {"index": 0}, "loss_scope": "full"},
-        {"messages": [*E2C.messages(question), {"role": "assistant", "content": CHAIN}], "data_source": "t",
-         "extra_info": {"index": 1}, "loss_scope": "exploration"},
-    ]  # fmt: skip
+        {
+            "messages": [*E2C.messages(question), {"role": "assistant", "content": CHAIN}],
+            "data_source": "t",
+            "extra_info": {"index": 0},
+            "loss_scope": "full",
+        },
+        {
+            "messages": [*E2C.messages(question), {"role": "assistant", "content": CHAIN}],
+            "data_source": "t",
+            "extra_info": {"index": 1},
+            "loss_scope": "exploration",
+        },
+    ]
 
 
 def _check_sft_equals_inference(tok, tmp_path: Path, fmt: ChainFormat = E2C) -> None:
@@ -370,8 +436,9 @@ def _check_sft_equals_inference(tok, tmp_path: Path, fmt: ChainFormat = E2C) -> 
     infer = tok.encode(fmt.render_prompt(tok, "What is 2+3?"), add_special_tokens=False)
     assert ids[: len(infer)] == infer
     first = mask.index(1)
-    assert ids[:first] == tok.encode(fmt.replace(prefill_assistant=False).render_prompt(tok, "What is 2+3?"),
-                                     add_special_tokens=False)  # fmt: skip
+    assert ids[:first] == tok.encode(
+        fmt.replace(prefill_assistant=False).render_prompt(tok, "What is 2+3?"), add_special_tokens=False
+    )
     assert all(mask[first:]) and not any(mask[:first])
     eot = "<|im_end|>\n"
     assert tok.decode([t for t, m in zip(ids, mask) if m]) == CHAIN + eot

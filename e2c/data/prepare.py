@@ -181,8 +181,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--endpoint", default=None, help="hub base URL (default: $HF_ENDPOINT or huggingface.co)")
     ap.add_argument("--skip-download", action="store_true", help="use only files already on disk")
     ap.add_argument("--skip-rl", action="store_true", help="do not download or convert the RL prompts")
-    ap.add_argument("--synthetic", type=int, default=2000, metavar="N",
-                    help="synthetic problems to generate (0: none; default 2000)")  # fmt: skip
+    ap.add_argument(
+        "--synthetic",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="synthetic problems to generate (0: none; default 2000)",
+    )
     ap.add_argument("--seed", type=int, default=0, help="seed for synthetic data and splits (default 0)")
     ap.add_argument(
         "--val-frac", type=float, default=0.02, help="validation share of the paper's data (default 0.02)"
@@ -190,10 +195,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--reg-frac", type=float, default=0.05, help="share of full chains in EF-SFT (default 0.05)"
     )
-    ap.add_argument("--tokenizer", default="embedded",
-                    help="tokenizer for EF-SFT token counts: tiny, embedded, a folder or a hub id (default embedded)")  # fmt: skip
-    ap.add_argument("--data-dir", default=None,
-                    help=f"local benchmark files <name>.jsonl|parquet (default ${registry.DATA_DIR_ENV})")  # fmt: skip
+    ap.add_argument(
+        "--tokenizer",
+        default="embedded",
+        help="tokenizer for EF-SFT token counts: tiny, embedded, a folder or a hub id (default embedded)",
+    )
+    ap.add_argument(
+        "--data-dir",
+        default=None,
+        help=f"local benchmark files <name>.jsonl|parquet (default ${registry.DATA_DIR_ENV})",
+    )
     ap.add_argument("--raw", default=str(data_dir() / "raw"), help="raw download folder (default data/raw)")
     ap.add_argument(
         "--out", default=str(data_dir() / "processed"), help="output folder (default data/processed)"

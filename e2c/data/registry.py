@@ -49,8 +49,15 @@ DATA_DIR_ENV = "E2C_DATA_DIR"
 # Fallback field names, tried after a spec's own, so other copies of a set load too.
 PROBLEM_KEYS = ("problem", "question", "Problem", "Question", "prompt", "input")
 ANSWER_KEYS = (
-    "answer", "final_answer", "Answer", "expected_answer", "ground_truth", "target", "solution", "response",
-)  # fmt: skip
+    "answer",
+    "final_answer",
+    "Answer",
+    "expected_answer",
+    "ground_truth",
+    "target",
+    "solution",
+    "response",
+)
 MCQ_ANSWER_KEYS = ("answer_idx", "cop", "answer", "Answer", "label", "target", "response")
 # Keys of an answer given as a mapping (the release's medical files: ``gt['answer_idx']``), in order.
 MCQ_GOLD_KEYS = ("answer_idx", "answer", "label")
@@ -98,27 +105,83 @@ class DatasetSpec:
 
 def _mmlu(subject: str) -> DatasetSpec:
     return DatasetSpec(
-        subject, "med", "mcq", "cais/mmlu", subject, "test", ("question",), ("answer",),
-        local_names=(f"mmlu_{subject}", "mmlu_medical"), subject=subject, max_new_tokens=1500,
-    )  # fmt: skip
+        subject,
+        "med",
+        "mcq",
+        "cais/mmlu",
+        subject,
+        "test",
+        ("question",),
+        ("answer",),
+        local_names=(f"mmlu_{subject}", "mmlu_medical"),
+        subject=subject,
+        max_new_tokens=1500,
+    )
 
 
 SPECS: tuple[DatasetSpec, ...] = (
-    DatasetSpec("aime24", "math", "math", "HuggingFaceH4/aime_2024", None, "train", local_names=("aime_2024",)),
+    DatasetSpec(
+        "aime24", "math", "math", "HuggingFaceH4/aime_2024", None, "train", local_names=("aime_2024",)
+    ),
     DatasetSpec("aime25", "math", "math", "math-ai/aime25", None, "test", local_names=("aime_2025",)),
     DatasetSpec("amc23", "math", "math", "math-ai/amc23", None, "test", ("question",), local_names=("amc",)),
     DatasetSpec("gsm8k", "math", "math", "openai/gsm8k", "main", "test", ("question",)),
-    DatasetSpec("math500", "math", "math", "HuggingFaceH4/MATH-500", None, "test", local_names=("math_500", "math")),
-    DatasetSpec("minerva", "math", "math", "math-ai/minervamath", None, "test", ("question",),
-                local_names=("minerva_math", "minervamath")),
-    DatasetSpec("olympiadbench", "math", "math", "Hothan/OlympiadBench", "OE_TO_maths_en_COMP", "train",
-                ("question",), ("final_answer",), local_names=("olympiad_bench",)),
-    DatasetSpec("math_algebra", "math", "math", "EleutherAI/hendrycks_math", "algebra", "test",
-                answer_keys=("solution",), local_names=("math-algebra", "math_algebra_test")),
-    DatasetSpec("medqa", "med", "mcq", "GBaker/MedQA-USMLE-4-options", None, "test", ("question",),
-                ("answer_idx",), max_new_tokens=1500),
-    DatasetSpec("medmcqa", "med", "mcq", "openlifescienceai/medmcqa", None, "validation", ("question",),
-                ("cop",), max_new_tokens=1500),
+    DatasetSpec(
+        "math500", "math", "math", "HuggingFaceH4/MATH-500", None, "test", local_names=("math_500", "math")
+    ),
+    DatasetSpec(
+        "minerva",
+        "math",
+        "math",
+        "math-ai/minervamath",
+        None,
+        "test",
+        ("question",),
+        local_names=("minerva_math", "minervamath"),
+    ),
+    DatasetSpec(
+        "olympiadbench",
+        "math",
+        "math",
+        "Hothan/OlympiadBench",
+        "OE_TO_maths_en_COMP",
+        "train",
+        ("question",),
+        ("final_answer",),
+        local_names=("olympiad_bench",),
+    ),
+    DatasetSpec(
+        "math_algebra",
+        "math",
+        "math",
+        "EleutherAI/hendrycks_math",
+        "algebra",
+        "test",
+        answer_keys=("solution",),
+        local_names=("math-algebra", "math_algebra_test"),
+    ),
+    DatasetSpec(
+        "medqa",
+        "med",
+        "mcq",
+        "GBaker/MedQA-USMLE-4-options",
+        None,
+        "test",
+        ("question",),
+        ("answer_idx",),
+        max_new_tokens=1500,
+    ),
+    DatasetSpec(
+        "medmcqa",
+        "med",
+        "mcq",
+        "openlifescienceai/medmcqa",
+        None,
+        "validation",
+        ("question",),
+        ("cop",),
+        max_new_tokens=1500,
+    ),
     _mmlu("anatomy"),
     _mmlu("clinical_knowledge"),
     _mmlu("college_biology"),
@@ -126,7 +189,7 @@ SPECS: tuple[DatasetSpec, ...] = (
     _mmlu("medical_genetics"),
     _mmlu("professional_medicine"),
     DatasetSpec("synthetic", "synthetic", "math", None, local_names=("synthetic_eval",), max_new_tokens=2048),
-)  # fmt: skip
+)
 
 REGISTRY: dict[str, DatasetSpec] = {s.name: s for s in SPECS}
 GROUPS: dict[str, tuple[str, ...]] = {

@@ -187,14 +187,39 @@ def build_parser() -> argparse.ArgumentParser:
             "tts_top_p", "top-p of sampled explorations and chains (the paper: 0.95; 1.0 is faster on CPU)"
         ),
     )
-    return p  # fmt: skip
+    return p
 
 
-CONFIG_FLAGS = ("out", "model", "seed", "families", "max_level", "max_chain_tokens", "eval_problems",
-                "gsm8k_problems", "bench_dir", "eval_max_tokens", "eval_batch", "dtype", "backend", "sft_steps", "sft_lr",
-                "sft_batch", "sft_max_length", "rl_steps", "rl_lr", "rl_batch", "rl_n", "rl_response_length",
-                "tts_problems", "tts_budgets", "tts_methods", "tts_explore_tokens", "tts_execute_tokens",
-                "tts_top_p")  # fmt: skip
+CONFIG_FLAGS = (
+    "out",
+    "model",
+    "seed",
+    "families",
+    "max_level",
+    "max_chain_tokens",
+    "eval_problems",
+    "gsm8k_problems",
+    "bench_dir",
+    "eval_max_tokens",
+    "eval_batch",
+    "dtype",
+    "backend",
+    "sft_steps",
+    "sft_lr",
+    "sft_batch",
+    "sft_max_length",
+    "rl_steps",
+    "rl_lr",
+    "rl_batch",
+    "rl_n",
+    "rl_response_length",
+    "tts_problems",
+    "tts_budgets",
+    "tts_methods",
+    "tts_explore_tokens",
+    "tts_execute_tokens",
+    "tts_top_p",
+)
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
@@ -223,9 +248,20 @@ def validate(cfg: Config) -> None:
         raise UserError(f"--tts-methods: unknown method {bad[0]!r}; valid: {', '.join(METHODS)}")
     if not 1 <= cfg.max_level <= 3:
         raise UserError(f"--max-level must be 1, 2 or 3, got {cfg.max_level}")
-    positive = ("max_chain_tokens", "eval_problems", "eval_max_tokens", "eval_batch", "sft_steps", "sft_batch",
-                "sft_max_length", "rl_batch", "rl_n", "rl_response_length", "tts_explore_tokens",
-                "tts_execute_tokens")  # fmt: skip
+    positive = (
+        "max_chain_tokens",
+        "eval_problems",
+        "eval_max_tokens",
+        "eval_batch",
+        "sft_steps",
+        "sft_batch",
+        "sft_max_length",
+        "rl_batch",
+        "rl_n",
+        "rl_response_length",
+        "tts_explore_tokens",
+        "tts_execute_tokens",
+    )
     for k in positive:
         if getattr(cfg, k) < 1:
             raise UserError(f"--{k.replace('_', '-')} must be at least 1, got {getattr(cfg, k)}")
@@ -295,8 +331,13 @@ def run_stage(ctx: Context, stage: str, action: str, state: StageState, index: i
         _add_attempt(d, rep.elapsed)  # interrupted: its time counts towards the resumed stage's duration
         raise
     seconds = round(earlier + rep.elapsed, 1)
-    done = {"stage": stage, "settings": settings, "seconds": seconds,
-            "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"), **result}  # fmt: skip
+    done = {
+        "stage": stage,
+        "settings": settings,
+        "seconds": seconds,
+        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+        **result,
+    }
     atomic_write_json(d / "DONE.json", done, default=str)
     rep.say(f"done in {fmt_seconds(seconds)}", 1.0)
     return done
@@ -336,8 +377,11 @@ def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
             (ctx.dir(s) / "DONE.json").unlink(missing_ok=True)
     fresh = {s for s in STAGES if states[s].done is None and states[s].started is None}
     plan = ", ".join(f"{s} {'run' if s in fresh and actions[s] == 'redo' else actions[s]}" for s in STAGES)
-    print(f"[quickstart] {out}: model {cfg.model}{' (--fast)' if cfg.fast else ''}, dtype "
-          f"{resolve_dtype(cfg.dtype)}, backend {cfg.backend}; {plan}", flush=True)  # fmt: skip
+    print(
+        f"[quickstart] {out}: model {cfg.model}{' (--fast)' if cfg.fast else ''}, dtype "
+        f"{resolve_dtype(cfg.dtype)}, backend {cfg.backend}; {plan}",
+        flush=True,
+    )
     t0 = time.monotonic()
     last: dict[str, Any] = {}
     for i, stage in enumerate(STAGES, 1):
@@ -359,8 +403,11 @@ def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
         f"[quickstart] finished in {fmt_seconds(time.monotonic() - t0)}; report: {out / 'report.md'}",
         flush=True,
     )
-    return {"report": str(out / "report.md"), "json": str(out / "report.json"),
-            "accuracy": report.get("headline", {})}  # fmt: skip
+    return {
+        "report": str(out / "report.md"),
+        "json": str(out / "report.json"),
+        "accuracy": report.get("headline", {}),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

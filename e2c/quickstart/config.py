@@ -117,26 +117,59 @@ FAST = {
 
 # Settings each stage's result depends on: a finished stage is reused only when these are unchanged.
 STAGE_KEYS: dict[str, tuple[str, ...]] = {
-    "data": ("model", "seed", "families", "max_level", "max_chain_tokens", "eval_problems", "gsm8k_problems",
-             "bench_dir"),
+    "data": (
+        "model",
+        "seed",
+        "families",
+        "max_level",
+        "max_chain_tokens",
+        "eval_problems",
+        "gsm8k_problems",
+        "bench_dir",
+    ),
     "baseline": ("model", "seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
     "sft": ("model", "seed", "sft_steps", "sft_lr", "sft_batch", "sft_max_length"),
     "eval_sft": ("seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
     "rl": ("seed", "rl_steps", "rl_lr", "rl_batch", "rl_n", "rl_response_length"),
     "eval_rl": ("seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
-    "tts": ("seed", "tts_problems", "tts_budgets", "tts_methods", "tts_explore_tokens", "tts_execute_tokens",
-            "tts_top_p", "dtype", "backend"),
+    "tts": (
+        "seed",
+        "tts_problems",
+        "tts_budgets",
+        "tts_methods",
+        "tts_explore_tokens",
+        "tts_execute_tokens",
+        "tts_top_p",
+        "dtype",
+        "backend",
+    ),
     "report": (),
-}  # fmt: skip
+}
 
 # A first estimate of each stage's duration in seconds (before its own progress gives a better one): the
 # default run measured on a 2-core CPU on 2026-11-23 with vLLM (README), and the --fast run's order of magnitude.
 ETA_SECONDS = {
-    False: {"data": 6, "baseline": 110, "sft": 424, "eval_sft": 116, "rl": 490, "eval_rl": 137,
-            "tts": 436, "report": 2},
-    True: {"data": 15, "baseline": 20, "sft": 60, "eval_sft": 20, "rl": 100, "eval_rl": 20, "tts": 20,
-           "report": 10},
-}  # fmt: skip
+    False: {
+        "data": 6,
+        "baseline": 110,
+        "sft": 424,
+        "eval_sft": 116,
+        "rl": 490,
+        "eval_rl": 137,
+        "tts": 436,
+        "report": 2,
+    },
+    True: {
+        "data": 15,
+        "baseline": 20,
+        "sft": 60,
+        "eval_sft": 20,
+        "rl": 100,
+        "eval_rl": 20,
+        "tts": 20,
+        "report": 10,
+    },
+}
 
 
 def stage_settings(cfg: Config, stage: str) -> dict[str, Any]:

@@ -213,12 +213,14 @@ def collect(ctx: Context) -> dict[str, Any]:
     stage_rows = []
     for s in STAGES[:-1]:
         d = done.get(s)
-        stage_rows.append({
-            "stage": s,
-            "status": "missing" if d is None else ("skipped" if d.get("skipped") else "done"),
-            "seconds": None if d is None else d.get("seconds"),
-            "commands": [] if d is None else d.get("commands", []),
-        })  # fmt: skip
+        stage_rows.append(
+            {
+                "stage": s,
+                "status": "missing" if d is None else ("skipped" if d.get("skipped") else "done"),
+                "seconds": None if d is None else d.get("seconds"),
+                "commands": [] if d is None else d.get("commands", []),
+            }
+        )
     return {
         "config": ctx.cfg.to_dict(),
         "out": str(ctx.out),
@@ -230,13 +232,25 @@ def collect(ctx: Context) -> dict[str, Any]:
         "by_family": by_family(ctx),
         "differences": differences,
         "verdicts": {"sft": sft_verdict(sft_diff), "rl": rl_verdict(rl_diff, rl_skipped)},
-        "sft": {"losses": {str(k): v for k, v in sorted(losses.items())},
-                "trend": trend([losses[k] for k in sorted(losses)])},
-        "rl": {"skipped": rl_skipped, "curve": curve, "reward_trend": trend([r["reward"] for r in curve]),
-               "model": (done.get("rl") or {}).get("outputs", {}).get("model")},
-        "tts": None if tts is None else {"summary": tts["summary"], "config": tts["config"],
-                                        "results": str(tts_path), "model_stage": (done.get("tts") or {}).get("model_stage")},
-    }  # fmt: skip
+        "sft": {
+            "losses": {str(k): v for k, v in sorted(losses.items())},
+            "trend": trend([losses[k] for k in sorted(losses)]),
+        },
+        "rl": {
+            "skipped": rl_skipped,
+            "curve": curve,
+            "reward_trend": trend([r["reward"] for r in curve]),
+            "model": (done.get("rl") or {}).get("outputs", {}).get("model"),
+        },
+        "tts": None
+        if tts is None
+        else {
+            "summary": tts["summary"],
+            "config": tts["config"],
+            "results": str(tts_path),
+            "model_stage": (done.get("tts") or {}).get("model_stage"),
+        },
+    }
 
 
 # ------------------------------------------------------------------------------------------------ plots
@@ -273,8 +287,15 @@ def plot_accuracy(evals: Mapping[str, Any], path: Path) -> None:
             hi.append(max(0.0, 100 * (e["ci95"][1] - e["accuracy"])))
         ax.bar(xs, ys, width, yerr=[lo, hi], capsize=4, label=STAGE_LABEL[s])
         for x, y in zip(xs, ys, strict=True):
-            ax.annotate(f"{y:.1f}", (x, y), ha="center", va="bottom", fontsize=8, xytext=(0, 2),
-                        textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                f"{y:.1f}",
+                (x, y),
+                ha="center",
+                va="bottom",
+                fontsize=8,
+                xytext=(0, 2),
+                textcoords="offset points",
+            )
     ax.set_xticks(range(len(datasets)), [f"{d} (n={_n(evals, d)})" for d in datasets])
     ax.set_ylabel("accuracy (%), 95% Wilson interval")
     ax.set_ylim(0, 105)
@@ -327,8 +348,9 @@ def plot_tokens(evals: Mapping[str, Any], path: Path) -> None:
     _save(fig, path)
 
 
-def plot_curve(xs: Sequence[float], series: Mapping[str, Sequence[float]], path: Path, title: str,
-               ylabel: str) -> None:  # fmt: skip
+def plot_curve(
+    xs: Sequence[float], series: Mapping[str, Sequence[float]], path: Path, title: str, ylabel: str
+) -> None:
     """A line plot of one or more per-step series (a note when there is nothing to plot)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6.5, 4))
@@ -367,8 +389,13 @@ def write_plots(rep: Mapping[str, Any], ctx: Context, folder: Path) -> dict[str,
     plot_rates(evals, folder / "format.png")
     plot_tokens(evals, folder / "tokens.png")
     losses = rep["sft"]["losses"]
-    plot_curve([int(k) for k in losses], {"train loss": list(losses.values())}, folder / "sft_loss.png",
-               "SFT training loss", "loss")  # fmt: skip
+    plot_curve(
+        [int(k) for k in losses],
+        {"train loss": list(losses.values())},
+        folder / "sft_loss.png",
+        "SFT training loss",
+        "loss",
+    )
     curve = rep["rl"]["curve"]
     series = {"reward (mean)": [r["reward"] for r in curve]}
     if curve and all("accuracy" in r for r in curve):
@@ -448,9 +475,11 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     st = rep["sft"]["trend"]
     if st:
         L.append(f"- SFT loss: {st['first']:.3f} at step 1, {st['last']:.3f} at the last step.")
-    L.append("- Greedy decoding, one sample per problem, the same problems, seed and token limit "
-             f"({cfg['eval_max_tokens']} new tokens) for every stage. Intervals: 95% Wilson. "
-             "Format: share of well-formed chains (one exploration, one execution, closed tags).\n")  # fmt: skip
+    L.append(
+        "- Greedy decoding, one sample per problem, the same problems, seed and token limit "
+        f"({cfg['eval_max_tokens']} new tokens) for every stage. Intervals: 95% Wilson. "
+        "Format: share of well-formed chains (one exploration, one execution, closed tags).\n"
+    )
     fam = rep.get("by_family") or {}
     if fam:
         stages = list(fam)
@@ -465,8 +494,11 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
                 + " |"
             )
         L.append("")
-    for name, title in (("accuracy.png", "Accuracy"), ("format.png", "Format compliance"),
-                        ("tokens.png", "Exploration and execution tokens")):  # fmt: skip
+    for name, title in (
+        ("accuracy.png", "Accuracy"),
+        ("format.png", "Format compliance"),
+        ("tokens.png", "Exploration and execution tokens"),
+    ):
         if plots.get(name):
             L.append(f"![{title}]({plots[name]})\n")
     L.append("## Training\n")
@@ -476,13 +508,17 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     L.append("## Test-time scaling\n")
     tts = rep["tts"]
     if tts:
-        L.append(f"On the first {cfg['tts_problems']} held-out synthetic problems with the {tts['model_stage'] or 'trained'} "
-                 "model; tokens are generated tokens per problem (all calls).\n")  # fmt: skip
+        L.append(
+            f"On the first {cfg['tts_problems']} held-out synthetic problems with the {tts['model_stage'] or 'trained'} "
+            "model; tokens are generated tokens per problem (all calls).\n"
+        )
         L.append("| method | K/N | problems | accuracy | tokens per problem | calls | seconds per problem |")
         L.append("| --- | --- | --- | --- | --- | --- | --- |")
         for r in tts["summary"]:
-            L.append(f"| {r['method']} | {r['budget']} | {r['problems']} | {_pct(r['accuracy'])} | "
-                     f"{1000 * r['tokens_k']:.0f} | {r['calls']:.1f} | {r['seconds']:.2f} |")  # fmt: skip
+            L.append(
+                f"| {r['method']} | {r['budget']} | {r['problems']} | {_pct(r['accuracy'])} | "
+                f"{1000 * r['tokens_k']:.0f} | {r['calls']:.1f} | {r['seconds']:.2f} |"
+            )
         L.append("")
         if plots.get("tts_accuracy_vs_tokens.png"):
             L.append(f"![TTS accuracy vs tokens]({plots['tts_accuracy_vs_tokens.png']})\n")
@@ -538,8 +574,11 @@ def write_report(ctx: Context) -> dict[str, Any]:
     atomic_write_json(ctx.out / "report.json", rep, default=str)
     atomic_write_text(ctx.out / "report.md", render_markdown(rep, plots))
     return {
-        "outputs": {"report_md": rel(ctx.out / "report.md", ctx.out), "report_json": rel(ctx.out / "report.json", ctx.out),
-                    **{k: v for k, v in plots.items() if v}},
+        "outputs": {
+            "report_md": rel(ctx.out / "report.md", ctx.out),
+            "report_json": rel(ctx.out / "report.json", ctx.out),
+            **{k: v for k, v in plots.items() if v},
+        },
         "commands": [],
         "headline": {s: {d: e[d]["accuracy"] for d in e} for s, e in rep["eval"].items() if e},
-    }  # fmt: skip
+    }

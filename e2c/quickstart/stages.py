@@ -126,8 +126,15 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
     n = generation_count(cfg)
     while True:
         rep.say(f"generating {n} synthetic problems")
-        samples, report = generate(n, seed=cfg.seed, trace_frac=0.0, fractions=SPLIT_FRACTIONS, workers=2,
-                                   families=cfg.families, levels=levels_upto(cfg.max_level))  # fmt: skip
+        samples, report = generate(
+            n,
+            seed=cfg.seed,
+            trace_frac=0.0,
+            fractions=SPLIT_FRACTIONS,
+            workers=2,
+            families=cfg.families,
+            levels=levels_upto(cfg.max_level),
+        )
         kept = [
             s for s in samples if keep_sample(s, cfg.families, cfg.max_level, cfg.max_chain_tokens, count)
         ]
@@ -175,20 +182,27 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
         "mix": {k: mix_counts(v) for k, v in split.items()},
         "overlap": overlap,
         "split_fractions": list(SPLIT_FRACTIONS),
-        "chain_tokens": {"tokenizer": model.description, "median": statistics.median(chain_tokens),
-                         "max": max(chain_tokens), "explore_median": statistics.median(explore_tokens)},
+        "chain_tokens": {
+            "tokenizer": model.description,
+            "median": statistics.median(chain_tokens),
+            "max": max(chain_tokens),
+            "explore_median": statistics.median(explore_tokens),
+        },
         "gsm8k": gsm8k,
-    }  # fmt: skip
+    }
     atomic_write_json(d / "counts.json", counts)
     sizes = ", ".join(f"{k} {len(v)}" for k, v in split.items())
     rep.say(f"wrote {sizes}; gsm8k {gsm8k['problems']} ({gsm8k['note']})", 1.0)
     return {
-        "outputs": {k: rel(v, ctx.out) for k, v in files.items()} | {"counts": rel(d / "counts.json", ctx.out)},
+        "outputs": {k: rel(v, ctx.out) for k, v in files.items()}
+        | {"counts": rel(d / "counts.json", ctx.out)},
         "counts": counts,
-        "commands": [f"e2c.data.synthetic.generate.generate({n}, seed={cfg.seed}, trace_frac=0.0, "
-                     f"fractions={SPLIT_FRACTIONS}, families={list(cfg.families)}, "
-                     f"levels={list(levels_upto(cfg.max_level))}) + filters"],
-    }  # fmt: skip
+        "commands": [
+            f"e2c.data.synthetic.generate.generate({n}, seed={cfg.seed}, trace_frac=0.0, "
+            f"fractions={SPLIT_FRACTIONS}, families={list(cfg.families)}, "
+            f"levels={list(levels_upto(cfg.max_level))}) + filters"
+        ],
+    }
 
 
 def copy_gsm8k(bench_dir: Path, target: Path, n: int) -> dict[str, Any]:
@@ -226,20 +240,33 @@ def eval_command(ctx: Context, model: str, save: Path, datasets: Sequence[str]) 
     """``python -m e2c.eval.run`` greedy, one sample, on the quickstart's eval folder (no hub)."""
     cfg = ctx.cfg
     return [
-        sys.executable, "-m", "e2c.eval.run",
-        "--model", model,
-        "--dataset", ",".join(datasets),
-        "--data-dir", str(ctx.eval_dir),
+        sys.executable,
+        "-m",
+        "e2c.eval.run",
+        "--model",
+        model,
+        "--dataset",
+        ",".join(datasets),
+        "--data-dir",
+        str(ctx.eval_dir),
         "--no-hub",
-        "--sample", "1",
-        "--temp", "0",
-        "--max-tokens", str(cfg.eval_max_tokens),
-        "--seed", str(cfg.seed),
-        "--save-path", str(save),
-        "--backend", cfg.backend,
-        "--batch-size", str(cfg.eval_batch),
-        "--dtype", resolve_dtype(cfg.dtype),
-    ]  # fmt: skip
+        "--sample",
+        "1",
+        "--temp",
+        "0",
+        "--max-tokens",
+        str(cfg.eval_max_tokens),
+        "--seed",
+        str(cfg.seed),
+        "--save-path",
+        str(save),
+        "--backend",
+        cfg.backend,
+        "--batch-size",
+        str(cfg.eval_batch),
+        "--dtype",
+        resolve_dtype(cfg.dtype),
+    ]
 
 
 def run_eval_stage(ctx: Context, rep: Reporter, stage: str, model: str) -> dict[str, Any]:
@@ -250,15 +277,19 @@ def run_eval_stage(ctx: Context, rep: Reporter, stage: str, model: str) -> dict[
     rep.say(f"evaluating {model} on {', '.join(f'{k} ({v})' for k, v in datasets.items())}")
     run_logged(cmd, save / "log.txt", rep, eval_parser(datasets), child_env())
     results = json.loads((save / "results.json").read_text())
-    acc = ", ".join(f"{k} {100 * m['pass@1']:.1f}% (format {100 * m['format_rate']:.0f}%)"
-                    for k, m in results["datasets"].items())  # fmt: skip
+    acc = ", ".join(
+        f"{k} {100 * m['pass@1']:.1f}% (format {100 * m['format_rate']:.0f}%)"
+        for k, m in results["datasets"].items()
+    )
     rep.say(f"accuracy {acc}", 1.0)
     return {
-        "outputs": {"results": rel(save / "results.json", ctx.out),
-                    **{f"predictions_{k}": rel(save / "predictions" / f"{k}.jsonl", ctx.out) for k in datasets}},
+        "outputs": {
+            "results": rel(save / "results.json", ctx.out),
+            **{f"predictions_{k}": rel(save / "predictions" / f"{k}.jsonl", ctx.out) for k in datasets},
+        },
         "model": model,
         "commands": [shell_line(cmd)],
-    }  # fmt: skip
+    }
 
 
 def stage_baseline(ctx: Context, rep: Reporter) -> dict[str, Any]:
@@ -387,15 +418,25 @@ def stage_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
         return {"skipped": True, "outputs": {}, "commands": []}
     rl_data = str(ctx.data_dir / "rl.parquet")
     cmd = [
-        "bash", str(project_root() / "scripts" / "e2c_rl.sh"), "--stage", "2",
-        "--model", str(sft_model(ctx)),
-        "--train-data", rl_data,
-        "--val-data", rl_data,
-        "--output-dir", str(d),
-        "--steps", str(cfg.rl_steps),
-        "--save-freq", str(min(RL_SAVE_EVERY, cfg.rl_steps)),
-        "--", *rl_overrides(cfg),
-    ]  # fmt: skip
+        "bash",
+        str(project_root() / "scripts" / "e2c_rl.sh"),
+        "--stage",
+        "2",
+        "--model",
+        str(sft_model(ctx)),
+        "--train-data",
+        rl_data,
+        "--val-data",
+        rl_data,
+        "--output-dir",
+        str(d),
+        "--steps",
+        str(cfg.rl_steps),
+        "--save-freq",
+        str(min(RL_SAVE_EVERY, cfg.rl_steps)),
+        "--",
+        *rl_overrides(cfg),
+    ]
     rep.say(f"GRPO stage 2: {cfg.rl_steps} steps x {cfg.rl_batch} prompts x {cfg.rl_n} samples")
     run_logged(cmd, d / "log.txt", rep, step_parser(cfg.rl_steps), child_env())
     model = rl_model(ctx)
@@ -435,8 +476,12 @@ def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
         acc = next((data[k] for k in ACC_KEYS if k in data), None)
         if acc is not None:
             row["accuracy"] = float(acc)
-        for k in ("e2c/well_formed_share", "e2c/explore_tokens_mean", "e2c/execute_tokens_mean",
-                  "response_length/mean"):  # fmt: skip
+        for k in (
+            "e2c/well_formed_share",
+            "e2c/explore_tokens_mean",
+            "e2c/execute_tokens_mean",
+            "response_length/mean",
+        ):
             if k in data:
                 row[k] = float(data[k])
         out.append(row)
@@ -448,22 +493,37 @@ def tts_command(ctx: Context, model: str) -> list[str]:
     cfg = ctx.cfg
     cot = cfg.tts_explore_tokens + cfg.tts_execute_tokens
     return [
-        sys.executable, str(project_root() / "tts" / "run_tts.py"),
-        "--model", model,
-        "--dataset", "synthetic",
-        "--data-dir", str(ctx.eval_dir),
-        "--limit", str(cfg.tts_problems),
-        "--methods", *cfg.tts_methods,
-        "--budgets", *[str(b) for b in cfg.tts_budgets],
-        "--backend", cfg.backend,
-        "--dtype", resolve_dtype(cfg.dtype),
-        "--output-dir", str(ctx.dir("tts") / "runs"),
-        "--set", f"explore_tokens={cfg.tts_explore_tokens}",
-        "--set", f"execute_tokens={cfg.tts_execute_tokens}",
-        "--set", f"cot_tokens={cot}",
-        "--set", f"top_p={cfg.tts_top_p:g}",
-        "--set", f"seed={cfg.seed}",
-    ]  # fmt: skip
+        sys.executable,
+        str(project_root() / "tts" / "run_tts.py"),
+        "--model",
+        model,
+        "--dataset",
+        "synthetic",
+        "--data-dir",
+        str(ctx.eval_dir),
+        "--limit",
+        str(cfg.tts_problems),
+        "--methods",
+        *cfg.tts_methods,
+        "--budgets",
+        *[str(b) for b in cfg.tts_budgets],
+        "--backend",
+        cfg.backend,
+        "--dtype",
+        resolve_dtype(cfg.dtype),
+        "--output-dir",
+        str(ctx.dir("tts") / "runs"),
+        "--set",
+        f"explore_tokens={cfg.tts_explore_tokens}",
+        "--set",
+        f"execute_tokens={cfg.tts_execute_tokens}",
+        "--set",
+        f"cot_tokens={cot}",
+        "--set",
+        f"top_p={cfg.tts_top_p:g}",
+        "--set",
+        f"seed={cfg.seed}",
+    ]
 
 
 def tts_results(tts_dir: Path) -> Path | None:
@@ -481,19 +541,24 @@ def stage_tts(ctx: Context, rep: Reporter) -> dict[str, Any]:
     rl = rl_model(ctx)
     model, which = (str(rl), "rl") if rl is not None else (str(sft_model(ctx)), "sft")
     cmd = tts_command(ctx, model)
-    rep.say(f"{', '.join(cfg.tts_methods)} at K/N {', '.join(map(str, cfg.tts_budgets))} on {cfg.tts_problems} "
-            f"held-out problems ({which} model)")  # fmt: skip
+    rep.say(
+        f"{', '.join(cfg.tts_methods)} at K/N {', '.join(map(str, cfg.tts_budgets))} on {cfg.tts_problems} "
+        f"held-out problems ({which} model)"
+    )
     run_logged(cmd, ctx.dir("tts") / "log.txt", rep, tts_parser(), child_env())
     res = tts_results(ctx.dir("tts"))
     if res is None:
         raise UserError(f"the TTS run wrote no results under {ctx.dir('tts') / 'runs'}")
     return {
-        "outputs": {"results": rel(res, ctx.out), "plot": rel(res.parent / "accuracy_vs_tokens.png", ctx.out),
-                    "csv": rel(res.parent / "results.csv", ctx.out)},
+        "outputs": {
+            "results": rel(res, ctx.out),
+            "plot": rel(res.parent / "accuracy_vs_tokens.png", ctx.out),
+            "csv": rel(res.parent / "results.csv", ctx.out),
+        },
         "model": model,
         "model_stage": which,
         "commands": [shell_line(cmd)],
-    }  # fmt: skip
+    }
 
 
 # ------------------------------------------------------------------------------------------------ files
