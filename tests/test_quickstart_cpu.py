@@ -19,10 +19,11 @@ import pytest
 from e2c.cli import UserError
 from e2c.quickstart.cli import build_parser, config_from_args
 from e2c.quickstart.config import STAGES, Config, stage_settings
+from e2c.quickstart.data import generation_count
 from e2c.quickstart.plan import StageState, check_inputs, select_stages, startable
 from e2c.quickstart.progress import eta_seconds, eval_parser, fmt_seconds, step_parser, tts_parser
 from e2c.quickstart.report import trend
-from e2c.quickstart.stages import generation_count, rl_curve, sft_losses
+from e2c.quickstart.stages import rl_curve, sft_losses
 from e2c.quickstart.stats import align_scores, paired_difference, wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]

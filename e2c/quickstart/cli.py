@@ -32,14 +32,12 @@ from e2c.quickstart.config import (
     stage_settings,
     with_fast,
 )
+from e2c.quickstart.context import Context, read_done, read_started
+from e2c.quickstart.data import stage_data
 from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, select_stages
 from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
 from e2c.quickstart.stages import (
-    Context,
-    read_done,
-    read_started,
     stage_baseline,
-    stage_data,
     stage_eval_rl,
     stage_eval_sft,
     stage_rl,
