@@ -19,11 +19,12 @@ import pytest
 from e2c.cli import UserError
 from e2c.quickstart.cli import build_parser, config_from_args
 from e2c.quickstart.config import STAGES, Config, stage_settings
+from e2c.quickstart.context import Context
 from e2c.quickstart.data import generation_count
 from e2c.quickstart.plan import StageState, check_inputs, select_stages, startable
 from e2c.quickstart.progress import eta_seconds, eval_parser, fmt_seconds, step_parser, tts_parser
 from e2c.quickstart.report import trend
-from e2c.quickstart.stages import rl_curve, sft_losses
+from e2c.quickstart.stages import rl_curve, sft_losses, tts_command
 from e2c.quickstart.stats import align_scores, paired_difference, wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -173,6 +174,20 @@ def test_fast_preset_yields_to_explicit_flags() -> None:
     assert cfg.families == ("countdown",) and cfg.tts_budgets == (2,) and cfg.model == "embedded"
     with pytest.raises(UserError, match="unknown family 'nope'; valid: arithmetic"):
         config_from_args(build_parser().parse_args(["--families", "nope"]))
+
+
+def test_tts_budget_flags_and_their_old_spellings() -> None:
+    cfg = config_from_args(
+        build_parser().parse_args(["--tts-explore-budget", "30", "--tts-execute-budget", "50"])
+    )
+    assert (cfg.tts_explore_budget, cfg.tts_execute_budget) == (30, 50)
+    old = config_from_args(
+        build_parser().parse_args(["--tts-explore-tokens", "30", "--tts-execute-tokens", "50"])
+    )
+    assert old == cfg
+    ctx = Context(cfg, Path("/tmp/qs"))
+    sets = [a for a in tts_command(ctx, "model") if "=" in a]
+    assert "explore_budget=30" in sets and "execute_budget=50" in sets and "cot_tokens=80" in sets
 
 
 def test_generation_count_covers_the_held_out_set() -> None:

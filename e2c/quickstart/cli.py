@@ -166,16 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--tts-methods", nargs="+", default=None, help=_help("tts_methods", "methods"))
     g.add_argument(
-        "--tts-explore-tokens",
+        "--tts-explore-budget",
         type=int,
         default=None,
-        help=_help("tts_explore_tokens", "exploration token limit"),
+        help=_help("tts_explore_budget", "exploration token limit"),
     )
     g.add_argument(
-        "--tts-execute-tokens",
+        "--tts-execute-budget",
         type=int,
         default=None,
-        help=_help("tts_execute_tokens", "execution token limit (whole chains: both limits added)"),
+        help=_help("tts_execute_budget", "execution token limit (whole chains: both limits added)"),
     )
     g.add_argument(
         "--tts-top-p",
@@ -214,8 +214,8 @@ CONFIG_FLAGS = (
     "tts_problems",
     "tts_budgets",
     "tts_methods",
-    "tts_explore_tokens",
-    "tts_execute_tokens",
+    "tts_explore_budget",
+    "tts_execute_budget",
     "tts_top_p",
 )
 
@@ -257,8 +257,8 @@ def validate(cfg: Config) -> None:
         "rl_batch",
         "rl_n",
         "rl_response_length",
-        "tts_explore_tokens",
-        "tts_execute_tokens",
+        "tts_explore_budget",
+        "tts_execute_budget",
     )
     for k in positive:
         if getattr(cfg, k) < 1:

@@ -74,8 +74,8 @@ class Config:
     tts_budgets: tuple[int, ...] = (2, 4)
     tts_methods: tuple[str, ...] = DEFAULT_TTS_METHODS
     # the default mix's explorations are at most ~126 embedded tokens and executions ~165 (+ tags)
-    tts_explore_tokens: int = 140
-    tts_execute_tokens: int = 200
+    tts_explore_budget: int = 140
+    tts_execute_budget: int = 200
     # nucleus sampling of explorations and chains. 1.0 (off), not the paper's 0.95: on CPU, vLLM sorts the
     # 49k-token vocabulary of every row at every step for top-p: 271 vs 471 tok/s (bench/vllm_sampling.py)
     tts_top_p: float = 1.0
@@ -111,8 +111,8 @@ FAST = {
     "rl_response_length": 24,
     "tts_problems": 2,
     "tts_budgets": (2,),
-    "tts_explore_tokens": 8,
-    "tts_execute_tokens": 12,
+    "tts_explore_budget": 8,
+    "tts_execute_budget": 12,
 }
 
 # Settings each stage's result depends on: a finished stage is reused only when these are unchanged.
@@ -137,8 +137,8 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
         "tts_problems",
         "tts_budgets",
         "tts_methods",
-        "tts_explore_tokens",
-        "tts_execute_tokens",
+        "tts_explore_budget",
+        "tts_execute_budget",
         "tts_top_p",
         "dtype",
         "backend",

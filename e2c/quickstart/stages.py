@@ -290,7 +290,7 @@ def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------------------ TTS
 def tts_command(ctx: Context, model: str) -> list[str]:
     cfg = ctx.cfg
-    cot = cfg.tts_explore_tokens + cfg.tts_execute_tokens
+    cot = cfg.tts_explore_budget + cfg.tts_execute_budget
     return [
         sys.executable,
         str(project_root() / "tts" / "run_tts.py"),
@@ -313,9 +313,9 @@ def tts_command(ctx: Context, model: str) -> list[str]:
         "--output-dir",
         str(ctx.dir("tts") / "runs"),
         "--set",
-        f"explore_tokens={cfg.tts_explore_tokens}",
+        f"explore_budget={cfg.tts_explore_budget}",
         "--set",
-        f"execute_tokens={cfg.tts_execute_tokens}",
+        f"execute_budget={cfg.tts_execute_budget}",
         "--set",
         f"cot_tokens={cot}",
         "--set",
