@@ -23,11 +23,12 @@ import time
 from pathlib import Path
 
 from e2c.cli import ArgumentParser, fail
+from e2c.paths import benchmarks_dir
 from e2c.rewards import grade, last_boxed, reference_answer
 from e2c.rewards.math_equiv import _inner, verify_symbolic
 from e2c.rewards.pool import HardTimeoutPool
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
+DEFAULT_DATA = benchmarks_dir()
 
 
 def load_answers(data_dir: Path) -> list[str]:

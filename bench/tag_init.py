@@ -100,8 +100,13 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=8, help="chains per step (default: 8)")
     ap.add_argument("--lr", type=float, default=2e-4, help="AdamW learning rate (default: 2e-4)")
     ap.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
-    ap.add_argument("--inits", nargs="+", default=["spelling", "mean"], choices=["spelling", "mean"],
-                    help="initialisations to compare (default: spelling mean)")  # fmt: skip
+    ap.add_argument(
+        "--inits",
+        nargs="+",
+        default=["spelling", "mean"],
+        choices=["spelling", "mean"],
+        help="initialisations to compare (default: spelling mean)",
+    )
     args = ap.parse_args()
     results = [run(i, args.steps, args.batch, args.lr, args.seed) for i in args.inits]
     print(
@@ -109,8 +114,10 @@ def main() -> None:
     )
     for r in results:
         b, a = r["before"], r["after"]
-        print(f"{r['init']:>9} | {b['logprob']:>15.2f} | {b['median_rank']:>11} | {a['logprob']:>14.2f} | "
-              f"{a['median_rank']:>10}")  # fmt: skip
+        print(
+            f"{r['init']:>9} | {b['logprob']:>15.2f} | {b['median_rank']:>11} | {a['logprob']:>14.2f} | "
+            f"{a['median_rank']:>10}"
+        )
     print(json.dumps({"steps": args.steps, "batch": args.batch, "lr": args.lr, "results": results}))
 
 

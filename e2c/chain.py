@@ -441,21 +441,6 @@ def exploration_token_mask(token_ids: Any, boundary_id: int, valid_mask: Any = N
     return mask
 
 
-def exploration_token_mask_reference(
-    token_ids: Sequence[int], boundary_id: int, valid_mask: Sequence[int] | None = None
-) -> list[bool]:
-    """Plain-loop reference for :func:`exploration_token_mask` on one row (used by tests)."""
-    if boundary_id not in token_ids:
-        return [False] * len(token_ids)
-    out, inside = [], True
-    for i, t in enumerate(token_ids):
-        valid = valid_mask is None or bool(valid_mask[i])
-        out.append(inside and valid)
-        if t == boundary_id:
-            inside = False
-    return out
-
-
 def char_span_token_mask(offsets: Sequence[tuple[int, int]], span: tuple[int, int] | None) -> list[bool]:
     """Tokens whose character range overlaps ``span`` (half-open). For formats whose tags are not single
     tokens: take the offsets from a fast tokenizer's ``return_offsets_mapping``."""

@@ -39,6 +39,8 @@ FLAG_ALIASES: dict[str, tuple[str, ...]] = {
     "--data-dir": ("--data_dir",),
     "--train-data": ("--train_data", "--train_files"),
     "--val-data": ("--val_data", "--val_files"),
+    "--tts-explore-budget": ("--tts-explore-tokens",),
+    "--tts-execute-budget": ("--tts-execute-tokens",),
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -63,6 +64,49 @@ def atomic_write_json(
     """
     text = json.dumps(obj, indent=indent, ensure_ascii=False, default=default) + "\n"
     return atomic_write_text(path, text)
+
+
+def atomic_replace_dir(path: str | Path, fill: Callable[[Path], None]) -> Path:
+    """Build a folder atomically: ``fill(tmp)`` fills an empty temporary sibling folder, which then takes
+    the place of ``path`` (an existing folder there is moved aside first and removed after).
+
+    A failure in ``fill`` leaves an existing ``path`` as it was and removes the temporary folder, so a
+    killed build never leaves half a model or half an export; an ``OSError`` becomes UserError naming
+    ``path``. The folder gets the mode a plain ``mkdir`` would give it.
+
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "model"
+    >>> _ = atomic_replace_dir(out, lambda d: (d / "config.json").write_text("{}"))
+    >>> sorted(p.name for p in out.iterdir())
+    ['config.json']
+    """
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent))
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+    aside: Path | None = None  # the old folder, while it is out of the way
+    swapped = False
+    try:
+        os.chmod(tmp, 0o777 & ~_UMASK)  # mkdtemp makes it private (0700)
+        fill(tmp)
+        if os.path.lexists(path):
+            # A folder cannot be renamed over a non-empty one: move the old one aside, then swap.
+            aside = Path(tempfile.mkdtemp(prefix=path.name + ".", suffix=".old", dir=path.parent)) / "old"
+            os.replace(path, aside)
+        os.replace(tmp, path)
+        swapped = True
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        if aside is not None and not swapped and os.path.lexists(aside):
+            os.replace(aside, path)  # the swap failed: the old folder goes back
+        if aside is not None:
+            shutil.rmtree(aside.parent, ignore_errors=True)
+        if os.path.lexists(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return path
 
 
 def is_special(path: Path) -> bool:

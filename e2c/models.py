@@ -18,13 +18,13 @@ import importlib.util
 import json
 import os
 import re
-import shutil
-import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
+from e2c.files import atomic_replace_dir
 
 RELEASED_REPO = "TingheOliver/Explore-Execute-Chain-Qwen"
 # Subfolder names the release has used, per size; tried in order.
@@ -355,7 +355,7 @@ def build_tiny_model(fmt: ChainFormat = E2C, root: Path | None = None, force: bo
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    _atomic_save(out, model, tok)
+    atomic_replace_dir(out, _save(model, tok))
     return out
 
 
@@ -365,19 +365,16 @@ def _cached_folder(version: str, fmt: ChainFormat, root: Path | None) -> Path:
     return (root or cache_dir() / "models") / f"{version}-{key}"
 
 
-def _atomic_save(out: Path, model: Any, tok: Any) -> None:
-    """Save to a temporary sibling folder and rename, so a killed build never leaves half a model."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=out.name + ".tmp", dir=out.parent))
-    try:
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+def _save(model: Any, tok: Any, extra: dict[str, Any] | None = None) -> Callable[[Path], None]:
+    """What :func:`e2c.files.atomic_replace_dir` fills a model folder with (a killed build leaves none)."""
+
+    def fill(folder: Path) -> None:
+        model.save_pretrained(folder)
+        tok.save_pretrained(folder)
+        for name, obj in (extra or {}).items():
+            (folder / name).write_text(json.dumps(obj))
+
+    return fill
 
 
 # ------------------------------------------------------------------------------------- embedded model
@@ -418,6 +415,7 @@ def build_embedded_model(fmt: ChainFormat = E2C, root: Path | None = None, force
     model.config.pad_token_id = tok.pad_token_id
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    _atomic_save(out, model, tok)
-    (out / "e2c_source.json").write_text(json.dumps({"gguf": str(gguf), "version": EMBEDDED_VERSION}))
+    atomic_replace_dir(
+        out, _save(model, tok, {"e2c_source.json": {"gguf": str(gguf), "version": EMBEDDED_VERSION}})
+    )
     return out

@@ -60,3 +60,12 @@ def data_dir() -> Path:
 def outputs_dir() -> Path:
     """``outputs/`` of the project (every run's default output folder lives under it)."""
     return project_root() / "outputs"
+
+
+def benchmarks_dir() -> Path:
+    """The local copies of the evaluation sets (``gsm8k.jsonl``, ...): ``$E2C_BENCH_DIR``, else
+    ``shared/data/benchmarks`` next to the project folder (where the toolkit's benchmarks and tests look)."""
+    env = os.environ.get("E2C_BENCH_DIR")
+    if env:
+        return Path(env).expanduser()
+    return project_root().parent / "shared" / "data" / "benchmarks"

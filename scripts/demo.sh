@@ -11,18 +11,17 @@
 # The first run converts the packaged GGUF model to an HF folder in ~/.cache/e2c (about 40 s).
 # Extra flags go to example_inference.py (python example_inference.py --help).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 cd "$ROOT"
-bash scripts/setup_env.sh
-VENV="${E2C_VENV:-$ROOT/.venv}"
+e2c_setup_venv
 MODEL_ARGS=(--model_path embedded)
 case " $* " in
   *" --model_path"*) MODEL_ARGS=() ;;
   *)
     WITH=(--with-problem)
     case " $* " in *" --problem"*) WITH=() ;; esac
-    mapfile -d '' FOUND < <("$VENV/bin/python" -m e2c.quickstart.trained --out "${E2C_QUICKSTART_OUT:-outputs/quickstart}" "${WITH[@]}")
+    mapfile -d '' FOUND < <("$PY" -m e2c.quickstart.trained --out "${E2C_QUICKSTART_OUT:-outputs/quickstart}" "${WITH[@]}")
     if [ "${#FOUND[@]}" -gt 0 ]; then MODEL_ARGS=("${FOUND[@]}"); fi
     ;;
 esac
-exec "$VENV/bin/python" example_inference.py "${MODEL_ARGS[@]}" "$@"
+exec "$PY" example_inference.py "${MODEL_ARGS[@]}" "$@"

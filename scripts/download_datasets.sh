@@ -6,7 +6,7 @@
 #
 # Then `bash scripts/prepare_all_data.sh --skip-download` converts what was downloaded.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 cd "$ROOT"
-bash scripts/setup_env.sh >/dev/null
-exec "${E2C_VENV:-$ROOT/.venv}/bin/python" -m e2c.data.download "$@"
+e2c_setup_venv >/dev/null
+exec "$PY" -m e2c.data.download "$@"

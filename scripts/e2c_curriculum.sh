@@ -14,10 +14,7 @@
 # A rerun skips finished stages and resumes a killed one from its latest checkpoint.
 # Everything after `--` is passed to Hydra for every stage.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${E2C_VENV:-$ROOT/.venv}"
-PY="python"
-if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 ARGS=()
 [ -n "${CURRICULUM:-}" ] && ARGS+=(--config "$CURRICULUM")
 [ -n "${MODEL_PATH:-}" ] && ARGS+=(--model "$MODEL_PATH")
@@ -26,5 +23,5 @@ ARGS=()
 [ -n "${OUTPUT_DIR:-}" ] && ARGS+=(--output-dir "$OUTPUT_DIR")
 # Run from the caller's folder, so relative paths (TRAIN_DATA, OUTPUT_DIR, --model) mean what they say there;
 # this checkout's e2c comes first on the path.
-export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+e2c_checkout_first
 exec "$PY" -m e2c.rl.curriculum "${ARGS[@]}" "$@"

@@ -17,10 +17,7 @@
 # tiny-model step takes a few seconds, an embedded SmolLM2-135M step about a minute.
 # Everything after `--` is passed to Hydra, e.g. `-- trainer.save_freq=10 data.train_batch_size=128`.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${E2C_VENV:-$ROOT/.venv}"
-PY="python"
-if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 # Whole numbers, named here: past this point the error would name the flag, not the variable.
 for var in TOTAL_TRAINING_STEPS NNODES; do
   val="${!var:-}"
@@ -38,5 +35,5 @@ ARGS=(--algo "$ALGO")
 [ -n "${TOTAL_TRAINING_STEPS:-}" ] && ARGS+=(--steps "$TOTAL_TRAINING_STEPS")
 # Run from the caller's folder, so relative paths (TRAIN_DATA, OUTPUT_DIR, --model) mean what they say there;
 # this checkout's e2c comes first on the path.
-export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+e2c_checkout_first
 exec "$PY" -m e2c.rl.launch "${ARGS[@]}" "$@"

@@ -21,10 +21,7 @@
 # or flags of python -m e2c.sft.run (--help). The result, models/checkpoints/sft/final, loads with
 # transformers, e2c.models.resolve_model, scripts/eval.sh --model and the RL scripts.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${E2C_VENV:-$ROOT/.venv}"
-PY="python"
-if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 # Whole numbers, named here: past this point the error would name the flag, not the variable.
 for var in TOTAL_TRAINING_STEPS NNODES NODE_RANK; do
   val="${!var:-}"
@@ -35,7 +32,7 @@ for var in TOTAL_TRAINING_STEPS NNODES NODE_RANK; do
 done
 # Run from the caller's folder, so relative paths (TRAIN_DATA, OUTPUT_DIR, --model) mean what they say there;
 # this checkout's e2c comes first on the path.
-export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+e2c_checkout_first
 args=(--mode "${E2C_SFT_MODE:-sft}" --nnodes "${NNODES:-1}" --node-rank "${NODE_RANK:-0}")
 [ -n "${MODEL_PATH:-}" ] && args+=(--model "$MODEL_PATH")
 [ -n "${TRAIN_DATA:-}" ] && args+=(--train-data "$TRAIN_DATA")

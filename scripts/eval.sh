@@ -16,9 +16,6 @@
 # --medical-prompt release adds the release's optional medical system prompt and suffix (medical sets only).
 # Both are recorded in config.json: a restart with another setting is refused.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${E2C_VENV:-$ROOT/.venv}"
-PY="python"
-if [ -x "$VENV/bin/python" ]; then PY="$VENV/bin/python"; fi
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 cd "$ROOT"
 exec "$PY" -m e2c.eval.run "$@"

@@ -11,7 +11,7 @@
 # data/raw/rl/ with e2c-rl*.parquet, data/evaluation/<name>.parquet), with no extra flags.
 # The first run converts the embedded SmolLM2 tokenizer used for EF-SFT token counts (about a minute).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 cd "$ROOT"
-bash scripts/setup_env.sh >/dev/null
-exec "${E2C_VENV:-$ROOT/.venv}/bin/python" -m e2c.data.prepare "$@"
+e2c_setup_venv >/dev/null
+exec "$PY" -m e2c.data.prepare "$@"

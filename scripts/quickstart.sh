@@ -11,8 +11,7 @@
 # stages and resumes an interrupted one; a finished stage asked to run with other settings is refused
 # (add --from STAGE or --force). The last line printed is one JSON object with the report's paths.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 cd "$ROOT"
-bash scripts/setup_env.sh --vllm
-VENV="${E2C_VENV:-$ROOT/.venv}"
-exec "$VENV/bin/python" -m e2c.quickstart "$@"
+e2c_setup_venv --vllm
+exec "$PY" -m e2c.quickstart "$@"

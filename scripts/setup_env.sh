@@ -12,9 +12,8 @@
 # Re-running is cheap: a stamp of the requirement files skips pip when nothing changed.
 # First run: ~2 minutes on a 2-core machine with a local torch wheel.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VENV="${E2C_VENV:-$ROOT/.venv}"
-PY="${PYTHON:-python3}"
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
+PY="${PYTHON:-python3}"  # the Python that creates the environment
 WITH_TEST=0
 WITH_VLLM=0
 for a in "$@"; do

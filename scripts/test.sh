@@ -4,13 +4,12 @@
 #   bash scripts/test.sh            # ruff + pytest -m "not slow and not gpu"   (~5 min incl. first setup)
 #   bash scripts/test.sh -m slow    # extra pytest arguments replace the default marker selection
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 cd "$ROOT"
-bash scripts/setup_env.sh --test --vllm
-VENV="${E2C_VENV:-$ROOT/.venv}"
+e2c_setup_venv --test --vllm
 echo "[test] ruff check / ruff format --check"
 "$VENV/bin/ruff" check .
 "$VENV/bin/ruff" format --check .
 if [ "$#" -gt 0 ]; then ARGS=("$@"); else ARGS=(-m "not slow and not gpu"); fi
 echo "[test] pytest ${ARGS[*]}"
-exec "$VENV/bin/python" -m pytest "${ARGS[@]}"
+exec "$PY" -m pytest "${ARGS[@]}"

@@ -3,13 +3,13 @@ and reused across runs: the tiny model in seconds, the embedded one in about 40 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BENCH_DIR = Path(os.environ.get("E2C_BENCH_DIR", ROOT.parent / "shared" / "data" / "benchmarks"))
+from e2c.paths import benchmarks_dir
+
+BENCH_DIR = benchmarks_dir()
 
 
 @pytest.fixture(scope="session")

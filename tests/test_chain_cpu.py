@@ -7,6 +7,7 @@ import random
 import numpy as np
 import pytest
 import torch
+from reference_impls import exploration_token_mask_reference
 
 from e2c.chain import (
     E2C,
@@ -15,7 +16,6 @@ from e2c.chain import (
     ChainFormat,
     char_span_token_mask,
     exploration_token_mask,
-    exploration_token_mask_reference,
     get_format,
     parse_chain,
     phase_char_spans,

@@ -17,13 +17,21 @@ CHAIN = "<EXPLORATION>1. add: add them</EXPLORATION><EXECUTION>Step 1: add. 2+2=
 
 
 def _sft(content: str = CHAIN) -> dict:
-    return {"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": content}],
-            "data_source": "x", "extra_info": {}}  # fmt: skip
+    return {
+        "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": content}],
+        "data_source": "x",
+        "extra_info": {},
+    }
 
 
 def _rl(**over) -> dict:
-    row = {"prompt": [{"role": "user", "content": "q"}], "data_source": "x", "ability": "math",
-           "reward_model": {"style": "rule", "ground_truth": "4"}, "extra_info": {"index": 0, "kind": "math"}}  # fmt: skip
+    row = {
+        "prompt": [{"role": "user", "content": "q"}],
+        "data_source": "x",
+        "ability": "math",
+        "reward_model": {"style": "rule", "ground_truth": "4"},
+        "extra_info": {"index": 0, "kind": "math"},
+    }
     row.update(over)
     return row
 
@@ -35,15 +43,35 @@ def _rl(**over) -> dict:
         (_sft(CHAIN.replace("</EXECUTION>", "")), "sft", "messages[1].content", "truncated_execution"),
         ({**_sft(), "messages": [{"role": "user", "content": "q"}]}, "sft", "messages[0].role", "assistant"),
         ({**_sft(), "loss_scope": "half"}, "ef_sft", "loss_scope", "exploration or full"),
-        (_rl(reward_model={"style": "rule", "ground_truth": None}), "rl", "reward_model.ground_truth", "string"),
+        (
+            _rl(reward_model={"style": "rule", "ground_truth": None}),
+            "rl",
+            "reward_model.ground_truth",
+            "string",
+        ),
         (_rl(extra_info={"index": "0", "kind": "math"}), "rl", "extra_info.index", "integer"),
         (_rl(prompt=[{"role": "user", "content": ""}]), "rl", "prompt[0].content", "empty"),
-        ({"id": "a", "problem": "p", "answer": "E", "kind": "mcq", "choices": ["x", "y"], "data_source": "m"},
-         "eval", "answer", "option letters A, B"),
-        ({"id": "a", "problem": "p", "answer": "1", "kind": "essay", "choices": [], "data_source": "m"},
-         "eval", "kind", "math or mcq"),
+        (
+            {
+                "id": "a",
+                "problem": "p",
+                "answer": "E",
+                "kind": "mcq",
+                "choices": ["x", "y"],
+                "data_source": "m",
+            },
+            "eval",
+            "answer",
+            "option letters A, B",
+        ),
+        (
+            {"id": "a", "problem": "p", "answer": "1", "kind": "essay", "choices": [], "data_source": "m"},
+            "eval",
+            "kind",
+            "math or mcq",
+        ),
     ],
-)  # fmt: skip
+)
 def test_schema_failures_name_the_field(row: dict, schema: str, field: str, words: str) -> None:
     bad = check_row(row, schema)
     assert bad is not None and bad[0] == field and words in bad[1]
@@ -79,11 +107,15 @@ def test_paper_sft_and_rl_conversion() -> None:
     assert out[1]["messages"][1]["content"] == E2C.format_response("plan", "\\boxed{1}")
     assert validate_rows(out, "sft", "x") == 2
     rl_in = [
-        {"prompt": [{"role": "user", "content": "Q1" + suffix}], "data_source": "math_dapo",
-         "reward_model": {"ground_truth": "\\boxed{3}"}, "extra_info": {"difficulty": 0.4}},
+        {
+            "prompt": [{"role": "user", "content": "Q1" + suffix}],
+            "data_source": "math_dapo",
+            "reward_model": {"ground_truth": "\\boxed{3}"},
+            "extra_info": {"difficulty": 0.4},
+        },
         {"problem": "Q2", "answer": 7.0},
         {"problem": "Q3"},
-    ]  # fmt: skip
+    ]
     rl, dropped = paper.rl_rows(rl_in)
     assert dropped == {"no_answer": 1} and validate_rows(rl, "rl", "x") == 2
     assert rl[0]["reward_model"]["ground_truth"] == "3" and rl[0]["extra_info"]["difficulty"] == 0.4

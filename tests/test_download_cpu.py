@@ -115,8 +115,14 @@ def test_corrupt_file_is_never_kept(hub: str, tmp_path: Path) -> None:
     (tmp_path / "ef-rl.parquet").write_bytes(b"an older good copy")
     Hub.corrupt = {"ef-rl.parquet"}
     with pytest.raises(dl.DownloadError, match="does not match the hub's size/hash"):
-        dl.fetch(next(f for f in dl.list_files(REPO, hub) if f.path == "ef-rl.parquet"), tmp_path / "ef-rl.parquet",
-                 REPO, hub, log=lambda s: None, retries=1)  # fmt: skip
+        dl.fetch(
+            next(f for f in dl.list_files(REPO, hub) if f.path == "ef-rl.parquet"),
+            tmp_path / "ef-rl.parquet",
+            REPO,
+            hub,
+            log=lambda s: None,
+            retries=1,
+        )
     assert (tmp_path / "ef-rl.parquet").read_bytes() == b"an older good copy"
 
 

@@ -25,9 +25,16 @@ from e2c.rewards.math_equiv import quick_equal
 ROOT = Path(__file__).resolve().parents[1]
 REASONS = {"correct", "wrong", "no_answer", "timeout", "unparseable_gold", "error"}
 STATUSES = {
-    "ok", "no_tags", "truncated_exploration", "missing_explore_close", "missing_execution",
-    "truncated_execution", "empty_phase", "repeated_tags", "trailing_text",
-}  # fmt: skip
+    "ok",
+    "no_tags",
+    "truncated_exploration",
+    "missing_explore_close",
+    "missing_execution",
+    "truncated_execution",
+    "empty_phase",
+    "repeated_tags",
+    "trailing_text",
+}
 OPTS = {"A": "Aspirin", "B": "Heparin", "C": "Warfarin", "D": "Clopidogrel"}
 
 
@@ -51,8 +58,11 @@ def test_score_cli_scores_every_row_of_a_file_with_a_huge_literal(tmp_path: Path
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = subprocess.run(
         [sys.executable, "-m", "e2c.eval.score", str(f), "--answer-key", "gold", "--timeout", "2"],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     assert (summary["n"], summary["correct"], summary["error"]) == (4, 2, 0)
@@ -154,11 +164,49 @@ def test_hostile_expected_outcomes() -> None:
 
 # ---------------------------------------------------------------------------------- property-based tests
 FRAGMENTS = [
-    "<EXPLORATION>", "</EXPLORATION>", "<EXECUTION>", "</EXECUTION>", "\\boxed{", "boxed{", "\\fbox{",
-    "\\boxed ", "{", "}", "\\", "\\{", "\\}", "####", "The answer is ", "Final Answer: ", "option ",
-    "Answer: ", "(B)", "B", "1. ", "\nStep 2: ", "42", "1/2", "\\frac{1}{2}", "1e5000", "0.5", "x=3", "$",
-    "%", "\\%", "\x00", "\n", " " * 50, "é", "🙂", "\ud800", "^{", "\\left(", "\\sqrt{", ",", ".",
-]  # fmt: skip
+    "<EXPLORATION>",
+    "</EXPLORATION>",
+    "<EXECUTION>",
+    "</EXECUTION>",
+    "\\boxed{",
+    "boxed{",
+    "\\fbox{",
+    "\\boxed ",
+    "{",
+    "}",
+    "\\",
+    "\\{",
+    "\\}",
+    "####",
+    "The answer is ",
+    "Final Answer: ",
+    "option ",
+    "Answer: ",
+    "(B)",
+    "B",
+    "1. ",
+    "\nStep 2: ",
+    "42",
+    "1/2",
+    "\\frac{1}{2}",
+    "1e5000",
+    "0.5",
+    "x=3",
+    "$",
+    "%",
+    "\\%",
+    "\x00",
+    "\n",
+    " " * 50,
+    "é",
+    "🙂",
+    "\ud800",
+    "^{",
+    "\\left(",
+    "\\sqrt{",
+    ",",
+    ".",
+]
 texts = st.one_of(
     st.text(max_size=300),
     st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=8)), max_size=40).map("".join),
@@ -312,10 +360,20 @@ def test_option_lists_and_hedges_are_not_answers(text: str) -> None:
 
 @pytest.mark.parametrize(
     ("pred", "gold"),
-    [("2ab", "2"), ("2", "2ab"), ("6xy", "6"), ("3 \\text{ million}", "3"), ("3 \\text{ or more}", "3"),
-     ("5 minus the overlap", "5"), ("1000000.5", "1000000"), ("1000000.5", "1000001"),
-     ("123456789.9", "123456789"), ("0", "0.000000001"), ("2.9999999", "3")],
-)  # fmt: skip
+    [
+        ("2ab", "2"),
+        ("2", "2ab"),
+        ("6xy", "6"),
+        ("3 \\text{ million}", "3"),
+        ("3 \\text{ or more}", "3"),
+        ("5 minus the overlap", "5"),
+        ("1000000.5", "1000000"),
+        ("1000000.5", "1000001"),
+        ("123456789.9", "123456789"),
+        ("0", "0.000000001"),
+        ("2.9999999", "3"),
+    ],
+)
 def test_lenient_equalities_are_gone(pred: str, gold: str) -> None:
     # Were all equal: letters after a number were taken for a unit (or dropped by math-verify), and a
     # relative/absolute tolerance let non-integers match integers.
@@ -324,9 +382,18 @@ def test_lenient_equalities_are_gone(pred: str, gold: str) -> None:
 
 @pytest.mark.parametrize(
     ("pred", "gold"),
-    [("5 \\text{ dollars}", "5"), ("1.6 \\mathrm{~cm}", "1.6"), ("12 square units", "12"), ("60 km/h", "60"),
-     ("0.333333", "1/3"), ("3.0", "3"), ("50\\%", "0.5"), ("x=3", "3"), ("2^2", "4")],
-)  # fmt: skip
+    [
+        ("5 \\text{ dollars}", "5"),
+        ("1.6 \\mathrm{~cm}", "1.6"),
+        ("12 square units", "12"),
+        ("60 km/h", "60"),
+        ("0.333333", "1/3"),
+        ("3.0", "3"),
+        ("50\\%", "0.5"),
+        ("x=3", "3"),
+        ("2^2", "4"),
+    ],
+)
 def test_units_and_spellings_still_match(pred: str, gold: str) -> None:
     assert grade(f"\\boxed{{{pred}}}", gold, fmt=None, timeout=5).correct
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import math
 
 import pytest
+from reference_impls import pass_at_k_reference
 
 from e2c.eval.metrics import (
     default_ks,
     maj_at_k,
     majority_correct,
     pass_at_k,
-    pass_at_k_reference,
     summarize,
 )
 from e2c.rewards.vote import CORRECT, answer_classes, majority_class

@@ -9,6 +9,8 @@ import pytest
 import torch
 
 from e2c.chain import E2C, THINK, tag_token_ids
+from e2c.cli import UserError
+from e2c.files import atomic_replace_dir
 from e2c.models import (
     ModelSpecError,
     build_tiny_model,
@@ -91,3 +93,22 @@ def test_ensure_chain_tokens_adds_and_resizes(tiny_path: str) -> None:
     assert len({tuple(emb[i].tolist()) for i in tag_token_ids(tok, E2C).values()}) == 4  # four distinct rows
     assert len(tag_token_ids(tok, E2C)) == 4
     assert ensure_chain_tokens(model, tok, E2C) == 0
+
+
+def test_rebuild_replaces_the_folder_whole(tmp_path: Path) -> None:
+    """A forced rebuild swaps in a complete new folder; a build that fails leaves the old one as it was."""
+    out = build_tiny_model(root=tmp_path)
+    (out / "stale.txt").write_text("from an older build")
+    assert build_tiny_model(root=tmp_path, force=True) == out
+    assert (out / "config.json").is_file() and not (out / "stale.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # no temporary folders left
+
+    def broken(folder: Path) -> None:
+        (folder / "config.json").write_text("{}")
+        raise OSError(28, "No space left on device")
+
+    before = sorted(p.name for p in out.iterdir())
+    with pytest.raises(UserError, match="No space left"):
+        atomic_replace_dir(out, broken)
+    assert sorted(p.name for p in out.iterdir()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]

@@ -16,23 +16,54 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _run(*args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "e2c.data.prepare", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT, timeout=600)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "e2c.data.prepare", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
 
 
 def test_prepare_offline(tmp_path: Path, bench_dir: Path, tiny_path: str) -> None:
     raw, out = tmp_path / "raw", tmp_path / "processed"
     chain = E2C.format_response("\n1. add: add the numbers\n", "\nStep 1: add. 2 + 3 = 5. \\boxed{5}\n")
-    write_parquet([{"question": f"What is 2 + 3 (copy {i})?", "solution": chain, "answer": "5"} for i in range(60)]
-                  + [{"question": "broken", "solution": "<EXPLORATION>no end", "answer": "1"}], raw / "e2c-sft.parquet")  # fmt: skip
-    write_parquet([{"prompt": [{"role": "user", "content": f"Q{i}"}], "data_source": "math",
-                    "reward_model": {"ground_truth": str(i)}, "extra_info": {"split": "train"}} for i in range(50)],
-                  raw / "ef-rl.parquet")  # fmt: skip
+    write_parquet(
+        [{"question": f"What is 2 + 3 (copy {i})?", "solution": chain, "answer": "5"} for i in range(60)]
+        + [{"question": "broken", "solution": "<EXPLORATION>no end", "answer": "1"}],
+        raw / "e2c-sft.parquet",
+    )
+    write_parquet(
+        [
+            {
+                "prompt": [{"role": "user", "content": f"Q{i}"}],
+                "data_source": "math",
+                "reward_model": {"ground_truth": str(i)},
+                "extra_info": {"split": "train"},
+            }
+            for i in range(50)
+        ],
+        raw / "ef-rl.parquet",
+    )
     write_parquet(
         [{"problem": "Q1", "answer": "1"}, {"problem": "V", "answer": "2"}], raw / "ef-rl-valid.parquet"
     )
-    r = _run("--skip-download", "--synthetic", "1000", "--data-dir", str(bench_dir), "--tokenizer", "tiny",
-             "--raw", str(raw), "--out", str(out), "--val-frac", "0.1")  # fmt: skip
+    r = _run(
+        "--skip-download",
+        "--synthetic",
+        "1000",
+        "--data-dir",
+        str(bench_dir),
+        "--tokenizer",
+        "tiny",
+        "--raw",
+        str(raw),
+        "--out",
+        str(out),
+        "--val-frac",
+        "0.1",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     for sub, schema in (("sft", "sft"), ("rl", "rl"), ("eval", "eval"), ("ef_sft", "ef_sft")):
         files = sorted((out / sub).glob("*.parquet"))

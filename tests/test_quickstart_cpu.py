@@ -19,10 +19,12 @@ import pytest
 from e2c.cli import UserError
 from e2c.quickstart.cli import build_parser, config_from_args
 from e2c.quickstart.config import STAGES, Config, stage_settings
+from e2c.quickstart.context import Context
+from e2c.quickstart.data import generation_count
 from e2c.quickstart.plan import StageState, check_inputs, select_stages, startable
 from e2c.quickstart.progress import eta_seconds, eval_parser, fmt_seconds, step_parser, tts_parser
 from e2c.quickstart.report import trend
-from e2c.quickstart.stages import generation_count, rl_curve, sft_losses
+from e2c.quickstart.stages import rl_curve, sft_losses, tts_command
 from e2c.quickstart.stats import align_scores, paired_difference, wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,6 +176,20 @@ def test_fast_preset_yields_to_explicit_flags() -> None:
         config_from_args(build_parser().parse_args(["--families", "nope"]))
 
 
+def test_tts_budget_flags_and_their_old_spellings() -> None:
+    cfg = config_from_args(
+        build_parser().parse_args(["--tts-explore-budget", "30", "--tts-execute-budget", "50"])
+    )
+    assert (cfg.tts_explore_budget, cfg.tts_execute_budget) == (30, 50)
+    old = config_from_args(
+        build_parser().parse_args(["--tts-explore-tokens", "30", "--tts-execute-tokens", "50"])
+    )
+    assert old == cfg
+    ctx = Context(cfg, Path("/tmp/qs"))
+    sets = [a for a in tts_command(ctx, "model") if "=" in a]
+    assert "explore_budget=30" in sets and "execute_budget=50" in sets and "cot_tokens=80" in sets
+
+
 def test_generation_count_covers_the_held_out_set() -> None:
     cfg = Config()  # only the chosen families and levels are drawn; a fifth to eval, 80% short enough
     n = generation_count(cfg)
@@ -204,8 +220,11 @@ def test_curves_read_from_run_files(tmp_path: Path) -> None:
     ]
     (sft / "metrics.jsonl").write_text("".join(json.dumps({"step": k, "data": d}) + "\n" for k, d in records))
     assert sft_losses(sft) == {1: 2.5, 2: 1.25}  # a step logged again (a resumed run) keeps its last loss
-    lines = [{"step": 2, "data": {"critic/score/mean": 0.5}}, {"step": 1, "data": {"critic/score/mean": 0.25}},
-             {"step": 3, "data": {"other": 1}}]  # fmt: skip
+    lines = [
+        {"step": 2, "data": {"critic/score/mean": 0.5}},
+        {"step": 1, "data": {"critic/score/mean": 0.25}},
+        {"step": 3, "data": {"other": 1}},
+    ]
     (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n{cut")
     assert [(r["step"], r["reward"]) for r in rl_curve(tmp_path)] == [(1, 0.25), (2, 0.5)]
 
@@ -271,7 +290,10 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     tts_cfg = json.loads(next((out / "tts" / "runs").glob("*/*/config.json")).read_text())
     assert tts_cfg["settings"]["top_p"] == 1.0
     assert report["tts"]["summary"] and {r["method"] for r in report["tts"]["summary"]} == {
-        "self_consistency", "e2c_sc", "e2c_rp"}  # fmt: skip
+        "self_consistency",
+        "e2c_sc",
+        "e2c_rp",
+    }
     for name, rel_path in report["plots"].items():
         assert rel_path, name
         p = out / rel_path
@@ -281,8 +303,13 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     assert report["system"]["git_commit"] and report["system"]["torch_threads"]
 
     # The demo's helper points at the RL model and the first held-out problem; nothing for an empty folder.
-    found = subprocess.run([sys.executable, "-m", "e2c.quickstart.trained", "--out", str(out), "--with-problem"],
-                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    found = subprocess.run(
+        [sys.executable, "-m", "e2c.quickstart.trained", "--out", str(out), "--with-problem"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     words = found.stdout.split("\0")[:-1]
     assert found.returncode == 0 and words[0] == "--model_path" and "RL model" in found.stderr
     assert Path(words[1]) == out / report["rl"]["model"] and (Path(words[1]) / "config.json").is_file()
@@ -290,8 +317,13 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
         "--problem",
         pd.read_parquet(out / "data" / "eval" / "synthetic.parquet")["problem"][0],
     ]
-    empty = subprocess.run([sys.executable, "-m", "e2c.quickstart.trained", "--out", str(tmp_path / "none")],
-                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    empty = subprocess.run(
+        [sys.executable, "-m", "e2c.quickstart.trained", "--out", str(tmp_path / "none")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert empty.returncode == 0 and empty.stdout == ""
 
     # A rerun with the same settings skips every stage; another setting for a finished stage is refused.
@@ -310,14 +342,23 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--from", "sfft"], "error: --from 'sfft' is not a stage (did you mean sft?); valid: data, baseline, sft, "
-                             "eval_sft, rl, eval_rl, tts, report"),
-        (["--from", "eval_sft"], "error: stage eval_sft needs the output of stages data, sft, not complete in this "
-                                 "output folder; valid --from stages here: data"),
-        (["--families", "geometry"], "error: --families: unknown family 'geometry'; valid: arithmetic, "
-                                     "linear_equation, modular, gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic"),
+        (
+            ["--from", "sfft"],
+            "error: --from 'sfft' is not a stage (did you mean sft?); valid: data, baseline, sft, "
+            "eval_sft, rl, eval_rl, tts, report",
+        ),
+        (
+            ["--from", "eval_sft"],
+            "error: stage eval_sft needs the output of stages data, sft, not complete in this "
+            "output folder; valid --from stages here: data",
+        ),
+        (
+            ["--families", "geometry"],
+            "error: --families: unknown family 'geometry'; valid: arithmetic, "
+            "linear_equation, modular, gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     out = tmp_path / "qs"
     res = _quickstart("--out", str(out), *args, timeout=120)

@@ -32,7 +32,7 @@ LOCAL = {
 def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv(registry.DATA_DIR_ENV, raising=False)
-    monkeypatch.setattr(registry, "PROJECT_EVAL_DIR", tmp_path / "none")
+    monkeypatch.setenv("E2C_HOME", str(tmp_path / "none"))  # no project eval files
 
 
 @pytest.mark.parametrize("name", list(LOCAL))
@@ -64,8 +64,16 @@ def test_olympiad_answers_have_no_dollars(bench_dir: Path) -> None:
 
 
 def test_groups_aliases_and_order() -> None:
-    assert resolve_names("all") == ["aime24", "aime25", "amc23", "gsm8k", "math500", "minerva", "olympiadbench",
-                                    "math_algebra"]  # fmt: skip
+    assert resolve_names("all") == [
+        "aime24",
+        "aime25",
+        "amc23",
+        "gsm8k",
+        "math500",
+        "minerva",
+        "olympiadbench",
+        "math_algebra",
+    ]
     assert len(resolve_names("med")) == 8 and "medqa" in resolve_names("med")
     assert resolve_names("gsm8k,math,olympiad_bench,gsm8k") == ["gsm8k", "math500", "olympiadbench"]
     assert resolve_names(["mmlu_medical"]) == [
@@ -103,11 +111,21 @@ def test_offline_without_file_says_what_to_do(bench_dir: Path) -> None:
         ("math_algebra", {"problem": "p", "solution": "so $\\boxed{7}$."}, "7", []),
         ("olympiadbench", {"question": "q", "final_answer": ["$3$"]}, "3", []),
         ("amc23", {"question": "q", "answer": 27.0}, "27", []),
-        ("anatomy", {"question": "q", "choices": ["w", "x", "y", "z"], "answer": 2}, "C", ["w", "x", "y", "z"]),
-        ("medmcqa", {"question": "q", "opa": "a", "opb": "b", "opc": "c", "opd": "d", "cop": 3}, "D", ["a", "b", "c", "d"]),
+        (
+            "anatomy",
+            {"question": "q", "choices": ["w", "x", "y", "z"], "answer": 2},
+            "C",
+            ["w", "x", "y", "z"],
+        ),
+        (
+            "medmcqa",
+            {"question": "q", "opa": "a", "opb": "b", "opc": "c", "opd": "d", "cop": 3},
+            "D",
+            ["a", "b", "c", "d"],
+        ),
         ("medqa", {"question": "q", "options": {"B": "y", "A": "x"}, "answer_idx": "B"}, "B", ["x", "y"]),
     ],
-)  # fmt: skip
+)
 def test_hub_layouts_map(name: str, row: dict, answer: str, choices: list[str]) -> None:
     rec = to_record(row, REGISTRY[name], 3)
     assert (rec.answer, rec.choices, rec.id) == (answer, choices, rec.id)
@@ -116,8 +134,10 @@ def test_hub_layouts_map(name: str, row: dict, answer: str, choices: list[str]) 
 
 def test_bad_rows_name_the_row(tmp_path: Path) -> None:
     p = tmp_path / "medqa.jsonl"
-    p.write_text('{"question": "q", "options": {"A": "x", "B": "y"}, "answer_idx": "A"}\n'
-                 '{"question": "q2", "options": {"A": "x", "B": "y"}, "answer_idx": "E"}\n')  # fmt: skip
+    p.write_text(
+        '{"question": "q", "options": {"A": "x", "B": "y"}, "answer_idx": "A"}\n'
+        '{"question": "q2", "options": {"A": "x", "B": "y"}, "answer_idx": "E"}\n'
+    )
     with pytest.raises(UserError, match=r"medqa.jsonl row 1: answer 'E' \(field answer_idx\) is not one of"):
         load_benchmark("medqa", tmp_path)
     (tmp_path / "gsm8k.jsonl").write_text('{"question": "q"}\n')

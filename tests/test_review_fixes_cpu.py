@@ -17,7 +17,7 @@ from e2c.rewards import compute_score
 # ------------------------------------------------------------------------------ A: MCQ rows for RL
 
 INLINE_Q = "Which drug is a vitamin K antagonist? A. Heparin B. Aspirin C. Warfarin D. Insulin"
-LINES_Q = "A 60-year-old with atrial fibrillation needs anticoagulation. Which drug?\nA. Heparin\nB. Aspirin\nC. Warfarin\nD. Insulin"  # fmt: skip
+LINES_Q = "A 60-year-old with atrial fibrillation needs anticoagulation. Which drug?\nA. Heparin\nB. Aspirin\nC. Warfarin\nD. Insulin"
 
 MCQ_IN = [
     # The release's medical layout: answer mapping, options only in the question text.
@@ -25,15 +25,25 @@ MCQ_IN = [
     # The same mapping as a JSON string, options one per line.
     {"question": LINES_Q, "answer": '{"answer_idx": "C", "answer": "Warfarin"}', "data_source": "medqa"},
     # verl-style row with the mapping in reward_model and options in a column (not in the text).
-    {"prompt": [{"role": "user", "content": "Which drug is a vitamin K antagonist?"}], "data_source": "medmcqa",
-     "reward_model": {"ground_truth": {"answer_idx": "C"}},
-     "options": {"A": "Heparin", "B": "Aspirin", "C": "Warfarin", "D": "Insulin", "E": "Dabigatran"}},
+    {
+        "prompt": [{"role": "user", "content": "Which drug is a vitamin K antagonist?"}],
+        "data_source": "medmcqa",
+        "reward_model": {"ground_truth": {"answer_idx": "C"}},
+        "options": {"A": "Heparin", "B": "Aspirin", "C": "Warfarin", "D": "Insulin", "E": "Dabigatran"},
+    },
     # MedMCQA columns with a 0-based index.
-    {"question": "Which drug is a vitamin K antagonist?", "opa": "Heparin", "opb": "Aspirin",
-     "opc": "Warfarin", "opd": "Insulin", "cop": 2, "data_source": "medmcqa"},
+    {
+        "question": "Which drug is a vitamin K antagonist?",
+        "opa": "Heparin",
+        "opb": "Aspirin",
+        "opc": "Warfarin",
+        "opd": "Insulin",
+        "cop": 2,
+        "data_source": "medmcqa",
+    },
     # The gold as the option's text.
     {"question": INLINE_Q, "answer": "Warfarin", "data_source": "medqa"},
-]  # fmt: skip
+]
 MATH_IN = {"problem": "What is 2+2?", "answer": "4", "data_source": "math_dapo"}
 
 
@@ -76,8 +86,12 @@ def test_mcq_rl_rows_keep_a_letter_gold_and_the_options_through_parquet(tmp_path
                 assert got["score"] == 1.0, (r["data_source"], response, gt, info, got)
             assert compute_score(r["data_source"], _chain("\\boxed{A}"), gt, info)["score"] == 0.0
         math = loaded[-1]
-        got = compute_score(math["data_source"], _chain("\\boxed{4}"), math["reward_model"]["ground_truth"],
-                            math["extra_info"])  # fmt: skip
+        got = compute_score(
+            math["data_source"],
+            _chain("\\boxed{4}"),
+            math["reward_model"]["ground_truth"],
+            math["extra_info"],
+        )
         assert got["score"] == 1.0
 
 

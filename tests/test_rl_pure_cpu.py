@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from reference_impls import weight_advantages_reference
 
-from e2c.rl.advantage import segment_stats, weight_advantages, weight_advantages_reference
+from e2c.rl.advantage import segment_stats, weight_advantages
 from e2c.rl.agent_loop import join_phases
 from e2c.rl.reward import overlong_penalty
 from e2c.verl_cpu.hf_rollout import max_new_tokens, sampling_key

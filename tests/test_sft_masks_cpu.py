@@ -6,11 +6,11 @@ import random
 
 import pytest
 import torch
+from reference_impls import exploration_loss_mask_reference
 
 from e2c.sft.masks import (
     boundary_token_id,
     exploration_loss_mask,
-    exploration_loss_mask_reference,
     scope_loss_mask,
 )
 

@@ -25,6 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from e2c.cli import UserError
+from e2c.files import atomic_write_text
 
 DATA_REPO = "TingheOliver/Explore-Execute-Chain-Datasets"
 OFFICIAL = "https://huggingface.co"
@@ -261,12 +262,7 @@ def download(
             log(f"  {f.path}: downloading {f.size / 1e6:.1f} MB from {base}")
             fetch(f, dest, repo, base, revision, log)
             manifest[f.path] = want
-            tmp = root / "manifest.json.tmp"
-            try:
-                tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-                os.replace(tmp, root / "manifest.json")
-            except OSError as e:
-                raise DownloadError(f"cannot write {root / 'manifest.json'}: {e.strerror or e}") from None
+            atomic_write_text(root / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True))
         got.append(dest)
     return got
 

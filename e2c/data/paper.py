@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat, strip_prompt_suffix
-from e2c.data.registry import (
+from e2c.data.records import (
     MCQ_ANSWER_KEYS,
     _as_mapping,
     _first,

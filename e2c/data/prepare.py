@@ -35,8 +35,7 @@ from e2c.data.schema import validate_file
 from e2c.data.synthetic.generate import generate, rows_by_split
 from e2c.files import check_output_dir
 from e2c.models import ModelSpecError
-
-ROOT = Path(__file__).resolve().parents[2]
+from e2c.paths import data_dir
 
 
 class Run:
@@ -125,7 +124,7 @@ def prepare_eval(run: Run, raw: Path, out: Path, data_dir: str | None, use_hub: 
     """One registry-schema file per benchmark, from the first source that has it."""
     # The paper's files, --data-dir, $E2C_DATA_DIR; never data/processed/eval, which is where this writes.
     candidates = [*raw_eval_dirs(raw), *registry.search_dirs(data_dir)]
-    dirs = [d for d in dict.fromkeys(candidates) if d.is_dir() and d != registry.PROJECT_EVAL_DIR]
+    dirs = [d for d in dict.fromkeys(candidates) if d.is_dir() and d != registry.project_eval_dir()]
     missing = []
     for name in registry.resolve_names("all,med"):
         spec = registry.REGISTRY[name]
@@ -182,8 +181,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--endpoint", default=None, help="hub base URL (default: $HF_ENDPOINT or huggingface.co)")
     ap.add_argument("--skip-download", action="store_true", help="use only files already on disk")
     ap.add_argument("--skip-rl", action="store_true", help="do not download or convert the RL prompts")
-    ap.add_argument("--synthetic", type=int, default=2000, metavar="N",
-                    help="synthetic problems to generate (0: none; default 2000)")  # fmt: skip
+    ap.add_argument(
+        "--synthetic",
+        type=int,
+        default=2000,
+        metavar="N",
+        help="synthetic problems to generate (0: none; default 2000)",
+    )
     ap.add_argument("--seed", type=int, default=0, help="seed for synthetic data and splits (default 0)")
     ap.add_argument(
         "--val-frac", type=float, default=0.02, help="validation share of the paper's data (default 0.02)"
@@ -191,15 +195,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--reg-frac", type=float, default=0.05, help="share of full chains in EF-SFT (default 0.05)"
     )
-    ap.add_argument("--tokenizer", default="embedded",
-                    help="tokenizer for EF-SFT token counts: tiny, embedded, a folder or a hub id (default embedded)")  # fmt: skip
-    ap.add_argument("--data-dir", default=None,
-                    help=f"local benchmark files <name>.jsonl|parquet (default ${registry.DATA_DIR_ENV})")  # fmt: skip
     ap.add_argument(
-        "--raw", default=str(ROOT / "data" / "raw"), help="raw download folder (default data/raw)"
+        "--tokenizer",
+        default="embedded",
+        help="tokenizer for EF-SFT token counts: tiny, embedded, a folder or a hub id (default embedded)",
     )
     ap.add_argument(
-        "--out", default=str(ROOT / "data" / "processed"), help="output folder (default data/processed)"
+        "--data-dir",
+        default=None,
+        help=f"local benchmark files <name>.jsonl|parquet (default ${registry.DATA_DIR_ENV})",
+    )
+    ap.add_argument("--raw", default=str(data_dir() / "raw"), help="raw download folder (default data/raw)")
+    ap.add_argument(
+        "--out", default=str(data_dir() / "processed"), help="output folder (default data/processed)"
     )
     args = ap.parse_args(argv)
     if args.synthetic < 0:

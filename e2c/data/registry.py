@@ -28,34 +28,34 @@ question already carries (any of the release's spellings) is removed; the chain 
 from __future__ import annotations
 
 import difflib
-import json
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from e2c.chain import strip_prompt_suffix
 from e2c.cli import UserError
 from e2c.data.io import ROW_SUFFIXES, read_rows
-from e2c.rewards.extract import reference_answer
-from e2c.rewards.mcq import LETTERS, reference_choice
 
-Kind = Literal["math", "mcq", "countdown"]
+# The record schema and the row mapping live in e2c.data.records; these names stay importable from here.
+from e2c.data.records import (  # noqa: F401
+    ANSWER_KEYS,
+    ID_KEYS,
+    MCQ_ANSWER_KEYS,
+    MCQ_GOLD_KEYS,
+    PROBLEM_KEYS,
+    Record,
+    letter_options,
+    options_in_text,
+    options_of,
+    question_text,
+    row_choices,
+    to_record,
+)
+from e2c.paths import data_dir as project_data_dir
+from e2c.rewards.grader import Kind
+
 DATA_DIR_ENV = "E2C_DATA_DIR"
-PROJECT_DATA_DIR = Path(__file__).resolve().parents[2] / "data"
-PROJECT_EVAL_DIR = PROJECT_DATA_DIR / "processed" / "eval"
-
-# Fallback field names, tried after a spec's own, so other copies of a set load too.
-PROBLEM_KEYS = ("problem", "question", "Problem", "Question", "prompt", "input")
-ANSWER_KEYS = (
-    "answer", "final_answer", "Answer", "expected_answer", "ground_truth", "target", "solution", "response",
-)  # fmt: skip
-MCQ_ANSWER_KEYS = ("answer_idx", "cop", "answer", "Answer", "label", "target", "response")
-# Keys of an answer given as a mapping (the release's medical files: ``gt['answer_idx']``), in order.
-MCQ_GOLD_KEYS = ("answer_idx", "answer", "label")
-ID_KEYS = ("id", "unique_id", "realidx", "idx", "ID")
 
 
 @dataclass(frozen=True)
@@ -99,27 +99,83 @@ class DatasetSpec:
 
 def _mmlu(subject: str) -> DatasetSpec:
     return DatasetSpec(
-        subject, "med", "mcq", "cais/mmlu", subject, "test", ("question",), ("answer",),
-        local_names=(f"mmlu_{subject}", "mmlu_medical"), subject=subject, max_new_tokens=1500,
-    )  # fmt: skip
+        subject,
+        "med",
+        "mcq",
+        "cais/mmlu",
+        subject,
+        "test",
+        ("question",),
+        ("answer",),
+        local_names=(f"mmlu_{subject}", "mmlu_medical"),
+        subject=subject,
+        max_new_tokens=1500,
+    )
 
 
 SPECS: tuple[DatasetSpec, ...] = (
-    DatasetSpec("aime24", "math", "math", "HuggingFaceH4/aime_2024", None, "train", local_names=("aime_2024",)),
+    DatasetSpec(
+        "aime24", "math", "math", "HuggingFaceH4/aime_2024", None, "train", local_names=("aime_2024",)
+    ),
     DatasetSpec("aime25", "math", "math", "math-ai/aime25", None, "test", local_names=("aime_2025",)),
     DatasetSpec("amc23", "math", "math", "math-ai/amc23", None, "test", ("question",), local_names=("amc",)),
     DatasetSpec("gsm8k", "math", "math", "openai/gsm8k", "main", "test", ("question",)),
-    DatasetSpec("math500", "math", "math", "HuggingFaceH4/MATH-500", None, "test", local_names=("math_500", "math")),
-    DatasetSpec("minerva", "math", "math", "math-ai/minervamath", None, "test", ("question",),
-                local_names=("minerva_math", "minervamath")),
-    DatasetSpec("olympiadbench", "math", "math", "Hothan/OlympiadBench", "OE_TO_maths_en_COMP", "train",
-                ("question",), ("final_answer",), local_names=("olympiad_bench",)),
-    DatasetSpec("math_algebra", "math", "math", "EleutherAI/hendrycks_math", "algebra", "test",
-                answer_keys=("solution",), local_names=("math-algebra", "math_algebra_test")),
-    DatasetSpec("medqa", "med", "mcq", "GBaker/MedQA-USMLE-4-options", None, "test", ("question",),
-                ("answer_idx",), max_new_tokens=1500),
-    DatasetSpec("medmcqa", "med", "mcq", "openlifescienceai/medmcqa", None, "validation", ("question",),
-                ("cop",), max_new_tokens=1500),
+    DatasetSpec(
+        "math500", "math", "math", "HuggingFaceH4/MATH-500", None, "test", local_names=("math_500", "math")
+    ),
+    DatasetSpec(
+        "minerva",
+        "math",
+        "math",
+        "math-ai/minervamath",
+        None,
+        "test",
+        ("question",),
+        local_names=("minerva_math", "minervamath"),
+    ),
+    DatasetSpec(
+        "olympiadbench",
+        "math",
+        "math",
+        "Hothan/OlympiadBench",
+        "OE_TO_maths_en_COMP",
+        "train",
+        ("question",),
+        ("final_answer",),
+        local_names=("olympiad_bench",),
+    ),
+    DatasetSpec(
+        "math_algebra",
+        "math",
+        "math",
+        "EleutherAI/hendrycks_math",
+        "algebra",
+        "test",
+        answer_keys=("solution",),
+        local_names=("math-algebra", "math_algebra_test"),
+    ),
+    DatasetSpec(
+        "medqa",
+        "med",
+        "mcq",
+        "GBaker/MedQA-USMLE-4-options",
+        None,
+        "test",
+        ("question",),
+        ("answer_idx",),
+        max_new_tokens=1500,
+    ),
+    DatasetSpec(
+        "medmcqa",
+        "med",
+        "mcq",
+        "openlifescienceai/medmcqa",
+        None,
+        "validation",
+        ("question",),
+        ("cop",),
+        max_new_tokens=1500,
+    ),
     _mmlu("anatomy"),
     _mmlu("clinical_knowledge"),
     _mmlu("college_biology"),
@@ -127,7 +183,7 @@ SPECS: tuple[DatasetSpec, ...] = (
     _mmlu("medical_genetics"),
     _mmlu("professional_medicine"),
     DatasetSpec("synthetic", "synthetic", "math", None, local_names=("synthetic_eval",), max_new_tokens=2048),
-)  # fmt: skip
+)
 
 REGISTRY: dict[str, DatasetSpec] = {s.name: s for s in SPECS}
 GROUPS: dict[str, tuple[str, ...]] = {
@@ -144,21 +200,6 @@ ALIASES: dict[str, str] = {
     "aime2024": "aime24",
     "aime2025": "aime25",
 }
-
-
-@dataclass
-class Record:
-    """One evaluation problem in the project's schema."""
-
-    id: str
-    problem: str
-    answer: str
-    kind: Kind
-    choices: list[str] = field(default_factory=list)
-    data_source: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 # --------------------------------------------------------------------------------------------- names
@@ -208,170 +249,16 @@ def get_spec(name: str) -> DatasetSpec:
 
 
 # ------------------------------------------------------------------------------------------- mapping
-def _first(row: Mapping[str, Any], keys: Iterable[str]) -> tuple[str | None, Any]:
-    for k in keys:
-        v = row.get(k)
-        if v is not None and not (isinstance(v, str) and not v.strip()) and v != []:
-            return k, v
-    return None, None
-
-
-def row_choices(row: Mapping[str, Any]) -> list[str]:
-    """Option texts in letter order from the common MCQ layouts.
-
-    ``options`` as a dict ``{"A": ...}`` or a list (either possibly a JSON string, as some parquet exports
-    store them), ``choices`` as a list (MMLU), or the MedMCQA columns ``opa``..``opd``.
-    """
-    opts = row.get("options")
-    if opts is None:
-        opts = row.get("choices")
-    if isinstance(opts, str) and opts.strip()[:1] in ("{", "["):
-        try:
-            opts = json.loads(opts)
-        except ValueError:
-            opts = None
-    if isinstance(opts, Mapping):
-        keys = sorted(k for k in opts if isinstance(k, str) and len(k) == 1 and k.upper() in LETTERS)
-        return [str(opts[k]) for k in keys if opts[k] is not None]
-    if isinstance(opts, (list, tuple)) and opts:
-        return [str(o) for o in opts]
-    cols = [c for c in ("opa", "opb", "opc", "opd", "ope") if row.get(c) is not None]
-    return [str(row[c]) for c in cols]
-
-
-def _text(value: Any) -> str | None:
-    """A question field as text: a string, or the last user turn of a chat list (a ``prompt`` column)."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (list, tuple)):
-        users = [m.get("content") for m in value if isinstance(m, Mapping) and m.get("role") == "user"]
-        return users[-1] if users and isinstance(users[-1], str) else None
-    return None if value is None else str(value)
-
-
-def _as_mapping(value: Any) -> Mapping[str, Any] | None:
-    """An answer given as a mapping, or as a JSON string of one; else None."""
-    if isinstance(value, str) and value.strip().startswith("{"):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    return value if isinstance(value, Mapping) else None
-
-
-def _gold_of(value: Any) -> Any:
-    """The reference inside an answer mapping (``answer_idx`` first), or the value itself."""
-    m = _as_mapping(value)
-    if m is None:
-        return value
-    return next((m[k] for k in MCQ_GOLD_KEYS if m.get(k) not in (None, "")), None)
-
-
-_OPTION_LINE = re.compile(r"^\s*\(?([A-J])\s*[).:]\s*(\S.*?)\s*$")
-_OPTION_MARK = re.compile(r"(?:^|(?<=\s))\(?([A-J])[).:]\s+")
-
-
-def options_in_text(text: str) -> dict[str, str]:
-    """Lettered options written in a question's text, ``{"A": ..., "B": ...}``; empty when there are none.
-
-    One option per line (``A. x`` / ``A) x`` / ``(A) x`` / ``A: x``), the last such run starting at A; else
-    inline (``... A) x B) y``) from the last ``A`` marker, letters in order. At least two options.
-    """
-    best: dict[str, str] = {}
-    run: dict[str, str] = {}
-    for line in [*text.splitlines(), ""]:
-        m = _OPTION_LINE.match(line)
-        if m and len(run) < len(LETTERS) and m.group(1) == LETTERS[len(run)]:
-            run[m.group(1)] = m.group(2)
-            continue
-        if len(run) >= 2:
-            best = run
-        run = {m.group(1): m.group(2)} if m and m.group(1) == "A" else {}
-    if best:
-        return best
-    marks = list(_OPTION_MARK.finditer(text))
-    starts = [i for i, m in enumerate(marks) if m.group(1) == "A"]
-    if not starts:
-        return {}
-    picked = [marks[starts[-1]]]
-    for m in marks[starts[-1] + 1 :]:
-        if len(picked) < len(LETTERS) and m.group(1) == LETTERS[len(picked)]:
-            picked.append(m)
-    if len(picked) < 2:
-        return {}
-    ends = [m.start() for m in picked[1:]] + [len(text)]
-    return {m.group(1): text[m.end() : e].strip() for m, e in zip(picked, ends, strict=True)}
-
-
-def to_record(row: Mapping[str, Any], spec: DatasetSpec, index: int) -> Record:
-    """Map one source row to a :class:`Record`; raises ValueError naming the missing or bad field."""
-    _, raw_problem = _first(row, (*spec.problem_keys, *PROBLEM_KEYS))
-    problem = _text(raw_problem)
-    if problem is None or not problem.strip():
-        raise ValueError(
-            f"no problem text (looked for {', '.join(dict.fromkeys((*spec.problem_keys, *PROBLEM_KEYS)))})"
-        )
-    _, rid = _first(row, ID_KEYS)
-    rid = str(rid) if rid is not None else str(index)
-    rid = rid if rid.startswith(f"{spec.name}-") else f"{spec.name}-{rid}"
-    # A suffix the file already carries would be sent twice (or next to another one): the format adds it.
-    problem = strip_prompt_suffix(problem)
-    if spec.kind == "mcq":
-        akey, raw_gold = _first(row, (*spec.answer_keys, *MCQ_ANSWER_KEYS))
-        choices = row_choices(row) or row_choices(_as_mapping(raw_gold) or {})
-        if len(choices) < 2:
-            # The release sends only the question: its options are in the text, and stay there.
-            choices = list(options_in_text(problem).values())
-        if len(choices) < 2:
-            raise ValueError(
-                "multiple-choice row without options (looked for options, choices, opa..opd, and "
-                "lettered options in the question text)"
-            )
-        options = letter_options(choices)
-        gold = _gold_of(raw_gold)
-        letter = reference_choice(gold, options) if gold is not None else None
-        if letter is None or letter not in options:
-            raise ValueError(f"answer {gold!r} (field {akey}) is not one of the options {', '.join(options)}")
-        return Record(rid, problem, letter, "mcq", choices, spec.name)
-    if spec.group == "synthetic" and row.get("kind") == "countdown":
-        return Record(rid, problem, str(row["answer"]), "countdown", [], spec.name)
-    akey, gold = _first(row, (*spec.answer_keys, *ANSWER_KEYS))
-    answer = reference_answer(gold) if gold is not None else None
-    if not answer:
-        raise ValueError(
-            f"no reference answer (looked for {', '.join(dict.fromkeys((*spec.answer_keys, *ANSWER_KEYS)))})"
-        )
-    return Record(rid, problem, answer, "math", [], spec.name)
-
-
-def letter_options(choices: Sequence[str]) -> dict[str, str]:
-    """``{"A": first choice, "B": ...}``: how the grader and the prompt name the options."""
-    return {LETTERS[i]: c for i, c in enumerate(choices)}
-
-
-def options_of(record: Record) -> dict[str, str] | None:
-    """The lettered options of a multiple-choice record, ``None`` for any other."""
-    return letter_options(record.choices) if record.choices else None
-
-
-def question_text(record: Record | Mapping[str, Any]) -> str:
-    """The text a model is asked: the problem, plus ``A. ...`` option lines for multiple choice (unless
-    the problem text already lists exactly these options, as the release's medical files do)."""
-    r = record.to_dict() if isinstance(record, Record) else record
-    choices = r.get("choices") or []
-    if r.get("kind") != "mcq" or not choices:
-        return str(r["problem"])
-    if options_in_text(str(r["problem"])) == {k: str(c).strip() for k, c in letter_options(choices).items()}:
-        return str(r["problem"])
-    lines = [f"{k}. {c}" for k, c in letter_options(choices).items()]
-    return str(r["problem"]) + "\n" + "\n".join(lines)
-
-
 # ------------------------------------------------------------------------------------------- loading
+def project_eval_dir() -> Path:
+    """``data/processed/eval`` of the project (where ``prepare`` writes the benchmarks)."""
+    return project_data_dir() / "processed" / "eval"
+
+
 def release_eval_dirs(data: Path | None = None) -> list[Path]:
     """Where the paper's evaluation files already are for its users: ``data/evaluation`` (its download
     scripts) and ``data/raw/evaluation`` (ours, which keeps the hub's paths under ``data/raw``)."""
-    data = data or PROJECT_DATA_DIR
+    data = data or project_data_dir()
     return [data / "evaluation", data / "raw" / "evaluation"]
 
 
@@ -379,7 +266,7 @@ def search_dirs(data_dir: str | Path | None = None) -> list[Path]:
     """Local folders searched, in order: the argument, ``$E2C_DATA_DIR``, ``data/processed/eval``, then
     the paper's raw evaluation files (:func:`release_eval_dirs`)."""
     dirs = [Path(d) for d in (data_dir, os.environ.get(DATA_DIR_ENV)) if d]
-    dirs.append(PROJECT_EVAL_DIR)
+    dirs.append(project_eval_dir())
     dirs.extend(release_eval_dirs())
     return list(dict.fromkeys(dirs))
 

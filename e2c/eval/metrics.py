@@ -6,7 +6,6 @@ against a plain reference loop and hand-computed values.
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
@@ -102,8 +101,3 @@ def summarize(
     )
     out["total_tokens"] = out["explore_tokens"] + out["execute_tokens"]
     return out
-
-
-def pass_at_k_reference(n: int, c: int, k: int) -> float:
-    """pass@k straight from its definition with binomials (for tests)."""
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.cli import ArgumentParser, UserError, fail
+from e2c.files import atomic_write_json
 from e2c.quickstart.config import (
     ETA_SECONDS,
     FAST,
@@ -31,23 +32,18 @@ from e2c.quickstart.config import (
     stage_settings,
     with_fast,
 )
+from e2c.quickstart.context import Context, read_done, read_started
+from e2c.quickstart.data import stage_data
 from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, select_stages
 from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
 from e2c.quickstart.stages import (
-    Context,
-    read_done,
-    read_started,
     stage_baseline,
-    stage_data,
     stage_eval_rl,
     stage_eval_sft,
     stage_rl,
     stage_sft,
     stage_tts,
-    write_json,
 )
-
-DEFAULTS = Config()
 
 
 def stage_report(ctx: Context, rep: Reporter) -> dict[str, Any]:
@@ -74,7 +70,7 @@ RUNNERS: dict[str, Callable[[Context, Reporter], dict[str, Any]]] = {
 # ------------------------------------------------------------------------------------------------ CLI
 def _help(key: str, text: str) -> str:
     """A help line with the default and, where it differs, the --fast default."""
-    d = getattr(DEFAULTS, key)
+    d = getattr(Config(), key)  # built here: bench_dir follows $E2C_BENCH_DIR / the project folder
     show = lambda v: " ".join(map(str, v)) if isinstance(v, tuple) else str(v)  # noqa: E731
     fast = f"; --fast: {show(FAST[key])}" if key in FAST else ""
     return f"{text} (default: {show(d)}{fast})"
@@ -170,16 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--tts-methods", nargs="+", default=None, help=_help("tts_methods", "methods"))
     g.add_argument(
-        "--tts-explore-tokens",
+        "--tts-explore-budget",
         type=int,
         default=None,
-        help=_help("tts_explore_tokens", "exploration token limit"),
+        help=_help("tts_explore_budget", "exploration token limit"),
     )
     g.add_argument(
-        "--tts-execute-tokens",
+        "--tts-execute-budget",
         type=int,
         default=None,
-        help=_help("tts_execute_tokens", "execution token limit (whole chains: both limits added)"),
+        help=_help("tts_execute_budget", "execution token limit (whole chains: both limits added)"),
     )
     g.add_argument(
         "--tts-top-p",
@@ -189,21 +185,46 @@ def build_parser() -> argparse.ArgumentParser:
             "tts_top_p", "top-p of sampled explorations and chains (the paper: 0.95; 1.0 is faster on CPU)"
         ),
     )
-    return p  # fmt: skip
+    return p
 
 
-CONFIG_FLAGS = ("out", "model", "seed", "families", "max_level", "max_chain_tokens", "eval_problems",
-                "gsm8k_problems", "bench_dir", "eval_max_tokens", "eval_batch", "dtype", "backend", "sft_steps", "sft_lr",
-                "sft_batch", "sft_max_length", "rl_steps", "rl_lr", "rl_batch", "rl_n", "rl_response_length",
-                "tts_problems", "tts_budgets", "tts_methods", "tts_explore_tokens", "tts_execute_tokens",
-                "tts_top_p")  # fmt: skip
+CONFIG_FLAGS = (
+    "out",
+    "model",
+    "seed",
+    "families",
+    "max_level",
+    "max_chain_tokens",
+    "eval_problems",
+    "gsm8k_problems",
+    "bench_dir",
+    "eval_max_tokens",
+    "eval_batch",
+    "dtype",
+    "backend",
+    "sft_steps",
+    "sft_lr",
+    "sft_batch",
+    "sft_max_length",
+    "rl_steps",
+    "rl_lr",
+    "rl_batch",
+    "rl_n",
+    "rl_response_length",
+    "tts_problems",
+    "tts_budgets",
+    "tts_methods",
+    "tts_explore_budget",
+    "tts_execute_budget",
+    "tts_top_p",
+)
 
 
 def config_from_args(args: argparse.Namespace) -> Config:
     """The run's Config: defaults, then the --fast preset, then every flag given explicitly."""
     given = {k: getattr(args, k) for k in CONFIG_FLAGS if getattr(args, k) is not None}
     given = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
-    cfg = with_fast(DEFAULTS, set(given)) if args.fast else DEFAULTS
+    cfg = with_fast(Config(), set(given)) if args.fast else Config()
     cfg = replace(cfg, **given)
     validate(cfg)
     # Resolved now, so each stage records the backend it actually used (auto changes with the install).
@@ -225,9 +246,20 @@ def validate(cfg: Config) -> None:
         raise UserError(f"--tts-methods: unknown method {bad[0]!r}; valid: {', '.join(METHODS)}")
     if not 1 <= cfg.max_level <= 3:
         raise UserError(f"--max-level must be 1, 2 or 3, got {cfg.max_level}")
-    positive = ("max_chain_tokens", "eval_problems", "eval_max_tokens", "eval_batch", "sft_steps", "sft_batch",
-                "sft_max_length", "rl_batch", "rl_n", "rl_response_length", "tts_explore_tokens",
-                "tts_execute_tokens")  # fmt: skip
+    positive = (
+        "max_chain_tokens",
+        "eval_problems",
+        "eval_max_tokens",
+        "eval_batch",
+        "sft_steps",
+        "sft_batch",
+        "sft_max_length",
+        "rl_batch",
+        "rl_n",
+        "rl_response_length",
+        "tts_explore_budget",
+        "tts_execute_budget",
+    )
     for k in positive:
         if getattr(cfg, k) < 1:
             raise UserError(f"--{k.replace('_', '-')} must be at least 1, got {getattr(cfg, k)}")
@@ -287,7 +319,7 @@ def run_stage(ctx: Context, stage: str, action: str, state: StageState, index: i
     elif action == "run":
         print(f"[quickstart {index}/{len(STAGES)} {stage}] resuming the interrupted run in {d}", flush=True)
     d.mkdir(parents=True, exist_ok=True)
-    write_json(d / "STARTED.json", settings)
+    atomic_write_json(d / "STARTED.json", settings, default=str)
     earlier = _attempt_seconds(d)
     rep = Reporter(stage, index, len(STAGES), ETA_SECONDS[ctx.cfg.fast].get(stage, 60))
     rep.say("starting")
@@ -297,9 +329,14 @@ def run_stage(ctx: Context, stage: str, action: str, state: StageState, index: i
         _add_attempt(d, rep.elapsed)  # interrupted: its time counts towards the resumed stage's duration
         raise
     seconds = round(earlier + rep.elapsed, 1)
-    done = {"stage": stage, "settings": settings, "seconds": seconds,
-            "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"), **result}  # fmt: skip
-    write_json(d / "DONE.json", done)
+    done = {
+        "stage": stage,
+        "settings": settings,
+        "seconds": seconds,
+        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+        **result,
+    }
+    atomic_write_json(d / "DONE.json", done, default=str)
     rep.say(f"done in {fmt_seconds(seconds)}", 1.0)
     return done
 
@@ -317,7 +354,7 @@ def _add_attempt(d: Path, seconds: float) -> None:
         before = json.loads((d / "attempts.json").read_text())
     except (OSError, ValueError):
         before = []
-    write_json(d / "attempts.json", [*before, round(seconds, 1)])
+    atomic_write_json(d / "attempts.json", [*before, round(seconds, 1)], default=str)
 
 
 def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
@@ -338,8 +375,11 @@ def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
             (ctx.dir(s) / "DONE.json").unlink(missing_ok=True)
     fresh = {s for s in STAGES if states[s].done is None and states[s].started is None}
     plan = ", ".join(f"{s} {'run' if s in fresh and actions[s] == 'redo' else actions[s]}" for s in STAGES)
-    print(f"[quickstart] {out}: model {cfg.model}{' (--fast)' if cfg.fast else ''}, dtype "
-          f"{resolve_dtype(cfg.dtype)}, backend {cfg.backend}; {plan}", flush=True)  # fmt: skip
+    print(
+        f"[quickstart] {out}: model {cfg.model}{' (--fast)' if cfg.fast else ''}, dtype "
+        f"{resolve_dtype(cfg.dtype)}, backend {cfg.backend}; {plan}",
+        flush=True,
+    )
     t0 = time.monotonic()
     last: dict[str, Any] = {}
     for i, stage in enumerate(STAGES, 1):
@@ -361,8 +401,11 @@ def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
         f"[quickstart] finished in {fmt_seconds(time.monotonic() - t0)}; report: {out / 'report.md'}",
         flush=True,
     )
-    return {"report": str(out / "report.md"), "json": str(out / "report.json"),
-            "accuracy": report.get("headline", {})}  # fmt: skip
+    return {
+        "report": str(out / "report.md"),
+        "json": str(out / "report.json"),
+        "accuracy": report.get("headline", {}),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass, field, fields, replace
-from pathlib import Path
 from typing import Any
 
 from e2c.generation.hf import resolve_cpu_dtype as resolve_dtype  # noqa: F401 (the quickstart's name)
-
-ROOT = Path(__file__).resolve().parents[2]
+from e2c.paths import benchmarks_dir
 
 STAGES = ("data", "baseline", "sft", "eval_sft", "rl", "eval_rl", "tts", "report")
 
@@ -31,7 +28,6 @@ DEPENDS: dict[str, tuple[str, ...]] = {**REQUIRES, "report": STAGES[:-1]}
 
 DEFAULT_FAMILIES = ("small_arithmetic", "arithmetic", "list_ops", "linear_equation")
 DEFAULT_TTS_METHODS = ("self_consistency", "e2c_sc", "e2c_rp")
-DEFAULT_BENCH_DIR = Path(os.environ.get("E2C_BENCH_DIR", ROOT.parent / "shared" / "data" / "benchmarks"))
 
 # Share of generated problems per split (SFT, RL, eval); the split is a hash of the problem text, so a
 # problem is never in two splits. A fifth goes to eval so 200 held-out problems cost little generation.
@@ -55,7 +51,7 @@ class Config:
     max_chain_tokens: int = 300
     eval_problems: int = 200
     gsm8k_problems: int = 20
-    bench_dir: str = str(DEFAULT_BENCH_DIR)
+    bench_dir: str = field(default_factory=lambda: str(benchmarks_dir()))
     # evaluation (baseline, eval_sft, eval_rl)
     eval_max_tokens: int = 320
     eval_batch: int = 32  # transformers backend: faster than 16 on 2 cores (larger batches gain little)
@@ -78,8 +74,8 @@ class Config:
     tts_budgets: tuple[int, ...] = (2, 4)
     tts_methods: tuple[str, ...] = DEFAULT_TTS_METHODS
     # the default mix's explorations are at most ~126 embedded tokens and executions ~165 (+ tags)
-    tts_explore_tokens: int = 140
-    tts_execute_tokens: int = 200
+    tts_explore_budget: int = 140
+    tts_execute_budget: int = 200
     # nucleus sampling of explorations and chains. 1.0 (off), not the paper's 0.95: on CPU, vLLM sorts the
     # 49k-token vocabulary of every row at every step for top-p: 271 vs 471 tok/s (bench/vllm_sampling.py)
     tts_top_p: float = 1.0
@@ -115,32 +111,65 @@ FAST = {
     "rl_response_length": 24,
     "tts_problems": 2,
     "tts_budgets": (2,),
-    "tts_explore_tokens": 8,
-    "tts_execute_tokens": 12,
+    "tts_explore_budget": 8,
+    "tts_execute_budget": 12,
 }
 
 # Settings each stage's result depends on: a finished stage is reused only when these are unchanged.
 STAGE_KEYS: dict[str, tuple[str, ...]] = {
-    "data": ("model", "seed", "families", "max_level", "max_chain_tokens", "eval_problems", "gsm8k_problems",
-             "bench_dir"),
+    "data": (
+        "model",
+        "seed",
+        "families",
+        "max_level",
+        "max_chain_tokens",
+        "eval_problems",
+        "gsm8k_problems",
+        "bench_dir",
+    ),
     "baseline": ("model", "seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
     "sft": ("model", "seed", "sft_steps", "sft_lr", "sft_batch", "sft_max_length"),
     "eval_sft": ("seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
     "rl": ("seed", "rl_steps", "rl_lr", "rl_batch", "rl_n", "rl_response_length"),
     "eval_rl": ("seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
-    "tts": ("seed", "tts_problems", "tts_budgets", "tts_methods", "tts_explore_tokens", "tts_execute_tokens",
-            "tts_top_p", "dtype", "backend"),
+    "tts": (
+        "seed",
+        "tts_problems",
+        "tts_budgets",
+        "tts_methods",
+        "tts_explore_budget",
+        "tts_execute_budget",
+        "tts_top_p",
+        "dtype",
+        "backend",
+    ),
     "report": (),
-}  # fmt: skip
+}
 
 # A first estimate of each stage's duration in seconds (before its own progress gives a better one): the
 # default run measured on a 2-core CPU on 2026-11-23 with vLLM (README), and the --fast run's order of magnitude.
 ETA_SECONDS = {
-    False: {"data": 6, "baseline": 110, "sft": 424, "eval_sft": 116, "rl": 490, "eval_rl": 137,
-            "tts": 436, "report": 2},
-    True: {"data": 15, "baseline": 20, "sft": 60, "eval_sft": 20, "rl": 100, "eval_rl": 20, "tts": 20,
-           "report": 10},
-}  # fmt: skip
+    False: {
+        "data": 6,
+        "baseline": 110,
+        "sft": 424,
+        "eval_sft": 116,
+        "rl": 490,
+        "eval_rl": 137,
+        "tts": 436,
+        "report": 2,
+    },
+    True: {
+        "data": 15,
+        "baseline": 20,
+        "sft": 60,
+        "eval_sft": 20,
+        "rl": 100,
+        "eval_rl": 20,
+        "tts": 20,
+        "report": 10,
+    },
+}
 
 
 def stage_settings(cfg: Config, stage: str) -> dict[str, Any]:

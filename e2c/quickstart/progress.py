@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from e2c.quickstart.config import ROOT
+from e2c.paths import project_root
 
 HEARTBEAT_S = 60.0  # a line at least this often while a subprocess runs without visible progress
 TAIL_LINES = 25
@@ -125,7 +125,7 @@ def run_logged(
     reporter: Reporter,
     parse: Callable[[str], tuple[str, float] | None] | None = None,
     env: dict[str, str] | None = None,
-    cwd: Path = ROOT,
+    cwd: Path | None = None,
 ) -> None:
     """Run ``cmd``, append its output to ``log_path``, report parsed progress; StageFailed on a non-zero exit.
 
@@ -145,7 +145,7 @@ def run_logged(
             text=True,
             errors="replace",
             bufsize=1,
-            cwd=cwd,
+            cwd=cwd or project_root(),  # the shell scripts and tts/ live in the project folder
             env=env,
         )
 

@@ -11,26 +11,16 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from e2c.quickstart.config import STAGES
-from e2c.quickstart.stages import Context, read_done, rl_curve, sft_losses, tts_results
+from e2c.quickstart.context import Context, read_done, rel
+from e2c.quickstart.plots import EVAL_STAGES, STAGE_LABEL, pct, write_plots
+from e2c.quickstart.stages import rl_curve, sft_losses, tts_results
 from e2c.quickstart.stats import align_scores, paired_difference, wilson_interval
-
-EVAL_STAGES = ("baseline", "eval_sft", "eval_rl")
-STAGE_LABEL = {"baseline": "baseline", "eval_sft": "SFT", "eval_rl": "RL"}
-PLOTS = (
-    "accuracy.png",
-    "format.png",
-    "tokens.png",
-    "sft_loss.png",
-    "rl_reward.png",
-    "tts_accuracy_vs_tokens.png",
-)
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -213,12 +203,14 @@ def collect(ctx: Context) -> dict[str, Any]:
     stage_rows = []
     for s in STAGES[:-1]:
         d = done.get(s)
-        stage_rows.append({
-            "stage": s,
-            "status": "missing" if d is None else ("skipped" if d.get("skipped") else "done"),
-            "seconds": None if d is None else d.get("seconds"),
-            "commands": [] if d is None else d.get("commands", []),
-        })  # fmt: skip
+        stage_rows.append(
+            {
+                "stage": s,
+                "status": "missing" if d is None else ("skipped" if d.get("skipped") else "done"),
+                "seconds": None if d is None else d.get("seconds"),
+                "commands": [] if d is None else d.get("commands", []),
+            }
+        )
     return {
         "config": ctx.cfg.to_dict(),
         "out": str(ctx.out),
@@ -230,167 +222,28 @@ def collect(ctx: Context) -> dict[str, Any]:
         "by_family": by_family(ctx),
         "differences": differences,
         "verdicts": {"sft": sft_verdict(sft_diff), "rl": rl_verdict(rl_diff, rl_skipped)},
-        "sft": {"losses": {str(k): v for k, v in sorted(losses.items())},
-                "trend": trend([losses[k] for k in sorted(losses)])},
-        "rl": {"skipped": rl_skipped, "curve": curve, "reward_trend": trend([r["reward"] for r in curve]),
-               "model": (done.get("rl") or {}).get("outputs", {}).get("model")},
-        "tts": None if tts is None else {"summary": tts["summary"], "config": tts["config"],
-                                        "results": str(tts_path), "model_stage": (done.get("tts") or {}).get("model_stage")},
-    }  # fmt: skip
-
-
-# ------------------------------------------------------------------------------------------------ plots
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _datasets_and_stages(evals: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """The datasets of any evaluation stage (synthetic first, then by name) and the stages that ran."""
-    datasets = sorted({d for e in evals.values() if e for d in e}, key=lambda d: (d != "synthetic", d))
-    return datasets, [s for s in EVAL_STAGES if evals.get(s)]
-
-
-def plot_accuracy(evals: Mapping[str, Any], path: Path) -> None:
-    """Accuracy per stage and dataset with 95% Wilson intervals."""
-    plt = _plt()
-    datasets, stages = _datasets_and_stages(evals)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    width = 0.8 / max(len(stages), 1)
-    for j, s in enumerate(stages):
-        xs, ys, lo, hi = [], [], [], []
-        for i, d in enumerate(datasets):
-            e = evals[s].get(d)
-            if not e:
-                continue
-            xs.append(i + (j - (len(stages) - 1) / 2) * width)
-            ys.append(100 * e["accuracy"])
-            lo.append(max(0.0, 100 * (e["accuracy"] - e["ci95"][0])))
-            hi.append(max(0.0, 100 * (e["ci95"][1] - e["accuracy"])))
-        ax.bar(xs, ys, width, yerr=[lo, hi], capsize=4, label=STAGE_LABEL[s])
-        for x, y in zip(xs, ys, strict=True):
-            ax.annotate(f"{y:.1f}", (x, y), ha="center", va="bottom", fontsize=8, xytext=(0, 2),
-                        textcoords="offset points")  # fmt: skip
-    ax.set_xticks(range(len(datasets)), [f"{d} (n={_n(evals, d)})" for d in datasets])
-    ax.set_ylabel("accuracy (%), 95% Wilson interval")
-    ax.set_ylim(0, 105)
-    ax.set_title("Held-out accuracy per stage (greedy)")
-    ax.legend()
-    ax.grid(True, axis="y", alpha=0.3)
-    _save(fig, path)
-
-
-def _n(evals: Mapping[str, Any], dataset: str) -> int:
-    return next((e[dataset]["problems"] for e in evals.values() if e and dataset in e), 0)
-
-
-def plot_rates(evals: Mapping[str, Any], path: Path) -> None:
-    """Format compliance (well-formed chains) per stage and dataset."""
-    plt = _plt()
-    datasets, stages = _datasets_and_stages(evals)
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    width = 0.8 / max(len(stages), 1)
-    for j, s in enumerate(stages):
-        xs = [i + (j - (len(stages) - 1) / 2) * width for i, d in enumerate(datasets) if d in evals[s]]
-        ys = [100 * evals[s][d]["format_rate"] for d in datasets if d in evals[s]]
-        ax.bar(xs, ys, width, label=STAGE_LABEL[s])
-    ax.set_xticks(range(len(datasets)), datasets)
-    ax.set_ylabel("well-formed chains (%)")
-    ax.set_ylim(0, 105)
-    ax.set_title("Format compliance per stage")
-    ax.legend()
-    ax.grid(True, axis="y", alpha=0.3)
-    _save(fig, path)
-
-
-def plot_tokens(evals: Mapping[str, Any], path: Path) -> None:
-    """Mean exploration and execution tokens per stage (stacked), one panel per dataset."""
-    plt = _plt()
-    datasets, stages = _datasets_and_stages(evals)
-    fig, axes = plt.subplots(1, max(len(datasets), 1), figsize=(4 * max(len(datasets), 1), 4), squeeze=False)
-    for ax, d in zip(axes[0], datasets, strict=False):
-        ss = [s for s in stages if d in evals[s]]
-        ex = [evals[s][d]["explore_tokens"] for s in ss]
-        xe = [evals[s][d]["execute_tokens"] for s in ss]
-        labels = [STAGE_LABEL[s] for s in ss]
-        ax.bar(labels, ex, label="exploration")
-        ax.bar(labels, xe, bottom=ex, label="execution")
-        ax.set_title(d)
-        ax.set_ylabel("mean tokens per chain")
-        ax.grid(True, axis="y", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.suptitle("Exploration and execution tokens per stage")
-    _save(fig, path)
-
-
-def plot_curve(xs: Sequence[float], series: Mapping[str, Sequence[float]], path: Path, title: str,
-               ylabel: str) -> None:  # fmt: skip
-    """A line plot of one or more per-step series (a note when there is nothing to plot)."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    if not xs:
-        ax.text(
-            0.5, 0.5, "no data (stage missing or skipped)", ha="center", va="center", transform=ax.transAxes
-        )
-    for name, ys in series.items():
-        ax.plot(xs, ys, marker="o", markersize=3, label=name)
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("step")
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.grid(True, alpha=0.3)
-    if len(series) > 1:
-        ax.legend()
-    _save(fig, path)
-
-
-def _save(fig: Any, path: Path) -> None:
-    import matplotlib.pyplot as plt
-
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def write_plots(rep: Mapping[str, Any], ctx: Context, folder: Path) -> dict[str, str | None]:
-    """Every plot of the report into ``folder``; ``{name: path or None}`` (None: nothing to plot)."""
-    out: dict[str, str | None] = {}
-    evals = {k: v for k, v in rep["eval"].items() if v}
-    plot_accuracy(evals, folder / "accuracy.png")
-    plot_rates(evals, folder / "format.png")
-    plot_tokens(evals, folder / "tokens.png")
-    losses = rep["sft"]["losses"]
-    plot_curve([int(k) for k in losses], {"train loss": list(losses.values())}, folder / "sft_loss.png",
-               "SFT training loss", "loss")  # fmt: skip
-    curve = rep["rl"]["curve"]
-    series = {"reward (mean)": [r["reward"] for r in curve]}
-    if curve and all("accuracy" in r for r in curve):
-        series["accuracy (mean)"] = [r["accuracy"] for r in curve]
-    plot_curve([r["step"] for r in curve], series, folder / "rl_reward.png", "GRPO stage 2 reward", "reward")
-    tts_png = None
-    if rep["tts"]:
-        src = Path(rep["tts"]["results"]).parent / "accuracy_vs_tokens.png"
-        if src.is_file():
-            shutil.copyfile(src, folder / "tts_accuracy_vs_tokens.png")
-            tts_png = folder / "tts_accuracy_vs_tokens.png"
-    for name in PLOTS:
-        p = folder / name
-        out[name] = str(p.relative_to(ctx.out)) if (p.is_file() and (name != PLOTS[-1] or tts_png)) else None
-    return out
+        "sft": {
+            "losses": {str(k): v for k, v in sorted(losses.items())},
+            "trend": trend([losses[k] for k in sorted(losses)]),
+        },
+        "rl": {
+            "skipped": rl_skipped,
+            "curve": curve,
+            "reward_trend": trend([r["reward"] for r in curve]),
+            "model": (done.get("rl") or {}).get("outputs", {}).get("model"),
+        },
+        "tts": None
+        if tts is None
+        else {
+            "summary": tts["summary"],
+            "config": tts["config"],
+            "results": str(tts_path),
+            "model_stage": (done.get("tts") or {}).get("model_stage"),
+        },
+    }
 
 
 # ------------------------------------------------------------------------------------------------ markdown
-def _pct(x: float | None, digits: int = 1) -> str:
-    return "-" if x is None else f"{100 * x:.{digits}f}%"
-
-
 def _acc_cell(e: Mapping[str, Any] | None) -> str:
     if not e:
         return "-"
@@ -412,8 +265,8 @@ def headline_table(rep: Mapping[str, Any]) -> list[str]:
         syn, gsm = e.get("synthetic"), e.get("gsm8k")
         tok = f"{syn['explore_tokens']:.0f} / {syn['execute_tokens']:.0f}" if syn else "-"
         lines.append(
-            f"| {STAGE_LABEL[s]} | {_acc_cell(syn)} | {_pct(syn and syn['format_rate'], 0)} | {tok} | "
-            f"{_acc_cell(gsm)} | {_pct(gsm and gsm['format_rate'], 0)} |"
+            f"| {STAGE_LABEL[s]} | {_acc_cell(syn)} | {pct(syn and syn['format_rate'], 0)} | {tok} | "
+            f"{_acc_cell(gsm)} | {pct(gsm and gsm['format_rate'], 0)} |"
         )
     return lines
 
@@ -448,9 +301,11 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     st = rep["sft"]["trend"]
     if st:
         L.append(f"- SFT loss: {st['first']:.3f} at step 1, {st['last']:.3f} at the last step.")
-    L.append("- Greedy decoding, one sample per problem, the same problems, seed and token limit "
-             f"({cfg['eval_max_tokens']} new tokens) for every stage. Intervals: 95% Wilson. "
-             "Format: share of well-formed chains (one exploration, one execution, closed tags).\n")  # fmt: skip
+    L.append(
+        "- Greedy decoding, one sample per problem, the same problems, seed and token limit "
+        f"({cfg['eval_max_tokens']} new tokens) for every stage. Intervals: 95% Wilson. "
+        "Format: share of well-formed chains (one exploration, one execution, closed tags).\n"
+    )
     fam = rep.get("by_family") or {}
     if fam:
         stages = list(fam)
@@ -465,8 +320,11 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
                 + " |"
             )
         L.append("")
-    for name, title in (("accuracy.png", "Accuracy"), ("format.png", "Format compliance"),
-                        ("tokens.png", "Exploration and execution tokens")):  # fmt: skip
+    for name, title in (
+        ("accuracy.png", "Accuracy"),
+        ("format.png", "Format compliance"),
+        ("tokens.png", "Exploration and execution tokens"),
+    ):
         if plots.get(name):
             L.append(f"![{title}]({plots[name]})\n")
     L.append("## Training\n")
@@ -476,13 +334,17 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     L.append("## Test-time scaling\n")
     tts = rep["tts"]
     if tts:
-        L.append(f"On the first {cfg['tts_problems']} held-out synthetic problems with the {tts['model_stage'] or 'trained'} "
-                 "model; tokens are generated tokens per problem (all calls).\n")  # fmt: skip
+        L.append(
+            f"On the first {cfg['tts_problems']} held-out synthetic problems with the {tts['model_stage'] or 'trained'} "
+            "model; tokens are generated tokens per problem (all calls).\n"
+        )
         L.append("| method | K/N | problems | accuracy | tokens per problem | calls | seconds per problem |")
         L.append("| --- | --- | --- | --- | --- | --- | --- |")
         for r in tts["summary"]:
-            L.append(f"| {r['method']} | {r['budget']} | {r['problems']} | {_pct(r['accuracy'])} | "
-                     f"{1000 * r['tokens_k']:.0f} | {r['calls']:.1f} | {r['seconds']:.2f} |")  # fmt: skip
+            L.append(
+                f"| {r['method']} | {r['budget']} | {r['problems']} | {pct(r['accuracy'])} | "
+                f"{1000 * r['tokens_k']:.0f} | {r['calls']:.1f} | {r['seconds']:.2f} |"
+            )
         L.append("")
         if plots.get("tts_accuracy_vs_tokens.png"):
             L.append(f"![TTS accuracy vs tokens]({plots['tts_accuracy_vs_tokens.png']})\n")
@@ -528,17 +390,20 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
 
 def write_report(ctx: Context) -> dict[str, Any]:
     """Collect, plot and write ``report.json`` and ``report.md``; returns the report's outputs."""
-    from e2c.quickstart.stages import rel, write_json
+    from e2c.files import atomic_write_json, atomic_write_text
 
     rep = collect(ctx)
     folder = ctx.dir("report")
     plots = write_plots(rep, ctx, folder)
     rep["plots"] = plots
-    write_json(ctx.out / "report.json", rep)
-    (ctx.out / "report.md").write_text(render_markdown(rep, plots), encoding="utf-8")
+    atomic_write_json(ctx.out / "report.json", rep, default=str)
+    atomic_write_text(ctx.out / "report.md", render_markdown(rep, plots))
     return {
-        "outputs": {"report_md": rel(ctx.out / "report.md", ctx.out), "report_json": rel(ctx.out / "report.json", ctx.out),
-                    **{k: v for k, v in plots.items() if v}},
+        "outputs": {
+            "report_md": rel(ctx.out / "report.md", ctx.out),
+            "report_json": rel(ctx.out / "report.json", ctx.out),
+            **{k: v for k, v in plots.items() if v},
+        },
         "commands": [],
         "headline": {s: {d: e[d]["accuracy"] for d in e} for s, e in rep["eval"].items() if e},
-    }  # fmt: skip
+    }

@@ -9,205 +9,20 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
-import statistics
 import sys
-from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from e2c.cli import UserError
-from e2c.quickstart.config import RL_SAVE_EVERY, ROOT, SFT_SAVE_EVERY, SPLIT_FRACTIONS, Config, resolve_dtype
+from e2c.paths import project_root
+from e2c.quickstart.config import RL_SAVE_EVERY, SFT_SAVE_EVERY, Config, resolve_dtype
+
+# quickstart/trained.py imports Context and read_done from this module too.
+from e2c.quickstart.context import Context, read_done, rel, shell_line
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, run_logged, step_parser, tts_parser
 
-MAX_GENERATE = 200_000  # problems generated at most while looking for enough that pass the filters
 RL_OVERLONG_BUFFER = 16  # tokens before the response limit where the overlong penalty starts (at most)
-
-
-@dataclass(frozen=True)
-class Context:
-    """One run: the settings and the (absolute) output folder."""
-
-    cfg: Config
-    out: Path
-
-    def dir(self, stage: str) -> Path:
-        return self.out / stage
-
-    @property
-    def data_dir(self) -> Path:
-        return self.out / "data"
-
-    @property
-    def eval_dir(self) -> Path:
-        return self.out / "data" / "eval"
-
-
-def shell_line(cmd: Sequence[str], env: dict[str, str] | None = None) -> str:
-    """A command as one copy-pasteable shell line (environment assignments first)."""
-    pre = " ".join(f"{k}={shlex.quote(v)}" for k, v in (env or {}).items())
-    return (pre + " " if pre else "") + " ".join(shlex.quote(str(c)) for c in cmd)
-
-
-def rel(path: Path, root: Path) -> str:
-    """``path`` relative to ``root`` when inside it (for DONE.json and the report), else absolute."""
-    try:
-        return str(path.resolve().relative_to(root.resolve()))
-    except ValueError:
-        return str(path)
-
-
-# ------------------------------------------------------------------------------------------------ data
-def generation_count(cfg: Config, length_keep: float = 0.8) -> int:
-    """How many problems to generate so that about ``cfg.eval_problems`` held-out ones pass the length filter
-    (with a 25% margin): the generator draws only the chosen families and levels."""
-    return math.ceil(cfg.eval_problems / (SPLIT_FRACTIONS[2] * length_keep) * 1.25) + 50
-
-
-def levels_upto(max_level: int) -> tuple[int, ...]:
-    """The generator's levels 1..``max_level`` (at least level 1)."""
-    from e2c.data.synthetic.families import LEVELS
-
-    return tuple(lv for lv in LEVELS if lv <= max(max_level, 1))
-
-
-def keep_sample(
-    sample: Any, families: Sequence[str], max_level: int, max_tokens: int, count: Callable[[str], int]
-) -> bool:
-    """A generated problem is kept when it is a plain problem (not a variable-tracing variant) of a chosen
-    family, at most ``max_level``, and its exploration + execution is at most ``max_tokens`` tokens."""
-    if sample.variant != "solve" or sample.family not in families or sample.level > max_level:
-        return False
-    return count(sample.exploration + sample.execution) <= max_tokens
-
-
-def mix_counts(samples: Sequence[Any]) -> dict[str, int]:
-    """``{"family/Lk": count}`` sorted by name."""
-    c = Counter(f"{s.family}/L{s.level}" for s in samples)
-    return dict(sorted(c.items()))
-
-
-def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
-    """Synthetic SFT / RL / held-out eval sets (disjoint), and the first GSM8K problems."""
-    from transformers import AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    from e2c.data.io import write_parquet
-    from e2c.data.synthetic.families import FAMILIES
-    from e2c.data.synthetic.generate import eval_row, generate, rl_row, sft_row
-    from e2c.models import ModelSpecError, resolve_model
-
-    hf_logging.disable_progress_bar()  # the one-time model conversion would print bars between our lines
-    cfg = ctx.cfg
-    bad = [f for f in cfg.families if f not in FAMILIES]
-    if bad:
-        raise UserError(f"unknown task family {bad[0]!r}; valid: {', '.join(FAMILIES)}")
-    try:
-        model = resolve_model(cfg.model)
-    except ModelSpecError as e:
-        raise UserError(str(e)) from None
-    tok = AutoTokenizer.from_pretrained(model.path)
-    lengths: dict[str, int] = {}
-
-    def count(text: str) -> int:
-        if text not in lengths:
-            lengths[text] = len(tok.encode(text, add_special_tokens=False))
-        return lengths[text]
-
-    need = {
-        "sft": max(cfg.sft_batch, 1),
-        "rl": max(cfg.rl_batch * max(cfg.rl_steps, 1), 1),
-        "eval": cfg.eval_problems,
-    }
-    n = generation_count(cfg)
-    while True:
-        rep.say(f"generating {n} synthetic problems")
-        samples, report = generate(n, seed=cfg.seed, trace_frac=0.0, fractions=SPLIT_FRACTIONS, workers=2,
-                                   families=cfg.families, levels=levels_upto(cfg.max_level))  # fmt: skip
-        kept = [
-            s for s in samples if keep_sample(s, cfg.families, cfg.max_level, cfg.max_chain_tokens, count)
-        ]
-        split = {k: [s for s in kept if s.split == k] for k in ("sft", "rl", "eval")}
-        short = {k: (len(split[k]), v) for k, v in need.items() if len(split[k]) < v}
-        if not short:
-            break
-        if n >= MAX_GENERATE:
-            what = ", ".join(f"{k} {have}/{want}" for k, (have, want) in short.items())
-            raise UserError(
-                f"only {what} problems pass the filters (families {','.join(cfg.families)}, level <= "
-                f"{cfg.max_level}, <= {cfg.max_chain_tokens} tokens) in {n} generated; widen them"
-            )
-        n = min(MAX_GENERATE, int(n * 1.6) + 100)
-    rep.say(f"{report.line()}; kept {len(kept)} after filters", 0.7)
-    split["eval"] = split["eval"][: cfg.eval_problems]
-    texts = {k: {s.problem for s in v} for k, v in split.items()}
-    overlap = {
-        "sft_eval": len(texts["sft"] & texts["eval"]),
-        "rl_eval": len(texts["rl"] & texts["eval"]),
-        "sft_rl": len(texts["sft"] & texts["rl"]),
-    }
-    if overlap["sft_eval"] or overlap["rl_eval"]:
-        raise RuntimeError(f"held-out problems leaked into training splits: {overlap}")
-    d = ctx.data_dir
-    files = {
-        "sft": write_parquet([sft_row(s) for s in split["sft"]], d / "sft.parquet"),
-        "rl": write_parquet([rl_row(s, i) for i, s in enumerate(split["rl"])], d / "rl.parquet"),
-        "synthetic": write_parquet([eval_row(s) for s in split["eval"]], ctx.eval_dir / "synthetic.parquet"),
-    }
-    # The task family and level of each held-out problem, for the report's per-family accuracy.
-    families = {eval_row(s)["id"]: f"{s.family}/L{s.level}" for s in split["eval"]}
-    files["eval_families"] = d / "eval_families.json"
-    files["eval_families"].write_text(json.dumps(families, indent=1) + "\n")
-    gsm8k = copy_gsm8k(Path(cfg.bench_dir), ctx.eval_dir / "gsm8k.jsonl", cfg.gsm8k_problems)
-    if gsm8k["problems"]:
-        files["gsm8k"] = ctx.eval_dir / "gsm8k.jsonl"
-    chain_tokens = [count(s.exploration + s.execution) for s in split["sft"]]
-    explore_tokens = [count(s.exploration) for s in split["sft"]]
-    counts = {
-        "generated": n,
-        "generator": report.line(),
-        "kept_after_filters": len(kept),
-        "splits": {k: len(v) for k, v in split.items()},
-        "mix": {k: mix_counts(v) for k, v in split.items()},
-        "overlap": overlap,
-        "split_fractions": list(SPLIT_FRACTIONS),
-        "chain_tokens": {"tokenizer": model.description, "median": statistics.median(chain_tokens),
-                         "max": max(chain_tokens), "explore_median": statistics.median(explore_tokens)},
-        "gsm8k": gsm8k,
-    }  # fmt: skip
-    (d / "counts.json").write_text(json.dumps(counts, indent=2) + "\n")
-    sizes = ", ".join(f"{k} {len(v)}" for k, v in split.items())
-    rep.say(f"wrote {sizes}; gsm8k {gsm8k['problems']} ({gsm8k['note']})", 1.0)
-    return {
-        "outputs": {k: rel(v, ctx.out) for k, v in files.items()} | {"counts": rel(d / "counts.json", ctx.out)},
-        "counts": counts,
-        "commands": [f"e2c.data.synthetic.generate.generate({n}, seed={cfg.seed}, trace_frac=0.0, "
-                     f"fractions={SPLIT_FRACTIONS}, families={list(cfg.families)}, "
-                     f"levels={list(levels_upto(cfg.max_level))}) + filters"],
-    }  # fmt: skip
-
-
-def copy_gsm8k(bench_dir: Path, target: Path, n: int) -> dict[str, Any]:
-    """The first ``n`` GSM8K rows of the shared copy (``<bench_dir>/gsm8k.jsonl``) written to ``target``."""
-    src = bench_dir / "gsm8k.jsonl"
-    if n <= 0:
-        target.unlink(missing_ok=True)
-        return {"problems": 0, "source": None, "note": "skipped (--gsm8k-problems 0)"}
-    if not src.is_file():
-        target.unlink(missing_ok=True)
-        return {"problems": 0, "source": str(src), "note": f"skipped: no GSM8K copy at {src}"}
-    rows = []
-    with src.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                rows.append(line if line.endswith("\n") else line + "\n")
-            if len(rows) >= n:
-                break
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text("".join(rows), encoding="utf-8")
-    return {"problems": len(rows), "source": str(src), "note": f"first {len(rows)} of {src}"}
 
 
 # ------------------------------------------------------------------------------------------------ eval
@@ -224,20 +39,33 @@ def eval_command(ctx: Context, model: str, save: Path, datasets: Sequence[str]) 
     """``python -m e2c.eval.run`` greedy, one sample, on the quickstart's eval folder (no hub)."""
     cfg = ctx.cfg
     return [
-        sys.executable, "-m", "e2c.eval.run",
-        "--model", model,
-        "--dataset", ",".join(datasets),
-        "--data-dir", str(ctx.eval_dir),
+        sys.executable,
+        "-m",
+        "e2c.eval.run",
+        "--model",
+        model,
+        "--dataset",
+        ",".join(datasets),
+        "--data-dir",
+        str(ctx.eval_dir),
         "--no-hub",
-        "--sample", "1",
-        "--temp", "0",
-        "--max-tokens", str(cfg.eval_max_tokens),
-        "--seed", str(cfg.seed),
-        "--save-path", str(save),
-        "--backend", cfg.backend,
-        "--batch-size", str(cfg.eval_batch),
-        "--dtype", resolve_dtype(cfg.dtype),
-    ]  # fmt: skip
+        "--sample",
+        "1",
+        "--temp",
+        "0",
+        "--max-tokens",
+        str(cfg.eval_max_tokens),
+        "--seed",
+        str(cfg.seed),
+        "--save-path",
+        str(save),
+        "--backend",
+        cfg.backend,
+        "--batch-size",
+        str(cfg.eval_batch),
+        "--dtype",
+        resolve_dtype(cfg.dtype),
+    ]
 
 
 def run_eval_stage(ctx: Context, rep: Reporter, stage: str, model: str) -> dict[str, Any]:
@@ -248,15 +76,19 @@ def run_eval_stage(ctx: Context, rep: Reporter, stage: str, model: str) -> dict[
     rep.say(f"evaluating {model} on {', '.join(f'{k} ({v})' for k, v in datasets.items())}")
     run_logged(cmd, save / "log.txt", rep, eval_parser(datasets), child_env())
     results = json.loads((save / "results.json").read_text())
-    acc = ", ".join(f"{k} {100 * m['pass@1']:.1f}% (format {100 * m['format_rate']:.0f}%)"
-                    for k, m in results["datasets"].items())  # fmt: skip
+    acc = ", ".join(
+        f"{k} {100 * m['pass@1']:.1f}% (format {100 * m['format_rate']:.0f}%)"
+        for k, m in results["datasets"].items()
+    )
     rep.say(f"accuracy {acc}", 1.0)
     return {
-        "outputs": {"results": rel(save / "results.json", ctx.out),
-                    **{f"predictions_{k}": rel(save / "predictions" / f"{k}.jsonl", ctx.out) for k in datasets}},
+        "outputs": {
+            "results": rel(save / "results.json", ctx.out),
+            **{f"predictions_{k}": rel(save / "predictions" / f"{k}.jsonl", ctx.out) for k in datasets},
+        },
         "model": model,
         "commands": [shell_line(cmd)],
-    }  # fmt: skip
+    }
 
 
 def stage_baseline(ctx: Context, rep: Reporter) -> dict[str, Any]:
@@ -316,7 +148,7 @@ def stage_sft(ctx: Context, rep: Reporter) -> dict[str, Any]:
         "OUTPUT_DIR": str(d),
         "TOTAL_TRAINING_STEPS": str(cfg.sft_steps),
     }
-    cmd = ["bash", str(ROOT / "scripts" / "e2c_sft.sh"), *sft_overrides(cfg)]
+    cmd = ["bash", str(project_root() / "scripts" / "e2c_sft.sh"), *sft_overrides(cfg)]
     rep.say(f"training {cfg.model} for {cfg.sft_steps} steps x {cfg.sft_batch} chains, lr {cfg.sft_lr:g}")
     run_logged(cmd, d / "log.txt", rep, step_parser(cfg.sft_steps), child_env(env))
     final = sft_model(ctx)
@@ -380,15 +212,25 @@ def stage_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
         return {"skipped": True, "outputs": {}, "commands": []}
     rl_data = str(ctx.data_dir / "rl.parquet")
     cmd = [
-        "bash", str(ROOT / "scripts" / "e2c_rl.sh"), "--stage", "2",
-        "--model", str(sft_model(ctx)),
-        "--train-data", rl_data,
-        "--val-data", rl_data,
-        "--output-dir", str(d),
-        "--steps", str(cfg.rl_steps),
-        "--save-freq", str(min(RL_SAVE_EVERY, cfg.rl_steps)),
-        "--", *rl_overrides(cfg),
-    ]  # fmt: skip
+        "bash",
+        str(project_root() / "scripts" / "e2c_rl.sh"),
+        "--stage",
+        "2",
+        "--model",
+        str(sft_model(ctx)),
+        "--train-data",
+        rl_data,
+        "--val-data",
+        rl_data,
+        "--output-dir",
+        str(d),
+        "--steps",
+        str(cfg.rl_steps),
+        "--save-freq",
+        str(min(RL_SAVE_EVERY, cfg.rl_steps)),
+        "--",
+        *rl_overrides(cfg),
+    ]
     rep.say(f"GRPO stage 2: {cfg.rl_steps} steps x {cfg.rl_batch} prompts x {cfg.rl_n} samples")
     run_logged(cmd, d / "log.txt", rep, step_parser(cfg.rl_steps), child_env())
     model = rl_model(ctx)
@@ -428,8 +270,12 @@ def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
         acc = next((data[k] for k in ACC_KEYS if k in data), None)
         if acc is not None:
             row["accuracy"] = float(acc)
-        for k in ("e2c/well_formed_share", "e2c/explore_tokens_mean", "e2c/execute_tokens_mean",
-                  "response_length/mean"):  # fmt: skip
+        for k in (
+            "e2c/well_formed_share",
+            "e2c/explore_tokens_mean",
+            "e2c/execute_tokens_mean",
+            "response_length/mean",
+        ):
             if k in data:
                 row[k] = float(data[k])
         out.append(row)
@@ -439,24 +285,39 @@ def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------------------------------------ TTS
 def tts_command(ctx: Context, model: str) -> list[str]:
     cfg = ctx.cfg
-    cot = cfg.tts_explore_tokens + cfg.tts_execute_tokens
+    cot = cfg.tts_explore_budget + cfg.tts_execute_budget
     return [
-        sys.executable, str(ROOT / "tts" / "run_tts.py"),
-        "--model", model,
-        "--dataset", "synthetic",
-        "--data-dir", str(ctx.eval_dir),
-        "--limit", str(cfg.tts_problems),
-        "--methods", *cfg.tts_methods,
-        "--budgets", *[str(b) for b in cfg.tts_budgets],
-        "--backend", cfg.backend,
-        "--dtype", resolve_dtype(cfg.dtype),
-        "--output-dir", str(ctx.dir("tts") / "runs"),
-        "--set", f"explore_tokens={cfg.tts_explore_tokens}",
-        "--set", f"execute_tokens={cfg.tts_execute_tokens}",
-        "--set", f"cot_tokens={cot}",
-        "--set", f"top_p={cfg.tts_top_p:g}",
-        "--set", f"seed={cfg.seed}",
-    ]  # fmt: skip
+        sys.executable,
+        str(project_root() / "tts" / "run_tts.py"),
+        "--model",
+        model,
+        "--dataset",
+        "synthetic",
+        "--data-dir",
+        str(ctx.eval_dir),
+        "--limit",
+        str(cfg.tts_problems),
+        "--methods",
+        *cfg.tts_methods,
+        "--budgets",
+        *[str(b) for b in cfg.tts_budgets],
+        "--backend",
+        cfg.backend,
+        "--dtype",
+        resolve_dtype(cfg.dtype),
+        "--output-dir",
+        str(ctx.dir("tts") / "runs"),
+        "--set",
+        f"explore_budget={cfg.tts_explore_budget}",
+        "--set",
+        f"execute_budget={cfg.tts_execute_budget}",
+        "--set",
+        f"cot_tokens={cot}",
+        "--set",
+        f"top_p={cfg.tts_top_p:g}",
+        "--set",
+        f"seed={cfg.seed}",
+    ]
 
 
 def tts_results(tts_dir: Path) -> Path | None:
@@ -474,42 +335,21 @@ def stage_tts(ctx: Context, rep: Reporter) -> dict[str, Any]:
     rl = rl_model(ctx)
     model, which = (str(rl), "rl") if rl is not None else (str(sft_model(ctx)), "sft")
     cmd = tts_command(ctx, model)
-    rep.say(f"{', '.join(cfg.tts_methods)} at K/N {', '.join(map(str, cfg.tts_budgets))} on {cfg.tts_problems} "
-            f"held-out problems ({which} model)")  # fmt: skip
+    rep.say(
+        f"{', '.join(cfg.tts_methods)} at K/N {', '.join(map(str, cfg.tts_budgets))} on {cfg.tts_problems} "
+        f"held-out problems ({which} model)"
+    )
     run_logged(cmd, ctx.dir("tts") / "log.txt", rep, tts_parser(), child_env())
     res = tts_results(ctx.dir("tts"))
     if res is None:
         raise UserError(f"the TTS run wrote no results under {ctx.dir('tts') / 'runs'}")
     return {
-        "outputs": {"results": rel(res, ctx.out), "plot": rel(res.parent / "accuracy_vs_tokens.png", ctx.out),
-                    "csv": rel(res.parent / "results.csv", ctx.out)},
+        "outputs": {
+            "results": rel(res, ctx.out),
+            "plot": rel(res.parent / "accuracy_vs_tokens.png", ctx.out),
+            "csv": rel(res.parent / "results.csv", ctx.out),
+        },
         "model": model,
         "model_stage": which,
         "commands": [shell_line(cmd)],
-    }  # fmt: skip
-
-
-# ------------------------------------------------------------------------------------------------ files
-def read_done(stage_dir: Path) -> dict[str, Any] | None:
-    """A stage folder's ``DONE.json`` content, or None (absent or unreadable: the stage is not done)."""
-    return _read_json(stage_dir / "DONE.json")
-
-
-def read_started(stage_dir: Path) -> dict[str, Any] | None:
-    return _read_json(stage_dir / "STARTED.json")
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def write_json(path: Path, obj: Any) -> None:
-    """Atomic JSON write."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n")
-    tmp.replace(path)
+    }

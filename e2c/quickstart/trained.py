@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from e2c.quickstart.config import ROOT, Config
+from e2c.paths import project_root
+from e2c.quickstart.config import Config
 
 
 def trained_model(out: Path) -> tuple[Path, str] | None:
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--with-problem", action="store_true", help="also print --problem and --answer")
     args = p.parse_args(argv)
     out = Path(args.out)
-    out = out if out.is_absolute() else ROOT / out
+    out = out if out.is_absolute() else project_root() / out
     found = trained_model(out)
     if found is None:
         return 0

@@ -88,7 +88,7 @@ def grade(
     timeout: float = DEFAULT_TIMEOUT,
     prefilled: bool | None = None,
 ) -> GradeResult:
-    """Grade one response against a reference answer.
+    r"""Grade one response against a reference answer.
 
     Args:
         response: model output (the continuation after the prefilled tag, or a full tagged text).
@@ -111,6 +111,16 @@ def grade(
     chain has one, else the text after a closed exploration, else the whole text. Never raises on model
     output (an unexpected failure is the result ``reason="error"``); an unknown ``kind`` is a caller
     bug and raises ``ValueError``.
+
+    >>> r = grade("I need a plan.</EXPLORATION><EXECUTION>So 2 + 3 = \\boxed{5}</EXECUTION>", "5")
+    >>> r.correct, r.score, r.extracted, r.chain_status, r.format_score
+    (True, 1.0, '5', 'ok', 1.0)
+    >>> grade("<EXPLORATION>p</EXPLORATION><EXECUTION>\\boxed{0.5}</EXECUTION>", "\\frac{1}{2}").check
+    'numeric'
+    >>> grade("The answer is (B).", "B", "mcq", options=["3", "4"]).correct
+    True
+    >>> grade("\\boxed{6}", "5").reason
+    'wrong'
     """
     if kind not in KINDS:
         raise ValueError(f"unknown answer kind {kind!r}; valid: {', '.join(KINDS)}")

@@ -76,7 +76,9 @@ def hostile_corpus() -> list[Hostile]:
         # was quadratic (3 s in boxed_contents, outside any timeout).
         Hostile("nested_box_towers", _chain(_towers()), "1"),
         Hostile("mcq_nested_box_towers", _chain(_towers()), "B", "mcq", _OPTS),
-        Hostile("left_right_flood", _chain("\\boxed{" + "\\left(" * 20_000 + "1" + "\\right)" * 20_000 + "}"), "1"),
+        Hostile(
+            "left_right_flood", _chain("\\boxed{" + "\\left(" * 20_000 + "1" + "\\right)" * 20_000 + "}"), "1"
+        ),
         # Many answers.
         Hostile("thousands_of_boxes", _chain("\\boxed{1} " * 20_000 + "\\boxed{2}"), "2"),
         Hostile("bare_boxes", _chain("\\boxed 1 " * 50_000), "1"),
@@ -90,8 +92,16 @@ def hostile_corpus() -> list[Hostile]:
         Hostile("gsm_then_blanks", _chain("#### " + " " * MB), "1"),
         Hostile("final_answer_blanks", _chain("final answer" + " " * MB + "z"), "1"),
         Hostile("plan_step_blanks", " " * MB + "x</EXPLORATION><EXECUTION>\\boxed{1}</EXECUTION>", "1"),
-        Hostile("plan_many_steps", "\n".join(f"{i}. step {i}" for i in range(100_000)) + _chain("\\boxed{1}", ""), "1"),
-        Hostile("execution_many_steps", _chain("\n".join(f"Step {i}: x{i}" for i in range(100_000)) + "\\boxed{1}"), "1"),
+        Hostile(
+            "plan_many_steps",
+            "\n".join(f"{i}. step {i}" for i in range(100_000)) + _chain("\\boxed{1}", ""),
+            "1",
+        ),
+        Hostile(
+            "execution_many_steps",
+            _chain("\n".join(f"Step {i}: x{i}" for i in range(100_000)) + "\\boxed{1}"),
+            "1",
+        ),
         # Control characters and unicode.
         Hostile("null_bytes", _chain("\x00" * MB + "\\boxed{1}"), "1"),
         Hostile("null_in_box", _chain("\\boxed{1\x00}"), "1"),
@@ -104,11 +114,21 @@ def hostile_corpus() -> list[Hostile]:
         # Matrices and structures.
         Hostile(
             "big_matrix",
-            _chain("\\boxed{\\begin{pmatrix}" + "\\\\".join("&".join(["1"] * 60) for _ in range(60)) + "\\end{pmatrix}}"),
+            _chain(
+                "\\boxed{\\begin{pmatrix}"
+                + "\\\\".join("&".join(["1"] * 60) for _ in range(60))
+                + "\\end{pmatrix}}"
+            ),
             "1",
         ),
-        Hostile("big_set", _chain("\\boxed{\\{" + ",".join(str(i) for i in range(20_000)) + "\\}}"), "\\{1,2\\}"),
-        Hostile("interval_flood", _chain("\\boxed{" + "\\cup".join(f"[{i},{i + 1}]" for i in range(5_000)) + "}"), "[0,1]"),
+        Hostile(
+            "big_set", _chain("\\boxed{\\{" + ",".join(str(i) for i in range(20_000)) + "\\}}"), "\\{1,2\\}"
+        ),
+        Hostile(
+            "interval_flood",
+            _chain("\\boxed{" + "\\cup".join(f"[{i},{i + 1}]" for i in range(5_000)) + "}"),
+            "[0,1]",
+        ),
         # Tags in odd places.
         Hostile("tag_flood", "</EXPLORATION><EXECUTION>" * 50_000 + "\\boxed{1}", "1"),
         Hostile("tags_in_box", _chain("\\boxed{</EXECUTION>1}"), "1"),
@@ -117,12 +137,28 @@ def hostile_corpus() -> list[Hostile]:
         Hostile("mcq_paren_flood", _chain("The answer is " + "(" * 100_000 + "B"), "B", "mcq", _OPTS),
         Hostile("mcq_blank_flood", _chain("Answer:" + " " * MB + "B"), "B", "mcq", _OPTS),
         Hostile("mcq_option_flood", _chain("option " * 200_000), "B", "mcq", _OPTS),
-        Hostile("mcq_statement_then_mention", _chain("The answer is D. Option A is wrong because"), "D", "mcq", _OPTS),
+        Hostile(
+            "mcq_statement_then_mention",
+            _chain("The answer is D. Option A is wrong because"),
+            "D",
+            "mcq",
+            _OPTS,
+        ),
         Hostile("mcq_megabyte_last_line", _chain("x" * MB), "B", "mcq", _OPTS),
         Hostile("mcq_many_boxes", _chain("\\boxed{Z} " * 50_000), "B", "mcq", _OPTS),
         # Countdown expressions.
-        Hostile("countdown_nesting", _chain("\\boxed{" + _nest("(", ")", 10_000) + "}"), {"target": 1, "numbers": [1]}, "countdown"),
-        Hostile("countdown_long", _chain("\\boxed{" + "+".join(["1"] * 100_000) + "}"), {"target": 3, "numbers": [1, 2]}, "countdown"),
+        Hostile(
+            "countdown_nesting",
+            _chain("\\boxed{" + _nest("(", ")", 10_000) + "}"),
+            {"target": 1, "numbers": [1]},
+            "countdown",
+        ),
+        Hostile(
+            "countdown_long",
+            _chain("\\boxed{" + "+".join(["1"] * 100_000) + "}"),
+            {"target": 3, "numbers": [1, 2]},
+            "countdown",
+        ),
         Hostile("countdown_power", _chain("\\boxed{9**9**9**9}"), {"target": 3, "numbers": [9]}, "countdown"),
-    ]  # fmt: skip
+    ]
     return cases

@@ -68,28 +68,6 @@ def weight_advantages(
     return advantages * weights.to(advantages.dtype), explore
 
 
-def weight_advantages_reference(
-    advantages: list[list[float]],
-    responses: list[list[int]],
-    response_mask: list[list[int]],
-    boundary_id: int,
-    coef: float,
-    execute_coef: float = 1.0,
-) -> list[list[float]]:
-    """Plain-loop reference for :func:`weight_advantages` (used by tests)."""
-    out = []
-    for adv, ids, mask in zip(advantages, responses, response_mask, strict=True):
-        # A boundary with mask 0 (forced by an elastic budget) still ends the sampled exploration.
-        tagged = boundary_id in ids
-        row, inside = [], tagged
-        for a, t, m in zip(adv, ids, mask, strict=True):
-            row.append(a * (coef if inside else execute_coef) if m else 0.0)
-            if t == boundary_id:
-                inside = False
-        out.append(row)
-    return out
-
-
 def positive_only_mask(advantages: Any, response_mask: Any) -> Any:
     """e3's ``only_train_on_positive``: ``response_mask`` with every token of a negative response removed.
 
@@ -103,18 +81,6 @@ def positive_only_mask(advantages: Any, response_mask: Any) -> Any:
     mask = response_mask.to(advantages.dtype)
     seq_adv = (advantages * mask).sum(-1) / mask.sum(-1).clamp(min=1)
     return response_mask * (seq_adv >= 0).to(response_mask.dtype)[:, None]
-
-
-def positive_only_mask_reference(
-    advantages: list[list[float]], response_mask: list[list[int]]
-) -> list[list[int]]:
-    """Plain-loop reference for :func:`positive_only_mask` (used by tests)."""
-    out = []
-    for adv, mask in zip(advantages, response_mask, strict=True):
-        n = sum(mask)
-        mean = sum(a for a, m in zip(adv, mask, strict=True) if m) / n if n else 0.0
-        out.append([m if mean >= 0 else 0 for m in mask])
-    return out
 
 
 def segment_stats(

@@ -15,7 +15,6 @@ not learn to stop after its plan.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from e2c.chain import exploration_token_mask
@@ -45,20 +44,6 @@ def exploration_loss_mask(input_ids: Any, loss_mask: Any, boundary_id: int) -> A
     ids = torch.where(trained, input_ids, torch.full_like(input_ids, -1))
     keep = exploration_token_mask(ids, boundary_id, trained)
     return loss_mask * keep.to(loss_mask.dtype)
-
-
-def exploration_loss_mask_reference(
-    input_ids: Sequence[int], loss_mask: Sequence[int], boundary_id: int
-) -> list[int]:
-    """Plain-loop reference for :func:`exploration_loss_mask` on one row (used by the tests)."""
-    if not any(t == boundary_id and m for t, m in zip(input_ids, loss_mask)):
-        return [0] * len(input_ids)
-    out, before_end = [], True
-    for t, m in zip(input_ids, loss_mask):
-        out.append(int(m) if before_end else 0)
-        if m and t == boundary_id:
-            before_end = False
-    return out
 
 
 def scope_loss_mask(input_ids: Any, loss_mask: Any, scope: str, boundary_id: int) -> Any:

@@ -200,8 +200,21 @@ def generate(
                 continue
             split = split_of(task.problem, seed, fractions)
             uid = hashlib.sha1(task.problem.encode()).hexdigest()[:12]
-            out.append(Sample(uid, split, task.family, task.level, "solve", task.problem, plan_text(task),
-                              execution, task.answer, task.gold, task.kind))  # fmt: skip
+            out.append(
+                Sample(
+                    uid,
+                    split,
+                    task.family,
+                    task.level,
+                    "solve",
+                    task.problem,
+                    plan_text(task),
+                    execution,
+                    task.answer,
+                    task.gold,
+                    task.kind,
+                )
+            )
             report.made[split] += 1
             kept += 1
             rng = random.Random(f"{seed}:trace:{uid}")
@@ -210,8 +223,21 @@ def generate(
                 if var is not None:
                     problem, plan, exe, value = var
                     if extract_answer(exe)[0] == value:
-                        out.append(Sample(uid + "-t", "sft", task.family, task.level, "trace", problem, plan, exe,
-                                          value, value, "math"))  # fmt: skip
+                        out.append(
+                            Sample(
+                                uid + "-t",
+                                "sft",
+                                task.family,
+                                task.level,
+                                "trace",
+                                problem,
+                                plan,
+                                exe,
+                                value,
+                                value,
+                                "math",
+                            )
+                        )
                         report.made["sft_trace"] += 1
                     else:
                         report.dropped["trace_narration"] += 1
@@ -232,9 +258,15 @@ def sft_row(s: Sample, fmt: ChainFormat = E2C) -> dict[str, Any]:
     return {
         "messages": [*fmt.messages(s.problem), {"role": "assistant", "content": response}],
         "data_source": f"synthetic/{s.family}",
-        "extra_info": {"id": s.uid, "family": s.family, "difficulty": s.level, "variant": s.variant,
-                       "answer": s.gold, "kind": s.kind},
-    }  # fmt: skip
+        "extra_info": {
+            "id": s.uid,
+            "family": s.family,
+            "difficulty": s.level,
+            "variant": s.variant,
+            "answer": s.gold,
+            "kind": s.kind,
+        },
+    }
 
 
 def rl_row(s: Sample, index: int, fmt: ChainFormat = E2C) -> dict[str, Any]:
@@ -244,15 +276,27 @@ def rl_row(s: Sample, index: int, fmt: ChainFormat = E2C) -> dict[str, Any]:
         "data_source": f"synthetic/{s.family}",
         "ability": "math",
         "reward_model": {"style": "rule", "ground_truth": s.gold},
-        "extra_info": {"index": index, "id": s.uid, "kind": s.kind, "family": s.family, "difficulty": s.level,
-                       "split": "rl"},
-    }  # fmt: skip
+        "extra_info": {
+            "index": index,
+            "id": s.uid,
+            "kind": s.kind,
+            "family": s.family,
+            "difficulty": s.level,
+            "split": "rl",
+        },
+    }
 
 
 def eval_row(s: Sample) -> dict[str, Any]:
     """Benchmark-registry record (data source ``synthetic``)."""
-    return {"id": f"synthetic-{s.uid}", "problem": s.problem, "answer": s.gold, "kind": s.kind, "choices": [],
-            "data_source": "synthetic"}  # fmt: skip
+    return {
+        "id": f"synthetic-{s.uid}",
+        "problem": s.problem,
+        "answer": s.gold,
+        "kind": s.kind,
+        "choices": [],
+        "data_source": "synthetic",
+    }
 
 
 def rows_by_split(samples: Sequence[Sample], fmt: ChainFormat = E2C) -> dict[str, list[dict[str, Any]]]:

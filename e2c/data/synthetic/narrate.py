@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from e2c.data.synthetic.families import Line, Task
+from e2c.data.synthetic.task import Line, Task
 from e2c.data.synthetic.tracer import TraceResult
 
 PLAN_OPENER = "I need to make a step-by-step plan."

@@ -27,9 +27,28 @@ PROGRAM_SECONDS = 2.0
 MEMORY_MB = 1024
 
 _SAFE_BUILTINS = (
-    "abs", "all", "any", "bool", "divmod", "enumerate", "int", "len", "list", "max", "min", "range",
-    "reversed", "sorted", "str", "sum", "tuple", "zip", "set", "dict", "ValueError",
-)  # fmt: skip
+    "abs",
+    "all",
+    "any",
+    "bool",
+    "divmod",
+    "enumerate",
+    "int",
+    "len",
+    "list",
+    "max",
+    "min",
+    "range",
+    "reversed",
+    "sorted",
+    "str",
+    "sum",
+    "tuple",
+    "zip",
+    "set",
+    "dict",
+    "ValueError",
+)
 
 
 @dataclass

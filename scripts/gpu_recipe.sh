@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The paper's whole pipeline on GPUs, one step after another, every knob a variable with its default:
+#
+#   data -> SFT -> GRPO stage 1 -> GRPO stage 2 -> evaluation -> test-time scaling
+#
+#   bash scripts/gpu_recipe.sh                      # everything, from the data on
+#   FROM=rl1 bash scripts/gpu_recipe.sh             # start at GRPO stage 1 (data and SFT already done)
+#   DRY_RUN=1 bash scripts/gpu_recipe.sh            # print each step's command, run nothing
+#   BASE_MODEL=Qwen/Qwen3-4B NNODES=2 bash scripts/gpu_recipe.sh
+#
+# It runs in the environment named by E2C_VENV (default .venv), or the python on PATH when that has none:
+# build it from requirements-gpu.txt (scripts/setup_env.sh installs the CPU stack). Every step is one of the
+# toolkit's entry points (python -m e2c.data.prepare, e2c.sft.run, e2c.rl.launch, e2c.eval.run, and
+# tts/run_tts.py; each has --help), run from the checkout, so the relative paths below are the checkout's.
+# Each step resumes when re-run (verl checkpoints, per-problem result files), so after a failure re-run
+# the same command with FROM set to the failed step.
+#
+# Expected times: the paper (arXiv 2509.23946) and its code give settings, not wall-clock times, and none of
+# these steps has been timed at the paper's scale here: every step's time below is "unknown".
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
+cd "$ROOT"
+e2c_checkout_first
+
+# ---------------------------------------------------------------------------------------------- knobs
+DRY_RUN="${DRY_RUN:-0}"                 # 1: print the commands instead of running them
+FROM="${FROM:-data}"                    # first step to run: data, sft, rl1, rl2, eval, tts
+BASE_MODEL="${BASE_MODEL:-Qwen/Qwen3-8B}"   # the paper's base model (the release also has a 4B)
+NNODES="${NNODES:-1}"                   # nodes; GPUs are all visible ones (CUDA_VISIBLE_DEVICES picks)
+SEED="${SEED:-0}"                       # data splits and synthetic data
+# data: the paper's release (TingheOliver/Explore-Execute-Chain-Datasets) -> data/processed/{sft,rl,eval}
+DATA_MIRROR="${DATA_MIRROR:-0}"         # 1: download from hf-mirror.com
+SYNTHETIC="${SYNTHETIC:-2000}"          # synthetic problems generated next to the paper's data
+# SFT: lr 2e-5 cosine, batch 160, FSDP2 (configs/e2c_sft.yaml); 3 epochs unless SFT_STEPS is set
+SFT_DIR="${SFT_DIR:-models/checkpoints/sft}"   # its final/ is the HF model RL starts from
+SFT_STEPS="${SFT_STEPS:-}"              # optimizer steps (empty: all epochs)
+# GRPO (configs/e2c_grpo.yaml): batch 256, mini-batch 32, lr 1e-6, prompt 712 / response 8,192 tokens.
+# Stage 1: n=32, T=1.3, exploration coefficient 1.0, 1 epoch. Stage 2: n=8, T=1.0, coefficient 2.0,
+# plan-adherence reward, 2 epochs, from stage 1's latest checkpoint.
+RL_ALGO="${RL_ALGO:-grpo}"              # grpo (the paper) or dapo
+RL1_DIR="${RL1_DIR:-models/checkpoints/rl/${RL_ALGO}_stage1}"
+RL2_DIR="${RL2_DIR:-models/checkpoints/rl/${RL_ALGO}_stage2}"
+RL1_STEPS="${RL1_STEPS:-}"              # stop stage 1 after N steps (empty: the config's epochs)
+RL2_STEPS="${RL2_STEPS:-}"              # stop stage 2 after N steps (empty: the config's epochs)
+RL_TRAIN_DATA="${RL_TRAIN_DATA:-data/processed/rl/e2c_rl_train.parquet}"
+RL_VAL_DATA="${RL_VAL_DATA:-data/processed/rl/e2c_rl_val.parquet}"
+# evaluation: the paper's pass@1 avg@8 at temperature 1.0; 8,192 new tokens (math) / 1,500 (medical)
+EVAL_DATASETS="${EVAL_DATASETS:-all}"   # all: the 8 math sets; med: the medical ones; or names, comma-separated
+EVAL_SAMPLES="${EVAL_SAMPLES:-8}"
+EVAL_TEMPERATURE="${EVAL_TEMPERATURE:-1.0}"
+EVAL_MAX_TOKENS="${EVAL_MAX_TOKENS:-}"  # empty: each set's own budget (8,192 math, 1,500 medical)
+EVAL_DIR="${EVAL_DIR:-outputs/eval/e2c-${RL_ALGO}-stage2}"
+# test-time scaling (tts/config/tts.yaml): AIME 2024, K/N 1-32, T=0.9 / top_p 0.95, explorations <= 512
+# tokens, executions <= 16,384 (greedy); the paper: E2C-ReAct 53.3% at 12.4k tokens per problem against
+# self-consistency's 50.0% at 86.2k
+TTS_DATASET="${TTS_DATASET:-aime24}"
+TTS_BUDGETS="${TTS_BUDGETS:-1 4 8 16 32}"
+TTS_METHODS="${TTS_METHODS-self_consistency e2c_sc e2c_rp}"   # set but empty: the config's ten
+TTS_EXPLORE_BUDGET="${TTS_EXPLORE_BUDGET:-512}"
+TTS_EXECUTE_BUDGET="${TTS_EXECUTE_BUDGET:-16384}"
+TTS_DIR="${TTS_DIR:-tts/outputs}"
+
+STEPS=(data sft rl1 rl2 eval tts)
+case " ${STEPS[*]} " in
+  *" $FROM "*) ;;
+  *) echo "error: FROM must be one of: ${STEPS[*]}; got '$FROM'" >&2; exit 2 ;;
+esac
+started=0
+# step NAME: whether NAME runs (it is FROM or comes after it).
+step() {
+  if [ "$1" = "$FROM" ]; then started=1; fi
+  if [ "$started" = 1 ]; then echo "[recipe] step $1" >&2; fi
+  [ "$started" = 1 ]
+}
+# run CMD...: the command, printed first (shell-quoted; with DRY_RUN=1 only printed).
+run() {
+  printf '+'; printf ' %q' "$@"; printf '\n'
+  if [ "$DRY_RUN" != 1 ]; then "$@"; fi
+}
+# The HF folder of stage 2's latest checkpoint (verl saves one with every checkpoint).
+rl_model() {
+  if [ "$DRY_RUN" = 1 ]; then echo "$RL2_DIR/global_step_LATEST/actor/huggingface"; return; fi
+  "$PY" -c 'import sys; from e2c.checkpoints import latest_checkpoint
+c = latest_checkpoint(sys.argv[1])
+sys.exit(f"no finished checkpoint in {sys.argv[1]}: run GRPO stage 2 first") if c is None else print(c / "actor" / "huggingface")' "$RL2_DIR"
+}
+
+# 1. data: download (resumable, verified) and convert (time: unknown)
+if step data; then
+  args=(--synthetic "$SYNTHETIC" --seed "$SEED")
+  [ "$DATA_MIRROR" = 1 ] && args+=(--mirror)
+  run "$PY" -m e2c.data.prepare "${args[@]}"
+fi
+
+# 2. SFT on full Explore-Execute chains (time: unknown)
+if step sft; then
+  args=(--mode sft --model "$BASE_MODEL" --output-dir "$SFT_DIR" --nnodes "$NNODES")
+  # --total-steps: the spelling e2c.sft.run accepts before and after its rename to --steps
+  [ -n "$SFT_STEPS" ] && args+=(--total-steps "$SFT_STEPS")
+  run "$PY" -m e2c.sft.run "${args[@]}"
+fi
+
+# 3. GRPO stage 1, the warm-up (time: unknown)
+if step rl1; then
+  args=(--algo "$RL_ALGO" --stage 1 --model "$SFT_DIR/final" --train-data "$RL_TRAIN_DATA"
+        --val-data "$RL_VAL_DATA" --output-dir "$RL1_DIR" --nnodes "$NNODES")
+  [ -n "$RL1_STEPS" ] && args+=(--steps "$RL1_STEPS")
+  run "$PY" -m e2c.rl.launch "${args[@]}"
+fi
+
+# 4. GRPO stage 2, exploration advantages weighted (time: unknown)
+if step rl2; then
+  args=(--algo "$RL_ALGO" --stage 2 --stage1-dir "$RL1_DIR" --train-data "$RL_TRAIN_DATA"
+        --val-data "$RL_VAL_DATA" --output-dir "$RL2_DIR" --nnodes "$NNODES")
+  [ -n "$RL2_STEPS" ] && args+=(--steps "$RL2_STEPS")
+  run "$PY" -m e2c.rl.launch "${args[@]}"
+fi
+
+# 5. evaluation of the stage-2 model (time: unknown)
+if step eval; then
+  model="$(rl_model)"
+  # --temp / --save-path: the spellings e2c.eval.run accepts before and after its renames
+  args=(--model "$model" --dataset "$EVAL_DATASETS" --sample "$EVAL_SAMPLES" --temp "$EVAL_TEMPERATURE"
+        --seed "$SEED" --save-path "$EVAL_DIR")
+  [ -n "$EVAL_MAX_TOKENS" ] && args+=(--max-tokens "$EVAL_MAX_TOKENS")
+  run "$PY" -m e2c.eval.run "${args[@]}"
+fi
+
+# 6. test-time scaling with the stage-2 model (time: unknown)
+if step tts; then
+  model="$(rl_model)"
+  read -r -a budgets <<<"$TTS_BUDGETS"
+  args=(--model "$model" --dataset "$TTS_DATASET" --budgets "${budgets[@]}" --output-dir "$TTS_DIR"
+        --set "explore_budget=$TTS_EXPLORE_BUDGET" --set "execute_budget=$TTS_EXECUTE_BUDGET")
+  if [ -n "$TTS_METHODS" ]; then
+    read -r -a methods <<<"$TTS_METHODS"
+    args+=(--methods "${methods[@]}")
+  fi
+  run "$PY" tts/run_tts.py "${args[@]}"
+fi
