@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
-from e2c.generation.base import Completion, Generator, derive_seed, tokens_until
+from e2c.generation.base import Completion, Generator, Sampling, derive_seed, tokens_until
 
 
 @dataclass(frozen=True)
@@ -100,10 +100,12 @@ def generate_chains(
     """
     base = chain_prompts(gen.tokenizer, problems, fmt)
     prompts = [b + opener for b in base]
+    sampling = Sampling(n, temperature=temperature, top_p=top_p)  # each phase sets its budget, stop and seed
     if explore_budget is None:
-        outs = gen.generate(
-            prompts, n, max_tokens, temperature, top_p, fmt.stop_strings("full"), derive_seed(seed, "full")
+        full = sampling.replace(
+            max_tokens=max_tokens, stop=fmt.stop_strings("full"), seed=derive_seed(seed, "full")
         )
+        outs = gen.generate(prompts, full)
         results = []
         for row in outs:
             chains = []
@@ -123,15 +125,10 @@ def generate_chains(
     if execute_budget < 1:
         raise ValueError(f"execute_budget must be >= 1, got {execute_budget}")
     boundary = fmt.explore_boundary
-    first = gen.generate(
-        prompts,
-        n,
-        explore_budget,
-        temperature,
-        top_p,
-        fmt.stop_strings("explore"),
-        derive_seed(seed, "explore"),
+    explore = sampling.replace(
+        max_tokens=explore_budget, stop=fmt.stop_strings("explore"), seed=derive_seed(seed, "explore")
     )
+    first = gen.generate(prompts, explore)
     heads, stops, counts, second_prompts = [], [], [], []
     for i, row in enumerate(first):
         for c in row:
@@ -142,15 +139,10 @@ def generate_chains(
             stops.append(how)
             counts.append(c.num_tokens)
             second_prompts.append(base[i] + head)
-    second = gen.generate(
-        second_prompts,
-        1,
-        execute_budget,
-        temperature,
-        top_p,
-        fmt.stop_strings("execute"),
-        derive_seed(seed, "execute"),
+    execute = sampling.replace(
+        n=1, max_tokens=execute_budget, stop=fmt.stop_strings("execute"), seed=derive_seed(seed, "execute")
     )
+    second = gen.generate(second_prompts, execute)
     flat = [
         ChainResult(h + o[0].text_with_stop, k, o[0].num_tokens, how, o[0].finish_reason)
         for h, how, k, o in zip(heads, stops, counts, second, strict=True)

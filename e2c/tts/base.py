@@ -16,7 +16,7 @@ from typing import Any
 
 from e2c.chain import E2C, ChainFormat
 from e2c.data.registry import Record, question_text
-from e2c.generation.base import Completion, Generator, Usage, derive_seed
+from e2c.generation.base import DEFAULT_SAMPLING, Completion, Generator, Sampling, Usage, derive_seed
 from e2c.generation.chains import chain_prompts
 from e2c.rewards.grader import GradeResult, grade
 from e2c.rewards.vote import answer_classes, majority_class
@@ -65,18 +65,10 @@ class Meter:
         self.by_role: Counter = Counter()
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        n: int = 1,
-        max_tokens: int = 256,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-        role: str = "other",
+        self, prompts: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING, role: str = "other"
     ) -> list[list[Completion]]:
         before = self.gen.usage.prompt_tokens
-        outs = self.gen.generate(prompts, n, max_tokens, temperature, top_p, stop, seed)
+        outs = self.gen.generate(prompts, sampling)
         # The backend already tokenized the prompts and tallied them: take its count rather than encoding
         # every prompt (long ones, in tree searches) a second time.
         self.usage.add([0] * len(prompts), outs)
@@ -204,8 +196,15 @@ def weighted_vote(cands: Sequence[Candidate]) -> Candidate | None:
     return next(c for c, k in zip(cands, classes, strict=True) if k == best)
 
 
-def run_method(name: str, gen: Generator, record: Record, budget: int, settings: TTSSettings,
-               fmt: ChainFormat = E2C, embed: Callable[[list[str]], Any] | None = None) -> MethodResult:  # fmt: skip
+def run_method(
+    name: str,
+    gen: Generator,
+    record: Record,
+    budget: int,
+    settings: TTSSettings,
+    fmt: ChainFormat = E2C,
+    embed: Callable[[list[str]], Any] | None = None,
+) -> MethodResult:
     """Run one registered method on one problem at one budget, metering every token."""
     if name not in METHODS:
         raise KeyError(f"unknown TTS method {name!r}; valid: {', '.join(sorted(METHODS))}")

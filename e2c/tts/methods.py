@@ -14,6 +14,7 @@ import re
 from typing import Any, NamedTuple
 
 from e2c.chain import E2C, THINK
+from e2c.generation.base import Sampling
 from e2c.rewards.extract import last_boxed
 from e2c.tts.base import Candidate, Context, register, weighted_vote
 
@@ -23,16 +24,17 @@ from e2c.tts.base import Candidate, Context, register, weighted_vote
 def sample_full(ctx: Context, n: int, temperature: float, tag: str) -> list[Candidate]:
     """``n`` whole chains in one call each of at most ``cot_tokens`` (the plain CoT / full-chain mode)."""
     s = ctx.settings
-    outs = ctx.gen.generate([ctx.base_prompt()], n, s.cot_tokens, temperature, s.top_p,
-                            ctx.fmt.stop_strings("full"), ctx.seed(tag), role="full")[0]  # fmt: skip
+    sampling = Sampling(n, s.cot_tokens, temperature, s.top_p, ctx.fmt.stop_strings("full"), ctx.seed(tag))
+    outs = ctx.gen.generate([ctx.base_prompt()], sampling, role="full")[0]
     return [ctx.grade(s.opener + c.text_with_stop) for c in outs]
 
 
 def explore(ctx: Context, k: int, tag: str = "explore") -> list[str]:
     """``k`` sampled explorations (plans), each cut at the exploration boundary or ``explore_tokens``."""
     s = ctx.settings
-    outs = ctx.gen.generate([ctx.base_prompt()], k, s.explore_tokens, s.temperature, s.top_p,
-                            ctx.fmt.stop_strings("explore"), ctx.seed(tag), role="explore")[0]  # fmt: skip
+    stop = ctx.fmt.stop_strings("explore")
+    sampling = Sampling(k, s.explore_tokens, s.temperature, s.top_p, stop, ctx.seed(tag))
+    outs = ctx.gen.generate([ctx.base_prompt()], sampling, role="explore")[0]
     return [s.opener + c.text for c in outs]
 
 
@@ -42,8 +44,9 @@ def execute(ctx: Context, plans: list[str], tag: str = "execute") -> list[Candid
         return []
     s, fmt = ctx.settings, ctx.fmt
     prompts = [fmt.render_prompt(ctx.gen.tokenizer, ctx.question, "execute", p) for p in plans]
-    outs = ctx.gen.generate(prompts, 1, s.execute_tokens, s.execute_temperature, s.top_p,
-                            fmt.stop_strings("execute"), ctx.seed(tag), role="execute")  # fmt: skip
+    stop = fmt.stop_strings("execute")
+    sampling = Sampling(1, s.execute_tokens, s.execute_temperature, s.top_p, stop, ctx.seed(tag))
+    outs = ctx.gen.generate(prompts, sampling, role="execute")
     cands = []
     for p, row in zip(plans, outs, strict=True):
         # Graded as the whole response after the prefilled opener: plan, boundary, execution.
@@ -147,7 +150,8 @@ def judge_pick(ctx: Context, plans: list[str], tag: str = "judge") -> tuple[int,
            f"Which plan is most likely to lead to a correct answer? Reply with the plan number only (1-{len(plans)}).")  # fmt: skip
     prompt = ctx.chat(msg)
     s = ctx.settings
-    out = ctx.gen.generate([prompt], 1, s.judge_tokens, 0.0, 1.0, None, ctx.seed(tag), role="judge")[0][0]
+    greedy = Sampling(max_tokens=s.judge_tokens, temperature=0.0, seed=ctx.seed(tag))
+    out = ctx.gen.generate([prompt], greedy, role="judge")[0][0]
     pick = read_reply_int(out.text, 1, len(plans))
     return (pick.value - 1, True, pick.ambiguous) if pick.value is not None else (0, False, False)
 
@@ -161,7 +165,8 @@ def score_texts(ctx: Context, partials: list[str], what: str, tag: str) -> list[
              "How likely is this to lead to a correct final answer? Reply with one number from 1 to 10.")
             for p in partials]  # fmt: skip
     s = ctx.settings
-    outs = ctx.gen.generate([ctx.chat(m) for m in msgs], 1, s.judge_tokens, 0.0, 1.0, None, ctx.seed(tag), role="score")  # fmt: skip
+    greedy = Sampling(max_tokens=s.judge_tokens, temperature=0.0, seed=ctx.seed(tag))
+    outs = ctx.gen.generate([ctx.chat(m) for m in msgs], greedy, role="score")
     return [float(v) if (v := read_reply_int(row[0].text, 1, 10).value) is not None else 5.0 for row in outs]
 
 
@@ -290,8 +295,8 @@ def refine(ctx: Context, plan: str, cand: Candidate, round_: int) -> str:
            f"Carrying the plan out ended like this:\n...{tail}\n\nIt did not reach a clear final answer. "
            "Write a revised, better plan. Reply with the plan only.")  # fmt: skip
     s = ctx.settings
-    out = ctx.gen.generate([ctx.chat(msg)], 1, s.refine_tokens, s.temperature, s.top_p, None,
-                           ctx.seed("refine", round_), role="refine")  # fmt: skip
+    sampling = Sampling(1, s.refine_tokens, s.temperature, s.top_p, seed=ctx.seed("refine", round_))
+    out = ctx.gen.generate([ctx.chat(msg)], sampling, role="refine")
     return out[0][0].text.strip()
 
 
@@ -352,8 +357,8 @@ def _tree_search(ctx: Context, leaves_wanted: int, prompt: str, stop: list[str],
         # The root is expanded into `leaves_wanted` children (K/N sets the tree's width, as it sets the
         # sample count of the other methods); deeper nodes into `tree_branching` each.
         width = max(leaves_wanted, 1) if depth == 0 else s.tree_branching
-        outs = ctx.gen.generate([prompt + t for t, _ in frontier], width, s.tree_step_tokens,
-                                s.temperature, s.top_p, stop, ctx.seed(tag, depth), role="tree")  # fmt: skip
+        step = Sampling(width, s.tree_step_tokens, s.temperature, s.top_p, stop, ctx.seed(tag, depth))
+        outs = ctx.gen.generate([prompt + t for t, _ in frontier], step, role="tree")
         grown = [(text + c.text, c) for (text, _), row in zip(frontier, outs, strict=True) for c in row]
         scores = score_texts(ctx, [t for t, _ in grown], what, f"{tag}-{depth}")
         children: list[tuple[str, float]] = []
