@@ -3,7 +3,10 @@
 Two-phase mode is the Elastic Reasoning recipe applied to E2C: every prompt x sample explores for up to
 ``explore_budget`` tokens, stopping at the exploration boundary tag; when the budget (or an early EOS)
 ends the exploration instead, the boundary is written for the model (``forced_close``) and the execution
-opened; then every chain executes, in one batched call, for up to ``execute_budget`` tokens. Full mode is
+opened; then every chain executes, in one batched call, for up to ``execute_budget`` tokens. How an
+exploration ended and what is written after it follow the chain format's one rule
+(:func:`e2c.chain.exploration_stop`, :meth:`e2c.chain.ChainFormat.close_exploration`), as the RL agent
+loop's elastic budgets and TTS's executions do. Full mode is
 one call of ``max_tokens`` that stops at the execution's closing tag.
 
 Token counts are generated tokens only (what the generator's usage counts); text written for the model
@@ -16,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from e2c.chain import E2C, ChainFormat
+from e2c.chain import CLOSED_FOR_MODEL, E2C, ChainFormat, exploration_stop
 from e2c.generation.base import Completion, Generator, Sampling, derive_seed, tokens_until
 
 
@@ -38,7 +41,7 @@ class ChainResult:
     @property
     def forced_close(self) -> bool:
         """The exploration's boundary tag was written for the model, not sampled."""
-        return self.explore_stop in ("budget", "eos")
+        return self.explore_stop in CLOSED_FOR_MODEL
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -132,9 +135,9 @@ def generate_chains(
     heads, stops, counts, second_prompts = [], [], [], []
     for i, row in enumerate(first):
         for c in row:
-            how = "tag" if c.stop_reason == boundary else ("budget" if c.finish_reason == "length" else "eos")
-            # With an empty explore_close the boundary is execute_open itself; otherwise open the execution.
-            head = opener + c.text + boundary + (fmt.execute_open if fmt.explore_close else "")
+            how = exploration_stop(c.stop_reason == boundary, c.finish_reason == "length")
+            # The sampled boundary is the completion's stop string; a forced one is written with the opener.
+            head = opener + c.text_with_stop + fmt.close_exploration(how == "tag")
             heads.append(head)
             stops.append(how)
             counts.append(c.num_tokens)

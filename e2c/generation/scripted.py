@@ -105,7 +105,7 @@ class ScriptedGenerator:
                 written = written[len(head) :]
             if full.startswith(written):
                 return full[len(written) :]
-            marker = fmt.explore_boundary + (fmt.execute_open if fmt.explore_close else "")
+            marker = fmt.close_exploration()
             return full.split(marker, 1)[1] if marker in full else ""
 
         return cls(script)

@@ -3,7 +3,9 @@
 Each is a function ``(ctx, budget) -> (chosen candidate or None, details)``; ``budget`` is the paper's K/N
 (samples, explorations or tree leaves, per method). Every generation goes through ``ctx.gen`` (a
 :class:`~e2c.tts.base.Meter`), so all tokens are counted; ``role`` labels each call for the breakdown.
-Executions of a plan continue the chain after ``</EXPLORATION><EXECUTION>`` and are decoded greedily
+Executions of a plan continue the chain after what the chain format writes for the model after an
+exploration (:meth:`e2c.chain.ChainFormat.close_exploration`: ``</EXPLORATION><EXECUTION>`` for E2C, the
+rule eval's two-phase chains and the RL agent loop follow) and are decoded greedily
 (``execute_temperature``), as in the paper's TTS code.
 """
 
