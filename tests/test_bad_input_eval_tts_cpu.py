@@ -30,7 +30,7 @@ EVAL = ["--model", "tiny", "--dataset", "gsm8k", "--data-dir", str(BENCH_DIR), "
         "--backend", "hf", "--quiet"]  # fmt: skip
 TTS = ["--model", "tiny", "--backend", "hf", "--dataset", "gsm8k", "--data-dir", str(BENCH_DIR), "--limit", "1",
        "--methods", "greedy_cot", "--budgets", "1", "--set", "cot_tokens=8"]  # fmt: skip
-DEMO = ["--model_path", "tiny", "--backend", "hf", "--max_tokens", "16", "--explore_budget", "8"]
+DEMO = ["--model", "tiny", "--backend", "hf", "--max-tokens", "16", "--explore-budget", "8"]
 
 
 def run(entry: str, args: list[str], timeout: int = 120, **kw) -> subprocess.CompletedProcess:
@@ -83,7 +83,7 @@ CASES = [
     ("eval", ["--explore-budget", "9000"], "--explore-budget 9000 leaves nothing of gsm8k's budget of 8192"),
     ("eval", ["--batch-size", "0"], "--batch-size must be >= 1, got 0"),
     ("eval", ["--chunk-size", "0"], "--chunk-size must be >= 1, got 0"),
-    ("eval", ["--temp", "nan"], "--temp must be a number >= 0, got nan"),
+    ("eval", ["--temp", "nan"], "--temperature must be a number >= 0, got nan"),
     ("eval", ["--gpus", "0"], "--gpus '0'"),
     ("eval", ["--max-model-len", "0"], "--max-model-len must be >= 1"),
     ("eval", ["--backend", "vllm", "--max-model-len", "99999"], "--max-model-len 99999 is more than the model's context of 4096"),
@@ -93,7 +93,7 @@ CASES = [
     ("eval.sh", ["--k", "4", "--sample", "2"], "--k 4: each k must be from 1 to --sample 2"),
     # tts: #15 cases 1 and 8, then more
     ("tts", ["--limit", "-1"], "--limit -1: give the number of problems, or 0 for all"),
-    ("tts", ["--set", "explore_tokens=abc"], "TTS setting explore_tokens='abc': expected an integer >= 1"),
+    ("tts", ["--set", "explore_tokens=abc"], "TTS setting explore_budget='abc': expected an integer >= 1"),
     ("tts", ["--set", "temperature=-1"], "TTS setting temperature=-1: expected a number >= 0"),
     ("tts", ["--set", "top_p=0"], "TTS setting top_p=0: expected a number above 0 and at most 1"),
     ("tts", ["--set", "seed=1.5"], "TTS setting seed=1.5: expected an integer >= 0"),
@@ -106,9 +106,9 @@ CASES = [
     ("tts", ["--output-dir", "{file}"], "file.txt is a file, not a folder"),
     ("tts", ["--model", "{noweights}"], "noweights has a config.json but no weights"),
     # demos
-    ("inference", ["--top_p", "2"], "--top_p must be in (0, 1], got 2.0"),
+    ("inference", ["--top_p", "2"], "--top-p must be in (0, 1], got 2.0"),
     ("inference", ["--temperature", "-1"], "--temperature must be a number >= 0, got -1.0"),
-    ("inference", ["--max_tokens", "8"], "--max_tokens (8) must exceed --explore_budget (8)"),
+    ("inference", ["--max_tokens", "8"], "--max-tokens (8) must exceed --explore-budget (8)"),
     ("inference", ["--problem", " "], "--problem is empty"),
     ("inference", ["--model_path", "{badcfg}"], "badcfg: cannot read config.json"),
     ("interactive", ["--problems", "{file}"], "file.txt: not valid JSON"),
@@ -153,7 +153,7 @@ def test_interactive_line_longer_than_the_context_is_one_line_and_the_demo_goes_
     assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: the problem with its prompt is "), r.stderr[-2000:]
-    assert "--max_tokens is 16: together more than the model's context of 4096 tokens" in lines[0]
+    assert "--max-tokens is 16: together more than the model's context of 4096 tokens" in lines[0]
     assert "(260,000 characters)" in r.stdout and len(r.stdout) < 20_000  # echoed cut, not 260 KB
     assert r.stdout.rstrip().endswith("bye") and time.monotonic() - t0 < 90
 

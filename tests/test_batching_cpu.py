@@ -139,7 +139,7 @@ def test_run_tts_with_workers_writes_what_it_writes_alone(tmp_path: Path) -> Non
     recs = [
         Record(id=f"q{i}", problem=f"What is {i} + 12 - {i}?", answer="12", kind="math") for i in range(5)
     ]
-    settings = TTSSettings(cot_tokens=30, explore_tokens=10, execute_tokens=20)
+    settings = TTSSettings(cot_tokens=30, explore_budget=10, execute_budget=20)
     out = {}
     for workers in (1, 4):
         gen = ScriptedGenerator(

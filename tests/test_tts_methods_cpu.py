@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from e2c.cli import UserError
 from e2c.data.registry import Record
 from e2c.generation.scripted import ASSISTANT, ScriptedGenerator
 from e2c.tts import METHODS, TTSSettings, run_method
-from e2c.tts.base import Candidate, weighted_vote
+from e2c.tts.base import Candidate, canonical_settings, weighted_vote
 from e2c.tts.methods import best_leaves, dedupe_plans, kmeans, read_reply_int
+from e2c.tts.run import check_run_config, settings_from
 
 REC = Record(id="p1", problem="What is 7 + 5?", answer="12", kind="math")
-SET = TTSSettings(explore_tokens=30, execute_tokens=30, cot_tokens=60, judge_tokens=16, refine_tokens=20,
+SET = TTSSettings(explore_budget=30, execute_budget=30, cot_tokens=60, judge_tokens=16, refine_tokens=20,
                   tree_step_tokens=4, tree_branching=2, tree_beam=1, seed=3)  # fmt: skip
 EXEC = {"add": "7 + 5 = 12 so \\boxed{12}</EXECUTION>", "mul": "7 * 5 = 35 so \\boxed{35}</EXECUTION>"}
 
@@ -345,3 +349,21 @@ def test_scorer_reads_the_rating_not_the_scale_cpu() -> None:
         ["add "], score=lambda p: next(v for k, v in replies.items() if f"Partial plan:\n{k}" in p)
     )
     assert score_texts(_ctx(gen), ["a", "b", "c"], "plan", "t") == [8.0, 5.0, 9.0]
+
+
+def test_old_budget_setting_names_are_aliases_cpu(tmp_path: Path) -> None:
+
+    old = settings_from({"explore_tokens": 7, "execute_tokens": 9})
+    assert (old.explore_budget, old.execute_budget) == (7, 9) and old == settings_from(
+        {"explore_budget": 7, "execute_budget": 9}
+    )
+    with pytest.raises(UserError, match="explore_budget is given twice"):
+        settings_from({"explore_budget": 7, "explore_tokens": 8})
+    assert canonical_settings({"seed": 1, "execute_tokens": 2}) == {"seed": 1, "execute_budget": 2}
+    # A run folder recorded under the old names resumes under the new ones.
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model": "m", "settings": {"explore_tokens": 7, "seed": 0}}))
+    (tmp_path / "records.jsonl").write_text('{"method": "e2c_sc", "budget": 1, "problem_id": "a"}\n')
+    check_run_config(path, {"model": "m", "settings": {"explore_budget": 7, "seed": 0}})
+    with pytest.raises(UserError, match="other settings"):
+        check_run_config(path, {"model": "m", "settings": {"explore_budget": 8, "seed": 0}})

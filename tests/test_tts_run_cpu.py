@@ -13,7 +13,7 @@ import pytest
 from e2c.tts.run import read_done, record_key, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL = ["--set", "explore_tokens=12", "--set", "execute_tokens=16", "--set", "cot_tokens=24",
+SMALL = ["--set", "explore_budget=12", "--set", "execute_budget=16", "--set", "cot_tokens=24",
          "--set", "judge_tokens=4", "--set", "refine_tokens=8", "--set", "tree_step_tokens=6",
          "--set", "tree_branching=2", "--set", "tree_beam=1", "--set", "react_rounds=1"]  # fmt: skip
 

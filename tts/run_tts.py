@@ -4,7 +4,7 @@
                           [--backend ...] [--config tts/config/tts.yaml] [--set key=value ...]
 
 Defaults come from ``tts/config/tts.yaml``; flags override them, ``--set`` overrides method settings
-(``--set explore_tokens=256``). Results (records.jsonl, results.json, results.csv, accuracy_vs_tokens.png)
+(``--set explore_budget=256``; the old names ``explore_tokens`` and ``execute_tokens`` are accepted). Results (records.jsonl, results.json, results.csv, accuracy_vs_tokens.png)
 go to ``<output_dir>/<dataset>/<model>/``; a rerun with the same settings resumes per (method, budget,
 problem); Ctrl-C or SIGTERM stops a run with one line naming what was saved and the command that resumes
 it (exit 130 / 143). The last line printed is one JSON object with the results' paths and the summary.
@@ -52,7 +52,7 @@ def parse_args(argv: list[str] | None = None):
         help="problems run at once, their generation calls batched together (default: 16 on vllm, 1 on hf)",
     )
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a method setting, e.g. explore_tokens=256 (repeatable)")  # fmt: skip
+                   help="override a method setting, e.g. explore_budget=256 (repeatable)")  # fmt: skip
     return p.parse_args(argv)
 
 
@@ -61,6 +61,7 @@ def load_config(args) -> dict:
     import yaml
 
     from e2c.eval.run import DTYPES
+    from e2c.tts.base import SETTING_ALIASES, canonical_settings
     from e2c.tts.run import check_budgets, check_methods_list
 
     path = Path(args.config)
@@ -103,12 +104,16 @@ def load_config(args) -> dict:
     settings = cfg.get("settings") or {}
     if not isinstance(settings, dict):
         raise UserError(f"--config {path}: 'settings' must be a mapping, got {type(settings).__name__}")
-    settings = dict(settings)
+    try:
+        settings = canonical_settings(settings)
+    except ValueError as e:
+        raise UserError(f"--config {path}: {e}") from None
     for item in args.sets:
         if "=" not in item:
             raise UserError(f"--set {item!r}: expected KEY=VALUE")
         k, v = item.split("=", 1)
-        settings[k.strip()] = set_value(k.strip(), v)
+        key = SETTING_ALIASES.get(k.strip(), k.strip())  # an old name sets the same knob as its new one
+        settings[key] = set_value(key, v)
     cfg["settings"] = settings
     return cfg
 

@@ -11,7 +11,7 @@ release's evaluation prompt exactly (no prefill), and ``--medical-prompt release
 optional medical system prompt and suffix to the medical sets. Prints a table and, as its last line, the results JSON's path and
 headline numbers as one JSON object. A killed run restarted with the same arguments resumes; Ctrl-C or
 SIGTERM stops a run with one line naming what was saved and the command that resumes it (exit 130 / 143).
-Bad settings, an unwritable --save-path and a prompt that with its budget exceeds the model's context are
+Bad settings, an unwritable --output-dir and a prompt that with its budget exceeds the model's context are
 refused in one line before anything is written.
 """
 
@@ -158,9 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="GPU count or device ids 0,1,..; vLLM tensor parallel size (default: all visible)",
     )
-    a("--temp", type=float, default=1.0, help="sampling temperature; 0 = greedy (default: 1.0)")
+    a("--temperature", type=float, default=1.0, help="sampling temperature; 0 = greedy (default: 1.0)")
     a("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
-    a("--save-path", type=Path, default=None, help="run folder (default: outputs/eval/<model>/<settings>)")
+    a("--output-dir", type=Path, default=None, help="run folder (default: outputs/eval/<model>/<settings>)")
     a(
         "--backend",
         default="auto",
@@ -288,7 +288,7 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
         subfolder=default_subfolder(args.model, args.subfolder),
         dataset=args.dataset,
         samples=args.sample,
-        temperature=args.temp,
+        temperature=args.temperature,
         top_p=args.top_p,
         max_tokens=args.max_tokens,
         explore_budget=args.explore_budget,
@@ -310,8 +310,8 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
     names = [n.strip() for n in args.dataset.split(",") if n.strip()]
     if not names:
         raise UserError(f"--dataset is empty; valid: {', '.join(valid_names())}")
-    save = args.save_path or default_save_path(cfg)
-    check_output_dir(save, "--save-path")
+    save = args.output_dir or default_save_path(cfg)
+    check_output_dir(save, "--output-dir")
     where["save"] = save
     # The model first: with no hub its one-line error (use --model embedded or tiny) is the one to see.
     res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[args.format])

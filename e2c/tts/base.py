@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,8 +26,8 @@ from e2c.rewards.vote import answer_classes, majority_class
 class TTSSettings:
     """Sampling and budget settings shared by every method (defaults: the E2C paper's TTS set-up)."""
 
-    explore_tokens: int = 512  # one exploration (plan)
-    execute_tokens: int = 16384  # one execution
+    explore_budget: int = 512  # one exploration (plan)
+    execute_budget: int = 16384  # one execution
     cot_tokens: int = 16384  # one full chain in a single call (greedy_cot, self_consistency, forest leaves)
     judge_tokens: int = 256  # a judge's or a node scorer's reply
     refine_tokens: int = 512  # a refined plan
@@ -48,6 +48,27 @@ class TTSSettings:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# Old spellings of TTS settings (a config file or ``--set``) -> the knob's one name, the snake_case of the
+# canonical flag (``--explore-budget``) that eval and the demos use for the same budget.
+SETTING_ALIASES: dict[str, str] = {"explore_tokens": "explore_budget", "execute_tokens": "execute_budget"}
+
+
+def canonical_settings(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """``mapping`` with old setting names (:data:`SETTING_ALIASES`) renamed; ValueError when a mapping gives
+    a setting under both names.
+
+    >>> canonical_settings({"explore_tokens": 256, "seed": 1})
+    {'explore_budget': 256, 'seed': 1}
+    """
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = SETTING_ALIASES.get(key, key)
+        if name in out:
+            raise ValueError(f"TTS setting {name} is given twice (also as {key}, its old name); keep one")
+        out[name] = value
+    return out
 
 
 class Meter:

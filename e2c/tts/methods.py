@@ -32,10 +32,10 @@ def sample_full(ctx: Context, n: int, temperature: float, tag: str) -> list[Cand
 
 
 def explore(ctx: Context, k: int, tag: str = "explore") -> list[str]:
-    """``k`` sampled explorations (plans), each cut at the exploration boundary or ``explore_tokens``."""
+    """``k`` sampled explorations (plans), each cut at the exploration boundary or ``explore_budget``."""
     s = ctx.settings
     stop = ctx.fmt.stop_strings("explore")
-    sampling = Sampling(k, s.explore_tokens, s.temperature, s.top_p, stop, ctx.seed(tag))
+    sampling = Sampling(k, s.explore_budget, s.temperature, s.top_p, stop, ctx.seed(tag))
     outs = ctx.gen.generate([ctx.base_prompt()], sampling, role="explore")[0]
     return [s.opener + c.text for c in outs]
 
@@ -47,7 +47,7 @@ def execute(ctx: Context, plans: list[str], tag: str = "execute") -> list[Candid
     s, fmt = ctx.settings, ctx.fmt
     prompts = [fmt.render_prompt(ctx.gen.tokenizer, ctx.question, "execute", p) for p in plans]
     stop = fmt.stop_strings("execute")
-    sampling = Sampling(1, s.execute_tokens, s.execute_temperature, s.top_p, stop, ctx.seed(tag))
+    sampling = Sampling(1, s.execute_budget, s.execute_temperature, s.top_p, stop, ctx.seed(tag))
     outs = ctx.gen.generate(prompts, sampling, role="execute")
     cands = []
     for p, row in zip(plans, outs, strict=True):
@@ -382,7 +382,7 @@ def e2c_tot(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]
     by the model, best ``tree_beam`` kept) until K explorations are complete; the best-scored complete
     exploration (else the best open one) is executed."""
     s = ctx.settings
-    steps = max(1, -(-s.explore_tokens // s.tree_step_tokens))
+    steps = max(1, -(-s.explore_budget // s.tree_step_tokens))
     leaves = _tree_search(
         ctx, budget, ctx.chain_prompt(), ctx.fmt.stop_strings("explore"), steps, "plan", "etot"
     )
