@@ -139,10 +139,26 @@ def cli(*args: str, timeout: int = 300, **kw) -> subprocess.CompletedProcess:
 
 def tiny_args(bench_dir: Path, save: Path, limit: int = 4) -> list[str]:
     return [
-        "--model", "tiny", "--dataset", "gsm8k", "--data-dir", str(bench_dir),
-        "--limit", str(limit), "--sample", "2", "--max-tokens", "12", "--chunk-size", "2",
-        "--save-path", str(save), "--backend", "hf", "--quiet",
-    ]  # fmt: skip
+        "--model",
+        "tiny",
+        "--dataset",
+        "gsm8k",
+        "--data-dir",
+        str(bench_dir),
+        "--limit",
+        str(limit),
+        "--sample",
+        "2",
+        "--max-tokens",
+        "12",
+        "--chunk-size",
+        "2",
+        "--save-path",
+        str(save),
+        "--backend",
+        "hf",
+        "--quiet",
+    ]
 
 
 def test_cli_end_to_end_on_tiny_model(bench_dir: Path, tmp_path: Path) -> None:

@@ -166,10 +166,13 @@ def check_context(gen: Any, data: dict[str, list[Record]], cfg: EvalConfig) -> N
             continue
         fmt = dataset_format(cfg, name)
         lengths = [
-            len(gen.tokenizer.encode(fmt.render_prompt(gen.tokenizer, question_text(r)) + cfg.opener,
-                                     add_special_tokens=False))
+            len(
+                gen.tokenizer.encode(
+                    fmt.render_prompt(gen.tokenizer, question_text(r)) + cfg.opener, add_special_tokens=False
+                )
+            )
             for r in recs
-        ]  # fmt: skip
+        ]
         i = max(range(len(recs)), key=lengths.__getitem__)
         check_fits(lengths[i], budget, context, f"{name} problem {i} ({recs[i].id}) with its prompt", flag)
 

@@ -148,8 +148,10 @@ def judge_pick(ctx: Context, plans: list[str], tag: str = "judge") -> tuple[int,
     if len(plans) == 1:
         return 0, True, False
     listing = "\n\n".join(f"Plan {i + 1}:\n{p.strip()}" for i, p in enumerate(plans))
-    msg = (f"Problem:\n{ctx.question}\n\nCandidate plans for solving it:\n\n{listing}\n\n"
-           f"Which plan is most likely to lead to a correct answer? Reply with the plan number only (1-{len(plans)}).")  # fmt: skip
+    msg = (
+        f"Problem:\n{ctx.question}\n\nCandidate plans for solving it:\n\n{listing}\n\n"
+        f"Which plan is most likely to lead to a correct answer? Reply with the plan number only (1-{len(plans)})."
+    )
     prompt = ctx.chat(msg)
     s = ctx.settings
     greedy = Sampling(max_tokens=s.judge_tokens, temperature=0.0, seed=ctx.seed(tag))
@@ -163,9 +165,13 @@ def score_texts(ctx: Context, partials: list[str], what: str, tag: str) -> list[
     holds no rating; read by :func:`read_reply_int`)."""
     if not partials:
         return []
-    msgs = [(f"Problem:\n{ctx.question}\n\nPartial {what}:\n{p.strip() or '(empty)'}\n\n"
-             "How likely is this to lead to a correct final answer? Reply with one number from 1 to 10.")
-            for p in partials]  # fmt: skip
+    msgs = [
+        (
+            f"Problem:\n{ctx.question}\n\nPartial {what}:\n{p.strip() or '(empty)'}\n\n"
+            "How likely is this to lead to a correct final answer? Reply with one number from 1 to 10."
+        )
+        for p in partials
+    ]
     s = ctx.settings
     greedy = Sampling(max_tokens=s.judge_tokens, temperature=0.0, seed=ctx.seed(tag))
     outs = ctx.gen.generate([ctx.chat(m) for m in msgs], greedy, role="score")
@@ -293,9 +299,11 @@ def accepted(c: Candidate) -> bool:
 def refine(ctx: Context, plan: str, cand: Candidate, round_: int) -> str:
     """A revised plan from the old plan and the tail of its execution (the feedback)."""
     tail = cand.response[-1500:]
-    msg = (f"Problem:\n{ctx.question}\n\nA plan for solving it:\n{plan.strip()}\n\n"
-           f"Carrying the plan out ended like this:\n...{tail}\n\nIt did not reach a clear final answer. "
-           "Write a revised, better plan. Reply with the plan only.")  # fmt: skip
+    msg = (
+        f"Problem:\n{ctx.question}\n\nA plan for solving it:\n{plan.strip()}\n\n"
+        f"Carrying the plan out ended like this:\n...{tail}\n\nIt did not reach a clear final answer. "
+        "Write a revised, better plan. Reply with the plan only."
+    )
     s = ctx.settings
     sampling = Sampling(1, s.refine_tokens, s.temperature, s.top_p, seed=ctx.seed("refine", round_))
     out = ctx.gen.generate([ctx.chat(msg)], sampling, role="refine")
@@ -343,8 +351,9 @@ def best_leaves(leaves: list[tuple[str, float, bool]], n: int) -> list[tuple[str
     return [leaves[i] for i in sorted(ranked[: max(n, 0)])]
 
 
-def _tree_search(ctx: Context, leaves_wanted: int, prompt: str, stop: list[str], max_steps: int,
-                 what: str, tag: str) -> list[tuple[str, float, bool]]:  # fmt: skip
+def _tree_search(
+    ctx: Context, leaves_wanted: int, prompt: str, stop: list[str], max_steps: int, what: str, tag: str
+) -> list[tuple[str, float, bool]]:
     """Beam search over text prefixes: expand the root into ``leaves_wanted`` and each later frontier node
     into ``tree_branching`` sampled steps of ``tree_step_tokens``; a step that stops (``stop`` or EOS) completes a leaf; open nodes are scored by
     the model (1-10) and the best ``tree_beam`` kept. Ends with ``leaves_wanted`` complete leaves or after
@@ -431,4 +440,5 @@ def forest_of_thought(ctx: Context, budget: int) -> tuple[Candidate | None, dict
         cand, _ = _tot_answer(ctx, per, f"forest{t}")
         if cand is not None:
             answers.append(Candidate(cand.response, cand.plan, cand.graded, 1.0))
-    return weighted_vote(answers) or (answers[0] if answers else None), {"trees": trees, "votes": [a.key for a in answers]}  # fmt: skip
+    chosen = weighted_vote(answers) or (answers[0] if answers else None)
+    return chosen, {"trees": trees, "votes": [a.key for a in answers]}

@@ -244,8 +244,13 @@ def plot(path: Path, rows: Sequence[dict[str, Any]], title: str) -> None:
         xs = [max(r["tokens_k"] * 1000, 1.0) for r in rs]
         ax.plot(xs, [100 * r["accuracy"] for r in rs], marker="o", label=method)
         for x, r in zip(xs, rs, strict=True):
-            ax.annotate(str(r["budget"]), (x, 100 * r["accuracy"]), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                str(r["budget"]),
+                (x, 100 * r["accuracy"]),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
     ax.set_xscale("log")
     ax.set_xlabel("generated tokens per problem (log scale)")
     ax.set_ylabel("accuracy (%)")
@@ -309,8 +314,14 @@ def run_tts(
     def one(m: str, b: int, r: Record, g: Any) -> None:
         nonlocal finished
         with lock:
-            same = next((v for k, v in done.items() if m in BUDGET_FREE and k.startswith(f"{m}\t")
-                         and k.endswith(f"\t{r.id}")), None)  # fmt: skip
+            same = next(
+                (
+                    v
+                    for k, v in done.items()
+                    if m in BUDGET_FREE and k.startswith(f"{m}\t") and k.endswith(f"\t{r.id}")
+                ),
+                None,
+            )
         if same is not None:  # e.g. greedy_cot: one greedy chain whatever the budget
             res = {**same, "budget": b, "details": {**same["details"], "same_as_budget": same["budget"]}}
         else:
@@ -320,8 +331,10 @@ def run_tts(
             f.flush()
             done[record_key(m, b, str(r.id))] = res
             finished += 1
-            log(f"[tts] {finished}/{len(todo)} {m} K={b} {r.id}: {'correct' if res['correct'] else 'wrong'}, "
-                f"{res['generated_tokens']} tokens, {time.perf_counter() - t0:.0f} s")  # fmt: skip
+            log(
+                f"[tts] {finished}/{len(todo)} {m} K={b} {r.id}: {'correct' if res['correct'] else 'wrong'}, "
+                f"{res['generated_tokens']} tokens, {time.perf_counter() - t0:.0f} s"
+            )
 
     stop = threading.Event()  # set on an interrupt: workers finish their call in flight and take no more
 
