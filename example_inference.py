@@ -2,11 +2,11 @@
 """E2C inference demo: one problem, an exploration then an execution, each phase shown with its tokens.
 
     python example_inference.py                                 # embedded SmolLM2-135M, CPU, no hub
-    python example_inference.py --model_path tiny               # the random tiny test model (seconds)
-    python example_inference.py --model_path TingheOliver/Explore-Execute-Chain-Qwen --subfolder 8B
+    python example_inference.py --model tiny                    # the random tiny test model (seconds)
+    python example_inference.py --model TingheOliver/Explore-Execute-Chain-Qwen --subfolder 8B
 
-Generation runs in two budgeted calls (explore up to --explore_budget tokens, stopping at the closing
-exploration tag, then execute with the rest of --max_tokens); --explore_budget 0 makes it one call.
+Generation runs in two budgeted calls (explore up to --explore-budget tokens, stopping at the closing
+exploration tag, then execute with the rest of --max-tokens); --explore-budget 0 makes it one call.
 --backend picks vllm (GPU) or hf (transformers); auto takes vllm when a GPU and vllm are present. The embedded model was never trained on
 E2C: expect a closed-for-it exploration and a weak answer; it shows the pipeline, not the method.
 """

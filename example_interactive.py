@@ -2,7 +2,7 @@
 """Interactive E2C demo: pick one of eight built-in problems (math, medical, code) or type your own.
 
     python example_interactive.py                         # embedded SmolLM2-135M, CPU, no hub
-    printf '1\n4\nWhat is 12*13?\nq\n' | python example_interactive.py --model_path tiny
+    printf '1\n4\nWhat is 12*13?\nq\n' | python example_interactive.py --model tiny
 
 Each answer shows the EXPLORATION PHASE and EXECUTION PHASE, the extracted answer (graded for built-in
 problems) and per-phase token counts. Reads from a terminal or from piped stdin; ``q`` or end of input quits.

@@ -13,32 +13,34 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 from e2c.chain import E2C
 from e2c.cli import ArgumentParser
 from e2c.data.registry import load_benchmark, question_text
 from e2c.generation import chain_prompts, make_generator
+from e2c.generation.base import Sampling
+from e2c.paths import project_root
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "benchmarks"
+# The benchmark files shared beside the checkout (``../shared/data/benchmarks``).
+DEFAULT_DATA = project_root().parent / "shared" / "data" / "benchmarks"
 
 
 def arm(gen, prompts: list[str], samples: int, max_tokens: int, batched: bool, seed: int) -> dict:
     """Time one arm; returns samples, generated tokens and seconds."""
     t0 = time.perf_counter()
     tokens_before = gen.usage.generated_tokens
-    if batched:
-        outs = gen.generate(prompts, samples, max_tokens, 1.0, 1.0, E2C.stop_strings("full"), seed)
-    else:
-        outs = [
-            gen.generate([p], samples, max_tokens, 1.0, 1.0, E2C.stop_strings("full"), seed)[0]
-            for p in prompts
-        ]
+    sampling = Sampling(samples, max_tokens, stop=E2C.stop_strings("full"), seed=seed)
+    outs = gen.generate(prompts, sampling) if batched else [gen.generate([p], sampling)[0] for p in prompts]
     secs = time.perf_counter() - t0
     n = sum(len(r) for r in outs)
     tokens = gen.usage.generated_tokens - tokens_before
-    return {"samples": n, "tokens": tokens, "seconds": round(secs, 2), "samples_per_s": round(n / secs, 3),
-            "tokens_per_s": round(tokens / secs, 1)}  # fmt: skip
+    return {
+        "samples": n,
+        "tokens": tokens,
+        "seconds": round(secs, 2),
+        "samples_per_s": round(n / secs, 3),
+        "tokens_per_s": round(tokens / secs, 1),
+    }
 
 
 def main() -> None:
@@ -59,7 +61,7 @@ def main() -> None:
     records = load_benchmark("gsm8k", args.data_dir, args.problems, use_hub=False)
     gen, res = make_generator("hf", args.model, batch_size=args.batch_size)
     prompts = chain_prompts(gen.tokenizer, [question_text(r) for r in records])
-    gen.generate(prompts[:1], 1, 4, 1.0, 1.0, None, 0)  # warm-up: first-call allocations off the clock
+    gen.generate(prompts[:1], Sampling(max_tokens=4, seed=0))  # warm-up: first-call allocations off the clock
 
     loop = arm(gen, prompts, args.samples, args.max_tokens, batched=False, seed=args.seed)
     batched = arm(gen, prompts, args.samples, args.max_tokens, batched=True, seed=args.seed)
@@ -73,8 +75,16 @@ def main() -> None:
             f"{name:<22}{r['samples']:>8}{r['tokens']:>8}{r['seconds']:>9}{r['samples_per_s']:>11}{r['tokens_per_s']:>8}"
         )
     print(f"speed-up (samples/s): {ratio:.2f}x")
-    out = {"model": args.model, "problems": len(prompts), "samples": args.samples, "max_tokens": args.max_tokens,
-           "batch_size": args.batch_size, "loop": loop, "batched": batched, "ratio": round(ratio, 2)}  # fmt: skip
+    out = {
+        "model": args.model,
+        "problems": len(prompts),
+        "samples": args.samples,
+        "max_tokens": args.max_tokens,
+        "batch_size": args.batch_size,
+        "loop": loop,
+        "batched": batched,
+        "ratio": round(ratio, 2),
+    }
     print(json.dumps(out))
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from e2c.cli import ArgumentParser
 from e2c.generation import make_generator
+from e2c.generation.base import Sampling
 
 SHOTS = "3 + 4 = 7\n12 - 5 = 7\n6 * 7 = 42\n25 + 18 = 43\n"
 
@@ -53,7 +54,7 @@ def main() -> None:
     rng = random.Random(a.seed)
     questions = [(kind, *KINDS[kind](rng)) for kind in KINDS for _ in range(a.per_kind)]
     prompts = [f"{SHOTS}{x} {op} {y} =" for _, x, op, y in questions]
-    outs = gen.generate(prompts, 1, 8, 0.0, 1.0, None, a.seed)
+    outs = gen.generate(prompts, Sampling(max_tokens=8, temperature=0.0, seed=a.seed))
     right: dict[str, int] = dict.fromkeys(KINDS, 0)
     for (kind, x, op, y), row in zip(questions, outs, strict=True):
         said = row[0].text.strip().split("\n")[0].strip()

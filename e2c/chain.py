@@ -12,6 +12,12 @@ text labels, ``<think>``-style) are other instances, never other code.
 Everything else in the toolkit asks this module to build prompts, parse responses and map phases to
 tokens. Parsing never raises on model output: a malformed response becomes a :class:`ParsedChain` whose
 flags say what is wrong.
+
+This module is the format's public face: the parser (:mod:`e2c.chain_parse`) and the token-level helpers
+(:mod:`e2c.chain_tokens`) live beside it and are imported from here. It also holds the one rule of
+two-phase generation (eval's two-phase chains, the RL agent loop's elastic budgets, TTS's
+explore-then-execute): how an exploration ended (:func:`exploration_stop`) and what is written for the
+model after it (:func:`written_after_exploration`, :meth:`ChainFormat.close_exploration`).
 """
 
 from __future__ import annotations
@@ -20,10 +26,71 @@ import dataclasses
 import functools
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from e2c.chain_parse import ParsedChain, parse_chain, phase_char_spans
+from e2c.chain_tokens import (
+    char_span_token_mask,
+    exploration_token_mask,
+    tag_token_ids,
+)
+
+__all__ = [
+    "E2C",
+    "E2C_MEDICAL",
+    "FORMATS",
+    "MEDICAL_PROMPT_SUFFIX",
+    "MEDICAL_SYSTEM_PROMPT",
+    "PLAIN",
+    "RELEASE_PROMPT_SUFFIX",
+    "THINK",
+    "ChainFormat",
+    "ParsedChain",
+    "carried_suffix",
+    "char_span_token_mask",
+    "exploration_stop",
+    "exploration_token_mask",
+    "get_format",
+    "parse_chain",
+    "phase_char_spans",
+    "strip_prompt_suffix",
+    "tag_token_ids",
+    "written_after_exploration",
+]
 
 Mode = Literal["full", "explore", "execute"]
+# How an exploration ended: the model wrote the boundary ("tag"), its budget ran out ("budget"), the model
+# ended its turn ("eos"); "none": a single-call chain that never closed its exploration.
+ExploreStop = Literal["tag", "budget", "eos", "none"]
+CLOSED_FOR_MODEL: tuple[ExploreStop, ...] = ("budget", "eos")  # the boundary was written for the model
+T = TypeVar("T")
+
+
+def exploration_stop(boundary_sampled: bool, budget_spent: bool) -> ExploreStop:
+    """How an exploration generated on its own (two-phase) ended.
+
+    >>> exploration_stop(True, False), exploration_stop(False, True), exploration_stop(False, False)
+    ('tag', 'budget', 'eos')
+    """
+    if boundary_sampled:
+        return "tag"
+    return "budget" if budget_spent else "eos"
+
+
+def written_after_exploration(boundary_sampled: bool, boundary: T, execute_opener: Sequence[T]) -> list[T]:
+    """What is written for the model between an exploration and its execution, in any unit (tags as text,
+    token ids): the exploration boundary when the model did not write it (a budget or an EOS ended the
+    exploration), then the execution's opener. Written tokens are never counted as generated, and RL masks
+    them out of the loss.
+
+    >>> written_after_exploration(False, "</EXPLORATION>", ["<EXECUTION>"])
+    ['</EXPLORATION>', '<EXECUTION>']
+    >>> written_after_exploration(True, 7, [8])
+    [8]
+    """
+    return ([] if boundary_sampled else [boundary]) + list(execute_opener)
+
 
 # The release's evaluation config and TTS prompts append this to every question, with no separator.
 RELEASE_PROMPT_SUFFIX = "Provide the final answer in the boxed{}. Please reasoning step-by-step."
@@ -130,6 +197,21 @@ class ChainFormat:
         """The delimiter that ends the exploration (the token the advantage weighting looks for)."""
         return self.explore_close or self.execute_open
 
+    @property
+    def execute_bridge(self) -> str:
+        """The execution's opener as written after the boundary: ``execute_open``, or nothing when the
+        boundary is ``execute_open`` itself (a format with no ``explore_close``)."""
+        return self.execute_open if self.explore_close else ""
+
+    def close_exploration(self, boundary_sampled: bool = False) -> str:
+        """The text written for the model after an exploration (:func:`written_after_exploration`).
+
+        >>> E2C.close_exploration(), E2C.close_exploration(boundary_sampled=True), THINK.close_exploration()
+        ('</EXPLORATION><EXECUTION>', '<EXECUTION>', '</think>')
+        """
+        bridge = [self.execute_bridge] if self.execute_bridge else []
+        return "".join(written_after_exploration(boundary_sampled, self.explore_boundary, bridge))
+
     def replace(self, **changes: Any) -> ChainFormat:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
@@ -165,7 +247,7 @@ class ChainFormat:
         if mode == "execute":
             if plan is None:
                 raise ValueError("mode='execute' needs the plan to execute")
-            return f"{self.explore_open}{plan}{self.explore_close}{self.execute_open}"
+            return f"{self.explore_open}{plan}{self.close_exploration()}"
         raise ValueError(f"unknown mode {mode!r}; valid: full, explore, execute")
 
     def stop_strings(self, mode: Mode = "full") -> list[str]:
@@ -204,11 +286,18 @@ class ChainFormat:
     def format_response(self, exploration: str, execution: str, closed: bool = True) -> str:
         """The tagged assistant response for an (exploration, execution) pair, as used for SFT."""
         end = self.execute_close if closed else ""
-        return f"{self.explore_open}{exploration}{self.explore_close}{self.execute_open}{execution}{end}"
+        return f"{self.explore_open}{exploration}{self.close_exploration()}{execution}{end}"
 
     # ----------------------------------------------------------------------------------------- parsing
     def parse(self, response: str, prefilled: bool | None = None) -> ParsedChain:
-        """Parse a response; never raises. See :func:`parse_chain`."""
+        """Parse a response; never raises. See :func:`parse_chain`.
+
+        >>> p = E2C.parse("Add them.</EXPLORATION><EXECUTION>2 + 3 = 5</EXECUTION>")
+        >>> p.status, p.exploration, p.execution
+        ('ok', 'Add them.', '2 + 3 = 5')
+        >>> E2C.parse("Add them, then").status
+        'truncated_exploration'
+        """
         return parse_chain(response, self, prefilled)
 
     def render(self, response: str | ParsedChain) -> str:
@@ -218,256 +307,6 @@ class ChainFormat:
             return p.text.strip()
         parts = [self.explore_label, p.exploration.strip(), "", self.execute_label, p.execution.strip()]
         return "\n".join(parts).rstrip()
-
-
-@dataclass(frozen=True)
-class ParsedChain:
-    """A response split into phases. Character spans index :attr:`text`.
-
-    ``text`` is the response with the prefilled opening tag restored, so spans are comparable across
-    prefilled and non-prefilled inputs; ``offset`` is how many characters were prepended (0 or
-    ``len(explore_open)``), so ``span - offset`` indexes the original string.
-    """
-
-    text: str
-    offset: int
-    exploration: str
-    execution: str
-    explore_span: tuple[int, int] | None  # content of the exploration, tags excluded
-    execute_span: tuple[int, int] | None
-    explore_end: int | None  # end of the exploration boundary tag (inclusive span end), if closed
-    has_exploration: bool
-    has_execution: bool
-    explore_closed: bool
-    execute_closed: bool
-    repeated_tags: tuple[str, ...] = field(default_factory=tuple)
-    trailing_text: str = ""
-
-    @property
-    def well_formed(self) -> bool:
-        """Both phases present and closed, in order, each tag once, nothing after the chain."""
-        return (
-            self.has_exploration
-            and self.has_execution
-            and self.explore_closed
-            and self.execute_closed
-            and not self.repeated_tags
-            and not self.trailing_text.strip()
-            and bool(self.exploration.strip())
-            and bool(self.execution.strip())
-        )
-
-    @property
-    def status(self) -> str:
-        """One word for the first problem found: ok, no_tags, truncated_exploration, missing_explore_close,
-        missing_execution, truncated_execution, empty_phase, repeated_tags, trailing_text."""
-        if not self.has_exploration and not self.has_execution:
-            return "no_tags"
-        if not self.explore_closed:
-            return "missing_explore_close" if self.has_execution else "truncated_exploration"
-        if not self.has_execution:
-            return "missing_execution"
-        if not self.execute_closed:
-            return "truncated_execution"
-        if not self.exploration.strip() or not self.execution.strip():
-            return "empty_phase"
-        if self.repeated_tags:
-            return "repeated_tags"
-        if self.trailing_text.strip():
-            return "trailing_text"
-        return "ok"
-
-    @property
-    def answer_region(self) -> str:
-        """Where the final answer is read: the one rule every grader call follows.
-
-        - the execution, whenever the chain has one (truncated or not): an answer written only in the
-          plan is never credited, so RL cannot learn to guess in the exploration;
-        - else, when the exploration was closed, the text after its boundary (an execution whose opening
-          tag is missing);
-        - else (no execution at all: untagged text, or a plan cut before it closed) the whole text, so
-          models that ignore the format are still graded on what they wrote.
-        """
-        if self.has_execution:
-            return self.execution
-        if self.explore_end is not None:
-            return self.text[self.explore_end :]
-        return self.text
-
-
-def _find(text: str, tag: str, start: int = 0) -> int:
-    return text.find(tag, start) if tag else -1
-
-
-def parse_chain(response: str, fmt: ChainFormat | None = None, prefilled: bool | None = None) -> ParsedChain:
-    """Split a response into exploration and execution.
-
-    Args:
-        response: the model output. Either the continuation after a prefilled opening tag, or a text that
-            itself starts with the opening tag.
-        fmt: the chain format (default :data:`E2C`).
-        prefilled: whether the opening tag was prefilled. ``None`` (default) infers it: the tag is assumed
-            prefilled when the format prefills and the text does not start with it.
-
-    Rules: the exploration runs from the opening tag to the first exploration boundary (its closing tag,
-    or the execution's opening tag when the closing tag is empty or missing). The execution starts at the
-    first ``execute_open`` after that and runs to the first ``execute_close`` after it, or to the end
-    (truncated). A tag seen more than once is reported in ``repeated_tags``.
-    """
-    fmt = fmt or E2C
-    stripped = response.lstrip()
-    if prefilled is None:
-        prefilled = fmt.prefill_assistant and not stripped.startswith(fmt.explore_open)
-    offset = len(fmt.explore_open) if prefilled else 0
-    text = (fmt.explore_open + response) if prefilled else response
-
-    repeated = tuple(t for t in dict.fromkeys(fmt.tags) if text.count(t) > 1)
-
-    o = _find(text, fmt.explore_open)
-    has_expl = o >= 0
-    explore_span = None
-    explore_end = None
-    explore_closed = False
-    exploration = ""
-    search_from = 0
-    if has_expl:
-        start = o + len(fmt.explore_open)
-        c = _find(text, fmt.explore_close, start)
-        if c < 0 and fmt.execute_open:
-            # A missing (or empty) closing tag: the execution's opening tag still ends the plan.
-            eo = _find(text, fmt.execute_open, start)
-            if eo >= 0:
-                explore_closed = not fmt.explore_close
-                explore_span = (start, eo)
-                explore_end = eo + len(fmt.execute_open) if not fmt.explore_close else None
-                search_from = eo
-            else:
-                explore_span = (start, len(text))
-                search_from = len(text)
-        elif c >= 0:
-            explore_closed = True
-            explore_span = (start, c)
-            explore_end = c + len(fmt.explore_close)
-            search_from = explore_end
-        else:
-            explore_span = (start, len(text))
-            search_from = len(text)
-        exploration = text[explore_span[0] : explore_span[1]]
-
-    has_exec = False
-    execute_closed = False
-    execute_span = None
-    execution = ""
-    trailing = ""
-    if fmt.execute_open:
-        eo = _find(text, fmt.execute_open, search_from)
-        if eo >= 0:
-            has_exec = True
-            estart = eo + len(fmt.execute_open)
-    elif explore_closed:
-        has_exec = True
-        estart = search_from
-    if has_exec:
-        ec = _find(text, fmt.execute_close, estart)
-        if ec >= 0:
-            execute_closed = True
-            execute_span = (estart, ec)
-            trailing = text[ec + len(fmt.execute_close) :]
-        else:
-            # With no closing tag in the format, an execution ends with the text (EOS closes it).
-            execute_closed = not fmt.execute_close
-            execute_span = (estart, len(text))
-        execution = text[execute_span[0] : execute_span[1]]
-
-    return ParsedChain(
-        text=text,
-        offset=offset,
-        exploration=exploration,
-        execution=execution,
-        explore_span=explore_span,
-        execute_span=execute_span,
-        explore_end=explore_end,
-        has_exploration=has_expl,
-        has_execution=has_exec,
-        explore_closed=explore_closed,
-        execute_closed=execute_closed,
-        repeated_tags=repeated,
-        trailing_text=trailing,
-    )
-
-
-# --------------------------------------------------------------------------------------------- tokens
-def tag_token_ids(tokenizer: Any, fmt: ChainFormat | None = None) -> dict[str, int]:
-    """Look up the token id of every tag of a special-token format.
-
-    Raises ``ValueError`` naming the tag when a tag is not a single token of this tokenizer (use
-    :func:`e2c.models.ensure_chain_tokens` to add them).
-    """
-    fmt = fmt or E2C
-    ids: dict[str, int] = {}
-    for tag in fmt.tags:
-        enc = tokenizer.encode(tag, add_special_tokens=False)
-        if len(enc) != 1:
-            raise ValueError(
-                f"tag {tag!r} is not a single token of this tokenizer (encodes to {len(enc)} ids); "
-                "add the chain tokens with e2c.models.ensure_chain_tokens"
-            )
-        ids[tag] = int(enc[0])
-    return ids
-
-
-def exploration_token_mask(token_ids: Any, boundary_id: int, valid_mask: Any = None) -> Any:
-    """Mask of exploration tokens: every token up to and including the first ``boundary_id``.
-
-    Works on a 1-D or 2-D (batch, time) torch tensor or numpy array, without importing either. Rows with
-    no boundary token get an all-zero mask: an untagged response is *not* treated as exploration (the
-    paper's code scales the whole response in that case, which rewards dropping the tags).
-
-    Args:
-        token_ids: response token ids, shape (T,) or (B, T).
-        boundary_id: id of the token that ends the exploration (``</EXPLORATION>`` by default).
-        valid_mask: optional response mask of the same shape (padding is never exploration).
-
-    Returns:
-        A boolean array/tensor of the same shape.
-    """
-    is_b = token_ids == boundary_id
-    counts = is_b.cumsum(-1)
-    has_b = counts[..., -1:] > 0
-    # No boundary seen yet, or this token is the first boundary.
-    mask = ((counts == 0) | (is_b & (counts == 1))) & has_b
-    if valid_mask is not None:
-        mask = mask & (valid_mask != 0)
-    return mask
-
-
-def char_span_token_mask(offsets: Sequence[tuple[int, int]], span: tuple[int, int] | None) -> list[bool]:
-    """Tokens whose character range overlaps ``span`` (half-open). For formats whose tags are not single
-    tokens: take the offsets from a fast tokenizer's ``return_offsets_mapping``."""
-    if span is None:
-        return [False] * len(offsets)
-    s, e = span
-    return [a < e and b > s and b > a for a, b in offsets]
-
-
-def phase_char_spans(
-    response: str, fmt: ChainFormat | None = None, prefilled: bool | None = None
-) -> dict[str, tuple[int, int] | None]:
-    """Character spans in ``response`` itself (not the prefilled text) of each phase, tags included.
-
-    ``exploration`` runs from the start of the response to the end of the exploration boundary tag (the
-    span the advantage weighting scales); ``execution`` runs from there to the end of the execution's
-    closing tag (or the end of the text). A response with no closed exploration has no exploration span.
-    """
-    p = parse_chain(response, fmt, prefilled)
-    if p.explore_end is None:
-        return {"exploration": None, "execution": None}
-    end = p.explore_end - p.offset
-    exec_end = len(response)
-    if p.execute_closed and p.execute_span is not None:
-        fmt = fmt or E2C
-        exec_end = p.execute_span[1] + len(fmt.execute_close) - p.offset
-    return {"exploration": (0, max(end, 0)), "execution": (max(end, 0), exec_end)}
 
 
 # --------------------------------------------------------------------------------------------- registry

@@ -1,4 +1,5 @@
-"""Helpers shared by the command-line entry points: one-line errors, a non-zero exit, and flag aliases.
+"""Helpers shared by the command-line entry points: one-line errors, a non-zero exit, flag aliases, and
+what every resumable run (eval, TTS) does on Ctrl-C or SIGTERM.
 
 Every knob has one spelling, the same in every entry point (``--model``, ``--temperature``,
 ``--explore-budget``, ``--steps``, ...). Other spellings people bring from the paper's scripts or from
@@ -9,7 +10,13 @@ flag when it is defined, so ``--help`` shows them and no entry point lists them 
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import shlex
+import signal
 import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import NoReturn
 
 
@@ -91,3 +98,66 @@ def quiet_transformers() -> None:
         return
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+
+
+# ------------------------------------------------------------------------- runs shared by eval and TTS
+DTYPES = ("auto", "float32", "bfloat16", "float16")  # --dtype choices of the generation entry points
+
+
+def slug(text: str) -> str:
+    """``text`` as one folder name: runs of other characters become ``_``.
+
+    >>> slug("TingheOliver/Explore-Execute-Chain-Qwen")
+    'TingheOliver_Explore-Execute-Chain-Qwen'
+    """
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
+
+
+def default_subfolder(model: str, subfolder: str | None) -> str | None:
+    """The paper's default (8B) applies to the released checkpoint only; a local folder or another id
+    is used as given."""
+    from e2c.models import RELEASED_REPO  # not at import: every entry point imports this module first
+
+    if subfolder is None:
+        return "8B" if model == RELEASED_REPO else None
+    return subfolder or None
+
+
+class Interrupted(KeyboardInterrupt):
+    """A SIGTERM, raised as an interrupt so that both stop a run the same way."""
+
+
+def interrupt_on_sigterm() -> None:
+    """Turn SIGTERM into :class:`Interrupted` (the default action kills the process without a word)."""
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted
+
+    signal.signal(signal.SIGTERM, handler)
+
+
+def resume_command(entry: Sequence[str], argv: Sequence[str]) -> str:
+    """The shell command that reruns this one from this working directory (runs resume by rerunning)."""
+    return f"cd {shlex.quote(os.getcwd())} && {shlex.join([sys.executable, *entry, *argv])}"
+
+
+def exit_interrupted(exc: KeyboardInterrupt, saved: str, command: str) -> NoReturn:
+    """One line (what was saved, the command that resumes) and exit 130 (Ctrl-C) or 143 (SIGTERM)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C must not cut this short into a traceback
+    name, code = ("SIGTERM", 143) if isinstance(exc, Interrupted) else ("Ctrl-C", 130)
+    print(f"interrupted ({name}): {saved}; resume with: {command}", file=sys.stderr, flush=True)
+    raise SystemExit(code)
+
+
+def count_lines(path: Path) -> int:
+    """Complete lines of a results file (a line cut by the interrupt is dropped on resume)."""
+    try:
+        return path.read_bytes().count(b"\n")
+    except OSError:
+        return 0
+
+
+def plural(n: int, word: str) -> str:
+    """``3 results``, ``1 result``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"

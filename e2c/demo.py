@@ -28,10 +28,11 @@ RULE = "=" * 70
 def add_generation_flags(
     p: argparse.ArgumentParser, max_tokens: int = 384, explore_budget: int = 128
 ) -> None:
-    """The paper's demo flags (``--model_path --subfolder --max_tokens --temperature``) plus ours."""
+    """The demo flags: the paper's (``--model --subfolder --max-tokens --temperature``; its underscore
+    spellings such as ``--model_path`` are accepted, :data:`e2c.cli.FLAG_ALIASES`) plus ours."""
     a = p.add_argument
     a(
-        "--model_path",
+        "--model",
         default="embedded",
         help="model: embedded, tiny, a folder or an HF id (default: embedded)",
     )
@@ -42,15 +43,15 @@ def add_generation_flags(
         choices=[*BACKENDS, "transformers"],
         help="generation backend (default: auto)",
     )
-    a("--max_tokens", type=int, default=max_tokens, help=f"new tokens, both phases (default: {max_tokens})")
+    a("--max-tokens", type=int, default=max_tokens, help=f"new tokens, both phases (default: {max_tokens})")
     a(
-        "--explore_budget",
+        "--explore-budget",
         type=int,
         default=explore_budget,
         help=f"tokens for the exploration; 0 = one call for the whole chain (default: {explore_budget})",
     )
     a("--temperature", type=float, default=0.7, help="sampling temperature; 0 = greedy (default: 0.7)")
-    a("--top_p", type=float, default=0.95, help="nucleus sampling mass (default: 0.95)")
+    a("--top-p", type=float, default=0.95, help="nucleus sampling mass (default: 0.95)")
     a("--seed", type=int, default=0, help="random seed (default: 0)")
     a(
         "--opener",
@@ -58,30 +59,30 @@ def add_generation_flags(
         help="text that starts the exploration for the model; '' for none (default: the release's usual opening)",
     )
     a("--format", default="e2c", choices=list(FORMATS), help="chain format (default: e2c)")
-    a("--trust_remote_code", action="store_true", help="allow the model repo's own Python code to run")
+    a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
 
 
 def check_flags(args: argparse.Namespace) -> None:
     """The generation flags' ranges, before the model is loaded."""
     if args.explore_budget < 0 or args.max_tokens <= args.explore_budget:
         raise UserError(
-            f"--max_tokens ({args.max_tokens}) must exceed --explore_budget ({args.explore_budget}) >= 0"
+            f"--max-tokens ({args.max_tokens}) must exceed --explore-budget ({args.explore_budget}) >= 0"
         )
     if not 0 <= args.temperature < float("inf"):  # NaN fails this too
         raise UserError(f"--temperature must be a number >= 0, got {args.temperature}")
     if not 0 < args.top_p <= 1:
-        raise UserError(f"--top_p must be in (0, 1], got {args.top_p}")
+        raise UserError(f"--top-p must be in (0, 1], got {args.top_p}")
 
 
 def check_prompt(gen: Any, args: argparse.Namespace, problem: str) -> None:
-    """Refuse a problem that with --max_tokens does not fit in the model's context (one line), before a
+    """Refuse a problem that with --max-tokens does not fit in the model's context (one line), before a
     generation that would crawl through positions the model never saw."""
     context = context_length(gen)
     if context is None:
         return
     prompt = get_format(args.format).render_prompt(gen.tokenizer, problem) + args.opener
     n = len(gen.tokenizer.encode(prompt, add_special_tokens=False))
-    check_fits(n, args.max_tokens, context, "the problem with its prompt", "--max_tokens")
+    check_fits(n, args.max_tokens, context, "the problem with its prompt", "--max-tokens")
 
 
 def load(args: argparse.Namespace) -> Any:
@@ -95,7 +96,7 @@ def load(args: argparse.Namespace) -> Any:
     try:
         gen, res = make_generator(
             args.backend,
-            args.model_path,
+            args.model,
             args.subfolder,
             fmt=get_format(args.format),
             trust_remote_code=args.trust_remote_code,

@@ -26,16 +26,53 @@ ENTRY = {
     "inference": [sys.executable, "example_inference.py"],
     "interactive": [sys.executable, "example_interactive.py"],
 }
-EVAL = ["--model", "tiny", "--dataset", "gsm8k", "--data-dir", str(BENCH_DIR), "--limit", "2", "--sample", "1",
-        "--backend", "hf", "--quiet"]  # fmt: skip
-TTS = ["--model", "tiny", "--backend", "hf", "--dataset", "gsm8k", "--data-dir", str(BENCH_DIR), "--limit", "1",
-       "--methods", "greedy_cot", "--budgets", "1", "--set", "cot_tokens=8"]  # fmt: skip
-DEMO = ["--model_path", "tiny", "--backend", "hf", "--max_tokens", "16", "--explore_budget", "8"]
+EVAL = [
+    "--model",
+    "tiny",
+    "--dataset",
+    "gsm8k",
+    "--data-dir",
+    str(BENCH_DIR),
+    "--limit",
+    "2",
+    "--sample",
+    "1",
+    "--backend",
+    "hf",
+    "--quiet",
+]
+TTS = [
+    "--model",
+    "tiny",
+    "--backend",
+    "hf",
+    "--dataset",
+    "gsm8k",
+    "--data-dir",
+    str(BENCH_DIR),
+    "--limit",
+    "1",
+    "--methods",
+    "greedy_cot",
+    "--budgets",
+    "1",
+    "--set",
+    "cot_tokens=8",
+]
+DEMO = ["--model", "tiny", "--backend", "hf", "--max-tokens", "16", "--explore-budget", "8"]
 
 
 def run(entry: str, args: list[str], timeout: int = 120, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([*ENTRY[entry], *args], cwd=ROOT, env=ENV, capture_output=True, text=True,
-                          timeout=timeout, check=False, **kw)  # fmt: skip
+    return subprocess.run(
+        [*ENTRY[entry], *args],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        **kw,
+    )
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -79,26 +116,38 @@ CASES = [
     ("eval", ["--save-path", "{file}/run"], "file.txt is a file, not a folder"),
     ("eval", ["--save-path", "/sys/e2c-readonly/run"], "cannot write in /sys"),
     ("eval", [], "--max-tokens (gsm8k's default) is 8192: together more than the model's context of 4096"),
-    ("eval", ["--max-tokens", "20", "--explore-budget", "20"], "--explore-budget 20 leaves nothing of --max-tokens 20"),
+    (
+        "eval",
+        ["--max-tokens", "20", "--explore-budget", "20"],
+        "--explore-budget 20 leaves nothing of --max-tokens 20",
+    ),
     ("eval", ["--explore-budget", "9000"], "--explore-budget 9000 leaves nothing of gsm8k's budget of 8192"),
     ("eval", ["--batch-size", "0"], "--batch-size must be >= 1, got 0"),
     ("eval", ["--chunk-size", "0"], "--chunk-size must be >= 1, got 0"),
-    ("eval", ["--temp", "nan"], "--temp must be a number >= 0, got nan"),
+    ("eval", ["--temp", "nan"], "--temperature must be a number >= 0, got nan"),
     ("eval", ["--gpus", "0"], "--gpus '0'"),
     ("eval", ["--max-model-len", "0"], "--max-model-len must be >= 1"),
-    ("eval", ["--backend", "vllm", "--max-model-len", "99999"], "--max-model-len 99999 is more than the model's context of 4096"),
+    (
+        "eval",
+        ["--backend", "vllm", "--max-model-len", "99999"],
+        "--max-model-len 99999 is more than the model's context of 4096",
+    ),
     ("eval", ["--dtype", "float13"], "invalid choice: 'float13'"),
     ("eval", ["--data-dir", "{tmp}/nowhere"], "nowhere: no such folder"),
     ("eval", ["--limit", "-1"], "--limit must be >= 1, got -1"),
     ("eval.sh", ["--k", "4", "--sample", "2"], "--k 4: each k must be from 1 to --sample 2"),
     # tts: #15 cases 1 and 8, then more
     ("tts", ["--limit", "-1"], "--limit -1: give the number of problems, or 0 for all"),
-    ("tts", ["--set", "explore_tokens=abc"], "TTS setting explore_tokens='abc': expected an integer >= 1"),
+    ("tts", ["--set", "explore_tokens=abc"], "TTS setting explore_budget='abc': expected an integer >= 1"),
     ("tts", ["--set", "temperature=-1"], "TTS setting temperature=-1: expected a number >= 0"),
     ("tts", ["--set", "top_p=0"], "TTS setting top_p=0: expected a number above 0 and at most 1"),
     ("tts", ["--set", "seed=1.5"], "TTS setting seed=1.5: expected an integer >= 0"),
     ("tts", ["--set", "clusters=0"], "TTS setting clusters=0: expected an integer >= 1"),
-    ("tts", ["--set", "cot_tokens=5000"], "cot_tokens (--set) is 5000: together more than the model's context of 4096"),
+    (
+        "tts",
+        ["--set", "cot_tokens=5000"],
+        "cot_tokens (--set) is 5000: together more than the model's context of 4096",
+    ),
     ("tts", ["--workers", "0"], "--workers must be at least 1, got 0"),
     ("tts", ["--dtype", "fp8"], "--dtype 'fp8'; valid: auto, float32, bfloat16, float16"),
     ("tts", ["--backend", "tensorrt"], "unknown backend 'tensorrt'"),
@@ -106,13 +155,13 @@ CASES = [
     ("tts", ["--output-dir", "{file}"], "file.txt is a file, not a folder"),
     ("tts", ["--model", "{noweights}"], "noweights has a config.json but no weights"),
     # demos
-    ("inference", ["--top_p", "2"], "--top_p must be in (0, 1], got 2.0"),
+    ("inference", ["--top_p", "2"], "--top-p must be in (0, 1], got 2.0"),
     ("inference", ["--temperature", "-1"], "--temperature must be a number >= 0, got -1.0"),
-    ("inference", ["--max_tokens", "8"], "--max_tokens (8) must exceed --explore_budget (8)"),
+    ("inference", ["--max_tokens", "8"], "--max-tokens (8) must exceed --explore-budget (8)"),
     ("inference", ["--problem", " "], "--problem is empty"),
     ("inference", ["--model_path", "{badcfg}"], "badcfg: cannot read config.json"),
     ("interactive", ["--problems", "{file}"], "file.txt: not valid JSON"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
@@ -130,8 +179,13 @@ def test_bad_input_is_one_line_and_writes_nothing(
     where = fixtures(tmp_path)
     args = [a.format(**where) for a in extra]
     out = tmp_path / "out"
-    base = {"eval": [*EVAL, "--save-path", str(out)], "eval.sh": [*EVAL, "--save-path", str(out)],
-            "tts": [*TTS, "--output-dir", str(out)], "inference": DEMO, "interactive": DEMO}[entry]  # fmt: skip
+    base = {
+        "eval": [*EVAL, "--save-path", str(out)],
+        "eval.sh": [*EVAL, "--save-path", str(out)],
+        "tts": [*TTS, "--output-dir", str(out)],
+        "inference": DEMO,
+        "interactive": DEMO,
+    }[entry]
     before = snapshot(tmp_path)
     r = run(entry, [*base, *args], input="q\n")
     assert_one_error_line(r, message)
@@ -153,7 +207,7 @@ def test_interactive_line_longer_than_the_context_is_one_line_and_the_demo_goes_
     assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: the problem with its prompt is "), r.stderr[-2000:]
-    assert "--max_tokens is 16: together more than the model's context of 4096 tokens" in lines[0]
+    assert "--max-tokens is 16: together more than the model's context of 4096 tokens" in lines[0]
     assert "(260,000 characters)" in r.stdout and len(r.stdout) < 20_000  # echoed cut, not 260 KB
     assert r.stdout.rstrip().endswith("bye") and time.monotonic() - t0 < 90
 
@@ -184,8 +238,15 @@ def interrupt(
     process, its output and the lines there were when the signal was sent."""
     # As from a terminal: a suite started in the background (`bash .ci/run &`) inherits an ignored SIGINT,
     # and Python then installs no KeyboardInterrupt handler.
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=ENV,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline, seen = time.monotonic() + 120, b""
     while time.monotonic() < deadline and proc.poll() is None:
         seen = complete_lines(watch)
@@ -197,8 +258,9 @@ def interrupt(
     return proc, out, err, seen
 
 
-def check_stopped(proc: subprocess.Popen, out: str, err: str, seen: bytes, watch: Path, sig: signal.Signals,
-                  saved: str) -> str:  # fmt: skip
+def check_stopped(
+    proc: subprocess.Popen, out: str, err: str, seen: bytes, watch: Path, sig: signal.Signals, saved: str
+) -> str:
     """The interrupted run's exit: its code, one last line naming what was saved, the lines intact."""
     assert proc.returncode == {signal.SIGINT: 130, signal.SIGTERM: 143}[sig], (proc.returncode, err[-3000:])
     assert "Traceback" not in out + err
@@ -216,12 +278,32 @@ def test_interrupt_says_what_was_saved_and_the_printed_command_resumes(
     tmp_path: Path, bench_dir: Path, entry: str
 ) -> None:
     if entry == "eval":
-        args = [*EVAL, "--limit", "5", "--max-tokens", "64", "--chunk-size", "1", "--save-path",
-                str(tmp_path / "run")]  # fmt: skip
+        args = [
+            *EVAL,
+            "--limit",
+            "5",
+            "--max-tokens",
+            "64",
+            "--chunk-size",
+            "1",
+            "--save-path",
+            str(tmp_path / "run"),
+        ]
         watch, saved = tmp_path / "run" / "predictions" / "gsm8k.jsonl", "prediction"
     else:
-        args = [*TTS, "--limit", "5", "--methods", "e2c_sc", "--set", "explore_tokens=24", "--set",
-                "execute_tokens=40", "--output-dir", str(tmp_path / "out")]  # fmt: skip
+        args = [
+            *TTS,
+            "--limit",
+            "5",
+            "--methods",
+            "e2c_sc",
+            "--set",
+            "explore_tokens=24",
+            "--set",
+            "execute_tokens=40",
+            "--output-dir",
+            str(tmp_path / "out"),
+        ]
         watch, saved = tmp_path / "out" / "gsm8k" / "tiny" / "records.jsonl", "result"
     total = 5  # one line per problem: 1 sample (eval), 1 method at 1 budget (tts)
     # Ctrl-C during the first run, SIGTERM during the resumed one, then the printed command finishes it.

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from e2c.generation.base import Sampling
 from e2c.generation.batching import Call, SharedGenerator, run_calls
 from e2c.generation.scripted import ScriptedGenerator
 
@@ -19,9 +20,9 @@ def script(prompt: str, j: int) -> str:
 
 def calls_of(worker: int) -> list[Call]:
     return [
-        Call((f"worker {worker} first",), n=2, max_tokens=6),
-        Call((f"worker {worker} a", f"worker {worker} b"), n=1, max_tokens=40, stop=("</EXPLORATION>",)),
-        Call((f"worker {worker} last",), n=3, max_tokens=9, temperature=0.0),
+        Call((f"worker {worker} first",), Sampling(n=2, max_tokens=6)),
+        Call((f"worker {worker} a", f"worker {worker} b"), Sampling(max_tokens=40, stop=("</EXPLORATION>",))),
+        Call((f"worker {worker} last",), Sampling(n=3, max_tokens=9, temperature=0.0)),
     ]
 
 
@@ -38,8 +39,7 @@ def run_threads(shared: SharedGenerator, workers: int) -> dict[int, list]:
 
     def work(w: int) -> None:
         with shared.handle() as h:
-            outs = [h.generate(list(c.prompts), c.n, c.max_tokens, c.temperature, c.top_p, c.stop, c.seed)
-                    for c in calls_of(w)]  # fmt: skip
+            outs = [h.generate(list(c.prompts), c.sampling) for c in calls_of(w)]
             got[w] = [outs, h.usage.snapshot()]
 
     threads = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
@@ -96,7 +96,11 @@ def test_rounds_wait_only_for_workers_still_running() -> None:
                 h.generate(["y"])
         done.set()
 
-    ts = [threading.Thread(target=short), threading.Thread(target=long, args=(3,)), threading.Thread(target=long, args=(3,))]  # fmt: skip
+    ts = [
+        threading.Thread(target=short),
+        threading.Thread(target=long, args=(3,)),
+        threading.Thread(target=long, args=(3,)),
+    ]
     for t in ts:
         t.start()
     for t in ts:
@@ -135,15 +139,30 @@ def test_run_tts_with_workers_writes_what_it_writes_alone(tmp_path: Path) -> Non
     recs = [
         Record(id=f"q{i}", problem=f"What is {i} + 12 - {i}?", answer="12", kind="math") for i in range(5)
     ]
-    settings = TTSSettings(cot_tokens=30, explore_tokens=10, execute_tokens=20)
+    settings = TTSSettings(cot_tokens=30, explore_budget=10, execute_budget=20)
     out = {}
     for workers in (1, 4):
-        gen = ScriptedGenerator(lambda p, j: f"plan {j}</EXPLORATION><EXECUTION>\\boxed{{{12 if j % 2 else 3}}}</EXECUTION>")  # fmt: skip
+        gen = ScriptedGenerator(
+            lambda p, j: f"plan {j}</EXPLORATION><EXECUTION>\\boxed{{{12 if j % 2 else 3}}}</EXECUTION>"
+        )
         d = tmp_path / f"w{workers}"
-        rows = run_tts(gen, recs, ["self_consistency", "e2c_sc"], [2, 3], settings, d, {"t": 1},
-                       log=lambda _m: None, workers=workers)  # fmt: skip
-        recs_out = sorted((json.loads(x) for x in (d / "records.jsonl").read_text().splitlines()),
-                          key=lambda r: (r["method"], r["budget"], r["problem_id"]))  # fmt: skip
-        out[workers] = ([{k: v for k, v in r.items() if k != "seconds"} for r in recs_out],
-                        [{k: v for k, v in r.items() if k != "seconds"} for r in rows])  # fmt: skip
+        rows = run_tts(
+            gen,
+            recs,
+            ["self_consistency", "e2c_sc"],
+            [2, 3],
+            settings,
+            d,
+            {"t": 1},
+            log=lambda _m: None,
+            workers=workers,
+        )
+        recs_out = sorted(
+            (json.loads(x) for x in (d / "records.jsonl").read_text().splitlines()),
+            key=lambda r: (r["method"], r["budget"], r["problem_id"]),
+        )
+        out[workers] = (
+            [{k: v for k, v in r.items() if k != "seconds"} for r in recs_out],
+            [{k: v for k, v in r.items() if k != "seconds"} for r in rows],
+        )
     assert len(out[1][0]) == 20 and out[1] == out[4]

@@ -100,7 +100,7 @@ def test_resume_appends_only_what_is_missing(tmp_path: Path) -> None:
 def test_run_folder_guards(tmp_path: Path) -> None:
     run_eval(scripted(), {"gsm8k": MATH}, config(), tmp_path)
     with pytest.raises(
-        UserError, match=r"other settings \(temperature 1.0 -> 0.5\); use another --save-path"
+        UserError, match=r"other settings \(temperature 1.0 -> 0.5\); use another --output-dir"
     ):
         run_eval(scripted(), {"gsm8k": MATH}, config(temperature=0.5), tmp_path)
     changed = [Record("gsm8k-z", "What is 2+3?", "5", "math"), *MATH[1:]]
@@ -139,10 +139,26 @@ def cli(*args: str, timeout: int = 300, **kw) -> subprocess.CompletedProcess:
 
 def tiny_args(bench_dir: Path, save: Path, limit: int = 4) -> list[str]:
     return [
-        "--model", "tiny", "--dataset", "gsm8k", "--data-dir", str(bench_dir),
-        "--limit", str(limit), "--sample", "2", "--max-tokens", "12", "--chunk-size", "2",
-        "--save-path", str(save), "--backend", "hf", "--quiet",
-    ]  # fmt: skip
+        "--model",
+        "tiny",
+        "--dataset",
+        "gsm8k",
+        "--data-dir",
+        str(bench_dir),
+        "--limit",
+        str(limit),
+        "--sample",
+        "2",
+        "--max-tokens",
+        "12",
+        "--chunk-size",
+        "2",
+        "--save-path",
+        str(save),
+        "--backend",
+        "hf",
+        "--quiet",
+    ]
 
 
 def test_cli_end_to_end_on_tiny_model(bench_dir: Path, tmp_path: Path) -> None:

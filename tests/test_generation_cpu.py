@@ -10,7 +10,7 @@ import pytest
 from e2c.chain import E2C, PLAIN, THINK
 from e2c.cli import UserError
 from e2c.generation import generate_chains, make_generator, pick_backend
-from e2c.generation.base import derive_seed, finish, split_stops
+from e2c.generation.base import Sampling, derive_seed, finish, split_stops
 from e2c.generation.scripted import ScriptedGenerator, ScriptTokenizer
 from e2c.generation.vllm import completion_from_vllm
 
@@ -99,7 +99,12 @@ def vout(ids: list[int]) -> SimpleNamespace:
 def test_vllm_outputs_map_to_the_same_completions(stok: ScriptTokenizer) -> None:
     stops = split_stops(stok, ["</EXPLORATION>", "Answer:"], [stok.eos_token_id])
     dec = stok.decode
-    for ids in (stok.encode("plan</EXPLORATION>"), stok.encode("x Answer: y"), [*stok.encode("done"), stok.eos_token_id], stok.encode("abcabc")):  # fmt: skip
+    for ids in (
+        stok.encode("plan</EXPLORATION>"),
+        stok.encode("x Answer: y"),
+        [*stok.encode("done"), stok.eos_token_id],
+        stok.encode("abcabc"),
+    ):
         assert completion_from_vllm(vout(ids), stops, dec, 4) == finish(ids, dec, stops, 4)
     c = completion_from_vllm(vout(stok.encode("plan</EXPLORATION>")), stops, dec, 64)
     assert (c.text, c.finish_reason, c.stop_reason) == ("plan", "stop", "</EXPLORATION>")
@@ -128,7 +133,7 @@ def hf_gen(tiny_path: str):
 
 def test_hf_length_and_counts(hf_gen) -> None:
     before = hf_gen.usage.snapshot()
-    out = hf_gen.generate(["Hello there", "What is 2+3?"], n=3, max_tokens=7, temperature=0.0)
+    out = hf_gen.generate(["Hello there", "What is 2+3?"], Sampling(n=3, max_tokens=7, temperature=0.0))
     assert [len(r) for r in out] == [3, 3]
     for row in out:
         for c in row:
@@ -140,15 +145,15 @@ def test_hf_length_and_counts(hf_gen) -> None:
 
 def test_hf_batched_equals_one_at_a_time(hf_gen) -> None:
     prompts = ["Hello there", "What is 2+3? Let me think", "x", "A much longer prompt about plans and steps"]
-    batched = hf_gen.generate(prompts, n=1, max_tokens=10, temperature=0.0)
-    single = [hf_gen.generate([p], n=1, max_tokens=10, temperature=0.0)[0] for p in prompts]
+    batched = hf_gen.generate(prompts, Sampling(n=1, max_tokens=10, temperature=0.0))
+    single = [hf_gen.generate([p], Sampling(n=1, max_tokens=10, temperature=0.0))[0] for p in prompts]
     assert [r[0].token_ids for r in batched] == [r[0].token_ids for r in single]
 
 
 def test_hf_greedy_equals_transformers_generate(hf_gen) -> None:
     # Our decode loop (finished rows leave the batch) against model.generate, prompt by prompt.
     prompts = ["What is 2+3? Let me think", "x", "A much longer prompt about plans and steps"]
-    ours = hf_gen.generate(prompts, n=2, max_tokens=12, temperature=0.0)
+    ours = hf_gen.generate(prompts, Sampling(n=2, max_tokens=12, temperature=0.0))
     tok, model = hf_gen.tokenizer, hf_gen.model
     for p, row in zip(prompts, ours, strict=True):
         enc = tok(p, return_tensors="pt", add_special_tokens=False)
@@ -193,17 +198,17 @@ def test_nucleus_sampling_keeps_the_reference_set() -> None:
 def test_hf_shared_prompt_encoding_changes_nothing(hf_gen) -> None:
     # n > 1 encodes each prompt once and repeats its cache; greedy samples must equal the n = 1 output.
     prompts = ["What is 2+3? Let me think", "x", "A much longer prompt about plans and steps"]
-    many = hf_gen.generate(prompts, n=3, max_tokens=10, temperature=0.0)
+    many = hf_gen.generate(prompts, Sampling(n=3, max_tokens=10, temperature=0.0))
     for p, row in zip(prompts, many, strict=True):
-        [[one]] = hf_gen.generate([p], n=1, max_tokens=10, temperature=0.0)
+        [[one]] = hf_gen.generate([p], Sampling(n=1, max_tokens=10, temperature=0.0))
         assert [c.token_ids for c in row] == [one.token_ids] * 3
 
 
 def test_hf_stop_string_is_stripped_and_only_generated_text_matches(hf_gen) -> None:
-    [[ref]] = hf_gen.generate(["Hello there"], max_tokens=20, temperature=0.0)
+    [[ref]] = hf_gen.generate(["Hello there"], Sampling(max_tokens=20, temperature=0.0))
     assert len(ref.text) > 12
     stop = ref.text[6:12]
-    [[c]] = hf_gen.generate(["Hello there"], max_tokens=20, temperature=0.0, stop=[stop])
+    [[c]] = hf_gen.generate(["Hello there"], Sampling(max_tokens=20, temperature=0.0, stop=[stop]))
     assert c.finish_reason == "stop" and c.stop_reason == stop
     assert c.text == ref.text[: ref.text.find(stop)]
     assert c.token_ids == ref.token_ids[: c.num_tokens] and c.num_tokens < 20
@@ -211,14 +216,14 @@ def test_hf_stop_string_is_stripped_and_only_generated_text_matches(hf_gen) -> N
     # stop_strings would stop there; vLLM matches generated text only).
     across = "there" + ref.text[:2]
     assert across not in ref.text
-    [[c2]] = hf_gen.generate(["Hello there"], max_tokens=20, temperature=0.0, stop=[across])
+    [[c2]] = hf_gen.generate(["Hello there"], Sampling(max_tokens=20, temperature=0.0, stop=[across]))
     assert (c2.num_tokens, c2.finish_reason, c2.text) == (20, "length", ref.text)
 
 
 def test_hf_seeded_sampling_repeats(hf_gen) -> None:
-    a = hf_gen.generate(["Q?", "R?"], n=2, max_tokens=8, temperature=1.0, seed=3)
-    b = hf_gen.generate(["Q?", "R?"], n=2, max_tokens=8, temperature=1.0, seed=3)
-    c = hf_gen.generate(["Q?", "R?"], n=2, max_tokens=8, temperature=1.0, seed=4)
+    a = hf_gen.generate(["Q?", "R?"], Sampling(n=2, max_tokens=8, temperature=1.0, seed=3))
+    b = hf_gen.generate(["Q?", "R?"], Sampling(n=2, max_tokens=8, temperature=1.0, seed=3))
+    c = hf_gen.generate(["Q?", "R?"], Sampling(n=2, max_tokens=8, temperature=1.0, seed=4))
     ids = lambda out: [x.token_ids for row in out for x in row]  # noqa: E731
     assert ids(a) == ids(b) and ids(a) != ids(c)
 
@@ -242,12 +247,12 @@ CHAIN = "Plan: add.</EXPLORATION><EXECUTION> 2 + 3 = \\boxed{5}</EXECUTION>"
 def test_scripted_records_calls_and_derives_continuations() -> None:
     gen = ScriptedGenerator.from_responses({"2+3": [CHAIN]})
     prompt = E2C.render_prompt(gen.tokenizer, "What is 2+3?")
-    [[c]] = gen.generate([prompt], max_tokens=100, stop=["</EXECUTION>"])
+    [[c]] = gen.generate([prompt], Sampling(max_tokens=100, stop=["</EXECUTION>"]))
     assert c.text == CHAIN[: -len("</EXECUTION>")] and c.stop_reason == "</EXECUTION>"
     # A prompt holding part of the chain continues it; one that diverged gets the execution.
-    [[d]] = gen.generate([prompt + "Plan: add.</EXPLORATION><EXECUTION>"], max_tokens=100)
+    [[d]] = gen.generate([prompt + "Plan: add.</EXPLORATION><EXECUTION>"], Sampling(max_tokens=100))
     assert d.text == " 2 + 3 = \\boxed{5}</EXECUTION>"
-    [[e]] = gen.generate([prompt + "Other plan</EXPLORATION><EXECUTION>"], max_tokens=100)
+    [[e]] = gen.generate([prompt + "Other plan</EXPLORATION><EXECUTION>"], Sampling(max_tokens=100))
     assert e.text == d.text
     assert gen.calls[0]["stop"] == ["</EXECUTION>"] and len(gen.calls) == 3
 
@@ -317,7 +322,7 @@ def test_budget_errors() -> None:
     with pytest.raises(ValueError, match="execute_budget must be >= 1"):
         generate_chains(gen, ["Q"], explore_budget=10, max_tokens=10)
     with pytest.raises(ValueError, match="max_tokens must be >= 1"):
-        gen.generate(["Q"], max_tokens=0)
+        gen.generate(["Q"], Sampling(max_tokens=0))
 
 
 class ForceToken:
@@ -354,9 +359,13 @@ def test_hf_stops_on_generation_config_eos(tiny_path: str) -> None:
     end = tok.convert_tokens_to_ids("<|endoftext|>")
     assert end != tok.eos_token_id
     model.generation_config.eos_token_id = [tok.eos_token_id, end]
-    free = HFGenerator(model, tok).generate(["What is 2+3?"], n=2, max_tokens=12, temperature=0.0)[0]
+    free = HFGenerator(model, tok).generate(["What is 2+3?"], Sampling(n=2, max_tokens=12, temperature=0.0))[
+        0
+    ]
     assert all(end not in c.token_ids for c in free)  # the forced token is the only way it appears
-    out = HFGenerator(ForceToken(model, end, at=3), tok).generate(["What is 2+3?"], n=2, max_tokens=12, temperature=0.0)[0]  # fmt: skip
+    out = HFGenerator(ForceToken(model, end, at=3), tok).generate(
+        ["What is 2+3?"], Sampling(n=2, max_tokens=12, temperature=0.0)
+    )[0]
     for c, ref in zip(out, free, strict=True):
         assert c.finish_reason == "stop" and c.stop_reason is None
         assert c.token_ids == [*ref.token_ids[:3], end] and c.num_tokens == 4  # kept in the ids, like vLLM

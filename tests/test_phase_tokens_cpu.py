@@ -15,7 +15,15 @@ import pytest
 
 from e2c.chain import E2C, PLAIN, THINK, ChainFormat
 from e2c.generation import generate_chains
-from e2c.generation.base import Completion, Usage, check_args, finish, split_stops, tokens_until
+from e2c.generation.base import (
+    DEFAULT_SAMPLING,
+    Completion,
+    Sampling,
+    Usage,
+    finish,
+    split_stops,
+    tokens_until,
+)
 from e2c.generation.scripted import ScriptedGenerator
 
 OPENER = "I need to make a step-by-step plan."
@@ -84,13 +92,15 @@ class IdsGenerator:
     def __init__(self, tokenizer, script: Callable[[str], list[int]]) -> None:
         self.tokenizer, self.script, self.usage = tokenizer, script, Usage()
 
-    def generate(self, prompts: Sequence[str], n: int = 1, max_tokens: int = 256, temperature: float = 1.0,
-                 top_p: float = 1.0, stop: Sequence[str] | None = None, seed: int | None = None
-                 ) -> list[list[Completion]]:  # fmt: skip
-        check_args(n, max_tokens, temperature, top_p)
+    def generate(
+        self, prompts: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING
+    ) -> list[list[Completion]]:
         tok = self.tokenizer
-        stops = split_stops(tok, stop, [tok.eos_token_id])
-        out = [[finish(self.script(p), tok.decode, stops, max_tokens) for _ in range(n)] for p in prompts]
+        stops = split_stops(tok, sampling.stop, [tok.eos_token_id])
+        out = [
+            [finish(self.script(p), tok.decode, stops, sampling.max_tokens) for _ in range(sampling.n)]
+            for p in prompts
+        ]
         self.usage.add([len(tok.encode(p, add_special_tokens=False)) for p in prompts], out)
         return out
 
@@ -168,8 +178,16 @@ def test_tiny_model_phase_counts_add_up_to_generated_tokens(
     try:
         before = tiny_gen.usage.generated_tokens
         budgets = {"explore_budget": 6, "execute_budget": 6} if two_phase else {"max_tokens": 12}
-        chains = generate_chains(tiny_gen, ["What is 2+2?", "Name a prime."], fmt, 2, opener=OPENER,
-                                 temperature=1.0, seed=0, **budgets)  # fmt: skip
+        chains = generate_chains(
+            tiny_gen,
+            ["What is 2+2?", "Name a prime."],
+            fmt,
+            2,
+            opener=OPENER,
+            temperature=1.0,
+            seed=0,
+            **budgets,
+        )
     finally:
         del tiny_gen.generate
     flat = [c for row in chains for c in row]

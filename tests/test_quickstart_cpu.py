@@ -311,7 +311,7 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
         timeout=120,
     )
     words = found.stdout.split("\0")[:-1]
-    assert found.returncode == 0 and words[0] == "--model_path" and "RL model" in found.stderr
+    assert found.returncode == 0 and words[0] == "--model" and "RL model" in found.stderr
     assert Path(words[1]) == out / report["rl"]["model"] and (Path(words[1]) / "config.json").is_file()
     assert words[2:4] == [
         "--problem",

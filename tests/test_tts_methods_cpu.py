@@ -2,20 +2,33 @@
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from e2c.cli import UserError
 from e2c.data.registry import Record
 from e2c.generation.scripted import ASSISTANT, ScriptedGenerator
 from e2c.tts import METHODS, TTSSettings, run_method
-from e2c.tts.base import Candidate, weighted_vote
+from e2c.tts.base import Candidate, canonical_settings, weighted_vote
 from e2c.tts.methods import best_leaves, dedupe_plans, kmeans, read_reply_int
+from e2c.tts.run import check_run_config, settings_from
 
 REC = Record(id="p1", problem="What is 7 + 5?", answer="12", kind="math")
-SET = TTSSettings(explore_tokens=30, execute_tokens=30, cot_tokens=60, judge_tokens=16, refine_tokens=20,
-                  tree_step_tokens=4, tree_branching=2, tree_beam=1, seed=3)  # fmt: skip
+SET = TTSSettings(
+    explore_budget=30,
+    execute_budget=30,
+    cot_tokens=60,
+    judge_tokens=16,
+    refine_tokens=20,
+    tree_step_tokens=4,
+    tree_branching=2,
+    tree_beam=1,
+    seed=3,
+)
 EXEC = {"add": "7 + 5 = 12 so \\boxed{12}</EXECUTION>", "mul": "7 * 5 = 35 so \\boxed{35}</EXECUTION>"}
 
 
@@ -58,9 +71,19 @@ def _run(name: str, gen: ScriptedGenerator, budget: int, **kw):
 
 def test_registry_has_the_ten_methods_cpu() -> None:
     assert sorted(METHODS) == sorted(
-        ["greedy_cot", "self_consistency", "e2c_sc", "e2c_rp", "e2c_select_lm_judge", "e2c_select_semantic_cluster",
-         "e2c_react_loop", "e2c_tot", "tree_of_thoughts", "forest_of_thought"]
-    )  # fmt: skip
+        [
+            "greedy_cot",
+            "self_consistency",
+            "e2c_sc",
+            "e2c_rp",
+            "e2c_select_lm_judge",
+            "e2c_select_semantic_cluster",
+            "e2c_react_loop",
+            "e2c_tot",
+            "tree_of_thoughts",
+            "forest_of_thought",
+        ]
+    )
     for fn in METHODS.values():
         assert fn.__doc__ and len(fn.__doc__) > 40
     with pytest.raises(KeyError, match="valid: e2c_react_loop"):
@@ -291,8 +314,20 @@ REPLIES = [
     ("Plan 2 is better than Plan 1.", 1, 3, 2, False),
     ("<think>\nThe problem asks for 2 numbers... Plan 3 is best.</think>\n3", 1, 3, 3, False),
     ("<think>\nPlan 1 looks fine, Plan 2 too.", 1, 3, None, False),  # still thinking: no reply yet
-    ("<EXPLORATION>I need to make a step-by-step plan.\n1. Compare the plans.\n2. Pick one.", 1, 3, None, False),
-    ("<EXPLORATION>Compare plans 1 and 2.</EXPLORATION><EXECUTION>Plan 2 wins: \\boxed{2}</EXECUTION>", 1, 3, 2, False),
+    (
+        "<EXPLORATION>I need to make a step-by-step plan.\n1. Compare the plans.\n2. Pick one.",
+        1,
+        3,
+        None,
+        False,
+    ),
+    (
+        "<EXPLORATION>Compare plans 1 and 2.</EXPLORATION><EXECUTION>Plan 2 wins: \\boxed{2}</EXECUTION>",
+        1,
+        3,
+        2,
+        False,
+    ),
     ("\\boxed{3}. Plan 3 beats plan 1.", 1, 3, 3, False),
     ("I choose Plan 3.", 1, 3, 3, False),
     ("Plan 7 or 2", 1, 3, 2, False),
@@ -302,7 +337,7 @@ REPLIES = [
     ("none of them", 1, 3, None, False),
     ("", 1, 3, None, False),
     (LONG_MIXED, 1, 3, 3, True),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(("reply", "lo", "hi", "value", "ambiguous"), REPLIES)
@@ -325,7 +360,7 @@ def _ctx(gen: ScriptedGenerator):
         ("<EXPLORATION>I need to make a step-by-step plan.\n1. Compare the plans.", 0, False),
         ("I cannot decide.", 0, False),
     ],
-)  # fmt: skip
+)
 def test_judge_reads_the_final_number_and_flags_unparsed_cpu(reply: str, picked: int, parsed: bool) -> None:
     from e2c.tts.methods import judge_pick
 
@@ -345,3 +380,21 @@ def test_scorer_reads_the_rating_not_the_scale_cpu() -> None:
         ["add "], score=lambda p: next(v for k, v in replies.items() if f"Partial plan:\n{k}" in p)
     )
     assert score_texts(_ctx(gen), ["a", "b", "c"], "plan", "t") == [8.0, 5.0, 9.0]
+
+
+def test_old_budget_setting_names_are_aliases_cpu(tmp_path: Path) -> None:
+
+    old = settings_from({"explore_tokens": 7, "execute_tokens": 9})
+    assert (old.explore_budget, old.execute_budget) == (7, 9) and old == settings_from(
+        {"explore_budget": 7, "execute_budget": 9}
+    )
+    with pytest.raises(UserError, match="explore_budget is given twice"):
+        settings_from({"explore_budget": 7, "explore_tokens": 8})
+    assert canonical_settings({"seed": 1, "execute_tokens": 2}) == {"seed": 1, "execute_budget": 2}
+    # A run folder recorded under the old names resumes under the new ones.
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model": "m", "settings": {"explore_tokens": 7, "seed": 0}}))
+    (tmp_path / "records.jsonl").write_text('{"method": "e2c_sc", "budget": 1, "problem_id": "a"}\n')
+    check_run_config(path, {"model": "m", "settings": {"explore_budget": 7, "seed": 0}})
+    with pytest.raises(UserError, match="other settings"):
+        check_run_config(path, {"model": "m", "settings": {"explore_budget": 8, "seed": 0}})

@@ -26,9 +26,19 @@ pytestmark = pytest.mark.skipif(
 def probe(model: str, out: Path, dtype: str = "float32") -> dict:
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1"}
     r = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "fixtures" / "vllm_probe.py"), model, str(out), "--dtype", dtype],
-        capture_output=True, text=True, env=env, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "tests" / "fixtures" / "vllm_probe.py"),
+            model,
+            str(out),
+            "--dtype",
+            dtype,
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(out.read_text())
 

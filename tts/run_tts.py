@@ -4,10 +4,15 @@
                           [--backend ...] [--config tts/config/tts.yaml] [--set key=value ...]
 
 Defaults come from ``tts/config/tts.yaml``; flags override them, ``--set`` overrides method settings
-(``--set explore_tokens=256``). Results (records.jsonl, results.json, results.csv, accuracy_vs_tokens.png)
-go to ``<output_dir>/<dataset>/<model>/``; a rerun with the same settings resumes per (method, budget,
+(``--set explore_budget=256``; the old names ``explore_tokens`` and ``execute_tokens`` are accepted).
+Results (records.jsonl, results.json, results.csv, accuracy_vs_tokens.png) go to
+``<output_dir>/<dataset>/<model>/``; a rerun with the same settings resumes per (method, budget,
 problem); Ctrl-C or SIGTERM stops a run with one line naming what was saved and the command that resumes
 it (exit 130 / 143). The last line printed is one JSON object with the results' paths and the summary.
+
+Run it from the project folder with the package installed (``pip install -e .``), or as ``python -m
+tts.run_tts`` from the checkout; relative paths of the config (its ``output_dir``) are the project's
+(:func:`e2c.paths.project_root`).
 """
 
 from __future__ import annotations
@@ -16,15 +21,28 @@ import json
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers  # noqa: E402
+from e2c.cli import (
+    DTYPES,
+    ArgumentParser,
+    UserError,
+    count_lines,
+    default_subfolder,
+    exit_interrupted,
+    fail,
+    interrupt_on_sigterm,
+    plural,
+    quiet_transformers,
+    resume_command,
+    slug,
+)
+from e2c.paths import project_root
 
 
 def parse_args(argv: list[str] | None = None):
     p = ArgumentParser(prog="tts/run_tts.py", description=__doc__.splitlines()[0])
-    p.add_argument("--config", default=str(ROOT / "tts" / "config" / "tts.yaml"), help="defaults (YAML)")
+    p.add_argument(
+        "--config", default=None, help="defaults (YAML) (default: tts/config/tts.yaml of the project)"
+    )
     p.add_argument("--methods", nargs="+", default=None, help="methods to run (default: the config's ten)")
     p.add_argument("--budgets", nargs="+", type=int, default=None, help="K/N values (default: 4 8 16 32)")
     p.add_argument(
@@ -51,8 +69,14 @@ def parse_args(argv: list[str] | None = None):
         default=None,
         help="problems run at once, their generation calls batched together (default: 16 on vllm, 1 on hf)",
     )
-    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a method setting, e.g. explore_tokens=256 (repeatable)")  # fmt: skip
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a method setting, e.g. explore_budget=256 (repeatable)",
+    )
     return p.parse_args(argv)
 
 
@@ -60,10 +84,10 @@ def load_config(args) -> dict:
     """The config file with the flags on top; every value checked before anything is loaded or written."""
     import yaml
 
-    from e2c.eval.run import DTYPES
+    from e2c.tts.base import SETTING_ALIASES, canonical_settings
     from e2c.tts.run import check_budgets, check_methods_list
 
-    path = Path(args.config)
+    path = Path(args.config) if args.config else project_root() / "tts" / "config" / "tts.yaml"
     if not path.is_file():
         raise UserError(f"no TTS config at {path}")
     try:
@@ -103,12 +127,16 @@ def load_config(args) -> dict:
     settings = cfg.get("settings") or {}
     if not isinstance(settings, dict):
         raise UserError(f"--config {path}: 'settings' must be a mapping, got {type(settings).__name__}")
-    settings = dict(settings)
+    try:
+        settings = canonical_settings(settings)
+    except ValueError as e:
+        raise UserError(f"--config {path}: {e}") from None
     for item in args.sets:
         if "=" not in item:
             raise UserError(f"--set {item!r}: expected KEY=VALUE")
         k, v = item.split("=", 1)
-        settings[k.strip()] = set_value(k.strip(), v)
+        key = SETTING_ALIASES.get(k.strip(), k.strip())  # an old name sets the same knob as its new one
+        settings[key] = set_value(key, v)
     cfg["settings"] = settings
     return cfg
 
@@ -131,20 +159,17 @@ def set_value(key: str, text: str):
 def out_root(path: str, from_flag: bool) -> Path:
     """A relative --output-dir is taken from the working directory; the config's, from the repository."""
     p = Path(path)
-    return p if p.is_absolute() or from_flag else ROOT / p
+    return p if p.is_absolute() or from_flag else project_root() / p
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     quiet_transformers()
-    from e2c.eval.run import count_lines, exit_interrupted, interrupt_on_sigterm, plural, resume_command
-
     interrupt_on_sigterm()
     out_dir: Path | None = None
     try:
         from e2c.data.registry import load_benchmark
-        from e2c.eval.run import default_subfolder, slug
         from e2c.files import check_output_dir
         from e2c.generation import make_generator, pick_backend
         from e2c.models import ModelSpecError
@@ -165,13 +190,24 @@ def main(argv: list[str] | None = None) -> int:
         )
         check_output_dir(out_dir, "--output-dir")
         try:
-            gen, _ = make_generator(backend, cfg["model"], cfg.get("subfolder") or None,
-                                    seed=settings.seed, dtype=cfg.get("dtype") or "auto")  # fmt: skip
+            gen, _ = make_generator(
+                backend,
+                cfg["model"],
+                cfg.get("subfolder") or None,
+                seed=settings.seed,
+                dtype=cfg.get("dtype") or "auto",
+            )
         except ModelSpecError as e:
             raise UserError(str(e)) from None
         embed = load_embedder(settings.embedder) if "e2c_select_semantic_cluster" in methods else None
-        run_cfg = {"dataset": cfg["dataset"], "model": cfg["model"], "subfolder": cfg.get("subfolder"),
-                   "backend": gen.name, "limit": cfg.get("limit"), "settings": settings.to_dict()}  # fmt: skip
+        run_cfg = {
+            "dataset": cfg["dataset"],
+            "model": cfg["model"],
+            "subfolder": cfg.get("subfolder"),
+            "backend": gen.name,
+            "limit": cfg.get("limit"),
+            "settings": settings.to_dict(),
+        }
         workers = args.workers if args.workers is not None else (16 if gen.name == "vllm" else 1)
         rows = run_tts(gen, records, methods, budgets, settings, out_dir, run_cfg, embed, workers=workers)
     except UserError as e:
@@ -182,8 +218,16 @@ def main(argv: list[str] | None = None) -> int:
         saved = f"{plural(n, 'result')} saved in {rec}" if n else "no results saved yet"
         exit_interrupted(e, saved, resume_command([sys.argv[0]], argv))
     print(format_table(rows))
-    print(json.dumps({"results": str(out_dir / "results.json"), "csv": str(out_dir / "results.csv"),
-                      "plot": str(out_dir / "accuracy_vs_tokens.png"), "summary": rows}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "results": str(out_dir / "results.json"),
+                "csv": str(out_dir / "results.csv"),
+                "plot": str(out_dir / "accuracy_vs_tokens.png"),
+                "summary": rows,
+            }
+        )
+    )
     return 0
 
 

@@ -15,7 +15,14 @@ from e2c.rewards.vote import answer_classes
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     """Unbiased pass@k of one problem with ``c`` correct out of ``n`` samples (Chen et al., 2021):
-    ``1 - C(n-c, k) / C(n, k)``, computed as a stable product."""
+    ``1 - C(n-c, k) / C(n, k)``, computed as a stable product.
+
+    One right answer in 4 samples: a single draw finds it a quarter of the time, two draws half the time;
+    with fewer wrong samples than draws, a right one is always among them.
+
+    >>> pass_at_k(4, 1, 1), pass_at_k(4, 1, 2), pass_at_k(4, 3, 2), pass_at_k(8, 0, 4)
+    (0.25, 0.5, 1.0, 0.0)
+    """
     if not 0 <= c <= n or not 1 <= k <= n:
         raise ValueError(f"pass@k needs 0 <= c <= n and 1 <= k <= n; got n={n}, c={c}, k={k}")
     if n - c < k:

@@ -11,7 +11,7 @@ release's evaluation prompt exactly (no prefill), and ``--medical-prompt release
 optional medical system prompt and suffix to the medical sets. Prints a table and, as its last line, the results JSON's path and
 headline numbers as one JSON object. A killed run restarted with the same arguments resumes; Ctrl-C or
 SIGTERM stops a run with one line naming what was saved and the command that resumes it (exit 130 / 143).
-Bad settings, an unwritable --save-path and a prompt that with its budget exceeds the model's context are
+Bad settings, an unwritable --output-dir and a prompt that with its budget exceeds the model's context are
 refused in one line before anything is written.
 """
 
@@ -20,27 +20,30 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import shlex
-import signal
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from e2c.chain import FORMATS
-from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers
+from e2c.cli import (
+    DTYPES,
+    ArgumentParser,
+    UserError,
+    count_lines,
+    default_subfolder,
+    exit_interrupted,
+    fail,
+    interrupt_on_sigterm,
+    plural,
+    quiet_transformers,
+    resume_command,
+    slug,
+)
 from e2c.data.registry import load_benchmarks, valid_names
 from e2c.eval.runner import MEDICAL_PROMPTS, EvalConfig, format_table, run_eval
 from e2c.files import check_output_dir
 from e2c.models import RELEASED_REPO, ModelSpecError, model_context, resolve_model
 
 VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
 
 
 def default_save_path(cfg: EvalConfig) -> Path:
@@ -61,14 +64,6 @@ def default_save_path(cfg: EvalConfig) -> Path:
     return Path("outputs") / "eval" / model / "_".join(parts)
 
 
-def default_subfolder(model: str, subfolder: str | None) -> str | None:
-    """The paper's default (8B) applies to the released checkpoint only; a local folder or another id
-    is used as given."""
-    if subfolder is None:
-        return "8B" if model == RELEASED_REPO else None
-    return subfolder or None
-
-
 def parse_gpus(value: str | None) -> int | None:
     """``--gpus``: a count (``8``) or a device list (``0,1,2,3``, which also sets CUDA_VISIBLE_DEVICES)."""
     if value is None or value == "":
@@ -82,45 +77,6 @@ def parse_gpus(value: str | None) -> int | None:
     if not value.isdigit() or int(value) < 1:
         raise UserError(f"--gpus {value!r}: give a count (8) or device ids (0,1,2,3)")
     return int(value)
-
-
-class Interrupted(KeyboardInterrupt):
-    """A SIGTERM, raised as an interrupt so that both stop a run the same way."""
-
-
-def interrupt_on_sigterm() -> None:
-    """Turn SIGTERM into :class:`Interrupted` (the default action kills the process without a word)."""
-
-    def handler(signum: int, frame: object) -> None:
-        raise Interrupted
-
-    signal.signal(signal.SIGTERM, handler)
-
-
-def resume_command(entry: Sequence[str], argv: Sequence[str]) -> str:
-    """The shell command that reruns this one from this working directory (runs resume by rerunning)."""
-    return f"cd {shlex.quote(os.getcwd())} && {shlex.join([sys.executable, *entry, *argv])}"
-
-
-def exit_interrupted(exc: KeyboardInterrupt, saved: str, command: str) -> NoReturn:
-    """One line (what was saved, the command that resumes) and exit 130 (Ctrl-C) or 143 (SIGTERM)."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C must not cut this short into a traceback
-    name, code = ("SIGTERM", 143) if isinstance(exc, Interrupted) else ("Ctrl-C", 130)
-    print(f"interrupted ({name}): {saved}; resume with: {command}", file=sys.stderr, flush=True)
-    raise SystemExit(code)
-
-
-def count_lines(path: Path) -> int:
-    """Complete lines of a results file (a line cut by the interrupt is dropped on resume)."""
-    try:
-        return path.read_bytes().count(b"\n")
-    except OSError:
-        return 0
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def saved_predictions(save: Path | None) -> str:
@@ -158,9 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="GPU count or device ids 0,1,..; vLLM tensor parallel size (default: all visible)",
     )
-    a("--temp", type=float, default=1.0, help="sampling temperature; 0 = greedy (default: 1.0)")
+    a("--temperature", type=float, default=1.0, help="sampling temperature; 0 = greedy (default: 1.0)")
     a("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
-    a("--save-path", type=Path, default=None, help="run folder (default: outputs/eval/<model>/<settings>)")
+    a("--output-dir", type=Path, default=None, help="run folder (default: outputs/eval/<model>/<settings>)")
     a(
         "--backend",
         default="auto",
@@ -288,7 +244,7 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
         subfolder=default_subfolder(args.model, args.subfolder),
         dataset=args.dataset,
         samples=args.sample,
-        temperature=args.temp,
+        temperature=args.temperature,
         top_p=args.top_p,
         max_tokens=args.max_tokens,
         explore_budget=args.explore_budget,
@@ -310,8 +266,8 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
     names = [n.strip() for n in args.dataset.split(",") if n.strip()]
     if not names:
         raise UserError(f"--dataset is empty; valid: {', '.join(valid_names())}")
-    save = args.save_path or default_save_path(cfg)
-    check_output_dir(save, "--save-path")
+    save = args.output_dir or default_save_path(cfg)
+    check_output_dir(save, "--output-dir")
     where["save"] = save
     # The model first: with no hub its one-line error (use --model embedded or tiny) is the one to see.
     res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[args.format])

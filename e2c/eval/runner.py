@@ -1,6 +1,6 @@
 """Sample, grade and score benchmarks; resumable.
 
-Layout of a run folder (``save_path``)::
+Layout of a run folder (``--output-dir``, ``save_path`` here)::
 
     config.json                 the generation settings; a restart must match them
     predictions/<dataset>.jsonl one line per (problem, sample), appended as each chunk finishes
@@ -100,7 +100,7 @@ class EvalConfig:
             if v is not None and v < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
         if not 0 <= self.temperature < float("inf"):  # NaN fails this too
-            raise UserError(f"--temp must be a number >= 0, got {self.temperature}")
+            raise UserError(f"--temperature must be a number >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise UserError(f"--top-p must be in (0, 1], got {self.top_p}")
         if self.chunk_size < 1:
@@ -166,10 +166,13 @@ def check_context(gen: Any, data: dict[str, list[Record]], cfg: EvalConfig) -> N
             continue
         fmt = dataset_format(cfg, name)
         lengths = [
-            len(gen.tokenizer.encode(fmt.render_prompt(gen.tokenizer, question_text(r)) + cfg.opener,
-                                     add_special_tokens=False))
+            len(
+                gen.tokenizer.encode(
+                    fmt.render_prompt(gen.tokenizer, question_text(r)) + cfg.opener, add_special_tokens=False
+                )
+            )
             for r in recs
-        ]  # fmt: skip
+        ]
         i = max(range(len(recs)), key=lengths.__getitem__)
         check_fits(lengths[i], budget, context, f"{name} problem {i} ({recs[i].id}) with its prompt", flag)
 
@@ -270,7 +273,7 @@ def evaluate_dataset(
         if i < len(records) and any(line.get("id") != records[i].id for line in lines.values()):
             raise UserError(
                 f"{path}: problem {i} was {next(iter(lines.values())).get('id')!r}, now {records[i].id!r}; "
-                "the data changed since this run started: use another --save-path"
+                "the data changed since this run started: use another --output-dir"
             )
     spec = get_spec(name)
     max_tokens = cfg.max_tokens or spec.max_new_tokens
@@ -325,7 +328,7 @@ def check_config(save_path: Path, cfg: EvalConfig) -> None:
         diff = [k for k in GENERATION_FIELDS if before.get(k, FIELD_DEFAULTS.get(k)) != now[k]]
         if diff:
             what = ", ".join(f"{k} {before.get(k, FIELD_DEFAULTS.get(k))!r} -> {now[k]!r}" for k in diff)
-            raise UserError(f"{save_path} holds a run with other settings ({what}); use another --save-path")
+            raise UserError(f"{save_path} holds a run with other settings ({what}); use another --output-dir")
         return
     save_path.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, now)

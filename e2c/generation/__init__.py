@@ -13,7 +13,7 @@ from typing import Any
 
 from e2c.chain import E2C, ChainFormat
 from e2c.cli import UserError
-from e2c.generation.base import Completion, Generator, Usage, derive_seed
+from e2c.generation.base import Completion, Generator, Sampling, Usage, derive_seed
 from e2c.generation.chains import ChainResult, chain_prompts, generate_chains
 from e2c.models import ResolvedModel, load_model_and_tokenizer, resolve_model
 
@@ -25,6 +25,7 @@ __all__ = [
     "ChainResult",
     "Completion",
     "Generator",
+    "Sampling",
     "Usage",
     "chain_prompts",
     "derive_seed",

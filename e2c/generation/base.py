@@ -1,8 +1,8 @@
 """The one generator interface every caller (eval, TTS, demos) counts tokens through.
 
-A generator turns rendered prompt strings into completions::
+A generator turns rendered prompt strings into completions, sampled as one :class:`Sampling` says::
 
-    gen.generate(prompts, n=4, max_tokens=512, temperature=1.0, top_p=1.0, stop=["</EXPLORATION>"], seed=0)
+    gen.generate(prompts, Sampling(n=4, max_tokens=512, stop=("</EXPLORATION>",), seed=0))
     -> [[Completion, ...n], ...per prompt]
 
 Completion semantics follow vLLM's, so every backend reads the same:
@@ -21,12 +21,57 @@ Each generator keeps a :class:`Usage` tally (calls, sequences, prompt and genera
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from e2c.cli import UserError
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """The sampling settings of one ``generate`` call, checked when made (one line naming the bad one).
+
+    ``n`` completions per prompt, each of at most ``max_tokens`` new tokens; ``temperature`` 0 is greedy;
+    ``top_p`` is the nucleus mass; ``stop`` strings end a completion (EOS always does); ``seed`` makes the
+    call repeatable on one machine and backend (None: unseeded).
+
+    >>> Sampling(n=4, stop=["</EXPLORATION>"]).replace(temperature=0.0)
+    Sampling(n=4, max_tokens=256, temperature=0.0, top_p=1.0, stop=('</EXPLORATION>',), seed=None)
+    >>> Sampling(top_p=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: top_p must be in (0, 1], got 0
+    """
+
+    n: int = 1
+    max_tokens: int = 256
+    temperature: float = 1.0
+    top_p: float = 1.0
+    stop: Sequence[str] = ()
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        # Any sequence (a list from a chain format) is kept as a tuple: the settings stay hashable and frozen.
+        object.__setattr__(self, "stop", tuple(self.stop or ()))
+        if self.n < 1:
+            raise ValueError(f"n must be >= 1, got {self.n}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if self.temperature < 0 or math.isnan(self.temperature):
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+
+    def replace(self, **changes: Any) -> Sampling:
+        """A copy with some settings changed (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+
+DEFAULT_SAMPLING = Sampling()  # one call's default: 1 sample of <= 256 tokens at temperature 1, unseeded
 
 
 @dataclass(frozen=True)
@@ -80,16 +125,9 @@ class Generator(Protocol):
     usage: Usage
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        n: int = 1,
-        max_tokens: int = 256,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
+        self, prompts: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING
     ) -> list[list[Completion]]:
-        """Per prompt, ``n`` completions (see the module docstring for their semantics)."""
+        """Per prompt, ``sampling.n`` completions (see the module docstring for their semantics)."""
         ...
 
 
@@ -242,15 +280,3 @@ def check_fits(prompt_tokens: int, budget: int, context: int | None, what: str, 
         f"{what} is {prompt_tokens} tokens and {budget_name} is {budget}: together more than the model's "
         f"context of {context} tokens; {' or '.join(fixes) or f'shorten it and lower {budget_name}'}"
     )
-
-
-def check_args(n: int, max_tokens: int, temperature: float, top_p: float) -> None:
-    """Reject impossible sampling settings with one line."""
-    if n < 1:
-        raise ValueError(f"n must be >= 1, got {n}")
-    if max_tokens < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {max_tokens}")
-    if temperature < 0:
-        raise ValueError(f"temperature must be >= 0, got {temperature}")
-    if not 0 < top_p <= 1:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p}")

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from e2c.generation.base import Completion, Usage
+from e2c.generation.base import DEFAULT_SAMPLING, Completion, Sampling, Usage
 
 
 @dataclass(frozen=True)
@@ -27,28 +27,12 @@ class Call:
     """The arguments of one ``Generator.generate`` call."""
 
     prompts: tuple[str, ...]
-    n: int = 1
-    max_tokens: int = 256
-    temperature: float = 1.0
-    top_p: float = 1.0
-    stop: tuple[str, ...] | None = None
-    seed: int | None = None
+    sampling: Sampling = DEFAULT_SAMPLING
 
     @classmethod
-    def of(
-        cls,
-        prompts: Sequence[str],
-        n: int = 1,
-        max_tokens: int = 256,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-    ) -> Call:
-        """The call of ``generate(prompts, n, max_tokens, temperature, top_p, stop, seed)``."""
-        return cls(
-            tuple(prompts), n, max_tokens, temperature, top_p, None if stop is None else tuple(stop), seed
-        )
+    def of(cls, prompts: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING) -> Call:
+        """The call of ``generate(prompts, sampling)``."""
+        return cls(tuple(prompts), sampling)
 
 
 CallResult = tuple[list[list[Completion]], int]  # completions, prompt tokens billed (once per sequence)
@@ -61,7 +45,7 @@ def run_calls(gen: Any, calls: Sequence[Call]) -> list[CallResult]:
     out = []
     for c in calls:
         before = gen.usage.prompt_tokens
-        outs = gen.generate(list(c.prompts), c.n, c.max_tokens, c.temperature, c.top_p, c.stop, c.seed)
+        outs = gen.generate(list(c.prompts), c.sampling)
         out.append((outs, gen.usage.prompt_tokens - before))
     return out
 
@@ -138,18 +122,9 @@ class SharedHandle:
         self._left = False
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        n: int = 1,
-        max_tokens: int = 256,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
+        self, prompts: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING
     ) -> list[list[Completion]]:
-        outs, prompt_tokens = self.shared.submit(
-            Call.of(prompts, n, max_tokens, temperature, top_p, stop, seed)
-        )
+        outs, prompt_tokens = self.shared.submit(Call.of(prompts, sampling))
         self.usage.add([0] * len(outs), outs)
         self.usage.prompt_tokens += prompt_tokens
         return outs

@@ -3,7 +3,10 @@
 Two-phase mode is the Elastic Reasoning recipe applied to E2C: every prompt x sample explores for up to
 ``explore_budget`` tokens, stopping at the exploration boundary tag; when the budget (or an early EOS)
 ends the exploration instead, the boundary is written for the model (``forced_close``) and the execution
-opened; then every chain executes, in one batched call, for up to ``execute_budget`` tokens. Full mode is
+opened; then every chain executes, in one batched call, for up to ``execute_budget`` tokens. How an
+exploration ended and what is written after it follow the chain format's one rule
+(:func:`e2c.chain.exploration_stop`, :meth:`e2c.chain.ChainFormat.close_exploration`), as the RL agent
+loop's elastic budgets and TTS's executions do. Full mode is
 one call of ``max_tokens`` that stops at the execution's closing tag.
 
 Token counts are generated tokens only (what the generator's usage counts); text written for the model
@@ -16,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from e2c.chain import E2C, ChainFormat
-from e2c.generation.base import Completion, Generator, derive_seed, tokens_until
+from e2c.chain import CLOSED_FOR_MODEL, E2C, ChainFormat, exploration_stop
+from e2c.generation.base import Completion, Generator, Sampling, derive_seed, tokens_until
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,7 @@ class ChainResult:
     @property
     def forced_close(self) -> bool:
         """The exploration's boundary tag was written for the model, not sampled."""
-        return self.explore_stop in ("budget", "eos")
+        return self.explore_stop in CLOSED_FOR_MODEL
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,10 +103,12 @@ def generate_chains(
     """
     base = chain_prompts(gen.tokenizer, problems, fmt)
     prompts = [b + opener for b in base]
+    sampling = Sampling(n, temperature=temperature, top_p=top_p)  # each phase sets its budget, stop and seed
     if explore_budget is None:
-        outs = gen.generate(
-            prompts, n, max_tokens, temperature, top_p, fmt.stop_strings("full"), derive_seed(seed, "full")
+        full = sampling.replace(
+            max_tokens=max_tokens, stop=fmt.stop_strings("full"), seed=derive_seed(seed, "full")
         )
+        outs = gen.generate(prompts, full)
         results = []
         for row in outs:
             chains = []
@@ -123,34 +128,24 @@ def generate_chains(
     if execute_budget < 1:
         raise ValueError(f"execute_budget must be >= 1, got {execute_budget}")
     boundary = fmt.explore_boundary
-    first = gen.generate(
-        prompts,
-        n,
-        explore_budget,
-        temperature,
-        top_p,
-        fmt.stop_strings("explore"),
-        derive_seed(seed, "explore"),
+    explore = sampling.replace(
+        max_tokens=explore_budget, stop=fmt.stop_strings("explore"), seed=derive_seed(seed, "explore")
     )
+    first = gen.generate(prompts, explore)
     heads, stops, counts, second_prompts = [], [], [], []
     for i, row in enumerate(first):
         for c in row:
-            how = "tag" if c.stop_reason == boundary else ("budget" if c.finish_reason == "length" else "eos")
-            # With an empty explore_close the boundary is execute_open itself; otherwise open the execution.
-            head = opener + c.text + boundary + (fmt.execute_open if fmt.explore_close else "")
+            how = exploration_stop(c.stop_reason == boundary, c.finish_reason == "length")
+            # The sampled boundary is the completion's stop string; a forced one is written with the opener.
+            head = opener + c.text_with_stop + fmt.close_exploration(how == "tag")
             heads.append(head)
             stops.append(how)
             counts.append(c.num_tokens)
             second_prompts.append(base[i] + head)
-    second = gen.generate(
-        second_prompts,
-        1,
-        execute_budget,
-        temperature,
-        top_p,
-        fmt.stop_strings("execute"),
-        derive_seed(seed, "execute"),
+    execute = sampling.replace(
+        n=1, max_tokens=execute_budget, stop=fmt.stop_strings("execute"), seed=derive_seed(seed, "execute")
     )
+    second = gen.generate(second_prompts, execute)
     flat = [
         ChainResult(h + o[0].text_with_stop, k, o[0].num_tokens, how, o[0].finish_reason)
         for h, how, k, o in zip(heads, stops, counts, second, strict=True)

@@ -19,11 +19,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from e2c.generation.base import (
+    DEFAULT_SAMPLING,
     Completion,
     ContextTooLong,
+    Sampling,
     StopSpec,
     Usage,
-    check_args,
     eos_ids,
     finish,
     split_stops,
@@ -94,20 +95,13 @@ class HFGenerator:
         return self.tokenizer.decode(ids, skip_special_tokens=False)
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        n: int = 1,
-        max_tokens: int = 256,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
+        self, prompts: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING
     ) -> list[list[Completion]]:
         import torch
 
-        check_args(n, max_tokens, temperature, top_p)
+        n, max_tokens = sampling.n, sampling.max_tokens
         tok = self.tokenizer
-        stops = split_stops(tok, stop, sorted(self.eos_ids))
+        stops = split_stops(tok, sampling.stop, sorted(self.eos_ids))
         encoded = [tok.encode(p, add_special_tokens=False) for p in prompts]
         longest = max((len(e) for e in encoded), default=0)
         if self.max_context is not None and longest >= self.max_context:
@@ -117,26 +111,18 @@ class HFGenerator:
         order = sorted(range(len(prompts)), key=lambda i: -len(encoded[i]))
         per_batch = max(1, self.batch_size // n)
         out: list[list[Completion]] = [[] for _ in prompts]
-        if seed is not None:
-            torch.manual_seed(seed)
+        if sampling.seed is not None:
+            torch.manual_seed(sampling.seed)
         drop = {tok.pad_token_id, *self.eos_ids}
         for start in range(0, len(order), per_batch):
             batch = order[start : start + per_batch]
-            rows = self._decode_batch([encoded[i] for i in batch], n, max_tokens, temperature, top_p, stops)
+            rows = self._decode_batch([encoded[i] for i in batch], sampling, stops)
             for r, i in enumerate(batch):
                 out[i] = [finish(rows[r * n + j], self._decode, stops, max_tokens, drop) for j in range(n)]
         self.usage.add([len(e) for e in encoded], out)
         return out
 
-    def _decode_batch(
-        self,
-        encoded: list[list[int]],
-        n: int,
-        max_tokens: int,
-        temperature: float,
-        top_p: float,
-        stops: StopSpec,
-    ) -> list[list[int]]:
+    def _decode_batch(self, encoded: list[list[int]], sampling: Sampling, stops: StopSpec) -> list[list[int]]:
         """Generated ids of every prompt x sample (row ``r * n + j``), each ending at its first stop."""
         window = max((len(s) for s in stops.strings), default=0) + 2
 
@@ -147,10 +133,10 @@ class HFGenerator:
             self.model,
             self.tokenizer.pad_token_id,
             encoded,
-            n=n,
-            max_tokens=[self._room(len(e), max_tokens) for e in encoded],
-            temperature=temperature,
-            top_p=top_p,
+            n=sampling.n,
+            max_tokens=[self._room(len(e), sampling.max_tokens) for e in encoded],
+            temperature=sampling.temperature,
+            top_p=sampling.top_p,
             stop_ids=stops.eos_ids | set(stops.token_ids),
             stop_check=stop_string_hit if stops.strings else None,
         )

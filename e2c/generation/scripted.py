@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
-from e2c.generation.base import Completion, Usage, check_args, finish, split_stops
+from e2c.generation.base import DEFAULT_SAMPLING, Completion, Sampling, Usage, finish, split_stops
 
 _TOKEN = re.compile(r"<\|?/?[A-Za-z_]+\|?>|\s+|\w+|.", re.DOTALL)
 ASSISTANT = "<|assistant|>\n"
@@ -104,35 +105,18 @@ class ScriptedGenerator:
                 written = written[len(head) :]
             if full.startswith(written):
                 return full[len(written) :]
-            marker = fmt.explore_boundary + (fmt.execute_open if fmt.explore_close else "")
+            marker = fmt.close_exploration()
             return full.split(marker, 1)[1] if marker in full else ""
 
         return cls(script)
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        n: int = 1,
-        max_tokens: int = 256,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
+        self, prompts: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING
     ) -> list[list[Completion]]:
-        check_args(n, max_tokens, temperature, top_p)
         tok = self.tokenizer
-        self.calls.append(
-            {
-                "prompts": list(prompts),
-                "n": n,
-                "max_tokens": max_tokens,
-                "temperature": temperature,
-                "top_p": top_p,
-                "stop": list(stop or ()),
-                "seed": seed,
-            }
-        )
-        stops = split_stops(tok, stop, [tok.eos_token_id])
+        n, max_tokens = sampling.n, sampling.max_tokens
+        self.calls.append({"prompts": list(prompts), **asdict(sampling), "stop": list(sampling.stop)})
+        stops = split_stops(tok, sampling.stop, [tok.eos_token_id])
         # The script's text ends the turn: an EOS follows it, as a model's would.
         out = [
             [

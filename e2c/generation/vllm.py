@@ -14,11 +14,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from e2c.generation.base import (
+    DEFAULT_SAMPLING,
     Completion,
     ContextTooLong,
+    Sampling,
     StopSpec,
     Usage,
-    check_args,
     derive_seed,
     eos_ids,
     finish,
@@ -127,16 +128,9 @@ class VLLMGenerator:
         self.usage = Usage()
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        n: int = 1,
-        max_tokens: int = 256,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
+        self, prompts: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING
     ) -> list[list[Completion]]:
-        [(result, _)] = self.generate_calls([Call.of(prompts, n, max_tokens, temperature, top_p, stop, seed)])
+        [(result, _)] = self.generate_calls([Call.of(prompts, sampling)])
         return result
 
     def generate_calls(self, calls: Sequence[Call]) -> list[tuple[list[list[Completion]], int]]:
@@ -153,8 +147,8 @@ class VLLMGenerator:
 
         requests, params, specs, encoded = [], [], [], []
         for c in calls:
-            check_args(c.n, c.max_tokens, c.temperature, c.top_p)
-            stops = split_stops(tok, c.stop, list(eos))
+            s = c.sampling
+            stops = split_stops(tok, s.stop, list(eos))
             specs.append(stops)
             # Token ids, not strings: encoded as the other backends encode them (no BOS added to a
             # chat-rendered prompt that already has one).
@@ -169,21 +163,21 @@ class VLLMGenerator:
             encoded.append(ids)
             # vLLM refuses n > 1 when greedy: the n samples would be one completion, so it is generated
             # once and repeated (counted n times, as the other backends count it).
-            greedy = c.temperature == 0
+            greedy = s.temperature == 0
             for i, p_ids in enumerate(ids):
                 requests.append({"prompt_token_ids": p_ids})
                 # One seed per prompt: its samples do not depend on what else is in the batch.
                 params.append(
                     SamplingParams(
-                        n=1 if greedy else c.n,
-                        temperature=c.temperature,
-                        top_p=c.top_p,
-                        max_tokens=c.max_tokens,
+                        n=1 if greedy else s.n,
+                        temperature=s.temperature,
+                        top_p=s.top_p,
+                        max_tokens=s.max_tokens,
                         stop=stops.strings or None,
                         stop_token_ids=sorted(stops.token_ids) or None,
                         skip_special_tokens=False,
                         include_stop_str_in_output=False,
-                        seed=derive_seed(c.seed, i),
+                        seed=derive_seed(s.seed, i),
                     )
                 )
         outs = self.llm.generate(requests, params, use_tqdm=False) if requests else []
@@ -192,11 +186,11 @@ class VLLMGenerator:
             mine = outs[k : k + len(ids)]
             k += len(ids)
             rows = [
-                [completion_from_vllm(o, stops, decode, c.max_tokens, drop) for o in ro.outputs]
+                [completion_from_vllm(o, stops, decode, c.sampling.max_tokens, drop) for o in ro.outputs]
                 for ro in mine
             ]
-            if c.temperature == 0:
-                rows = [row * c.n for row in rows]
+            if c.sampling.temperature == 0:
+                rows = [row * c.sampling.n for row in rows]
             before = self.usage.prompt_tokens
             self.usage.add([len(p) for p in ids], rows)
             results.append((rows, self.usage.prompt_tokens - before))

@@ -8,10 +8,10 @@ the untrained embedded model.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
+from e2c.cli import ArgumentParser
 from e2c.paths import project_root
 from e2c.quickstart.config import Config
 
@@ -47,7 +47,7 @@ def first_heldout(out: Path) -> tuple[str, str] | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m e2c.quickstart.trained", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="python -m e2c.quickstart.trained", description=__doc__.splitlines()[0])
     p.add_argument("--out", default=Config().out, help="quickstart output folder (default: %(default)s)")
     p.add_argument("--with-problem", action="store_true", help="also print --problem and --answer")
     args = p.parse_args(argv)
@@ -57,12 +57,14 @@ def main(argv: list[str] | None = None) -> int:
     if found is None:
         return 0
     model, stage = found
-    words = ["--model_path", str(model)]
+    words = ["--model", str(model)]
     problem = first_heldout(out) if args.with_problem else None
     if problem is not None:
         words += ["--problem", problem[0], "--answer", problem[1]]
-    print(f"[demo] using the quickstart's {stage.upper()} model {model} (--model_path embedded: the untrained one)",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"[demo] using the quickstart's {stage.upper()} model {model} (--model embedded: the untrained one)",
+        file=sys.stderr,
+    )
     sys.stdout.write("\0".join(words) + "\0")
     return 0
 

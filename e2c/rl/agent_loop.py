@@ -35,7 +35,7 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 from verl.utils.profiler import simple_timer
 
-from e2c.chain import get_format
+from e2c.chain import get_format, written_after_exploration
 from e2c.generation.base import eos_ids  # also imported from here by e2c.rl.reward
 from e2c.rl import registry
 from e2c.rl.settings import e2c_settings
@@ -64,9 +64,11 @@ def join_phases(
 ) -> tuple[list[int], list[int], list[float] | None, bool]:
     """Response ids, loss mask and log-probs of a two-phase rollout.
 
-    If the exploration does not end with ``boundary_id`` (cut by its budget or an EOS), the boundary is
-    appended for the model; ``bridge_ids`` (the execution opener) always follow the boundary. Appended tokens
-    get mask 0 and log-prob 0.0. An exploration that ended on one of ``stop_ids`` (EOS) loses that token and
+    What is written for the model after the exploration follows the chain format's one rule
+    (:func:`e2c.chain.written_after_exploration`, as inference and TTS write it): when the exploration does
+    not end with ``boundary_id`` (cut by its budget or an EOS) the boundary, then ``bridge_ids`` (the
+    execution's opener, :attr:`e2c.chain.ChainFormat.execute_bridge`). Written tokens get mask 0 and
+    log-prob 0.0. An exploration that ended on one of ``stop_ids`` (EOS) loses that token and
     its log-prob: inference (:func:`e2c.generation.chains.generate_chains`) writes the boundary after the
     exploration's text, which has no EOS, so the chain never contains one before the execution. Training on it
     would teach the policy to end its plan with EOS. Returns ``(ids, mask, logprobs, forced)``.
@@ -79,7 +81,7 @@ def join_phases(
             lps = lps[: len(ids)]
     mask = [1] * len(ids)
     forced = not ids or ids[-1] != boundary_id
-    added = ([boundary_id] if forced else []) + list(bridge_ids)
+    added = written_after_exploration(not forced, boundary_id, bridge_ids)
     ids += added
     mask += [0] * len(added)
     if lps is not None:
@@ -127,9 +129,8 @@ class E2CAgentLoop(AgentLoopBase):
                 "train from a model with the E2C tags"
             )
         self.boundary_id = boundary[0] if len(boundary) == 1 else None
-        self.bridge_ids = (
-            enc(self.fmt.execute_open, add_special_tokens=False) if self.fmt.explore_close else []
-        )
+        bridge = self.fmt.execute_bridge
+        self.bridge_ids = enc(bridge, add_special_tokens=False) if bridge else []
         # Inference stops a chain at the execution's closing tag (ChainFormat.stop_strings); so does the rollout,
         # by id when the tag is one token (the release's special tokens). Text formats run to EOS or the budget.
         close = enc(self.fmt.execute_close, add_special_tokens=False) if self.fmt.execute_close else []

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
 from e2c.data.registry import Record, question_text
-from e2c.generation.base import Completion, Generator, Usage, derive_seed
+from e2c.generation.base import DEFAULT_SAMPLING, Completion, Generator, Sampling, Usage, derive_seed
 from e2c.generation.chains import chain_prompts
 from e2c.rewards.grader import GradeResult, grade
 from e2c.rewards.vote import answer_classes, majority_class
@@ -26,8 +26,8 @@ from e2c.rewards.vote import answer_classes, majority_class
 class TTSSettings:
     """Sampling and budget settings shared by every method (defaults: the E2C paper's TTS set-up)."""
 
-    explore_tokens: int = 512  # one exploration (plan)
-    execute_tokens: int = 16384  # one execution
+    explore_budget: int = 512  # one exploration (plan)
+    execute_budget: int = 16384  # one execution
     cot_tokens: int = 16384  # one full chain in a single call (greedy_cot, self_consistency, forest leaves)
     judge_tokens: int = 256  # a judge's or a node scorer's reply
     refine_tokens: int = 512  # a refined plan
@@ -50,6 +50,27 @@ class TTSSettings:
         return asdict(self)
 
 
+# Old spellings of TTS settings (a config file or ``--set``) -> the knob's one name, the snake_case of the
+# canonical flag (``--explore-budget``) that eval and the demos use for the same budget.
+SETTING_ALIASES: dict[str, str] = {"explore_tokens": "explore_budget", "execute_tokens": "execute_budget"}
+
+
+def canonical_settings(mapping: Mapping[str, Any]) -> dict[str, Any]:
+    """``mapping`` with old setting names (:data:`SETTING_ALIASES`) renamed; ValueError when a mapping gives
+    a setting under both names.
+
+    >>> canonical_settings({"explore_tokens": 256, "seed": 1})
+    {'explore_budget': 256, 'seed': 1}
+    """
+    out: dict[str, Any] = {}
+    for key, value in mapping.items():
+        name = SETTING_ALIASES.get(key, key)
+        if name in out:
+            raise ValueError(f"TTS setting {name} is given twice (also as {key}, its old name); keep one")
+        out[name] = value
+    return out
+
+
 class Meter:
     """A :class:`Generator` that forwards to another one and counts what passes through it.
 
@@ -65,18 +86,10 @@ class Meter:
         self.by_role: Counter = Counter()
 
     def generate(
-        self,
-        prompts: Sequence[str],
-        n: int = 1,
-        max_tokens: int = 256,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        stop: Sequence[str] | None = None,
-        seed: int | None = None,
-        role: str = "other",
+        self, prompts: Sequence[str], sampling: Sampling = DEFAULT_SAMPLING, role: str = "other"
     ) -> list[list[Completion]]:
         before = self.gen.usage.prompt_tokens
-        outs = self.gen.generate(prompts, n, max_tokens, temperature, top_p, stop, seed)
+        outs = self.gen.generate(prompts, sampling)
         # The backend already tokenized the prompts and tallied them: take its count rather than encoding
         # every prompt (long ones, in tree searches) a second time.
         self.usage.add([0] * len(prompts), outs)
@@ -204,8 +217,15 @@ def weighted_vote(cands: Sequence[Candidate]) -> Candidate | None:
     return next(c for c, k in zip(cands, classes, strict=True) if k == best)
 
 
-def run_method(name: str, gen: Generator, record: Record, budget: int, settings: TTSSettings,
-               fmt: ChainFormat = E2C, embed: Callable[[list[str]], Any] | None = None) -> MethodResult:  # fmt: skip
+def run_method(
+    name: str,
+    gen: Generator,
+    record: Record,
+    budget: int,
+    settings: TTSSettings,
+    fmt: ChainFormat = E2C,
+    embed: Callable[[list[str]], Any] | None = None,
+) -> MethodResult:
     """Run one registered method on one problem at one budget, metering every token."""
     if name not in METHODS:
         raise KeyError(f"unknown TTS method {name!r}; valid: {', '.join(sorted(METHODS))}")

@@ -3,7 +3,9 @@
 Each is a function ``(ctx, budget) -> (chosen candidate or None, details)``; ``budget`` is the paper's K/N
 (samples, explorations or tree leaves, per method). Every generation goes through ``ctx.gen`` (a
 :class:`~e2c.tts.base.Meter`), so all tokens are counted; ``role`` labels each call for the breakdown.
-Executions of a plan continue the chain after ``</EXPLORATION><EXECUTION>`` and are decoded greedily
+Executions of a plan continue the chain after what the chain format writes for the model after an
+exploration (:meth:`e2c.chain.ChainFormat.close_exploration`: ``</EXPLORATION><EXECUTION>`` for E2C, the
+rule eval's two-phase chains and the RL agent loop follow) and are decoded greedily
 (``execute_temperature``), as in the paper's TTS code.
 """
 
@@ -14,6 +16,7 @@ import re
 from typing import Any, NamedTuple
 
 from e2c.chain import E2C, THINK
+from e2c.generation.base import Sampling
 from e2c.rewards.extract import last_boxed
 from e2c.tts.base import Candidate, Context, register, weighted_vote
 
@@ -23,16 +26,17 @@ from e2c.tts.base import Candidate, Context, register, weighted_vote
 def sample_full(ctx: Context, n: int, temperature: float, tag: str) -> list[Candidate]:
     """``n`` whole chains in one call each of at most ``cot_tokens`` (the plain CoT / full-chain mode)."""
     s = ctx.settings
-    outs = ctx.gen.generate([ctx.base_prompt()], n, s.cot_tokens, temperature, s.top_p,
-                            ctx.fmt.stop_strings("full"), ctx.seed(tag), role="full")[0]  # fmt: skip
+    sampling = Sampling(n, s.cot_tokens, temperature, s.top_p, ctx.fmt.stop_strings("full"), ctx.seed(tag))
+    outs = ctx.gen.generate([ctx.base_prompt()], sampling, role="full")[0]
     return [ctx.grade(s.opener + c.text_with_stop) for c in outs]
 
 
 def explore(ctx: Context, k: int, tag: str = "explore") -> list[str]:
-    """``k`` sampled explorations (plans), each cut at the exploration boundary or ``explore_tokens``."""
+    """``k`` sampled explorations (plans), each cut at the exploration boundary or ``explore_budget``."""
     s = ctx.settings
-    outs = ctx.gen.generate([ctx.base_prompt()], k, s.explore_tokens, s.temperature, s.top_p,
-                            ctx.fmt.stop_strings("explore"), ctx.seed(tag), role="explore")[0]  # fmt: skip
+    stop = ctx.fmt.stop_strings("explore")
+    sampling = Sampling(k, s.explore_budget, s.temperature, s.top_p, stop, ctx.seed(tag))
+    outs = ctx.gen.generate([ctx.base_prompt()], sampling, role="explore")[0]
     return [s.opener + c.text for c in outs]
 
 
@@ -42,8 +46,9 @@ def execute(ctx: Context, plans: list[str], tag: str = "execute") -> list[Candid
         return []
     s, fmt = ctx.settings, ctx.fmt
     prompts = [fmt.render_prompt(ctx.gen.tokenizer, ctx.question, "execute", p) for p in plans]
-    outs = ctx.gen.generate(prompts, 1, s.execute_tokens, s.execute_temperature, s.top_p,
-                            fmt.stop_strings("execute"), ctx.seed(tag), role="execute")  # fmt: skip
+    stop = fmt.stop_strings("execute")
+    sampling = Sampling(1, s.execute_budget, s.execute_temperature, s.top_p, stop, ctx.seed(tag))
+    outs = ctx.gen.generate(prompts, sampling, role="execute")
     cands = []
     for p, row in zip(plans, outs, strict=True):
         # Graded as the whole response after the prefilled opener: plan, boundary, execution.
@@ -143,11 +148,14 @@ def judge_pick(ctx: Context, plans: list[str], tag: str = "judge") -> tuple[int,
     if len(plans) == 1:
         return 0, True, False
     listing = "\n\n".join(f"Plan {i + 1}:\n{p.strip()}" for i, p in enumerate(plans))
-    msg = (f"Problem:\n{ctx.question}\n\nCandidate plans for solving it:\n\n{listing}\n\n"
-           f"Which plan is most likely to lead to a correct answer? Reply with the plan number only (1-{len(plans)}).")  # fmt: skip
+    msg = (
+        f"Problem:\n{ctx.question}\n\nCandidate plans for solving it:\n\n{listing}\n\n"
+        f"Which plan is most likely to lead to a correct answer? Reply with the plan number only (1-{len(plans)})."
+    )
     prompt = ctx.chat(msg)
     s = ctx.settings
-    out = ctx.gen.generate([prompt], 1, s.judge_tokens, 0.0, 1.0, None, ctx.seed(tag), role="judge")[0][0]
+    greedy = Sampling(max_tokens=s.judge_tokens, temperature=0.0, seed=ctx.seed(tag))
+    out = ctx.gen.generate([prompt], greedy, role="judge")[0][0]
     pick = read_reply_int(out.text, 1, len(plans))
     return (pick.value - 1, True, pick.ambiguous) if pick.value is not None else (0, False, False)
 
@@ -157,11 +165,16 @@ def score_texts(ctx: Context, partials: list[str], what: str, tag: str) -> list[
     holds no rating; read by :func:`read_reply_int`)."""
     if not partials:
         return []
-    msgs = [(f"Problem:\n{ctx.question}\n\nPartial {what}:\n{p.strip() or '(empty)'}\n\n"
-             "How likely is this to lead to a correct final answer? Reply with one number from 1 to 10.")
-            for p in partials]  # fmt: skip
+    msgs = [
+        (
+            f"Problem:\n{ctx.question}\n\nPartial {what}:\n{p.strip() or '(empty)'}\n\n"
+            "How likely is this to lead to a correct final answer? Reply with one number from 1 to 10."
+        )
+        for p in partials
+    ]
     s = ctx.settings
-    outs = ctx.gen.generate([ctx.chat(m) for m in msgs], 1, s.judge_tokens, 0.0, 1.0, None, ctx.seed(tag), role="score")  # fmt: skip
+    greedy = Sampling(max_tokens=s.judge_tokens, temperature=0.0, seed=ctx.seed(tag))
+    outs = ctx.gen.generate([ctx.chat(m) for m in msgs], greedy, role="score")
     return [float(v) if (v := read_reply_int(row[0].text, 1, 10).value) is not None else 5.0 for row in outs]
 
 
@@ -286,12 +299,14 @@ def accepted(c: Candidate) -> bool:
 def refine(ctx: Context, plan: str, cand: Candidate, round_: int) -> str:
     """A revised plan from the old plan and the tail of its execution (the feedback)."""
     tail = cand.response[-1500:]
-    msg = (f"Problem:\n{ctx.question}\n\nA plan for solving it:\n{plan.strip()}\n\n"
-           f"Carrying the plan out ended like this:\n...{tail}\n\nIt did not reach a clear final answer. "
-           "Write a revised, better plan. Reply with the plan only.")  # fmt: skip
+    msg = (
+        f"Problem:\n{ctx.question}\n\nA plan for solving it:\n{plan.strip()}\n\n"
+        f"Carrying the plan out ended like this:\n...{tail}\n\nIt did not reach a clear final answer. "
+        "Write a revised, better plan. Reply with the plan only."
+    )
     s = ctx.settings
-    out = ctx.gen.generate([ctx.chat(msg)], 1, s.refine_tokens, s.temperature, s.top_p, None,
-                           ctx.seed("refine", round_), role="refine")  # fmt: skip
+    sampling = Sampling(1, s.refine_tokens, s.temperature, s.top_p, seed=ctx.seed("refine", round_))
+    out = ctx.gen.generate([ctx.chat(msg)], sampling, role="refine")
     return out[0][0].text.strip()
 
 
@@ -336,8 +351,9 @@ def best_leaves(leaves: list[tuple[str, float, bool]], n: int) -> list[tuple[str
     return [leaves[i] for i in sorted(ranked[: max(n, 0)])]
 
 
-def _tree_search(ctx: Context, leaves_wanted: int, prompt: str, stop: list[str], max_steps: int,
-                 what: str, tag: str) -> list[tuple[str, float, bool]]:  # fmt: skip
+def _tree_search(
+    ctx: Context, leaves_wanted: int, prompt: str, stop: list[str], max_steps: int, what: str, tag: str
+) -> list[tuple[str, float, bool]]:
     """Beam search over text prefixes: expand the root into ``leaves_wanted`` and each later frontier node
     into ``tree_branching`` sampled steps of ``tree_step_tokens``; a step that stops (``stop`` or EOS) completes a leaf; open nodes are scored by
     the model (1-10) and the best ``tree_beam`` kept. Ends with ``leaves_wanted`` complete leaves or after
@@ -352,8 +368,8 @@ def _tree_search(ctx: Context, leaves_wanted: int, prompt: str, stop: list[str],
         # The root is expanded into `leaves_wanted` children (K/N sets the tree's width, as it sets the
         # sample count of the other methods); deeper nodes into `tree_branching` each.
         width = max(leaves_wanted, 1) if depth == 0 else s.tree_branching
-        outs = ctx.gen.generate([prompt + t for t, _ in frontier], width, s.tree_step_tokens,
-                                s.temperature, s.top_p, stop, ctx.seed(tag, depth), role="tree")  # fmt: skip
+        step = Sampling(width, s.tree_step_tokens, s.temperature, s.top_p, stop, ctx.seed(tag, depth))
+        outs = ctx.gen.generate([prompt + t for t, _ in frontier], step, role="tree")
         grown = [(text + c.text, c) for (text, _), row in zip(frontier, outs, strict=True) for c in row]
         scores = score_texts(ctx, [t for t, _ in grown], what, f"{tag}-{depth}")
         children: list[tuple[str, float]] = []
@@ -375,7 +391,7 @@ def e2c_tot(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]
     by the model, best ``tree_beam`` kept) until K explorations are complete; the best-scored complete
     exploration (else the best open one) is executed."""
     s = ctx.settings
-    steps = max(1, -(-s.explore_tokens // s.tree_step_tokens))
+    steps = max(1, -(-s.explore_budget // s.tree_step_tokens))
     leaves = _tree_search(
         ctx, budget, ctx.chain_prompt(), ctx.fmt.stop_strings("explore"), steps, "plan", "etot"
     )
@@ -424,4 +440,5 @@ def forest_of_thought(ctx: Context, budget: int) -> tuple[Candidate | None, dict
         cand, _ = _tot_answer(ctx, per, f"forest{t}")
         if cand is not None:
             answers.append(Candidate(cand.response, cand.plan, cand.graded, 1.0))
-    return weighted_vote(answers) or (answers[0] if answers else None), {"trees": trees, "votes": [a.key for a in answers]}  # fmt: skip
+    chosen = weighted_vote(answers) or (answers[0] if answers else None)
+    return chosen, {"trees": trees, "votes": [a.key for a in answers]}

@@ -9,6 +9,7 @@ generated tokens on a log axis).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
@@ -28,6 +29,7 @@ from e2c.files import atomic_write_json
 from e2c.generation.base import check_fits, context_length
 from e2c.generation.batching import SharedGenerator, SharedHandle
 from e2c.tts import METHODS, TTSSettings, run_method
+from e2c.tts.base import canonical_settings
 from e2c.tts.methods import BUDGET_FREE
 
 # Methods that generate whole chains of up to ``cot_tokens`` (the others: an exploration, then an execution).
@@ -65,8 +67,8 @@ def is_int(value: Any) -> bool:
 
 # Lowest allowed value of each numeric TTS setting (top_p: above 0, at most 1); types are the defaults'.
 SETTING_MIN: dict[str, float] = {
-    "explore_tokens": 1,
-    "execute_tokens": 1,
+    "explore_budget": 1,
+    "execute_budget": 1,
     "cot_tokens": 1,
     "judge_tokens": 1,
     "refine_tokens": 1,
@@ -104,9 +106,13 @@ def check_setting(name: str, value: Any, default: Any) -> Any:
 
 
 def settings_from(mapping: dict[str, Any] | None) -> TTSSettings:
-    """TTSSettings from a config mapping; unknown keys fail with the valid ones, a value of the wrong type
-    or out of range with the setting's name and what it takes (before anything is written)."""
-    mapping = dict(mapping or {})
+    """TTSSettings from a config mapping (old names accepted, :data:`e2c.tts.base.SETTING_ALIASES`); unknown
+    keys fail with the valid ones, a value of the wrong type or out of range with the setting's name and
+    what it takes (before anything is written)."""
+    try:
+        mapping = canonical_settings(mapping or {})
+    except ValueError as e:
+        raise UserError(str(e)) from None
     defaults = {f.name: f.default for f in fields(TTSSettings) if f.default is not MISSING}
     bad = sorted(set(mapping) - set(defaults))
     if bad:
@@ -127,7 +133,7 @@ def check_context(gen: Any, records: Sequence[Record], settings: TTSSettings, me
         needs.append((settings.cot_tokens, "cot_tokens (--set)"))
     if any(m not in CHAIN_METHODS for m in methods):
         needs.append(
-            (settings.explore_tokens + settings.execute_tokens, "explore_tokens + execute_tokens (--set)")
+            (settings.explore_budget + settings.execute_budget, "explore_budget + execute_budget (--set)")
         )
     budget, flag = max(needs)
     meter = Meter(gen)
@@ -175,6 +181,10 @@ def check_run_config(path: Path, config: dict[str, Any]) -> None:
             old = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             raise UserError(f"{path} is not valid JSON; move the run folder away to start over") from None
+        if isinstance(old, dict) and isinstance(old.get("settings"), dict):
+            # A run recorded before a setting's rename (explore_tokens -> explore_budget) still resumes.
+            with contextlib.suppress(ValueError):
+                old["settings"] = canonical_settings(old["settings"])
         if old != config and read_done(path.parent / "records.jsonl"):
             raise UserError(
                 f"{path.parent} holds a run with other settings ({', '.join(config_diff(old, config))}); "
@@ -234,8 +244,13 @@ def plot(path: Path, rows: Sequence[dict[str, Any]], title: str) -> None:
         xs = [max(r["tokens_k"] * 1000, 1.0) for r in rs]
         ax.plot(xs, [100 * r["accuracy"] for r in rs], marker="o", label=method)
         for x, r in zip(xs, rs, strict=True):
-            ax.annotate(str(r["budget"]), (x, 100 * r["accuracy"]), fontsize=7, xytext=(3, 3),
-                        textcoords="offset points")  # fmt: skip
+            ax.annotate(
+                str(r["budget"]),
+                (x, 100 * r["accuracy"]),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
     ax.set_xscale("log")
     ax.set_xlabel("generated tokens per problem (log scale)")
     ax.set_ylabel("accuracy (%)")
@@ -299,8 +314,14 @@ def run_tts(
     def one(m: str, b: int, r: Record, g: Any) -> None:
         nonlocal finished
         with lock:
-            same = next((v for k, v in done.items() if m in BUDGET_FREE and k.startswith(f"{m}\t")
-                         and k.endswith(f"\t{r.id}")), None)  # fmt: skip
+            same = next(
+                (
+                    v
+                    for k, v in done.items()
+                    if m in BUDGET_FREE and k.startswith(f"{m}\t") and k.endswith(f"\t{r.id}")
+                ),
+                None,
+            )
         if same is not None:  # e.g. greedy_cot: one greedy chain whatever the budget
             res = {**same, "budget": b, "details": {**same["details"], "same_as_budget": same["budget"]}}
         else:
@@ -310,8 +331,10 @@ def run_tts(
             f.flush()
             done[record_key(m, b, str(r.id))] = res
             finished += 1
-            log(f"[tts] {finished}/{len(todo)} {m} K={b} {r.id}: {'correct' if res['correct'] else 'wrong'}, "
-                f"{res['generated_tokens']} tokens, {time.perf_counter() - t0:.0f} s")  # fmt: skip
+            log(
+                f"[tts] {finished}/{len(todo)} {m} K={b} {r.id}: {'correct' if res['correct'] else 'wrong'}, "
+                f"{res['generated_tokens']} tokens, {time.perf_counter() - t0:.0f} s"
+            )
 
     stop = threading.Event()  # set on an interrupt: workers finish their call in flight and take no more
 
