@@ -38,5 +38,5 @@ args=(--mode "${E2C_SFT_MODE:-sft}" --nnodes "${NNODES:-1}" --node-rank "${NODE_
 [ -n "${TRAIN_DATA:-}" ] && args+=(--train-data "$TRAIN_DATA")
 [ -n "${VAL_DATA:-}" ] && args+=(--val-data "$VAL_DATA")
 [ -n "${OUTPUT_DIR:-}" ] && args+=(--output-dir "$OUTPUT_DIR")
-[ -n "${TOTAL_TRAINING_STEPS:-}" ] && args+=(--total-steps "$TOTAL_TRAINING_STEPS")
+[ -n "${TOTAL_TRAINING_STEPS:-}" ] && args+=(--steps "$TOTAL_TRAINING_STEPS")
 exec "$PY" -m e2c.sft.run "${args[@]}" "$@"

@@ -8,7 +8,7 @@
 #   bash scripts/eval.sh --dataset med --no-prefill --medical-prompt release   # the release's eval prompts
 #
 # Paper defaults: temperature 1.0, 8 samples, 8,192 new tokens (math) / 1,500 (medical). Results go to
-# --save-path (default outputs/eval/<model>/<settings>/): config.json, predictions/<dataset>.jsonl,
+# --output-dir (default outputs/eval/<model>/<settings>/): config.json, predictions/<dataset>.jsonl,
 # results.json. Re-running the same command resumes a killed run.
 # Prompts: the question + the release's suffix ("Provide the final answer in the boxed{}. Please reasoning
 # step-by-step."), assistant turn prefilled with <EXPLORATION> (as the release's RL and TTS). --no-prefill

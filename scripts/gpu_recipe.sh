@@ -95,8 +95,7 @@ fi
 # 2. SFT on full Explore-Execute chains (time: unknown)
 if step sft; then
   args=(--mode sft --model "$BASE_MODEL" --output-dir "$SFT_DIR" --nnodes "$NNODES")
-  # --total-steps: the spelling e2c.sft.run accepts before and after its rename to --steps
-  [ -n "$SFT_STEPS" ] && args+=(--total-steps "$SFT_STEPS")
+  [ -n "$SFT_STEPS" ] && args+=(--steps "$SFT_STEPS")
   run "$PY" -m e2c.sft.run "${args[@]}"
 fi
 
@@ -119,9 +118,8 @@ fi
 # 5. evaluation of the stage-2 model (time: unknown)
 if step eval; then
   model="$(rl_model)"
-  # --temp / --save-path: the spellings e2c.eval.run accepts before and after its renames
-  args=(--model "$model" --dataset "$EVAL_DATASETS" --sample "$EVAL_SAMPLES" --temp "$EVAL_TEMPERATURE"
-        --seed "$SEED" --save-path "$EVAL_DIR")
+  args=(--model "$model" --dataset "$EVAL_DATASETS" --sample "$EVAL_SAMPLES" --temperature "$EVAL_TEMPERATURE"
+        --seed "$SEED" --output-dir "$EVAL_DIR")
   [ -n "$EVAL_MAX_TOKENS" ] && args+=(--max-tokens "$EVAL_MAX_TOKENS")
   run "$PY" -m e2c.eval.run "${args[@]}"
 fi
