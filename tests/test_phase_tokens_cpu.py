@@ -212,7 +212,7 @@ def test_tts_explorations_count_the_model_tokens_not_the_opener(fmt: ChainFormat
 
     plan, rest = plan_and_rest(fmt)
     gen = ScriptedGenerator.from_responses({"2+2": [OPENER + plan + rest]}, fmt=fmt)
-    s = TTSSettings(explore_tokens=40, execute_tokens=40, opener=OPENER, seed=1)
+    s = TTSSettings(explore_budget=40, execute_budget=40, opener=OPENER, seed=1)
     res = run_method(
         "e2c_sc", gen, Record(id="q", problem="What is 2+2?", answer="4", kind="math"), 2, s, fmt
     )
