@@ -103,7 +103,7 @@ def test_run_tts_tiny_all_methods_and_resume_cpu(tmp_path: Path, bench_dir: Path
     ("extra", "message"),
     [
         (["--methods", "beam_search"], "unknown TTS method(s) beam_search; valid: e2c_react_loop"),
-        (["--set", "explore_budget=3"], "unknown TTS setting(s) explore_budget; valid:"),
+        (["--set", "explore_steps=3"], "unknown TTS setting(s) explore_steps; valid:"),
         (["--set", "oops"], "expected KEY=VALUE"),
         (["--budgets", "0"], "budgets must be positive integers"),
         (["--dataset", "aime2099"], "aime2099"),
