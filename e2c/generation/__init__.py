@@ -13,6 +13,7 @@ from typing import Any
 
 from e2c.chain import E2C, ChainFormat
 from e2c.cli import UserError
+from e2c.devices import gpu_count
 from e2c.generation.base import Completion, Generator, Sampling, Usage, derive_seed
 from e2c.generation.chains import ChainResult, chain_prompts, generate_chains
 from e2c.models import ResolvedModel, load_model_and_tokenizer, resolve_model
@@ -33,16 +34,6 @@ __all__ = [
     "make_generator",
     "pick_backend",
 ]
-
-
-def cuda_devices() -> int:
-    """Visible CUDA devices (0 without torch CUDA)."""
-    try:
-        import torch
-
-        return torch.cuda.device_count() if torch.cuda.is_available() else 0
-    except Exception:  # pragma: no cover - a broken CUDA install reads as none
-        return 0
 
 
 def pick_backend(name: str) -> str:
@@ -82,8 +73,8 @@ def make_generator(
         from e2c.generation.vllm import VLLMGenerator
 
         res = resolve_model(model, subfolder, fmt=fmt)
-        on_cpu = not cuda_devices()
-        tp = 1 if on_cpu else gpus or cuda_devices()
+        on_cpu = not gpu_count()
+        tp = 1 if on_cpu else gpus or gpu_count()
         return (
             VLLMGenerator(
                 res.path,
@@ -99,11 +90,11 @@ def make_generator(
         )
     from e2c.generation.hf import HFGenerator
 
-    if dtype == "auto" and not cuda_devices():
+    if dtype == "auto" and not gpu_count():
         dtype = "float32"  # CPU kernels are fastest and exact in fp32; bf16 checkpoints would crawl
     mdl, tok, res = load_model_and_tokenizer(
         model, subfolder, fmt=fmt, dtype=dtype, trust_remote_code=trust_remote_code
     )
-    if cuda_devices():
+    if gpu_count():
         mdl = mdl.to("cuda")
     return HFGenerator(mdl, tok, batch_size=batch_size), res
