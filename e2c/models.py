@@ -355,7 +355,7 @@ def build_tiny_model(fmt: ChainFormat = E2C, root: Path | None = None, force: bo
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    atomic_replace_dir(out, _save(model, tok))
+    save_model(out, model, tok)
     return out
 
 
@@ -363,6 +363,11 @@ def _cached_folder(version: str, fmt: ChainFormat, root: Path | None) -> Path:
     """Cache folder of a built model; keyed by the chain tags it was built with."""
     key = hashlib.sha1(repr(fmt.tags).encode()).hexdigest()[:8]
     return (root or cache_dir() / "models") / f"{version}-{key}"
+
+
+def save_model(out: Path, model: Any, tok: Any) -> Path:
+    """Save a model and its tokenizer as an HF folder, atomically (a killed save leaves the old folder)."""
+    return atomic_replace_dir(out, _save(model, tok))
 
 
 def _save(model: Any, tok: Any, extra: dict[str, Any] | None = None) -> Callable[[Path], None]:

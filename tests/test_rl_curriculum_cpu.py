@@ -114,6 +114,7 @@ def _val_tokens(metrics: list[dict]) -> float:
     return max(m[k] for m in metrics for k in keys if k in m)
 
 
+@pytest.mark.slow  # minutes of real verl training: bash scripts/test.sh -m slow
 def test_curriculum_two_stages_tiny_cpu(tmp_path: Path) -> None:
     import pandas as pd
 

@@ -115,6 +115,7 @@ def test_grpo_stage1_then_stage2_with_weighting_cpu(grpo_runs: dict) -> None:
     assert any(m["e2c/adv_abs_before"] > 0 for m in m2), "no step had a nonzero advantage to weight"
 
 
+@pytest.mark.slow  # minutes of real verl training: bash scripts/test.sh -m slow
 def test_dapo_dynamic_sampling_budget_cpu(tmp_path: Path) -> None:
     """The random tiny model never solves a prompt, so every group has identical accuracy: DAPO filters them
     all, refills up to its budget ((max_num_gen_batches - 1) x train_batch_size prompts), then trains on the
@@ -140,6 +141,7 @@ def test_dapo_dynamic_sampling_budget_cpu(tmp_path: Path) -> None:
     assert (out_dir / "global_step_2" / "actor" / "huggingface" / "config.json").is_file()
 
 
+@pytest.mark.slow  # minutes of real verl training: bash scripts/test.sh -m slow
 def test_grpo_resumes_from_latest_checkpoint_cpu(grpo_runs: dict) -> None:
     """A rerun of a run folder continues from its latest complete checkpoint (here step 2 of stage 1) instead of
     starting over: only step 3 is trained and logged."""

@@ -46,7 +46,7 @@ def tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None = None
         return str(out), f"tagged copy {out} (reused)"
     from transformers import AutoModelForCausalLM
 
-    from e2c.models import _atomic_save, ensure_chain_tokens
+    from e2c.models import ensure_chain_tokens, save_model
 
     print(f"adding the E2C tags to {path} -> {out}", flush=True)
     try:
@@ -56,5 +56,5 @@ def tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None = None
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     ensure_chain_tokens(model, tok)
-    _atomic_save(out, model, tok)
+    save_model(out, model, tok)
     return str(out), f"tagged copy {out} of {res.description} (made now)"
