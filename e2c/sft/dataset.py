@@ -34,8 +34,6 @@ to the template as verl does; inference passes neither, so leave them unset to t
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -47,6 +45,7 @@ import torch
 from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 
 from e2c.chain import ChainFormat, get_format
+from e2c.files import atomic_write_json
 from e2c.sft.masks import SCOPES, boundary_token_id, scope_loss_mask
 
 OVERLONG = ("skip", "error", "truncate")
@@ -186,10 +185,7 @@ def write_stats(path: str | Path, stats: SFTDataStats) -> None:
         except (OSError, json.JSONDecodeError):
             data = {}  # a damaged stats file is rewritten, it holds nothing that cannot be recomputed
     data[",".join(stats.files)] = stats.to_json()
-    fd, tmp = tempfile.mkstemp(prefix=path.name, dir=path.parent)
-    with os.fdopen(fd, "w") as f:
-        json.dump(data, f, indent=2)
-    os.replace(tmp, path)
+    atomic_write_json(path, data)
 
 
 class E2CSFTDataset(MultiTurnSFTDataset):

@@ -3,16 +3,14 @@ swapped in atomically as ``<output-dir>/final``, with ``e2c_sft.json`` describin
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from e2c.cli import UserError
-from e2c.files import atomic_write_json
+from e2c.files import atomic_replace_dir, atomic_write_json
 from e2c.paths import project_root
 
 META = "e2c_sft.json"
@@ -40,11 +38,11 @@ def export_final(ckpt: Path, final_dir: Path, meta: dict[str, Any]) -> Path:
 
     verl already wrote the weights under ``huggingface/`` when ``checkpoint.save_contents`` includes
     ``hf_model``; otherwise verl's model merger turns the FSDP shards into safetensors (bf16). The folder
-    is built next to ``final_dir`` and swapped in by rename, so a killed export leaves the old one.
+    is built next to ``final_dir`` and swapped in (:func:`e2c.files.atomic_replace_dir`), so a killed
+    export leaves the old one.
     """
-    final_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=final_dir.name + ".tmp", dir=final_dir.parent))
-    try:
+
+    def fill(tmp: Path) -> None:
         hf = ckpt / "huggingface"
         if any(hf.glob("*.safetensors")):
             shutil.copytree(hf, tmp, dirs_exist_ok=True)
@@ -55,23 +53,15 @@ def export_final(ckpt: Path, final_dir: Path, meta: dict[str, Any]) -> Path:
             if res.returncode != 0 or not any(tmp.glob("*.safetensors")):
                 tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
                 raise UserError(f"verl's model merger failed on {ckpt}: {' | '.join(tail)}")
-        # mkdtemp makes the folder 0700 and the weights come out 0600: a model folder is for sharing.
+        # copytree copies the source folder's mode and the merger writes weights 0600: a model folder is for
+        # sharing.
         tmp.chmod(0o755)
         for f in tmp.glob("*.safetensors"):
             f.chmod(0o644)
         check_tags(tmp)
         atomic_write_json(tmp / META, meta)
-        old = final_dir.with_name(final_dir.name + ".old")
-        if old.exists():
-            shutil.rmtree(old)
-        if final_dir.exists():
-            os.replace(final_dir, old)
-        os.replace(tmp, final_dir)
-        if old.exists():
-            shutil.rmtree(old)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+
+    atomic_replace_dir(final_dir, fill)
     return final_dir
 
 
