@@ -172,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="k values for pass@k and maj@k (default: 1, 2, 4, ..., samples)",
     )
-    a("--dtype", default="auto", choices=DTYPES, help="model dtype (default: auto; float32 on CPU)")
+    a("--dtype", default="auto", choices=DTYPES, help="model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)")
     a("--max-model-len", type=int, default=None, help="vLLM context length (default: the model's)")
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
     a("--no-hub", action="store_true", help="use local benchmark files only, never the HF hub")

@@ -88,10 +88,11 @@ def make_generator(
             ),
             res,
         )
-    from e2c.generation.hf import HFGenerator
+    from e2c.generation.hf import HFGenerator, resolve_cpu_dtype
 
-    if dtype == "auto" and not gpu_count():
-        dtype = "float32"  # CPU kernels are fastest and exact in fp32; bf16 checkpoints would crawl
+    if not gpu_count():
+        # bf16 where the CPU multiplies it natively (1.8x fp32 here), else fp32: emulated bf16 would crawl.
+        dtype = resolve_cpu_dtype(dtype)
     mdl, tok, res = load_model_and_tokenizer(
         model, subfolder, fmt=fmt, dtype=dtype, trust_remote_code=trust_remote_code
     )

@@ -1,0 +1,59 @@
+"""``bench/eval_throughput.py`` on the tiny model: each arm runs in its own process and reports throughput,
+start-up, single-stream speed and peak memory; a bad arm is one line and a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from e2c.paths import project_root
+
+BENCH = project_root() / "bench" / "eval_throughput.py"
+
+
+def bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=600)
+
+
+def test_arms_side_by_side_on_the_tiny_model(tmp_path: Path) -> None:
+    out = tmp_path / "t.json"
+    proc = bench(
+        "--model",
+        "tiny",
+        "--problems",
+        "3",
+        "--samples",
+        "2",
+        "--max-tokens",
+        "8",
+        "--arms",
+        "loop:float32,hf:float32,hf:bfloat16",
+        "--json",
+        str(out),
+    )
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(out.read_text())
+    arms = res["arms"]
+    assert list(arms) == ["loop:float32", "hf:float32", "hf:bfloat16"]
+    for key, r in arms.items():
+        assert r["samples"] == 6, key
+        assert 0 < r["tokens"] <= 6 * 8
+        assert r["tokens_per_s"] > 0 and r["single_stream_tokens_per_s"] > 0
+        assert r["startup_s"] > 0 and r["peak_rss_mib"] > 100
+    assert arms["loop:float32"]["x_loop_tokens_per_s"] == 1.0
+    assert arms["hf:float32"]["dtype"] == "float32" and arms["hf:bfloat16"]["dtype"] == "bfloat16"
+    # The printed table names every arm; the last line is the JSON the file holds.
+    assert all(k in proc.stdout for k in arms)
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == res
+
+
+def test_bad_arm_is_one_line() -> None:
+    proc = bench("--arms", "loop,warp:float32")
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "error: unknown arm 'warp'; valid: loop, hf, transformers-cb, vllm (as NAME[:DTYPE])"
+    )
+    proc = bench("--arms", "hf:int3")
+    assert proc.returncode != 0 and "unknown dtype 'int3'" in proc.stderr
