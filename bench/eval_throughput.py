@@ -91,7 +91,8 @@ def run_generator_arm(name: str, dtype: str, args: Any, prompts_text: list[str])
 
     backend = "vllm" if name == "vllm" else "hf"
     t0 = time.perf_counter()
-    gen, _ = make_generator(backend, args.model, batch_size=args.batch_size, dtype=dtype)
+    # Seeded as eval seeds it (one RNG seed per call on vLLM, see e2c.generation.vllm.SEED_SCOPES).
+    gen, _ = make_generator(backend, args.model, batch_size=args.batch_size, dtype=dtype, seed_scope="call")
     prompts = chain_prompts(gen.tokenizer, prompts_text)
     gen.generate(prompts[:1], Sampling(max_tokens=4, seed=0))  # first-call allocations off the clock
     startup = time.perf_counter() - t0

@@ -57,3 +57,38 @@ def test_bad_arm_is_one_line() -> None:
     )
     proc = bench("--arms", "hf:int3")
     assert proc.returncode != 0 and "unknown dtype 'int3'" in proc.stderr
+
+
+NUMERICS = project_root() / "bench" / "dtype_numerics.py"
+
+
+def test_dtype_numerics_compares_real_eval_runs(tmp_path: Path, bench_dir: Path) -> None:
+    args = ["--model", "tiny", "--data-dir", str(bench_dir), "--dataset", "gsm8k", "--limit", "3"]
+    args += ["--max-tokens", "8", "--arms", "hf:float32,hf:bfloat16", "--out", str(tmp_path)]
+    proc = subprocess.run([sys.executable, str(NUMERICS), *args], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    base = report["arms"]["hf:float32"]["datasets"]["gsm8k"]
+    assert base["problems"] == 3 and base["identical"] == 3  # the base against itself
+    assert base["only_base_correct"] == base["only_this_correct"] == 0
+    other = report["arms"]["hf:bfloat16"]["datasets"]["gsm8k"]
+    assert other["problems"] == 3 and 0 <= other["identical"] <= 3
+    assert (tmp_path / "hf-bfloat16" / "results.json").exists()
+    # A second call reuses the finished runs instead of evaluating again.
+    again = subprocess.run(
+        [sys.executable, str(NUMERICS), *args], capture_output=True, text=True, timeout=600
+    )
+    assert again.returncode == 0 and "reused" in again.stdout
+    assert json.loads(again.stdout.strip().splitlines()[-1])["arms"]["hf:bfloat16"]["datasets"] == {
+        "gsm8k": other
+    }
+
+
+def test_dtype_numerics_needs_two_arms(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(NUMERICS), "--data-dir", str(tmp_path), "--arms", "hf:float32"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode != 0
+    assert "needs at least two arms" in proc.stderr.strip().splitlines()[-1]

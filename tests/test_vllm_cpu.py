@@ -117,6 +117,12 @@ def test_vllm_seeded_sampling_repeats(tiny_probe: dict) -> None:
     assert tiny_probe["vllm"]["long_seeded"] == 48 * 4 * 4  # many long seeded prompts in one call
 
 
+def test_vllm_call_scoped_seeds_repeat_per_call(tiny_probe: dict) -> None:
+    first, between, again, other = tiny_probe["vllm"]["call_sampled"]
+    assert first == again and first != other
+    assert len(between) == len(first) - 1
+
+
 def test_vllm_equals_transformers_on_the_embedded_model_in_fp32(embedded_path: str, tmp_path: Path) -> None:
     """The real SmolLM2-135M in fp32: every case gives the same tokens and text on both backends. (In bf16
     they part within a few tokens on some prompts, as two bf16 kernels round differently; measured

@@ -44,6 +44,9 @@ from e2c.files import check_output_dir
 from e2c.models import RELEASED_REPO, ModelSpecError, model_context, resolve_model
 
 VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones
+# hf: sequences per call, in batches: rows that finish are refilled from the rest of the call (continuous
+# batching), so only the last quarter of a call runs with a part-empty batch; a resume redoes at most one call.
+HF_CHUNK_BATCHES = 4
 
 
 def default_save_path(cfg: EvalConfig) -> Path:
@@ -120,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     a(
         "--backend",
         default="auto",
-        help="auto, vllm or hf (transformers) (default: auto: vllm when a GPU and vllm exist)",
+        help="auto, vllm or hf (transformers) (default: auto: vllm when installed, GPU or CPU, else hf)",
     )
     a("--limit", type=int, default=None, help="first N problems of each dataset (default: all)")
     a("--max-tokens", type=int, default=None, help="new tokens per sample (default: 8192 math, 1500 medical)")
@@ -157,13 +160,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size",
         type=int,
         default=16,
-        help="transformers backend: sequences per forward batch (default: 16)",
+        help="transformers backend: rows decoded at once (default: 16)",
     )
     a(
         "--chunk-size",
         type=int,
         default=None,
-        help=f"sequences per generation call and per resume unit (default: batch size for hf, {VLLM_CHUNK} for vllm)",
+        help=f"sequences per generation call and per resume unit (default: {HF_CHUNK_BATCHES} x batch size for hf, {VLLM_CHUNK} for vllm)",
     )
     a(
         "--k",
@@ -172,7 +175,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="k values for pass@k and maj@k (default: 1, 2, 4, ..., samples)",
     )
-    a("--dtype", default="auto", choices=DTYPES, help="model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)")
+    a(
+        "--dtype",
+        default="auto",
+        choices=DTYPES,
+        help="model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)",
+    )
     a("--max-model-len", type=int, default=None, help="vLLM context length (default: the model's)")
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
     a("--no-hub", action="store_true", help="use local benchmark files only, never the HF hub")
@@ -257,7 +265,7 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
         medical_prompt=args.medical_prompt,
         chunk_size=args.chunk_size
         if args.chunk_size is not None
-        else (VLLM_CHUNK if backend == "vllm" else args.batch_size),
+        else (VLLM_CHUNK if backend == "vllm" else HF_CHUNK_BATCHES * args.batch_size),
         limit=args.limit,
         data_dir=args.data_dir,
         ks=args.k,
@@ -286,6 +294,9 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
         trust_remote_code=args.trust_remote_code,
         seed=args.seed,
         max_model_len=args.max_model_len,
+        # Eval's calls (its chunks) are never merged, so reseeding vLLM's RNG per call keeps a chunk
+        # repeatable and spares vLLM for CPU its row-by-row seeded sampling (e2c.generation.vllm.SEED_SCOPES).
+        seed_scope="call",
     )
     cfg.extra = {"model_path": res.path, "model_description": res.description}
     log(f"model: {res.description} [{res.path}] on {gen.name}; run folder {save}")

@@ -65,9 +65,12 @@ def make_generator(
     seed: int = 0,
     max_model_len: int | None = None,
     gpu_memory_utilization: float = 0.9,
+    seed_scope: str = "request",
 ) -> tuple[Any, ResolvedModel]:
     """Build a generator for a model spec (see :mod:`e2c.models`); returns it and where the model came
-    from. Raises :class:`UserError` (bad backend) or :class:`~e2c.models.ModelSpecError` (bad model)."""
+    from. ``seed_scope`` is the vLLM backend's (:data:`e2c.generation.vllm.SEED_SCOPES`); the transformers
+    backend always seeds per call. Raises :class:`UserError` (bad backend) or
+    :class:`~e2c.models.ModelSpecError` (bad model)."""
     which = pick_backend(backend)
     if which == "vllm":
         from e2c.generation.vllm import VLLMGenerator
@@ -85,6 +88,7 @@ def make_generator(
                 trust_remote_code=trust_remote_code,
                 seed=seed,
                 on_cpu=on_cpu,
+                seed_scope=seed_scope,
             ),
             res,
         )
