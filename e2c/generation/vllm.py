@@ -96,7 +96,8 @@ def engine_context(llm: Any) -> int | None:
 # engine's RNG is reseeded once per call and requests carry no seed, so the same call gives the same samples,
 # as on the transformers backend. vLLM on CPU draws a seeded request's noise row by row: measured on the
 # embedded model (64 rows x 128 tokens, 2 cores) "call" sampled 319-357 tok/s against 245 for "request".
-# "call" applies only to an in-process engine (the CPU default) and to a single, unmerged call.
+# "call" applies only to an in-process engine (the CPU default) and to a single, unmerged call; it starts the
+# call with an empty prefix cache (the call's prompts still share prefixes among themselves).
 SEED_SCOPES = ("request", "call")
 
 
@@ -201,6 +202,9 @@ class VLLMGenerator:
         if call_seed is not None:
             import torch
 
+            # Cached prefixes left by earlier calls change how many prompts the scheduler admits per step,
+            # so which rows draw which noise: a cold cache makes the call's schedule, and its samples, its own.
+            self.llm.reset_prefix_cache()
             torch.manual_seed(call_seed)
         outs = self.llm.generate(requests, params, use_tqdm=False) if requests else []
         results, k = [], 0
