@@ -5,6 +5,7 @@ Layout of a run folder (``--output-dir``, ``save_path`` here)::
     config.json                 the generation settings; a restart must match them
     predictions/<dataset>.jsonl one line per (problem, sample), appended as each chunk finishes
     results.json                config, git commit, package versions, metrics per dataset
+    accuracy.png, tokens.png    with several datasets: accuracy with 95% intervals, tokens per phase
 
 Work is cut into fixed chunks of problems (``chunk_size`` sequences each), chosen from the data order
 alone, and each chunk is sampled with a seed derived from (seed, dataset, chunk index). A killed run
@@ -27,6 +28,7 @@ from typing import Any
 from e2c.chain import MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
 from e2c.cli import UserError
 from e2c.data.registry import Record, get_spec, options_of, question_text
+from e2c.eval.compare import run_summary
 from e2c.eval.metrics import summarize
 from e2c.files import atomic_write_json
 from e2c.generation.base import check_fits, context_length, derive_seed
@@ -368,7 +370,25 @@ def run_eval(
         "usage": gen.usage.snapshot() if hasattr(gen, "usage") else None,
     }
     atomic_write_json(save_path / "results.json", results)
+    if len(metrics) > 1:
+        write_run_plots(save_path, log)
     return results
+
+
+def write_run_plots(save_path: Path, log: Callable[[str], None]) -> None:
+    """``accuracy.png`` and ``tokens.png`` beside a finished run's ``results.json`` (its datasets side by side).
+
+    The results are already written: a plot that cannot be drawn is one log line, never a failed run."""
+    try:
+        from e2c.eval.plots import plot_accuracy, plot_tokens
+
+        runs = {save_path.name or "run": run_summary(save_path)}
+        plot_accuracy(runs, save_path / "accuracy.png", "Accuracy per dataset")
+        plot_tokens(runs, save_path / "tokens.png", "Exploration and execution tokens per dataset")
+    except (ImportError, OSError, ValueError, RuntimeError) as e:
+        log(f"plots skipped: {type(e).__name__}: {e}")
+        return
+    log(f"plots: {save_path / 'accuracy.png'}, {save_path / 'tokens.png'}")
 
 
 def format_table(metrics: dict[str, dict[str, Any]]) -> str:

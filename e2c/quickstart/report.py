@@ -16,57 +16,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from e2c.eval.compare import pct, per_problem_scores, run_summary
+from e2c.eval.stats import align_scores, paired_difference
 from e2c.quickstart.config import STAGES
 from e2c.quickstart.context import Context, read_done, rel
-from e2c.quickstart.plots import EVAL_STAGES, STAGE_LABEL, pct, write_plots
+from e2c.quickstart.plots import EVAL_STAGES, STAGE_LABEL, write_plots
 from e2c.quickstart.stages import rl_curve, sft_losses, tts_results
-from e2c.quickstart.stats import align_scores, paired_difference, wilson_interval
 
 
 # ------------------------------------------------------------------------------------------------ reading
-def per_problem_scores(predictions: Path) -> dict[str, float]:
-    """``{problem id: score}`` from an eval predictions file: the mean correctness of its samples."""
-    by_id: dict[str, list[float]] = {}
-    if not predictions.is_file():
-        return {}
-    for line in predictions.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        by_id.setdefault(str(row["id"]), []).append(float(bool(row["correct"])))
-    return {k: sum(v) / len(v) for k, v in by_id.items()}
-
-
-def eval_summary(stage_dir: Path) -> dict[str, Any] | None:
-    """Per dataset of one evaluation stage: accuracy (the results file's pass@1), correct / problems with a
-    95% Wilson interval, format compliance, truncation, no-answer rate, exploration / execution tokens."""
-    path = stage_dir / "results.json"
-    if not path.is_file():
-        return None
-    results = json.loads(path.read_text())
-    out: dict[str, Any] = {}
-    for name, m in results["datasets"].items():
-        scores = per_problem_scores(stage_dir / "predictions" / f"{name}.jsonl")
-        n = int(m["problems"])
-        correct = round(sum(scores.values())) if scores else round(m["pass@1"] * n)
-        lo, hi = wilson_interval(correct, n)
-        out[name] = {
-            "accuracy": m["pass@1"],
-            "correct": correct,
-            "problems": n,
-            "ci95": [lo, hi],
-            "format_rate": m["format_rate"],
-            "truncation_rate": m["truncation_rate"],
-            "no_answer_rate": m["no_answer_rate"],
-            "explore_tokens": m["explore_tokens"],
-            "execute_tokens": m["execute_tokens"],
-            "seconds": results.get("seconds"),
-            "model": results.get("config", {}).get("model"),
-            "model_description": (results.get("config", {}).get("extra") or {}).get("model_description"),
-        }
-    return out
-
-
 def by_family(ctx: Context) -> dict[str, dict[str, dict[str, int]]]:
     """Held-out synthetic accuracy per task family and level: ``{stage: {"family/Lk": {"correct", "problems"}}}``
     (empty without the data stage's ``eval_families.json``)."""
@@ -185,7 +143,7 @@ def sft_verdict(diff: Mapping[str, Any] | None) -> str:
 def collect(ctx: Context) -> dict[str, Any]:
     """Everything the report shows, from the run's files."""
     done = {s: read_done(ctx.dir(s)) for s in STAGES if s != "report"}
-    evals = {s: eval_summary(ctx.dir(s)) for s in EVAL_STAGES}
+    evals = {s: run_summary(ctx.dir(s)) for s in EVAL_STAGES}
     counts_path = ctx.data_dir / "counts.json"
     counts = json.loads(counts_path.read_text()) if counts_path.is_file() else None
     losses = sft_losses(ctx.dir("sft"))

@@ -1,4 +1,4 @@
-"""Statistics for the quickstart report: Wilson score intervals and paired differences of per-problem scores."""
+"""Statistics of evaluation results: Wilson score intervals and paired differences of per-problem scores."""
 
 from __future__ import annotations
 

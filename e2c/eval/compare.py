@@ -1,0 +1,159 @@
+"""Evaluation runs side by side: ``python -m e2c.eval.compare RUN_DIR [RUN_DIR ...]``.
+
+Each run folder is what ``e2c.eval.run`` wrote (``results.json`` and ``predictions/``). Per dataset and run:
+accuracy (pass@1) with a 95% Wilson interval over problems, format compliance, and mean exploration and
+execution tokens; for every run after the first, the paired difference to the first on the problems both
+hold (mean of per-problem differences and its standard error). ``--plot-dir`` writes ``accuracy.png`` and
+``tokens.png``. The last line printed is one JSON object. The quickstart report reads its evaluations with
+:func:`run_summary` too.
+
+    python -m e2c.eval.compare outputs/quickstart/baseline outputs/quickstart/eval_sft --labels base SFT
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from e2c.cli import ArgumentParser, UserError, fail
+from e2c.eval.stats import align_scores, paired_difference, wilson_interval
+
+
+def per_problem_scores(predictions: Path) -> dict[str, float]:
+    """``{problem id: score}`` from an eval predictions file: the mean correctness of its samples."""
+    by_id: dict[str, list[float]] = {}
+    if not predictions.is_file():
+        return {}
+    for line in predictions.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        by_id.setdefault(str(row["id"]), []).append(float(bool(row["correct"])))
+    return {k: sum(v) / len(v) for k, v in by_id.items()}
+
+
+def run_summary(run_dir: Path) -> dict[str, Any] | None:
+    """Per dataset of one evaluation run: accuracy (the results file's pass@1), correct / problems with a
+    95% Wilson interval, format compliance, truncation, no-answer rate, exploration / execution tokens.
+    None when the run has no ``results.json`` (not run, or not finished)."""
+    path = run_dir / "results.json"
+    if not path.is_file():
+        return None
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+        datasets = results["datasets"]
+    except (ValueError, KeyError, TypeError) as e:
+        raise UserError(f"{path}: not an evaluation results file ({e})") from None
+    out: dict[str, Any] = {}
+    for name, m in datasets.items():
+        scores = per_problem_scores(run_dir / "predictions" / f"{name}.jsonl")
+        n = int(m["problems"])
+        correct = round(sum(scores.values())) if scores else round(m["pass@1"] * n)
+        lo, hi = wilson_interval(correct, n)
+        out[name] = {
+            "accuracy": m["pass@1"],
+            "correct": correct,
+            "problems": n,
+            "ci95": [lo, hi],
+            "format_rate": m["format_rate"],
+            "truncation_rate": m["truncation_rate"],
+            "no_answer_rate": m["no_answer_rate"],
+            "explore_tokens": m["explore_tokens"],
+            "execute_tokens": m["execute_tokens"],
+            "seconds": results.get("seconds"),
+            "model": results.get("config", {}).get("model"),
+            "model_description": (results.get("config", {}).get("extra") or {}).get("model_description"),
+        }
+    return out
+
+
+def compare_runs(run_dirs: Sequence[Path], labels: Sequence[str]) -> dict[str, Any]:
+    """Summaries of every run (by label) and, per dataset, each later run's paired difference to the first.
+
+    Raises :class:`UserError` for a folder without a finished evaluation, naming it."""
+    runs: dict[str, Any] = {}
+    for d, label in zip(run_dirs, labels, strict=True):
+        if not d.is_dir():
+            raise UserError(f"{d}: no such run folder")
+        summary = run_summary(d)
+        if summary is None:
+            raise UserError(f"{d}: no results.json (not an evaluation run, or not finished)")
+        runs[label] = summary
+    first = labels[0]
+    paired: dict[str, dict[str, Any]] = {}
+    for label, d in zip(labels[1:], run_dirs[1:], strict=True):
+        for name in runs[label]:
+            if name not in runs[first]:
+                continue
+            after = per_problem_scores(d / "predictions" / f"{name}.jsonl")
+            before = per_problem_scores(run_dirs[0] / "predictions" / f"{name}.jsonl")
+            a, b, _ = align_scores(after, before)
+            paired.setdefault(name, {})[label] = paired_difference(a, b)
+    return {"runs": runs, "paired_vs_first": paired, "first": first}
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """A share as a percentage for plots and tables; "-" when there is none."""
+    return "-" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def format_comparison(cmp: Mapping[str, Any]) -> str:
+    """The side-by-side table: one block per dataset, one row per run."""
+    runs = cmp["runs"]
+    datasets = sorted({d for r in runs.values() for d in r}, key=lambda d: (d != "synthetic", d))
+    width = max(12, *(len(k) + 2 for k in runs))
+    head = f"{'run':<{width}}{'accuracy':>10}{'95% interval':>17}{'n':>6}{'format':>8}{'explore':>9}{'execute':>9}"
+    lines = []
+    for name in datasets:
+        lines += [f"== {name}", head + f"{'vs ' + cmp['first']:>22}"]
+        for label, r in runs.items():
+            e = r.get(name)
+            if e is None:
+                lines.append(f"{label:<{width}}  (not evaluated)")
+                continue
+            ci = f"{pct(e['ci95'][0])}-{pct(e['ci95'][1])}"
+            diff = cmp["paired_vs_first"].get(name, {}).get(label)
+            vs = (
+                ""
+                if diff is None or diff["mean"] is None
+                else f"{100 * diff['mean']:+.1f} (SE {100 * diff['se']:.1f})"
+            )
+            lines.append(
+                f"{label:<{width}}{pct(e['accuracy']):>10}{ci:>17}{e['problems']:>6}{pct(e['format_rate'], 0):>8}"
+                f"{e['explore_tokens']:>9.1f}{e['execute_tokens']:>9.1f}{vs:>22}"
+            )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = ArgumentParser(prog="python -m e2c.eval.compare", description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", type=Path, help="evaluation run folders (e2c.eval.run --output-dir)")
+    ap.add_argument("--labels", nargs="+", default=None, help="a name per run (default: the folder names)")
+    ap.add_argument(
+        "--plot-dir", type=Path, default=None, help="write accuracy.png and tokens.png here (default: none)"
+    )
+    args = ap.parse_args(argv)
+    labels = args.labels or [p.name or str(p) for p in args.runs]
+    if len(labels) != len(args.runs):
+        fail(f"--labels gives {len(labels)} names for {len(args.runs)} runs; give one per run")
+    if len(set(labels)) != len(labels):
+        fail(f"run names must differ, got {' '.join(labels)}; name them with --labels")
+    try:
+        cmp = compare_runs(args.runs, labels)
+    except UserError as e:
+        fail(str(e))
+    print(format_comparison(cmp))
+    if args.plot_dir is not None:
+        from e2c.eval.plots import plot_accuracy, plot_tokens
+
+        plot_accuracy(cmp["runs"], args.plot_dir / "accuracy.png", "Accuracy per run")
+        plot_tokens(cmp["runs"], args.plot_dir / "tokens.png", "Exploration and execution tokens per run")
+        print(f"plots: {args.plot_dir / 'accuracy.png'}, {args.plot_dir / 'tokens.png'}")
+    print(json.dumps(cmp))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
