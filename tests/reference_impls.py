@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def exploration_token_mask_reference(
@@ -72,4 +73,18 @@ def exploration_loss_mask_reference(
         out.append(int(m) if before_end else 0)
         if m and t == boundary_id:
             before_end = False
+    return out
+
+
+def tensorboard_scalars(folder: Path) -> dict[str, dict[int, float]]:
+    """``{tag: {step: value}}`` of every tensorboard event file under ``folder`` (read back with
+    tensorboard's own reader, as the tensorboard UI reads them)."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out: dict[str, dict[int, float]] = {}
+    for events in sorted(Path(folder).rglob("events.out.tfevents.*")):
+        acc = EventAccumulator(str(events), size_guidance={"scalars": 0})
+        acc.Reload()
+        for tag in acc.Tags()["scalars"]:
+            out.setdefault(tag, {}).update({e.step: e.value for e in acc.Scalars(tag)})
     return out

@@ -93,6 +93,12 @@ CASES = {
         "{noprompt} has no column 'prompt'",
     ),
     "rl-unknown-flag": ("e2c_rl.sh", RL, ["--bogus"], "unrecognized arguments: --bogus"),
+    "rl-unknown-tracker": (
+        "e2c_rl.sh",
+        RL,
+        ["--logger", "console,wandbb"],
+        "--logger 'wandbb': unknown tracker",
+    ),
     "sft-bad-float": ("e2c_sft.sh", SFT, ["optim.lr=abc"], "optim.lr: 'abc' is not a float"),
     "sft-unknown-key": (
         "e2c_sft.sh",

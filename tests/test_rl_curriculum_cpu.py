@@ -106,6 +106,9 @@ def test_launch_args_order_cpu(tmp_path: Path) -> None:
     tail = args[args.index("--") + 1 :]
     # padded size = validation budget; user overrides last so they win
     assert tail[0] == "data.max_response_length=16" and tail[-3:] == ["a=1", "b=2", "c=3"]
+    assert args[args.index("--logger") + 1] == "console,tensorboard"  # each stage's trackers (e2c.tracking)
+    wandb = launch_args(cfg, st, "m", (tmp_path / "t", tmp_path / "v", 16), tmp_path / "o", 3, [], "wandb")
+    assert wandb[wandb.index("--logger") + 1] == "wandb"
 
 
 def _val_tokens(metrics: list[dict]) -> float:

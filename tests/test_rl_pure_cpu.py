@@ -216,6 +216,30 @@ def test_cpu_overrides_come_from_the_configs_folder_cpu(tmp_path: Path) -> None:
     assert not any(o.startswith("trainer.device=") for o in build_overrides(args, 2))
 
 
+def test_tracker_names_are_verls_cpu() -> None:
+    from verl.utils.tracking import Tracking
+
+    from e2c.tracking import TRACKERS
+
+    assert list(TRACKERS) == list(Tracking.supported_backend)
+
+
+def test_logger_knob_always_keeps_the_metrics_file_cpu(tmp_path: Path) -> None:
+    from e2c.rl.launch import build_overrides, parse_args
+
+    env = "+ray_kwargs.ray_init.runtime_env.env_vars."
+    args = parse_args(["--model", "tiny"])
+    args.model_path, args.output_dir = "m", tmp_path
+    ov = build_overrides(args, 0)
+    assert "trainer.logger=[console,tensorboard,file]" in ov
+    assert f"{env}TENSORBOARD_DIR={tmp_path / 'tensorboard'}" in ov
+    assert f"{env}VERL_FILE_LOGGER_PATH={tmp_path / 'metrics.jsonl'}" in ov
+    args = parse_args(["--model", "tiny", "--logger", "console"])
+    args.model_path, args.output_dir = "m", tmp_path
+    ov = build_overrides(args, 0)
+    assert "trainer.logger=[console,file]" in ov and not any("TENSORBOARD_DIR" in o for o in ov)
+
+
 def test_output_folder_is_checked_then_created_cpu(tmp_path: Path) -> None:
     from e2c.cli import UserError
     from e2c.files import ensure_output_dir

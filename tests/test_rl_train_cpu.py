@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import arithmetic_rl_rows
+from reference_impls import tensorboard_scalars
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,6 +114,18 @@ def test_grpo_stage1_then_stage2_with_weighting_cpu(grpo_runs: dict) -> None:
             assert m["e2c/adv_scale_explore"] == pytest.approx(2.0, rel=1e-4)
             assert m["e2c/adv_scale_execute"] == pytest.approx(1.0, rel=1e-4)
     assert any(m["e2c/adv_abs_before"] > 0 for m in m2), "no step had a nonzero advantage to weight"
+
+
+def test_grpo_metrics_reach_tensorboard_under_the_run_folder_cpu(grpo_runs: dict) -> None:
+    # The default --logger console,tensorboard: event files in <output-dir>/tensorboard whose scalars carry
+    # the E2C metrics under their metrics.jsonl names and values.
+    for stage in ("1", "2"):
+        scalars = tensorboard_scalars(grpo_runs[stage] / "tensorboard")
+        lines = [json.loads(x) for x in (grpo_runs[stage] / "metrics.jsonl").read_text().splitlines() if x]
+        assert len(lines) == 2
+        for line in lines:
+            for key in ("e2c/explore_tokens_mean", "e2c/adv_abs_before", "critic/score/mean"):
+                assert scalars[key][line["step"]] == pytest.approx(line["data"][key], rel=1e-6, abs=1e-6)
 
 
 @pytest.mark.slow  # minutes of real verl training: bash scripts/test.sh -m slow

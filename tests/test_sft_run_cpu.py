@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from reference_impls import tensorboard_scalars
 
 from e2c import presets
 from e2c.data import efsft
@@ -100,6 +101,16 @@ def test_both_runs_train_three_finite_steps(runs: dict) -> None:
         assert "e2c sft data:" in r["stdout"]  # the dataset statistics printed at start
 
 
+def test_sft_losses_reach_tensorboard(runs: dict) -> None:
+    # --logger defaults to console,tensorboard: the events under <output-dir>/tensorboard hold the same
+    # per-step loss as the summary read from metrics.jsonl.
+    for r in runs.values():
+        scalars = tensorboard_scalars(r["dir"] / "tensorboard")
+        loss = next(k for k in scalars if k.endswith("loss") and k.startswith("train"))
+        for step, value in r["summary"]["losses"].items():
+            assert scalars[loss][int(step)] == pytest.approx(value, rel=1e-4)
+
+
 def test_final_folders_load_with_the_tags_and_trained_weights(runs: dict, tiny_path: str) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -146,6 +157,7 @@ def test_a_finished_run_is_not_repeated(runs: dict, data) -> None:
         (["--bogus"], "unrecognized argument '--bogus'"),
         (["--steps", "0", "--dry-run"], "--steps must be at least 1"),
         (["--total-steps", "0", "--dry-run"], "--steps must be at least 1"),  # the old spelling, an alias
+        (["--logger", "console,tensorbored", "--dry-run"], "--logger 'tensorbored': unknown tracker; valid:"),
     ],
 )
 def test_bad_input_is_one_line(args: list[str], message: str, data) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.cli import ArgumentParser, UserError, fail
+from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_names
 
 DONE = "CURRICULUM_DONE"
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -146,14 +147,17 @@ def launch_args(
     out: Path,
     steps: int,
     extra: list[str],
+    logger: str = DEFAULT_LOGGERS,
 ) -> list[str]:
-    """Arguments of :func:`e2c.rl.launch.main` for one stage."""
+    """Arguments of :func:`e2c.rl.launch.main` for one stage (``logger``: its ``--logger``)."""
     train_path, val_path, val_budget = data
     args = ["--algo", str(cfg.get("algo", "grpo")), "--stage", str(cfg.get("stage", 2)), "--model", model]
     args += ["--train-data", str(train_path), "--val-data", str(val_path), "--output-dir", str(out)]
     if steps:
         args += ["--steps", str(steps)]
     args += [
+        "--logger",
+        logger,
         "--",
         f"data.max_response_length={val_budget}",
         f"trainer.experiment_name=e2c_curriculum_{stage['name']}",
@@ -214,6 +218,7 @@ def run_curriculum(
     steps_per_stage: int = 0,
     extra: list[str] | None = None,
     launch: Any = None,
+    logger: str = DEFAULT_LOGGERS,
 ) -> list[Path]:
     """Run every stage in order (skipping finished ones); returns the stage run folders."""
     from e2c.data.io import read_rows
@@ -245,7 +250,9 @@ def run_curriculum(
         stage_extra = [f"trainer.test_freq={test_freq}"]
         stage_extra += [f"trainer.save_freq={steps_per_stage}"] if steps_per_stage else []
         rc = launch(
-            launch_args(cfg, stage, current, data, out, steps_per_stage, stage_extra + list(extra or []))
+            launch_args(
+                cfg, stage, current, data, out, steps_per_stage, stage_extra + list(extra or []), logger
+            )
         )
         if rc != 0:
             raise UserError(f"stage {i} ({stage['name']}) failed with exit {rc}; rerun to resume it")
@@ -293,9 +300,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--steps", type=int, default=0, help="stop each stage after N steps (0: the config's epochs)"
     )
+    p.add_argument("--logger", default=DEFAULT_LOGGERS, help=LOGGER_HELP)
     p.add_argument("overrides", nargs="*", help="Hydra overrides for every stage, after --")
     args = p.parse_args(argv)
     try:
+        tracker_names(args.logger)
         with_defaults(args)
         cfg = load_curriculum(args.config)
         check_inputs(cfg, args)
@@ -307,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.output_dir).resolve(),
             args.steps,
             args.overrides,
+            logger=args.logger,
         )
     except UserError as e:
         fail(str(e))

@@ -40,6 +40,7 @@ from e2c.devices import gpu_count
 from e2c.files import ensure_output_dir
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
+from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
 
 ALGOS = ("grpo", "dapo")
 # What verl's RL dataset reads (verl.utils.dataset.rl_dataset).
@@ -123,8 +124,11 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
     out["trainer.default_local_dir"] = str(args.output_dir)
     # Per-step metrics as JSON lines next to the checkpoints (verl's file logger runs in the task runner and
     # truncates the file: main() keeps earlier launches' steps in metrics_history.jsonl and merges them back).
-    out["trainer.logger"] = "[console,file]"
+    trackers = tracker_names(args.logger)
+    out["trainer.logger"] = logger_override(trackers)
     out["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = str(args.output_dir / METRICS)
+    for key, value in tracker_env(trackers, args.output_dir).items():
+        out[f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}"] = value
     # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
     out["hydra.run.dir"] = str(args.output_dir / "hydra" / "${now:%Y-%m-%d_%H-%M-%S}")
     if args.train_data:
@@ -207,6 +211,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--explore-coef", type=float, default=None, help="exploration advantage weight (default: stage)"
     )
     p.add_argument("--nnodes", type=int, default=None, help="nodes (default $NNODES or 1)")
+    p.add_argument("--logger", default=DEFAULT_LOGGERS, help=LOGGER_HELP)
     p.add_argument("--dry-run", action="store_true", help="print the verl command and exit")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. trainer.total_epochs=3")
     args = p.parse_args(argv)
@@ -217,6 +222,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         except ValueError:
             raise UserError(f"NNODES must be a whole number of nodes, got {env!r}") from None
     check_numbers(args)
+    tracker_names(args.logger)  # an unknown tracker is one line before anything starts
     return args
 
 

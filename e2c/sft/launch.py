@@ -21,6 +21,7 @@ from e2c.presets import cpu_preset, preset_path
 from e2c.sft.export import META
 from e2c.sft.metrics import METRICS, PATH_ENV, MetricsTail, watch
 from e2c.sft.tagging import tagged_model
+from e2c.tracking import logger_override
 
 CONFIG_NAME = "e2c_sft"
 GPU_MODEL = "Qwen/Qwen3-8B"
@@ -191,8 +192,9 @@ def _listing(files: list[str]) -> str:
     return files[0] if len(files) == 1 else "[" + ",".join(files) + "]"
 
 
-def hydra_overrides(plan: Plan, total_steps: int | None) -> list[str]:
-    """The Hydra overrides for verl's SFT trainer; the user's own come last and win."""
+def hydra_overrides(plan: Plan, total_steps: int | None, trackers: list[str] | None = None) -> list[str]:
+    """The Hydra overrides for verl's SFT trainer (``trackers``: ``trainer.logger``, see
+    :mod:`e2c.tracking`; None keeps the config's); the user's own come last and win."""
     cls = MODES[plan.mode][2]
     ov = [
         f"model.path={plan.model}",
@@ -207,6 +209,8 @@ def hydra_overrides(plan: Plan, total_steps: int | None) -> list[str]:
         # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
         f"hydra.run.dir={plan.output_dir / 'hydra'}/${{now:%Y-%m-%d_%H-%M-%S}}",
     ]
+    if trackers:
+        ov.append(f"trainer.logger={logger_override(trackers)}")
     if total_steps is not None:
         ov.append(f"{STEPS_KEY}={total_steps}")
     if plan.gpus == 0:

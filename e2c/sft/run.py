@@ -57,6 +57,7 @@ from e2c.sft.launch import (
     run_trainer,
 )
 from e2c.sft.metrics import METRICS, METRICS_HISTORY, StepLosses, read_losses
+from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_env, tracker_names
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,6 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="where a base model without E2C tags gets its tagged copy (default: models/base/<name>-e2c)",
     )
     a("--config-dir", default=None, help=f"folder of {CONFIG_NAME}.yaml (default: configs/ of the project)")
+    a("--logger", default=DEFAULT_LOGGERS, help=LOGGER_HELP)
     a("--force", action="store_true", help="train again even if <output-dir>/final exists for a finished run")
     a("--dry-run", action="store_true", help="print the trainer command and exit")
     return p
@@ -145,11 +147,12 @@ def main(argv: list[str] | None = None) -> int:
     quiet_transformers()
     try:
         args, overrides = parse(argv)
+        trackers = tracker_names(args.logger)
         plan = make_plan(args, overrides)
         total = args.steps if args.steps is not None else (None if plan.gpus else cpu_default_steps())
         cmd = launch_command(
             plan,
-            hydra_overrides(plan, total),
+            hydra_overrides(plan, total, trackers),
             Path(args.config_dir).resolve() if args.config_dir else configs_dir(),
         )
     except UserError as e:
@@ -170,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     if plan.gpus == 0:
         env.setdefault("E2C_FORCE_CPU", "1")  # the verl plugin picks its CPU platform in every process
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
+    env.update(tracker_env(trackers, plan.output_dir))
     t0 = time.monotonic()
     rc, tail = run_trainer(cmd, plan.output_dir, env)
     wall = time.monotonic() - t0
