@@ -20,7 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import ArgumentParser
+from e2c.cli import DTYPES, ArgumentParser
+from e2c.eval.compare import run_summary
 from e2c.eval.runner import read_predictions
 
 DEFAULT_ARMS = "hf:float32,hf:bfloat16,vllm:bfloat16"
@@ -35,10 +36,8 @@ def parse_arms(text: str) -> list[tuple[str, str]]:
             raise SystemExit(
                 f"error: unknown backend {backend!r} in --arms; valid: hf, vllm (as BACKEND:DTYPE)"
             )
-        if dtype not in ("", "auto", "float32", "bfloat16", "float16"):
-            raise SystemExit(
-                f"error: unknown dtype {dtype!r} in {item!r}; valid: auto, float32, bfloat16, float16"
-            )
+        if dtype and dtype not in DTYPES:
+            raise SystemExit(f"error: unknown dtype {dtype!r} in {item!r}; valid: {', '.join(DTYPES)}")
         arms.append((backend, dtype or "auto"))
     if len(arms) < 2:
         raise SystemExit("error: --arms needs at least two arms to compare, e.g. hf:float32,hf:bfloat16")
@@ -88,13 +87,10 @@ def compare(base: dict[int, dict], other: dict[int, dict]) -> dict[str, Any]:
     }
 
 
-def summary(preds: dict[int, dict]) -> dict[str, Any]:
-    rows = [p[0] for p in preds.values()]
-    n = len(rows) or 1
-    return {
-        "accuracy": round(sum(r["correct"] for r in rows) / n, 4),
-        "mean_tokens": round(sum(r["explore_tokens"] + r["execute_tokens"] for r in rows) / n, 1),
-    }
+def summary(run_dir: Path, dataset: str) -> dict[str, Any]:
+    """Accuracy and mean generated tokens of one dataset, as the run's ``results.json`` reports them."""
+    e = run_summary(run_dir)[dataset]
+    return {"accuracy": e["accuracy"], "mean_tokens": round(e["explore_tokens"] + e["execute_tokens"], 1)}
 
 
 def main() -> None:
@@ -132,7 +128,7 @@ def main() -> None:
     for key, per in preds.items():
         report["arms"][key] = {"seconds": round(seconds[key], 1), "datasets": {}}
         for name in names:
-            row = {**summary(per[name]), **compare(preds[base_key][name], per[name])}
+            row = {**summary(root / key.replace(":", "-"), name), **compare(preds[base_key][name], per[name])}
             report["arms"][key]["datasets"][name] = row
             flips = f"{row['only_base_correct']}/{row['only_this_correct']}"
             ident = f"{row['identical']}/{row['problems']}"

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import ArgumentParser
+from e2c.cli import DTYPES, ArgumentParser
 from e2c.paths import project_root
 
 # The benchmark files shared beside the checkout (``../shared/data/benchmarks``).
@@ -57,10 +57,8 @@ def parse_arms(text: str) -> list[tuple[str, str]]:
         name, _, dtype = item.partition(":")
         if name not in ARM_NAMES:
             raise SystemExit(f"error: unknown arm {name!r}; valid: {', '.join(ARM_NAMES)} (as NAME[:DTYPE])")
-        if dtype not in ("", "auto", "float32", "bfloat16", "float16"):
-            raise SystemExit(
-                f"error: unknown dtype {dtype!r} in {item!r}; valid: auto, float32, bfloat16, float16"
-            )
+        if dtype and dtype not in DTYPES:
+            raise SystemExit(f"error: unknown dtype {dtype!r} in {item!r}; valid: {', '.join(DTYPES)}")
         arms.append((name, dtype or "auto"))
     if not arms:
         raise SystemExit("error: --arms is empty; valid arms: " + ", ".join(ARM_NAMES))

@@ -82,14 +82,14 @@ def compare_runs(run_dirs: Sequence[Path], labels: Sequence[str]) -> dict[str, A
             raise UserError(f"{d}: no results.json (not an evaluation run, or not finished)")
         runs[label] = summary
     first = labels[0]
+    before = {name: per_problem_scores(run_dirs[0] / "predictions" / f"{name}.jsonl") for name in runs[first]}
     paired: dict[str, dict[str, Any]] = {}
     for label, d in zip(labels[1:], run_dirs[1:], strict=True):
         for name in runs[label]:
-            if name not in runs[first]:
+            if name not in before:
                 continue
             after = per_problem_scores(d / "predictions" / f"{name}.jsonl")
-            before = per_problem_scores(run_dirs[0] / "predictions" / f"{name}.jsonl")
-            a, b, _ = align_scores(after, before)
+            a, b, _ = align_scores(after, before[name])
             paired.setdefault(name, {})[label] = paired_difference(a, b)
     return {"runs": runs, "paired_vs_first": paired, "first": first}
 

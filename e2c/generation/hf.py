@@ -148,6 +148,8 @@ class _Rows:
 
     def __init__(self, cache: Any, logits: Any, mask: Any, next_pos: Any, alive: list[int]) -> None:
         self.cache, self.logits, self.mask, self.next_pos, self.alive = cache, logits, mask, next_pos, alive
+        # Whether rows may join or leave mid-decode: a property of the cache's layer types, fixed at prefill.
+        self.mergeable = mergeable(cache)
 
     def select(self, keep: list[int]) -> None:
         """Keep rows ``keep`` (indices into ``alive``), then drop mask columns no row attends to any more."""
@@ -158,7 +160,7 @@ class _Rows:
             self.cache.batch_select_indices(sel)
             self.logits, self.mask, self.next_pos = self.logits[sel], self.mask[sel], self.next_pos[sel]
             self.alive = [self.alive[a] for a in keep]
-            if mergeable(self.cache):
+            if self.mergeable:
                 # Rows that left may have been the only long ones: the others' left padding is dead weight
                 # that every later step would attend over. Positions are explicit, so cutting it is exact.
                 lead = int(self.mask.any(0).int().argmax())
@@ -288,7 +290,7 @@ def decode_rows(
         while True:
             free = capacity - (len(active.alive) if active is not None else 0)
             take: list[int] = []
-            if active is None or mergeable(active.cache):
+            if active is None or active.mergeable:
                 while queue and free >= n:
                     take.append(queue.popleft())
                     free -= n
