@@ -80,9 +80,11 @@ run() {
 # The HF folder of stage 2's latest checkpoint (verl saves one with every checkpoint).
 rl_model() {
   if [ "$DRY_RUN" = 1 ]; then echo "$RL2_DIR/global_step_LATEST/actor/huggingface"; return; fi
-  "$PY" -c 'import sys; from e2c.checkpoints import latest_checkpoint
-c = latest_checkpoint(sys.argv[1])
-sys.exit(f"no finished checkpoint in {sys.argv[1]}: run GRPO stage 2 first") if c is None else print(c / "actor" / "huggingface")' "$RL2_DIR"
+  # latest_hf_checkpoint also merges a LoRA run's adapter into that folder.
+  "$PY" -c 'import sys; from e2c.cli import UserError; from e2c.rl.launch import latest_hf_checkpoint
+from pathlib import Path
+try: print(latest_hf_checkpoint(Path(sys.argv[1])))
+except UserError as e: sys.exit(str(e))' "$RL2_DIR"
 }
 
 # 1. data: download (resumable, verified) and convert (time: unknown)

@@ -26,6 +26,7 @@ another model instead; given with ``--stage1-dir`` it is refused, as the two nam
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shlex
@@ -38,14 +39,17 @@ from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, r
 from e2c.cli import ArgumentParser, UserError, fail
 from e2c.devices import gpu_count
 from e2c.files import ensure_output_dir
+from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_peft_folder
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
+from e2c.verl_cpu.hf_rollout import SYNC_LOG, SYNC_LOG_ENV
 
 ALGOS = ("grpo", "dapo")
 # What verl's RL dataset reads (verl.utils.dataset.rl_dataset).
 DATA_SUFFIXES = (".parquet", ".json", ".jsonl")
 STAGES = (1, 2)
+MODEL_KEY = "actor_rollout_ref.model"
 
 # The CPU set-up (a size preset, then what verl needs without an accelerator), under configs_dir().
 
@@ -93,7 +97,29 @@ def latest_hf_checkpoint(run_dir: Path) -> Path:
         raise UserError(
             f"checkpoint {hf} has no HF weights (config.json + *.safetensors); cannot start stage 2"
         )
+    plain_lora_checkpoint(step)  # a run killed before the launcher merged its adapters
     return hf
+
+
+def plain_lora_checkpoint(step: Path) -> int:
+    """A LoRA run's checkpoint as a plain model: verl saves ``actor/huggingface`` with PEFT's parameter
+    names, which no loader of plain models reads; merge the adapter into it (:func:`e2c.lora.merge_peft_folder`).
+    Returns the number of merged weights; 0 for a full fine-tuning checkpoint or one already merged."""
+    meta = step / "actor" / LORA_META
+    hf = step / "actor" / "huggingface"
+    if not meta.is_file() or not any(hf.glob("*.safetensors")):
+        return 0
+    try:
+        return merge_peft_folder(hf, json.loads(meta.read_text()))
+    except ValueError as e:
+        raise UserError(f"{meta}: {e}") from None
+
+
+def plain_lora_checkpoints(run_dir: Path) -> None:
+    """After a run: every saved step of a LoRA run as a plain model (eval, TTS and stage 2 load these)."""
+    for step in sorted(run_dir.glob("global_step_*")):
+        if n := plain_lora_checkpoint(step):
+            print(f"[e2c-rl] merged the LoRA adapter into {n} weights of {step / 'actor' / 'huggingface'}")
 
 
 def resolve_model_path(spec: str) -> str:
@@ -120,14 +146,16 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
     else:
         out["trainer.n_gpus_per_node"] = str(gpus)
         out["trainer.nnodes"] = str(args.nnodes)
-    out["actor_rollout_ref.model.path"] = args.model_path
+    out[f"{MODEL_KEY}.path"] = args.model_path
+    out.update(lora_overrides(args, MODEL_KEY))
     out["trainer.default_local_dir"] = str(args.output_dir)
     # Per-step metrics as JSON lines next to the checkpoints (verl's file logger runs in the task runner and
     # truncates the file: main() keeps earlier launches' steps in metrics_history.jsonl and merges them back).
     trackers = tracker_names(args.logger)
     out["trainer.logger"] = logger_override(trackers)
     out["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = str(args.output_dir / METRICS)
-    for key, value in tracker_env(trackers, args.output_dir).items():
+    env = {**tracker_env(trackers, args.output_dir), SYNC_LOG_ENV: str(args.output_dir / SYNC_LOG)}
+    for key, value in env.items():
         out[f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}"] = value
     # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
     out["hydra.run.dir"] = str(args.output_dir / "hydra" / "${now:%Y-%m-%d_%H-%M-%S}")
@@ -212,6 +240,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--nnodes", type=int, default=None, help="nodes (default $NNODES or 1)")
     p.add_argument("--logger", default=DEFAULT_LOGGERS, help=LOGGER_HELP)
+    add_lora_args(p)
     p.add_argument("--dry-run", action="store_true", help="print the verl command and exit")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. trainer.total_epochs=3")
     args = p.parse_args(argv)
@@ -223,6 +252,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
             raise UserError(f"NNODES must be a whole number of nodes, got {env!r}") from None
     check_numbers(args)
     tracker_names(args.logger)  # an unknown tracker is one line before anything starts
+    lora_overrides(args, MODEL_KEY)
     return args
 
 
@@ -326,6 +356,7 @@ def main(argv: list[str] | None = None) -> int:
         return subprocess.call(cmd, env=env, cwd=project_root())
     finally:
         restore_metrics(args.output_dir)
+        plain_lora_checkpoints(args.output_dir)
 
 
 if __name__ == "__main__":

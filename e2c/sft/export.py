@@ -3,6 +3,7 @@ swapped in atomically as ``<output-dir>/final``, with ``e2c_sft.json`` describin
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from typing import Any
 
 from e2c.cli import UserError
 from e2c.files import atomic_replace_dir, atomic_write_json
+from e2c.lora import LORA_META, merge_adapter_folder, merge_peft_folder
 from e2c.paths import project_root
 
 META = "e2c_sft.json"
@@ -37,7 +39,8 @@ def export_final(ckpt: Path, final_dir: Path, meta: dict[str, Any]) -> Path:
     """Write a plain HF folder for ``ckpt`` to ``final_dir`` atomically.
 
     verl already wrote the weights under ``huggingface/`` when ``checkpoint.save_contents`` includes
-    ``hf_model``; otherwise verl's model merger turns the FSDP shards into safetensors (bf16). The folder
+    ``hf_model``; otherwise verl's model merger turns the FSDP shards into safetensors (bf16). A LoRA
+    run's adapter is merged into the weights (and kept in ``lora_adapter/``). The folder
     is built next to ``final_dir`` and swapped in (:func:`e2c.files.atomic_replace_dir`), so a killed
     export leaves the old one.
     """
@@ -53,6 +56,10 @@ def export_final(ckpt: Path, final_dir: Path, meta: dict[str, Any]) -> Path:
             if res.returncode != 0 or not any(tmp.glob("*.safetensors")):
                 tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
                 raise UserError(f"verl's model merger failed on {ckpt}: {' | '.join(tail)}")
+        # A LoRA run: the merger wrote the base weights with the adapter beside them; the model is the merge.
+        if not merge_adapter_folder(tmp) and (ckpt / LORA_META).is_file():
+            # verl's own hf_model save of a LoRA model keeps PEFT's parameter names
+            merge_peft_folder(tmp, json.loads((ckpt / LORA_META).read_text()))
         # copytree copies the source folder's mode and the merger writes weights 0600: a model folder is for
         # sharing.
         tmp.chmod(0o755)

@@ -40,6 +40,7 @@ from typing import Any
 
 from e2c.checkpoints import latest_checkpoint
 from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers
+from e2c.lora import add_lora_args, lora_overrides
 from e2c.paths import configs_dir
 from e2c.sft.export import export_final
 from e2c.sft.launch import (
@@ -124,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a("--config-dir", default=None, help=f"folder of {CONFIG_NAME}.yaml (default: configs/ of the project)")
     a("--logger", default=DEFAULT_LOGGERS, help=LOGGER_HELP)
+    add_lora_args(p)
     a("--force", action="store_true", help="train again even if <output-dir>/final exists for a finished run")
     a("--dry-run", action="store_true", help="print the trainer command and exit")
     return p
@@ -140,7 +142,9 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     # Checked before anything is resolved or written (the model's tagged copy, the run folder).
     if args.steps is not None and args.steps < 1:
         raise UserError(f"--steps must be at least 1 (TOTAL_TRAINING_STEPS), got {args.steps}")
-    return args, rest
+    # Before the user's overrides, which win; part of the run's identity (a LoRA re-run is another run).
+    lora = [f"{k}={v}" for k, v in lora_overrides(args, "model").items()]
+    return args, lora + rest
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -20,6 +20,7 @@ provides the same three pieces for plain transformers, registered under the roll
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import time
@@ -28,10 +29,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from e2c.generation.base import eos_ids
+from e2c.lora import AdapterSync
 
 logger = logging.getLogger(__name__)
 
 ROLLOUT_NAME = "hf"
+SYNC_LOG_ENV = "E2C_ROLLOUT_SYNC_LOG"
+SYNC_LOG = "rollout_sync.jsonl"
 
 
 @dataclass
@@ -81,6 +85,7 @@ class HFRolloutServer:
             model_config = omega_conf_to_dataclass(model_config, dataclass_type=HFModelConfig)
         path = model_config.local_path
         self.replica_rank = replica_rank
+        self.lora = AdapterSync(path)
         self.tokenizer = AutoTokenizer.from_pretrained(path)
         self.pad_id = self.tokenizer.pad_token_id
         if self.pad_id is None:
@@ -185,9 +190,30 @@ class HFRolloutServer:
         ]
 
     # -- weights and lifecycle ----------------------------------------------------------------------------
-    async def update_weights(self, state_dict: dict[str, Any], global_steps: int | None = None) -> int:
-        """Load the trainer's full tensors; returns how many were loaded. Unknown names are an error."""
+    async def update_weights(
+        self,
+        state_dict: dict[str, Any],
+        global_steps: int | None = None,
+        peft_config: dict[str, Any] | None = None,
+        base_sync_done: bool = True,
+    ) -> int:
+        """Load the trainer's tensors; returns how many were loaded. Unknown names are an error.
+
+        Without ``peft_config`` these are full weights. With it (LoRA, verl's adapter sync) they are the base
+        weights under PEFT's names (``base_sync_done=False``) or the adapter, merged here into the base
+        (:class:`e2c.lora.AdapterSync`), so the engine always serves plain weights.
+        """
+        kind, shift = "full", None
+        if peft_config is not None:
+            if base_sync_done:
+                kind = "lora_adapter"
+                state_dict = await asyncio.to_thread(self.lora.merged, state_dict, peft_config)
+                shift = self.lora.shift(state_dict)
+            else:
+                kind = "lora_base"
+                state_dict = self.lora.base_weights(state_dict)
         count = await asyncio.to_thread(self.engine.load_weights, state_dict)
+        record_sync({"global_steps": global_steps, "kind": kind, "tensors": count, "shift_from_base": shift})
         if global_steps is not None:
             self.global_steps = global_steps
         self.stats["weight_updates"] += 1
@@ -229,6 +255,16 @@ class HFRolloutServer:
 
 
 ROLLOUT_DTYPES = ("auto", "bfloat16", "float32")
+
+
+def record_sync(record: dict[str, Any]) -> None:
+    """One JSON line per weight sync in ``E2C_ROLLOUT_SYNC_LOG`` (the RL launcher sets it to
+    ``<output-dir>/rollout_sync.jsonl``): which weights the rollout took, and for LoRA how far the merged
+    weights are from the base, so a run shows that its rollout samples from the trained adapter."""
+    path = os.environ.get(SYNC_LOG_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"time": round(time.time(), 3), **record}) + "\n")
 
 
 def rollout_dtype(name: str | None = None) -> Any:

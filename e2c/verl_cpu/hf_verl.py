@@ -78,8 +78,6 @@ class HFServerAdapter(BaseRollout):
             raise NotImplementedError(
                 "the hf rollout takes full named tensors (checkpoint_engine.backend=naive)"
             )
-        if kwargs.get("peft_config") is not None:
-            raise NotImplementedError("LoRA weight sync is not supported by the hf rollout")
         state: dict[str, torch.Tensor] = {}
         # Every rank walks the generator: with FSDP each full tensor is an all-gather.
         for name, tensor in weights:
@@ -88,4 +86,6 @@ class HFServerAdapter(BaseRollout):
             if self._has_server:
                 state[name] = tensor.detach().to("cpu").clone()
         if self._has_server:
-            await self._server().update_weights.remote(state, global_steps)
+            await self._server().update_weights.remote(
+                state, global_steps, kwargs.get("peft_config"), bool(kwargs.get("base_sync_done", True))
+            )
