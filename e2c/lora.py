@@ -320,3 +320,12 @@ def lora_overrides(args: Any, model_key: str) -> dict[str, str]:
         f"{model_key}.lora_alpha": str(alpha),
         f"{model_key}.target_modules": value,
     }
+
+
+def lora_flags(args: Any) -> list[str]:
+    """The LoRA flags of ``args`` as a command line, for launchers that start other launchers (the
+    curriculum); empty without LoRA."""
+    if not int(getattr(args, "lora_rank", 0) or 0):
+        return []
+    out = ["--lora-rank", str(args.lora_rank), "--lora-targets", str(args.lora_targets)]
+    return out + (["--lora-alpha", str(args.lora_alpha)] if args.lora_alpha is not None else [])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -11,6 +12,7 @@ import pytest
 from conftest import arithmetic_rl_rows
 
 from e2c.cli import UserError
+from e2c.lora import lora_flags
 from e2c.rl.agent_loop import row_budget
 from e2c.rl.curriculum import (
     difficulty_value,
@@ -109,6 +111,18 @@ def test_launch_args_order_cpu(tmp_path: Path) -> None:
     assert args[args.index("--logger") + 1] == "console,tensorboard"  # each stage's trackers (e2c.tracking)
     wandb = launch_args(cfg, st, "m", (tmp_path / "t", tmp_path / "v", 16), tmp_path / "o", 3, [], "wandb")
     assert wandb[wandb.index("--logger") + 1] == "wandb"
+    # LoRA: the curriculum's flags reach every stage's launcher, before the Hydra overrides
+    ns = argparse.Namespace(lora_rank=8, lora_alpha=None, lora_targets="q_proj,v_proj")
+    lora = launch_args(
+        cfg, st, "m", (tmp_path / "t", tmp_path / "v", 16), tmp_path / "o", 3, [], "x", lora_flags(ns)
+    )
+    assert lora[lora.index("--lora-rank") : lora.index("--")] == [
+        "--lora-rank",
+        "8",
+        "--lora-targets",
+        "q_proj,v_proj",
+    ]
+    assert lora_flags(argparse.Namespace(lora_rank=0, lora_alpha=None, lora_targets="all-linear")) == []
 
 
 def _val_tokens(metrics: list[dict]) -> float:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.cli import ArgumentParser, UserError, fail
+from e2c.lora import add_lora_args, lora_flags, lora_overrides
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_names
 
 DONE = "CURRICULUM_DONE"
@@ -148,8 +149,10 @@ def launch_args(
     steps: int,
     extra: list[str],
     logger: str = DEFAULT_LOGGERS,
+    lora: list[str] | None = None,
 ) -> list[str]:
-    """Arguments of :func:`e2c.rl.launch.main` for one stage (``logger``: its ``--logger``)."""
+    """Arguments of :func:`e2c.rl.launch.main` for one stage (``logger``: its ``--logger``; ``lora``: its
+    LoRA flags, each stage training a fresh adapter on the previous stage's merged model)."""
     train_path, val_path, val_budget = data
     args = ["--algo", str(cfg.get("algo", "grpo")), "--stage", str(cfg.get("stage", 2)), "--model", model]
     args += ["--train-data", str(train_path), "--val-data", str(val_path), "--output-dir", str(out)]
@@ -158,6 +161,7 @@ def launch_args(
     args += [
         "--logger",
         logger,
+        *(lora or []),
         "--",
         f"data.max_response_length={val_budget}",
         f"trainer.experiment_name=e2c_curriculum_{stage['name']}",
@@ -219,6 +223,7 @@ def run_curriculum(
     extra: list[str] | None = None,
     launch: Any = None,
     logger: str = DEFAULT_LOGGERS,
+    lora: list[str] | None = None,
 ) -> list[Path]:
     """Run every stage in order (skipping finished ones); returns the stage run folders."""
     from e2c.data.io import read_rows
@@ -251,7 +256,7 @@ def run_curriculum(
         stage_extra += [f"trainer.save_freq={steps_per_stage}"] if steps_per_stage else []
         rc = launch(
             launch_args(
-                cfg, stage, current, data, out, steps_per_stage, stage_extra + list(extra or []), logger
+                cfg, stage, current, data, out, steps_per_stage, stage_extra + list(extra or []), logger, lora
             )
         )
         if rc != 0:
@@ -301,10 +306,12 @@ def main(argv: list[str] | None = None) -> int:
         "--steps", type=int, default=0, help="stop each stage after N steps (0: the config's epochs)"
     )
     p.add_argument("--logger", default=DEFAULT_LOGGERS, help=LOGGER_HELP)
+    add_lora_args(p)
     p.add_argument("overrides", nargs="*", help="Hydra overrides for every stage, after --")
     args = p.parse_args(argv)
     try:
         tracker_names(args.logger)
+        lora_overrides(args, "actor_rollout_ref.model")  # bad LoRA values: one line before any stage
         with_defaults(args)
         cfg = load_curriculum(args.config)
         check_inputs(cfg, args)
@@ -317,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
             args.steps,
             args.overrides,
             logger=args.logger,
+            lora=lora_flags(args),
         )
     except UserError as e:
         fail(str(e))
