@@ -25,7 +25,7 @@ def skip_without_unwritable(case: str) -> None:
 
 def run(*args: str, env: dict[str, str] | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
     """A command line as a user types it, from the repository root."""
-    cmd = ["bash", *args] if args[0].endswith(".sh") else [sys.executable, *args]
+    cmd = ["bash", *args] if args[0].endswith((".sh", ".sbatch")) else [sys.executable, *args]
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=full_env, timeout=timeout)
 

@@ -50,6 +50,7 @@ ALGOS = ("grpo", "dapo")
 DATA_SUFFIXES = (".parquet", ".json", ".jsonl")
 STAGES = (1, 2)
 MODEL_KEY = "actor_rollout_ref.model"
+RAY_RESOURCE_KEYS = ("ray_kwargs.ray_init.num_cpus", "ray_kwargs.ray_init.num_gpus")
 
 # The CPU set-up (a size preset, then what verl needs without an accelerator), under configs_dir().
 
@@ -142,7 +143,12 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
     and win."""
     out: dict[str, str] = {}
     if gpus == 0:
-        out.update(cpu_overrides())
+        cpu = cpu_overrides()
+        if os.environ.get("RAY_ADDRESS"):
+            # An existing cluster (scripts/slurm_e2c.sbatch) brings its own CPUs and GPUs: ray refuses
+            # resource counts from a driver that joins one.
+            cpu = {k: v for k, v in cpu.items() if k.lstrip("+") not in RAY_RESOURCE_KEYS}
+        out.update(cpu)
     else:
         out["trainer.n_gpus_per_node"] = str(gpus)
         out["trainer.nnodes"] = str(args.nnodes)

@@ -1,0 +1,77 @@
+"""Wait for a ray cluster to have its nodes (``scripts/slurm_e2c.sbatch`` starts a head and workers, then
+waits here before the stage's driver joins).
+
+    python -m e2c.cluster --address HEAD_IP:6379 --nodes 4 [--timeout 120]
+
+Exits 0 once ``--nodes`` live nodes have joined, printing each change in the count; exits 1 with one line
+naming the count it reached when ``--timeout`` seconds pass first.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+
+from e2c.cli import ArgumentParser, fail
+
+
+def live_nodes(address: str) -> int:
+    """Live nodes of the ray cluster at ``address`` (0 while its head is not reachable yet)."""
+    import socket
+
+    import ray
+
+    host, _, port = address.rpartition(":")
+    try:  # ray.init retries an absent head for a minute; a closed port is answered at once
+        socket.create_connection((host, int(port)), timeout=2).close()
+    except (OSError, ValueError):
+        return 0
+    try:
+        ray.init(address=address, logging_level="ERROR", log_to_driver=False)
+        return sum(1 for n in ray.nodes() if n.get("Alive"))
+    except Exception:  # the head is still starting: connection refused, GCS not ready, ...
+        return 0
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+
+
+def wait_for_nodes(
+    count: Callable[[], int],
+    want: int,
+    timeout_s: float,
+    every_s: float = 2.0,
+    say: Callable[[str], None] = print,
+) -> int:
+    """Poll ``count()`` until it reaches ``want`` or ``timeout_s`` passes; returns the last count."""
+    deadline = time.monotonic() + timeout_s
+    last = -1
+    while True:
+        have = count()
+        if have != last:
+            say(f"[e2c-cluster] {have} of {want} node(s) up")
+            last = have
+        if have >= want or time.monotonic() >= deadline:
+            return have
+        time.sleep(every_s)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = ArgumentParser(prog="python -m e2c.cluster", description=__doc__.split("\n\n")[0])
+    p.add_argument("--address", required=True, help="the ray head, HOST:PORT")
+    p.add_argument("--nodes", type=int, default=1, help="live nodes to wait for (default: 1)")
+    p.add_argument("--timeout", type=float, default=120.0, help="seconds before giving up (default: 120)")
+    args = p.parse_args(argv)
+    if args.nodes < 1:
+        fail(f"--nodes {args.nodes}: at least 1")
+    have = wait_for_nodes(lambda: live_nodes(args.address), args.nodes, args.timeout)
+    if have < args.nodes:
+        fail(
+            f"the ray cluster at {args.address} has {have} of {args.nodes} node(s) after {args.timeout:g}s", 1
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
