@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from e2c import progress
 from e2c.chain import E2C, ChainFormat
 from e2c.files import atomic_replace_dir
 
@@ -405,8 +406,26 @@ def build_embedded_model(fmt: ChainFormat = E2C, root: Path | None = None, force
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     gguf = embedded_gguf_path()
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
+    with progress.bar(4, "converting the embedded model", unit="step") as pbar:
+        pbar.set_postfix_str("tokenizer")
+        tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        pbar.update(1)
+        pbar.set_postfix_str("GGUF weights")
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype="float32")
+        pbar.update(1)
+        pbar.set_postfix_str("chain tags")
+        _finish_embedded(model, tok, fmt)
+        pbar.update(1)
+        pbar.set_postfix_str("saving")
+        atomic_replace_dir(
+            out, _save(model, tok, {"e2c_source.json": {"gguf": str(gguf), "version": EMBEDDED_VERSION}})
+        )
+        pbar.update(1)
+    return out
+
+
+def _finish_embedded(model: Any, tok: Any, fmt: ChainFormat) -> None:
+    """The packaged model's special tokens as its chat turns use them, and the chain tags added."""
     # The GGUF metadata maps EOS to <|im_start|>; the chat turns end with <|im_end|>.
     vocab = tok.get_vocab()
     if "<|im_end|>" in vocab:
@@ -420,7 +439,3 @@ def build_embedded_model(fmt: ChainFormat = E2C, root: Path | None = None, force
     model.config.pad_token_id = tok.pad_token_id
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
-    atomic_replace_dir(
-        out, _save(model, tok, {"e2c_source.json": {"gguf": str(gguf), "version": EMBEDDED_VERSION}})
-    )
-    return out

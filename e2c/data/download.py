@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from e2c import progress
 from e2c.cli import UserError
 from e2c.files import atomic_write_text
 
@@ -178,11 +179,27 @@ def fetch(
         raise DownloadError(f"cannot write {part}: {e.strerror or e}") from None
     url = f"{base}/datasets/{repo}/resolve/{_quote(revision)}/{urllib.parse.quote(f.path)}"
     last = time.monotonic()
+    with progress.bar(f.size, f"  {f.path}", unit="B") as pbar:
+        return _fetch_attempts(f, dest, part, url, retries, log, last, pbar)
+
+
+def _fetch_attempts(
+    f: RemoteFile,
+    dest: Path,
+    part: Path,
+    url: str,
+    retries: int,
+    log: Callable[[str], None],
+    last: float,
+    pbar: Any,
+) -> Path:
     for attempt in range(retries + 1):
         have = part.stat().st_size if part.exists() else 0
         if have > f.size:
             part.unlink()
             have = 0
+        pbar.reset(total=f.size)
+        pbar.update(have)
         if have < f.size:
             headers = {"Range": f"bytes={have}-"} if have else {}
             try:
@@ -191,10 +208,13 @@ def fetch(
                     if mode == "wb":
                         have = 0
                     with part.open(mode) as out:
+                        if mode == "wb":
+                            pbar.reset(total=f.size)
                         for chunk in iter(lambda: resp.read(CHUNK), b""):
                             out.write(chunk)
                             have += len(chunk)
-                            if time.monotonic() - last > 5:
+                            pbar.update(len(chunk))
+                            if pbar.disable and time.monotonic() - last > 5:
                                 log(f"  {f.path}: {have / 1e6:.1f} / {f.size / 1e6:.1f} MB")
                                 last = time.monotonic()
             except urllib.error.HTTPError as e:

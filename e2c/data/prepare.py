@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from e2c import progress
 from e2c.chain import E2C
 from e2c.cli import ArgumentParser, UserError, fail
 from e2c.data import efsft, paper, registry
@@ -151,7 +152,15 @@ def prepare_eval(run: Run, raw: Path, out: Path, data_dir: str | None, use_hub: 
 
 
 def prepare_synthetic(run: Run, out: Path, n: int, seed: int) -> list[dict]:
-    samples, report = generate(n, seed=seed, progress=lambda s: print(s, flush=True))
+    with progress.bar(n, "synthetic", unit="problem") as pbar:
+
+        def show(kept: int, total: int) -> None:
+            if pbar.disable:
+                print(f"synthetic: {kept}/{total} problems verified", flush=True)
+            else:
+                pbar.update(kept - pbar.n)
+
+        samples, report = generate(n, seed=seed, progress=show)
     print(report.line(), flush=True)
     rows = rows_by_split(samples, E2C)
     run.write(rows["sft"], out / "sft" / "synthetic_sft.parquet", "sft")

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from e2c import progress
 from e2c.chain import MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
 from e2c.cli import UserError
 from e2c.data.registry import Record, get_spec, options_of, question_text
@@ -281,8 +282,10 @@ def evaluate_dataset(
     max_tokens = cfg.max_tokens or spec.max_new_tokens
     fmt = dataset_format(cfg, name)
     chunks = chunk_problems(len(records), cfg.samples, cfg.chunk_size)
-    t0, made = time.perf_counter(), 0
-    with path.open("a", encoding="utf-8") as f:
+    t0, made, new_tokens = time.perf_counter(), 0, 0
+    have = sum(min(len(v), cfg.samples) for i, v in done.items() if i < len(records))
+    pbar = progress.bar(len(records) * cfg.samples, name, unit="sample", initial=have)
+    with pbar, path.open("a", encoding="utf-8") as f:
         for ci, chunk in enumerate(chunks):
             if all(len(done.get(i, {})) >= cfg.samples for i in chunk):
                 continue
@@ -305,14 +308,20 @@ def evaluate_dataset(
                         f.write(json.dumps(line, ensure_ascii=False) + "\n")
                         done.setdefault(i, {})[line["sample"]] = line
                         made += 1
+                        new_tokens += line["explore_tokens"] + line["execute_tokens"]
+                        pbar.update(1)
             f.flush()
             os.fsync(f.fileno())
             secs = time.perf_counter() - t0
             finished = sum(len(done.get(i, {})) >= cfg.samples for i in range(len(records)))
-            log(
-                f"{name}: {finished}/{len(records)} problems, {made} new samples in {secs:.0f}s "
-                f"({made / max(secs, 1e-9):.2f} samples/s)"
-            )
+            rate = f"{new_tokens / max(secs, 1e-9):.0f} tok/s"
+            if pbar.disable:
+                log(
+                    f"{name}: {finished}/{len(records)} problems, {made} new samples in {secs:.0f}s "
+                    f"({made / max(secs, 1e-9):.2f} samples/s, {rate})"
+                )
+            else:
+                pbar.set_postfix_str(f"{finished}/{len(records)} problems, {rate}")
     per_problem = [[done[i][j] for j in sorted(done[i])][: cfg.samples] for i in range(len(records))]
     return summarize(per_problem, cfg.ks)
 

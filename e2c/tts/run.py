@@ -23,6 +23,7 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
+from e2c import progress
 from e2c.cli import UserError
 from e2c.data.registry import Record
 from e2c.files import atomic_write_json
@@ -310,6 +311,8 @@ def run_tts(
     lock = threading.Lock()
     queue = list(reversed(todo))
     finished = 0
+    groups: dict[tuple[str, int], list[int]] = {}  # (method, budget) -> [finished, correct] in this launch
+    pbar = progress.bar(len(todo), "[tts]", unit="run")
 
     def one(m: str, b: int, r: Record, g: Any) -> None:
         nonlocal finished
@@ -331,10 +334,17 @@ def run_tts(
             f.flush()
             done[record_key(m, b, str(r.id))] = res
             finished += 1
-            log(
-                f"[tts] {finished}/{len(todo)} {m} K={b} {r.id}: {'correct' if res['correct'] else 'wrong'}, "
-                f"{res['generated_tokens']} tokens, {time.perf_counter() - t0:.0f} s"
-            )
+            group = groups.setdefault((m, b), [0, 0])
+            group[0] += 1
+            group[1] += bool(res["correct"])
+            if pbar.disable:
+                log(
+                    f"[tts] {finished}/{len(todo)} {m} K={b} {r.id}: {'correct' if res['correct'] else 'wrong'}, "
+                    f"{res['generated_tokens']} tokens, {time.perf_counter() - t0:.0f} s"
+                )
+            else:
+                pbar.update(1)
+                pbar.set_postfix_str(f"{m} K={b}: {group[1]}/{group[0]} correct of {len(records)}")
 
     stop = threading.Event()  # set on an interrupt: workers finish their call in flight and take no more
 
@@ -350,7 +360,7 @@ def run_tts(
                 except Stopped:
                     return
 
-    with rec_path.open("a", encoding="utf-8") as f:
+    with pbar, rec_path.open("a", encoding="utf-8") as f:
         workers = max(1, min(workers, len(todo)))
         if workers == 1:
             for task in todo:

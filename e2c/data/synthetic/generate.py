@@ -158,7 +158,7 @@ def generate(
     trace_frac: float = 0.25,
     fractions: Sequence[float] = DEFAULT_FRACTIONS,
     workers: int = 2,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
     families: Sequence[str] | None = None,
     levels: Sequence[int] = LEVELS,
 ) -> tuple[list[Sample], Report]:
@@ -246,7 +246,7 @@ def generate(
                 f"synthetic: no sample of {len(tasks)} verified; dropped {dict(report.dropped)}"
             )
         if progress:
-            progress(f"synthetic: {kept}/{n} problems verified")
+            progress(kept, n)
     report.seconds = time.perf_counter() - t0
     return out, report
 
