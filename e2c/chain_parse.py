@@ -20,6 +20,20 @@ def _default_format() -> ChainFormat:
     return E2C
 
 
+# Every value of ParsedChain.status, "ok" first.
+STATUSES = (
+    "ok",
+    "no_tags",
+    "truncated_exploration",
+    "missing_explore_close",
+    "missing_execution",
+    "truncated_execution",
+    "empty_phase",
+    "repeated_tags",
+    "trailing_text",
+)
+
+
 @dataclass(frozen=True)
 class ParsedChain:
     """A response split into phases. Character spans index :attr:`text`.

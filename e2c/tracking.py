@@ -40,6 +40,54 @@ TRACKERS = (
 )
 
 
+RESULTS_LOGGER_HELP = (
+    "trackers that get the run's results and a few sample chains when it ends, comma-separated: "
+    "tensorboard (under OUTPUT_DIR/tensorboard), wandb, mlflow, ... (default: none)"
+)
+SAMPLE_CHAINS = 4  # sample chains per dataset (eval) or per method (TTS) sent to the trackers
+
+
+def result_trackers(value: str) -> list[str]:
+    """Trackers for an eval or TTS run: those named, checked; no metrics file (the run has its own
+    ``results.json``) and none at all for ``""``. One line naming an unknown tracker."""
+    return [n for n in tracker_names(value) if n != METRICS_LOGGER] if value.strip() else []
+
+
+def log_results(
+    names: list[str],
+    output_dir: Path,
+    experiment: str,
+    scalars: dict[str, float],
+    samples: list[tuple[str, str, float]],
+    project: str = "e2c",
+    step: int = 0,
+) -> None:
+    """Send a finished run's numbers (``scalars``) and sample chains (``(prompt, response, score)``) to
+    verl's trackers, the same classes training logs through: scalars as metrics, samples as the text table
+    verl uses for validation generations. Nothing for no trackers."""
+    if not names:
+        return
+    import os
+
+    env = tracker_env(names, output_dir)
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        from verl.utils.tracking import Tracking, ValidationGenerationsLogger
+
+        tracker = Tracking(project_name=project, experiment_name=experiment, default_backend=names)
+        tracker.log(data=scalars, step=step)
+        if samples:
+            ValidationGenerationsLogger(project, experiment).log(names, samples, step)
+        tracker.finish()
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def tracker_names(value: str) -> list[str]:
     """``"console,tensorboard"`` -> ``["console", "tensorboard", "file"]``: the named trackers, checked,
     in order, without repeats, and the metrics file last. One line naming a tracker verl does not know.

@@ -88,3 +88,20 @@ def tensorboard_scalars(folder: Path) -> dict[str, dict[int, float]]:
         for tag in acc.Tags()["scalars"]:
             out.setdefault(tag, {}).update({e.step: e.value for e in acc.Scalars(tag)})
     return out
+
+
+def tensorboard_texts(folder: Path) -> dict[str, dict[int, str]]:
+    """``{tag: {step: text}}`` of the text summaries (``add_text``) under ``folder``, read as the UI reads them."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out: dict[str, dict[int, str]] = {}
+    for events in sorted(Path(folder).rglob("events.out.tfevents.*")):
+        acc = EventAccumulator(str(events), size_guidance={"tensors": 0})
+        acc.Reload()
+        for tag in acc.Tags()["tensors"]:
+            for e in acc.Tensors(tag):
+                if e.tensor_proto.string_val:
+                    # add_text("x", ...) is stored as the tensor "x/text_summary"
+                    name = tag.removesuffix("/text_summary")
+                    out.setdefault(name, {})[e.step] = b"".join(e.tensor_proto.string_val).decode("utf-8")
+    return out

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from reference_impls import tensorboard_scalars, tensorboard_texts
 
 from e2c.cli import UserError
 from e2c.data.registry import Record
@@ -162,7 +163,7 @@ def tiny_args(bench_dir: Path, save: Path, limit: int = 4) -> list[str]:
 
 
 def test_cli_end_to_end_on_tiny_model(bench_dir: Path, tmp_path: Path) -> None:
-    r = cli(*tiny_args(bench_dir, tmp_path / "run"))
+    r = cli(*tiny_args(bench_dir, tmp_path / "run"), "--logger", "tensorboard")
     assert r.returncode == 0, r.stderr
     assert "pass@1" in r.stdout and "gsm8k" in r.stdout
     head = json.loads(r.stdout.strip().splitlines()[-1])
@@ -174,6 +175,13 @@ def test_cli_end_to_end_on_tiny_model(bench_dir: Path, tmp_path: Path) -> None:
     assert len(lines) == 8 and all(
         json.loads(x)["explore_tokens"] + json.loads(x)["execute_tokens"] <= 12 for x in lines
     )
+    # --logger tensorboard: the results as scalars and four sample chains as text, under the run folder
+    scalars = tensorboard_scalars(tmp_path / "run" / "tensorboard")
+    assert scalars["eval/gsm8k/pass@1"][0] == pytest.approx(res["datasets"]["gsm8k"]["pass@1"])
+    assert scalars["eval/average/format_rate"][0] == pytest.approx(res["average"]["format_rate"])
+    text = tensorboard_texts(tmp_path / "run" / "tensorboard")["val/generations"][0]
+    first = json.loads(lines[0])
+    assert text.count("### Sample") == 4 and first["response"][:40] in text and "parse status" in text
 
 
 def test_cli_killed_mid_run_resumes_to_the_same_result(bench_dir: Path, tmp_path: Path) -> None:

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import arithmetic_rl_rows
-from reference_impls import tensorboard_scalars
+from reference_impls import tensorboard_scalars, tensorboard_texts
+
+from e2c.chain_parse import STATUSES as CHAIN_STATUSES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -79,7 +82,8 @@ def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     for stage, extra in (("1", ["--model", "tiny"]), ("2", stage2)):
         out_dir = tmp / f"s{stage}"
         cmd = ["bash", "scripts/e2c_rl.sh", "--stage", stage, "--output-dir", str(out_dir), *extra]
-        cmd += ["--", "trainer.save_freq=2"]
+        # stage 2 validates at its last step: its generations go to the trackers and val_generations/
+        cmd += ["--", "trainer.save_freq=2", *(["trainer.test_freq=2"] if stage == "2" else [])]
         res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
         assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
         runs[stage] = out_dir
@@ -126,6 +130,26 @@ def test_grpo_metrics_reach_tensorboard_under_the_run_folder_cpu(grpo_runs: dict
         for line in lines:
             for key in ("e2c/explore_tokens_mean", "e2c/adv_abs_before", "critic/score/mean"):
                 assert scalars[key][line["step"]] == pytest.approx(line["data"][key], rel=1e-6, abs=1e-6)
+
+
+def test_validation_generations_reach_the_tracker_and_a_jsonl_cpu(grpo_runs: dict) -> None:
+    """The launcher's default --val-generations 4: verl's log_val_generations writes a few chains as text to
+    tensorboard, each with its reward and parse status, and every validation generation to
+    val_generations/<step>.jsonl with the grader's fields."""
+    s2 = grpo_runs["2"]
+    texts = tensorboard_texts(s2 / "tensorboard")["val/generations"]
+    assert list(texts) == [2]
+    statuses = re.findall(r"\[e2c\] parse status: (\w+), reward (-?[\d.]+)", texts[2])
+    assert len(statuses) == 4, texts[2][:2000]
+    assert {s for s, _ in statuses} <= set(CHAIN_STATUSES)
+    rows = [json.loads(x) for x in (s2 / "val_generations" / "2.jsonl").read_text().splitlines()]
+    assert len(rows) == 8  # the CPU preset's data.val_max_samples, one sample each
+    for r in rows:
+        assert {"input", "output", "score", "acc", "well_formed", "chain_status", "step"} <= set(r)
+        assert r["chain_status"] in CHAIN_STATUSES and r["step"] == 2
+        assert r["well_formed"] == float(r["chain_status"] == "ok")
+    # the text shows what the file holds: each logged reward is one of the validation scores
+    assert {round(float(x), 3) for _, x in statuses} <= {round(r["score"], 3) for r in rows}
 
 
 @pytest.mark.slow  # minutes of real verl training: bash scripts/test.sh -m slow

@@ -36,6 +36,7 @@ from e2c.cli import (
     slug,
 )
 from e2c.paths import project_root
+from e2c.tracking import RESULTS_LOGGER_HELP, log_results, result_trackers
 
 
 def parse_args(argv: list[str] | None = None):
@@ -77,6 +78,7 @@ def parse_args(argv: list[str] | None = None):
         metavar="KEY=VALUE",
         help="override a method setting, e.g. explore_budget=256 (repeatable)",
     )
+    p.add_argument("--logger", default="", help=RESULTS_LOGGER_HELP)
     return p.parse_args(argv)
 
 
@@ -173,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
         from e2c.files import check_output_dir
         from e2c.generation import make_generator, pick_backend
         from e2c.models import ModelSpecError
-        from e2c.tts.run import check_methods, format_table, load_embedder, run_tts, settings_from
+        from e2c.tts.run import check_methods, format_table, load_embedder, read_done, run_tts, settings_from
+        from e2c.tts.run import tracker_payload as tts_payload
 
+        trackers = result_trackers(args.logger)
         cfg = load_config(args)
         cfg["subfolder"] = default_subfolder(cfg["model"], cfg.get("subfolder"))
         methods = check_methods(cfg["methods"])
@@ -210,6 +214,16 @@ def main(argv: list[str] | None = None) -> int:
         }
         workers = args.workers if args.workers is not None else (16 if gen.name == "vllm" else 1)
         rows = run_tts(gen, records, methods, budgets, settings, out_dir, run_cfg, embed, workers=workers)
+        if trackers:
+            ids = {str(r.id) for r in records}
+            done = read_done(out_dir / "records.jsonl").values()
+            results = [
+                r
+                for r in done
+                if r["method"] in methods and r["budget"] in budgets and r["problem_id"] in ids
+            ]
+            scalars, samples = tts_payload(rows, results)
+            log_results(trackers, out_dir, f"tts-{slug(cfg['dataset'])}", scalars, samples)
     except UserError as e:
         fail(str(e))
     except KeyboardInterrupt as e:

@@ -39,9 +39,10 @@ from e2c.cli import (
     slug,
 )
 from e2c.data.registry import load_benchmarks, valid_names
-from e2c.eval.runner import MEDICAL_PROMPTS, EvalConfig, format_table, run_eval
+from e2c.eval.runner import MEDICAL_PROMPTS, EvalConfig, format_table, run_eval, tracker_payload
 from e2c.files import check_output_dir
 from e2c.models import RELEASED_REPO, ModelSpecError, model_context, resolve_model
+from e2c.tracking import RESULTS_LOGGER_HELP, log_results, result_trackers
 
 VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones
 # hf: sequences per call, in batches: rows that finish are refilled from the rest of the call (continuous
@@ -185,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
     a("--no-hub", action="store_true", help="use local benchmark files only, never the HF hub")
     a("--quiet", action="store_true", help="no progress lines")
+    a("--logger", default="", help=RESULTS_LOGGER_HELP)
     return p
 
 
@@ -245,6 +247,7 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
 
     quiet_transformers()
     check_flags(args)
+    trackers = result_trackers(args.logger)
     gpus = parse_gpus(args.gpus)
     backend = pick_backend(args.backend)
     cfg = EvalConfig(
@@ -300,7 +303,10 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
     )
     cfg.extra = {"model_path": res.path, "model_description": res.description}
     log(f"model: {res.description} [{res.path}] on {gen.name}; run folder {save}")
-    return run_eval(gen, data, cfg, save, log)
+    results = run_eval(gen, data, cfg, save, log)
+    scalars, samples = tracker_payload(results, save)
+    log_results(trackers, save, save.name, scalars, samples)
+    return results
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ from e2c.generation.base import check_fits, context_length, derive_seed
 from e2c.generation.chains import ChainResult, generate_chains
 from e2c.rewards.grader import grade_many
 from e2c.runinfo import git_commit, versions
+from e2c.tracking import SAMPLE_CHAINS
 
 # Settings that change what is generated: a resumed run must use the same ones.
 GENERATION_FIELDS = (
@@ -427,3 +428,25 @@ def format_table(metrics: dict[str, dict[str, Any]]) -> str:
         cells += [f"{v:>12.1f}" for v in vals[8:]]
         lines.append(f"{name:<{width}}" + "".join(cells))
     return "\n".join(lines)
+
+
+def tracker_payload(
+    results: dict[str, Any], save_path: Path, per_dataset: int = SAMPLE_CHAINS
+) -> tuple[dict[str, float], list[tuple[str, str, float]]]:
+    """What a finished eval run sends to trackers (:func:`e2c.tracking.log_results`): every numeric metric
+    as ``eval/<dataset>/<metric>`` (and ``eval/average/...``), and the first sample of the first
+    ``per_dataset`` problems of each dataset as ``(label, response, correct)``."""
+    scalars = {
+        f"eval/{name}/{k}": float(v)
+        for name, m in {**results["datasets"], "average": results.get("average", {})}.items()
+        for k, v in m.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+    samples = []
+    for name in results["datasets"]:
+        done = read_predictions(save_path / "predictions" / f"{name}.jsonl")
+        for i in sorted(done)[:per_dataset]:
+            line = done[i][min(done[i])]
+            label = f"{name} {line['id']} (gold {line['gold']}; parse status {line['chain_status']})"
+            samples.append((label, line["response"], float(bool(line["correct"]))))
+    return scalars, samples

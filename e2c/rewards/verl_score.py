@@ -66,6 +66,9 @@ def compute_score(
         "pred": res.extracted or "",
         "format": res.format_score,
         "well_formed": float(res.chain_status == "ok"),
+        # the parse status word (ok, no_tags, truncated_execution, ...): in verl's validation dumps; its
+        # metrics skip strings
+        "chain_status": res.chain_status,
         "no_answer": float(res.reason == "no_answer"),
         "timeout": float(res.reason == "timeout"),
         # A reference the grader cannot read scores 0 like a wrong answer: make it visible in the metrics.

@@ -50,6 +50,8 @@ ALGOS = ("grpo", "dapo")
 DATA_SUFFIXES = (".parquet", ".json", ".jsonl")
 STAGES = (1, 2)
 MODEL_KEY = "actor_rollout_ref.model"
+VAL_GENERATIONS = 4  # a few chains per validation, as verl's log_val_generations
+VAL_DIR = "val_generations"
 RAY_RESOURCE_KEYS = ("ray_kwargs.ray_init.num_cpus", "ray_kwargs.ray_init.num_gpus")
 
 # The CPU set-up (a size preset, then what verl needs without an accelerator), under configs_dir().
@@ -169,6 +171,9 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
         out["data.train_files"] = args.train_data
     if args.val_data:
         out["data.val_files"] = args.val_data
+    if args.val_generations:
+        out["trainer.log_val_generations"] = str(args.val_generations)
+        out["trainer.validation_data_dir"] = str(args.output_dir / VAL_DIR)
     if args.steps is not None:
         out["trainer.total_training_steps"] = str(args.steps)
     if args.save_freq is not None:
@@ -246,6 +251,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--nnodes", type=int, default=None, help="nodes (default $NNODES or 1)")
     p.add_argument("--logger", default=DEFAULT_LOGGERS, help=LOGGER_HELP)
+    p.add_argument(
+        "--val-generations",
+        type=int,
+        default=VAL_GENERATIONS,
+        help="validation chains logged to the trackers as text, with reward and parse status; every "
+        f"validation generation also goes to OUTPUT_DIR/{VAL_DIR}/<step>.jsonl (default: {VAL_GENERATIONS}; 0: neither)",
+    )
     add_lora_args(p)
     p.add_argument("--dry-run", action="store_true", help="print the verl command and exit")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. trainer.total_epochs=3")
@@ -271,6 +283,10 @@ def check_numbers(args: argparse.Namespace) -> None:
     for flag, value in (("--explore-budget", args.explore_budget), ("--execute-budget", args.execute_budget)):
         if value < 0:
             raise UserError(f"{flag} must be 0 (off) or a positive number of tokens, got {value}")
+    if args.val_generations < 0:
+        raise UserError(
+            f"--val-generations must be 0 (off) or a number of chains, got {args.val_generations}"
+        )
     if args.save_freq is not None and args.save_freq < -1:
         raise UserError(f"--save-freq must be a number of steps or -1 (never), got {args.save_freq}")
     if args.explore_coef is not None and not math.isfinite(args.explore_coef):

@@ -39,6 +39,8 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
+from e2c.chain import get_format
+from e2c.chain_parse import parse_chain
 from e2c.rl import registry
 from e2c.rl.advantage import positive_only_mask, segment_mean, segment_stats, weight_advantages
 from e2c.rl.settings import e2c_settings
@@ -123,6 +125,19 @@ class E2CTrainer(PPOTrainerSync):
             buffer.__class__ = BudgetedReplayBuffer
             buffer.budget_prompts = (max_batches - 1) * int(self.config.data.train_batch_size)
         return buffer
+
+    def _maybe_log_val_generations(self, inputs: list, outputs: list, scores: list) -> None:
+        """verl logs a few validation chains (``trainer.log_val_generations``) to the trackers as text; each
+        output here also names its parse status (e2c.chain_parse), which says at a glance whether the model
+        keeps the chain format. verl picks the samples by input, so the annotation does not change which."""
+        if not self.config.trainer.get("log_val_generations", 0):
+            return
+        fmt = get_format(e2c_settings(self.config).rollout.format)
+        annotated = [
+            f"{out}\n\n[e2c] parse status: {parse_chain(out, fmt, prefilled=True).status}, reward {score:.3f}"
+            for out, score in zip(outputs, scores, strict=True)
+        ]
+        super()._maybe_log_val_generations(inputs=inputs, outputs=annotated, scores=scores)
 
     def _token_id(self, token: str) -> int:
         ids = self.tokenizer.encode(token, add_special_tokens=False)

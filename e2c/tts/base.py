@@ -129,6 +129,7 @@ class MethodResult:
     seconds: float
     tokens_by_role: dict[str, int] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
+    response: str | None = None  # the chosen answer's chain (its execution, for plan-then-execute methods)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -248,4 +249,5 @@ def run_method(
         seconds=round(secs, 3),
         tokens_by_role=dict(meter.by_role),
         details=details,
+        response=None if chosen is None else chosen.response,
     )

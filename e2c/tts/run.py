@@ -29,6 +29,7 @@ from e2c.data.registry import Record
 from e2c.files import atomic_write_json
 from e2c.generation.base import check_fits, context_length
 from e2c.generation.batching import SharedGenerator, SharedHandle
+from e2c.tracking import SAMPLE_CHAINS
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.base import canonical_settings
 from e2c.tts.methods import BUDGET_FREE
@@ -445,3 +446,27 @@ def _cuda() -> bool:
 
 if __name__ == "__main__":  # pragma: no cover - tts/run_tts.py is the entry point
     sys.exit("run python tts/run_tts.py")
+
+
+def tracker_payload(
+    rows: list[dict[str, Any]], results: list[dict[str, Any]], per_method: int = SAMPLE_CHAINS
+) -> tuple[dict[str, float], list[tuple[str, str, float]]]:
+    """What a finished TTS run sends to trackers (:func:`e2c.tracking.log_results`): each summary row's
+    numbers as ``tts/<method>/K<budget>/<metric>``, and the chosen chains of the first ``per_method``
+    problems of each method at its largest budget as ``(label, response, correct)``."""
+    scalars = {
+        f"tts/{r['method']}/K{r['budget']}/{k}": float(v)
+        for r in rows
+        for k, v in r.items()
+        if k not in ("method", "budget") and isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+    top = {}
+    for r in results:
+        top[r["method"]] = max(top.get(r["method"], 0), int(r["budget"]))
+    samples = []
+    for method in sorted(top):
+        chosen = [r for r in results if r["method"] == method and int(r["budget"]) == top[method]]
+        for r in sorted(chosen, key=lambda r: str(r["problem_id"]))[:per_method]:
+            label = f"{method} K={r['budget']} {r['problem_id']} (answer {r.get('answer')})"
+            samples.append((label, r.get("response") or "(no answer chosen)", float(bool(r["correct"]))))
+    return scalars, samples
