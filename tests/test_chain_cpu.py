@@ -7,6 +7,8 @@ import random
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from reference_impls import exploration_token_mask_reference
 
 from e2c.chain import (
@@ -21,6 +23,7 @@ from e2c.chain import (
     phase_char_spans,
     tag_token_ids,
 )
+from e2c.chain_parse import STATUSES
 
 GOOD = "I need to make a step-by-step plan.\n1. Add.</EXPLORATION><EXECUTION>Step 1: 2+3=5. \\boxed{5}</EXECUTION>"
 
@@ -171,3 +174,18 @@ def test_phase_spans_plain_format() -> None:
     assert text[: spans["exploration"][1]].endswith("EXECUTION PHASE:")
     assert phase_char_spans("no close", E2C) == {"exploration": None, "execution": None}
     assert parse_chain(GOOD).status == "ok"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["<EXPLORATION>", "</EXPLORATION>", "<EXECUTION>", "</EXECUTION>", "plan", " ", "\\boxed{2}"]
+        ),
+        max_size=12,
+    ).map("".join)
+)
+def test_status_is_always_one_of_the_listed_words_cpu(text: str) -> None:
+    """chain_parse.STATUSES lists every status: the RL validation logs and tests check against it."""
+    p = parse_chain(text)
+    assert p.status in STATUSES and (p.status == "ok") == p.well_formed
