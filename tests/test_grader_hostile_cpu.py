@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from e2c.chain import E2C, PLAIN, THINK
+from e2c.chain_parse import STATUSES as CHAIN_STATUSES
 from e2c.rewards import extract_answer, extract_choice, format_score, grade, last_boxed
 from e2c.rewards.extract import boxed_contents
 from e2c.rewards.hostile import hostile_corpus
@@ -24,17 +25,7 @@ from e2c.rewards.math_equiv import quick_equal
 
 ROOT = Path(__file__).resolve().parents[1]
 REASONS = {"correct", "wrong", "no_answer", "timeout", "unparseable_gold", "error"}
-STATUSES = {
-    "ok",
-    "no_tags",
-    "truncated_exploration",
-    "missing_explore_close",
-    "missing_execution",
-    "truncated_execution",
-    "empty_phase",
-    "repeated_tags",
-    "trailing_text",
-}
+STATUSES = set(CHAIN_STATUSES)
 OPTS = {"A": "Aspirin", "B": "Heparin", "C": "Warfarin", "D": "Clopidogrel"}
 
 
