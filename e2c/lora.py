@@ -148,7 +148,10 @@ def split_peft_state(
     """A whole PEFT model's state dict -> (plain-named base weights, adapter tensors)."""
     base, adapter = {}, {}
     for name, tensor in state.items():
-        (adapter if is_lora_name(name) else base)[name if is_lora_name(name) else plain_name(name)] = tensor
+        if is_lora_name(name):
+            adapter[name] = tensor
+        else:
+            base[plain_name(name)] = tensor
     return base, adapter
 
 
@@ -176,9 +179,23 @@ def _write_model(folder: Path, state: dict[str, torch.Tensor]) -> None:
         missing.discard("lm_head.weight")  # saved once, as the embeddings
     if missing:
         raise UserError(f"LoRA merge: the merged weights lack {sorted(missing)[:3]} of {folder}")
+    import os
+    import tempfile
+
+    # Written beside the folder first, then renamed over the old weights: a merge killed midway leaves
+    # the old model whole (for an RL checkpoint, the only copy).
+    with tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".{folder.name}.merge-") as tmp:
+        model.save_pretrained(tmp, state_dict=state)
+        new = {
+            f.name
+            for f in Path(tmp).iterdir()
+            if f.name.endswith((".safetensors", ".safetensors.index.json"))
+        }
+        for name in sorted(new):
+            os.replace(Path(tmp) / name, folder / name)
     for f in list(folder.glob("*.safetensors")) + list(folder.glob("*.safetensors.index.json")):
-        f.unlink()
-    model.save_pretrained(folder, state_dict=state)
+        if f.name not in new:
+            f.unlink()
 
 
 def adapter_config(folder: Path) -> dict[str, Any]:

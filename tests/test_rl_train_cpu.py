@@ -148,8 +148,9 @@ def test_validation_generations_reach_the_tracker_and_a_jsonl_cpu(grpo_runs: dic
         assert {"input", "output", "score", "acc", "well_formed", "chain_status", "step"} <= set(r)
         assert r["chain_status"] in CHAIN_STATUSES and r["step"] == 2
         assert r["well_formed"] == float(r["chain_status"] == "ok")
-    # the text shows what the file holds: each logged reward is one of the validation scores
-    assert {round(float(x), 3) for _, x in statuses} <= {round(r["score"], 3) for r in rows}
+    # each logged reward is a row's reward: the grader's score plus the overlong penalty (logged by the config)
+    rewards = {round(r["score"] + r["overlong_reward"], 3) for r in rows}
+    assert {round(float(x), 3) for _, x in statuses} <= rewards
 
 
 @pytest.mark.slow  # minutes of real verl training: bash scripts/test.sh -m slow

@@ -151,6 +151,9 @@ def test_one_node_grpo_on_the_scripts_own_ray_cluster_cpu(tmp_path: Path) -> Non
     assert re.search(r"Connecting to existing Ray cluster at address: [\d.]+:6391", log)
     gone = run("-m", "e2c.cluster", "--address", "127.0.0.1:6391", "--timeout", "0")
     assert gone.returncode == 1, "the ray head outlived the script"
+    # and left no record of itself for the next plain ray.init() on this machine to join
+    current = Path("/tmp/ray/ray_current_cluster")
+    assert not current.is_file() or not current.read_text().strip().endswith(":6391")
 
 
 def test_one_node_sft_through_the_script_cpu(tmp_path: Path) -> None:
