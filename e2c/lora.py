@@ -255,6 +255,18 @@ def merge_peft_folder(hf_dir: Path, meta: Mapping[str, Any]) -> int:
     return len(merged)
 
 
+def merge_checkpoint_folder(hf_dir: Path, meta_path: Path) -> int:
+    """:func:`merge_peft_folder` for a verl checkpoint whose LoRA rank and alpha are in ``meta_path`` (verl's
+    ``lora_train_meta.json``); 0 when the checkpoint has none (full fine-tuning). A metadata file or weights
+    that cannot be read are one line naming the metadata file."""
+    if not meta_path.is_file():
+        return 0
+    try:
+        return merge_peft_folder(hf_dir, json.loads(meta_path.read_text()))
+    except ValueError as e:
+        raise UserError(f"{meta_path}: {e}") from None
+
+
 class AdapterSync:
     """The CPU rollout's side of verl's LoRA weight sync (``lora.merge=False``, verl's default).
 
@@ -268,6 +280,7 @@ class AdapterSync:
     def __init__(self, model_dir: str | Path) -> None:
         self.model_dir = Path(model_dir)
         self.base: dict[str, torch.Tensor] | None = None
+        self.adapted: list[str] = []  # the weights the last adapter changed
 
     def base_weights(self, state: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """A base sync: plain names for loading, and a copy kept for merging."""
@@ -281,12 +294,15 @@ class AdapterSync:
         """The whole model to load for this adapter: the base with the adapter merged into its modules."""
         if self.base is None:
             self.base = _read_safetensors(self.model_dir)
-        return {**self.base, **merge_lora(self.base, adapter, config)}
+        merged = merge_lora(self.base, adapter, config)
+        self.adapted = list(merged)
+        return {**self.base, **merged}
 
     def shift(self, model: Mapping[str, torch.Tensor]) -> float:
-        """L2 distance of these weights from the base (0 for a fresh adapter, whose B is zero)."""
+        """L2 distance of these weights from the base (0 for a fresh adapter, whose B is zero): summed over
+        the weights the last adapter changed, as every other one is the base's own tensor."""
         assert self.base is not None
-        return float(sum(((v.float() - self.base[k].float()) ** 2).sum() for k, v in model.items()) ** 0.5)
+        return float(sum(((model[k].float() - self.base[k].float()) ** 2).sum() for k in self.adapted) ** 0.5)
 
 
 # ------------------------------------------------------------------------------------------------ knobs

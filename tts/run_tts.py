@@ -175,7 +175,15 @@ def main(argv: list[str] | None = None) -> int:
         from e2c.files import check_output_dir
         from e2c.generation import make_generator, pick_backend
         from e2c.models import ModelSpecError
-        from e2c.tts.run import check_methods, format_table, load_embedder, read_done, run_tts, settings_from
+        from e2c.tts.run import (
+            check_methods,
+            format_table,
+            load_embedder,
+            read_done,
+            run_tts,
+            selected_results,
+            settings_from,
+        )
         from e2c.tts.run import tracker_payload as tts_payload
 
         trackers = result_trackers(args.logger)
@@ -215,13 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         workers = args.workers if args.workers is not None else (16 if gen.name == "vllm" else 1)
         rows = run_tts(gen, records, methods, budgets, settings, out_dir, run_cfg, embed, workers=workers)
         if trackers:
-            ids = {str(r.id) for r in records}
-            done = read_done(out_dir / "records.jsonl").values()
-            results = [
-                r
-                for r in done
-                if r["method"] in methods and r["budget"] in budgets and r["problem_id"] in ids
-            ]
+            results = selected_results(read_done(out_dir / "records.jsonl"), methods, budgets, records)
             scalars, samples = tts_payload(rows, results)
             log_results(trackers, out_dir, f"tts-{slug(cfg['dataset'])}", scalars, samples)
     except UserError as e:

@@ -178,9 +178,8 @@ def fetch(
     except OSError as e:
         raise DownloadError(f"cannot write {part}: {e.strerror or e}") from None
     url = f"{base}/datasets/{repo}/resolve/{_quote(revision)}/{urllib.parse.quote(f.path)}"
-    last = time.monotonic()
     with progress.bar(f.size, f"  {f.path}", unit="B") as pbar:
-        return _fetch_attempts(f, dest, part, url, retries, log, last, pbar)
+        return _fetch_attempts(f, dest, part, url, retries, log, pbar)
 
 
 def _fetch_attempts(
@@ -190,9 +189,10 @@ def _fetch_attempts(
     url: str,
     retries: int,
     log: Callable[[str], None],
-    last: float,
     pbar: Any,
 ) -> Path:
+    """:func:`fetch`'s tries, each resuming ``part``, with the bytes on ``pbar`` (or a log line every 5 s)."""
+    last = time.monotonic()
     for attempt in range(retries + 1):
         have = part.stat().st_size if part.exists() else 0
         if have > f.size:
@@ -205,11 +205,10 @@ def _fetch_attempts(
             try:
                 with _open(url, headers) as resp:
                     mode = "ab" if have and resp.status == 206 else "wb"
-                    if mode == "wb":
+                    if mode == "wb":  # the server ignored the range: start over
                         have = 0
+                        pbar.reset(total=f.size)
                     with part.open(mode) as out:
-                        if mode == "wb":
-                            pbar.reset(total=f.size)
                         for chunk in iter(lambda: resp.read(CHUNK), b""):
                             out.write(chunk)
                             have += len(chunk)

@@ -36,7 +36,7 @@ def plot_accuracy(evals: Mapping[str, Any], path: Path, title: str = "Accuracy p
             e = evals[s].get(d)
             if not e:
                 continue
-            xs.append(i + (j - (len(stages) - 1) / 2) * width)
+            xs.append(_bar_x(i, j, len(stages), width))
             ys.append(100 * e["accuracy"])
             lo.append(max(0.0, 100 * (e["accuracy"] - e["ci95"][0])))
             hi.append(max(0.0, 100 * (e["ci95"][1] - e["accuracy"])))
@@ -52,7 +52,17 @@ def plot_accuracy(evals: Mapping[str, Any], path: Path, title: str = "Accuracy p
                 textcoords="offset points",
             )
     ax.set_xticks(range(len(datasets)), [f"{d} (n={_n(evals, d)})" for d in datasets])
-    ax.set_ylabel("accuracy (%), 95% Wilson interval")
+    _finish_percent_bars(fig, ax, "accuracy (%), 95% Wilson interval", title, path)
+
+
+def _bar_x(dataset: int, run: int, runs: int, width: float) -> float:
+    """Where run ``run``'s bar of dataset ``dataset`` stands: the runs side by side, centred on the tick."""
+    return dataset + (run - (runs - 1) / 2) * width
+
+
+def _finish_percent_bars(fig: Any, ax: Any, ylabel: str, title: str, path: Path) -> None:
+    """Axis labels and limits of a per-run percentage bar chart, then the file."""
+    ax.set_ylabel(ylabel)
     ax.set_ylim(0, 105)
     ax.set_title(title)
     ax.legend()
@@ -71,16 +81,11 @@ def plot_rates(evals: Mapping[str, Any], path: Path, title: str = "Format compli
     fig, ax = plt.subplots(figsize=(7, 4.2))
     width = 0.8 / max(len(stages), 1)
     for j, s in enumerate(stages):
-        xs = [i + (j - (len(stages) - 1) / 2) * width for i, d in enumerate(datasets) if d in evals[s]]
+        xs = [_bar_x(i, j, len(stages), width) for i, d in enumerate(datasets) if d in evals[s]]
         ys = [100 * evals[s][d]["format_rate"] for d in datasets if d in evals[s]]
         ax.bar(xs, ys, width, label=s)
     ax.set_xticks(range(len(datasets)), datasets)
-    ax.set_ylabel("well-formed chains (%)")
-    ax.set_ylim(0, 105)
-    ax.set_title(title)
-    ax.legend()
-    ax.grid(True, axis="y", alpha=0.3)
-    save_figure(fig, path)
+    _finish_percent_bars(fig, ax, "well-formed chains (%)", title, path)
 
 
 def plot_tokens(

@@ -304,8 +304,9 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
     cfg.extra = {"model_path": res.path, "model_description": res.description}
     log(f"model: {res.description} [{res.path}] on {gen.name}; run folder {save}")
     results = run_eval(gen, data, cfg, save, log)
-    scalars, samples = tracker_payload(results, save)
-    log_results(trackers, save, save.name, scalars, samples)
+    if trackers:
+        scalars, samples = tracker_payload(results, save)
+        log_results(trackers, save, save.name, scalars, samples)
     return results
 
 

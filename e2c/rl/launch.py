@@ -26,7 +26,6 @@ another model instead; given with ``--stage1-dir`` it is refused, as the two nam
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import shlex
@@ -39,7 +38,7 @@ from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, r
 from e2c.cli import ArgumentParser, UserError, fail
 from e2c.devices import gpu_count
 from e2c.files import ensure_output_dir
-from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_peft_folder
+from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
@@ -108,14 +107,10 @@ def plain_lora_checkpoint(step: Path) -> int:
     """A LoRA run's checkpoint as a plain model: verl saves ``actor/huggingface`` with PEFT's parameter
     names, which no loader of plain models reads; merge the adapter into it (:func:`e2c.lora.merge_peft_folder`).
     Returns the number of merged weights; 0 for a full fine-tuning checkpoint or one already merged."""
-    meta = step / "actor" / LORA_META
     hf = step / "actor" / "huggingface"
-    if not meta.is_file() or not any(hf.glob("*.safetensors")):
+    if not any(hf.glob("*.safetensors")):
         return 0
-    try:
-        return merge_peft_folder(hf, json.loads(meta.read_text()))
-    except ValueError as e:
-        raise UserError(f"{meta}: {e}") from None
+    return merge_checkpoint_folder(hf, step / "actor" / LORA_META)
 
 
 def plain_lora_checkpoints(run_dir: Path) -> None:

@@ -3,7 +3,6 @@ swapped in atomically as ``<output-dir>/final``, with ``e2c_sft.json`` describin
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
@@ -12,7 +11,7 @@ from typing import Any
 
 from e2c.cli import UserError
 from e2c.files import atomic_replace_dir, atomic_write_json
-from e2c.lora import LORA_META, merge_adapter_folder, merge_peft_folder
+from e2c.lora import LORA_META, merge_adapter_folder, merge_checkpoint_folder
 from e2c.paths import project_root
 
 META = "e2c_sft.json"
@@ -57,9 +56,9 @@ def export_final(ckpt: Path, final_dir: Path, meta: dict[str, Any]) -> Path:
                 tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
                 raise UserError(f"verl's model merger failed on {ckpt}: {' | '.join(tail)}")
         # A LoRA run: the merger wrote the base weights with the adapter beside them; the model is the merge.
-        if not merge_adapter_folder(tmp) and (ckpt / LORA_META).is_file():
+        if not merge_adapter_folder(tmp):
             # verl's own hf_model save of a LoRA model keeps PEFT's parameter names
-            merge_peft_folder(tmp, json.loads((ckpt / LORA_META).read_text()))
+            merge_checkpoint_folder(tmp, ckpt / LORA_META)
         # copytree copies the source folder's mode and the merger writes weights 0600: a model folder is for
         # sharing.
         tmp.chmod(0o755)

@@ -376,8 +376,7 @@ def run_tts(
                 except BaseException:
                     stop.set()  # the executor then waits for the calls in flight only, not the queue
                     raise
-    wanted = {record_key(m, b, str(r.id)) for m in methods for b in budgets for r in records}
-    results = [v for k, v in done.items() if k in wanted]
+    results = selected_results(done, methods, budgets, records)
     rows = summarize(results)
     atomic_write_json(out_dir / "results.json", {"config": config, "summary": rows})
     write_csv(out_dir / "results.csv", rows)
@@ -444,8 +443,13 @@ def _cuda() -> bool:
         return False
 
 
-if __name__ == "__main__":  # pragma: no cover - tts/run_tts.py is the entry point
-    sys.exit("run python tts/run_tts.py")
+def selected_results(
+    done: dict[str, dict[str, Any]], methods: Sequence[str], budgets: Sequence[int], records: Sequence[Record]
+) -> list[dict[str, Any]]:
+    """The results of ``done`` (:func:`read_done`, keyed by :func:`record_key`) that this run's methods,
+    budgets and problems ask for."""
+    wanted = {record_key(m, b, str(r.id)) for m in methods for b in budgets for r in records}
+    return [v for k, v in done.items() if k in wanted]
 
 
 def tracker_payload(
@@ -470,3 +474,7 @@ def tracker_payload(
             label = f"{method} K={r['budget']} {r['problem_id']} (answer {r.get('answer')})"
             samples.append((label, r.get("response") or "(no answer chosen)", float(bool(r["correct"]))))
     return scalars, samples
+
+
+if __name__ == "__main__":  # pragma: no cover - tts/run_tts.py is the entry point
+    sys.exit("run python tts/run_tts.py")

@@ -208,7 +208,7 @@ class HFRolloutServer:
             if base_sync_done:
                 kind = "lora_adapter"
                 state_dict = await asyncio.to_thread(self.lora.merged, state_dict, peft_config)
-                shift = self.lora.shift(state_dict)
+                shift = await asyncio.to_thread(self.lora.shift, state_dict)
             else:
                 kind = "lora_base"
                 state_dict = self.lora.base_weights(state_dict)
