@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # The paper's whole pipeline on GPUs, one step after another, every knob a variable with its default:
 #
-#   data -> SFT -> GRPO stage 1 -> GRPO stage 2 -> evaluation -> test-time scaling
+#   data -> SFT -> [pass-rate filter] -> GRPO stage 1 -> GRPO stage 2 -> evaluation -> test-time scaling
 #
 #   bash scripts/gpu_recipe.sh                      # everything, from the data on
 #   FROM=rl1 bash scripts/gpu_recipe.sh             # start at GRPO stage 1 (data and SFT already done)
 #   DRY_RUN=1 bash scripts/gpu_recipe.sh            # print each step's command, run nothing
 #   BASE_MODEL=Qwen/Qwen3-4B NNODES=2 bash scripts/gpu_recipe.sh
+#   PASS_RATE_FILTER=1 bash scripts/gpu_recipe.sh   # RL on the prompts the SFT model solves sometimes
 #
 # It runs in the environment named by E2C_VENV (default .venv), or the python on PATH when that has none:
 # build it from requirements-gpu.txt (scripts/setup_env.sh installs the CPU stack). Every step is one of the
-# toolkit's entry points (python -m e2c.data.prepare, e2c.sft.run, e2c.rl.launch, e2c.eval.run, and
-# tts/run_tts.py; each has --help), run from the checkout, so the relative paths below are the checkout's.
+# toolkit's entry points (python -m e2c.data.prepare, e2c.sft.run, e2c.data.passrate, e2c.rl.launch,
+# e2c.eval.run, and tts/run_tts.py; each has --help), run from the checkout, so the relative paths below are
+# the checkout's.
 # Each step resumes when re-run (verl checkpoints, per-problem result files), so after a failure re-run
 # the same command with FROM set to the failed step.
 #
@@ -24,7 +26,7 @@ e2c_checkout_first
 
 # ---------------------------------------------------------------------------------------------- knobs
 DRY_RUN="${DRY_RUN:-0}"                 # 1: print the commands instead of running them
-FROM="${FROM:-data}"                    # first step to run: data, sft, rl1, rl2, eval, tts
+FROM="${FROM:-data}"                    # first step to run: data, sft, filter, rl1, rl2, eval, tts
 BASE_MODEL="${BASE_MODEL:-Qwen/Qwen3-8B}"   # the paper's base model (the release also has a 4B)
 NNODES="${NNODES:-1}"                   # nodes; GPUs are all visible ones (CUDA_VISIBLE_DEVICES picks)
 SEED="${SEED:-0}"                       # data splits and synthetic data
@@ -44,6 +46,16 @@ RL1_STEPS="${RL1_STEPS:-}"              # stop stage 1 after N steps (empty: the
 RL2_STEPS="${RL2_STEPS:-}"              # stop stage 2 after N steps (empty: the config's epochs)
 RL_TRAIN_DATA="${RL_TRAIN_DATA:-data/processed/rl/e2c_rl_train.parquet}"
 RL_VAL_DATA="${RL_VAL_DATA:-data/processed/rl/e2c_rl_val.parquet}"
+# pass-rate filter (opt-in; python -m e2c.data.passrate): k samples per RL training prompt from the SFT model
+# on vLLM, at the rollout's temperature (1.0) and the RL configs' response length, graded by the RL reward's
+# grader; both GRPO stages then train on the prompts whose pass rate lies in the band (the validation set
+# is not filtered). Zero-variance groups (all right or all wrong) then cost no rollouts; with RL_ALGO=dapo
+# its dynamic sampling still drops the ones the policy makes during training.
+PASS_RATE_FILTER="${PASS_RATE_FILTER:-0}"   # 1: run the filter before stage 1 and train on what it keeps
+PASS_RATE_K="${PASS_RATE_K:-8}"             # samples per prompt
+PASS_RATE_BAND="${PASS_RATE_BAND:-learnable}"   # 0 < p < 1; hard, easy, not-solved, solvable, or (LO,HI]
+PASS_RATE_MAX_TOKENS="${PASS_RATE_MAX_TOKENS:-}"   # empty: the RL configs' data.max_response_length (8,192)
+PASS_RATE_OUTPUT="${PASS_RATE_OUTPUT:-${RL_TRAIN_DATA%.parquet}.filtered.parquet}"   # report etc. beside it
 # evaluation: the paper's pass@1 avg@8 at temperature 1.0; 8,192 new tokens (math) / 1,500 (medical)
 EVAL_DATASETS="${EVAL_DATASETS:-all}"   # all: the 8 math sets; med: the medical ones; or names, comma-separated
 EVAL_SAMPLES="${EVAL_SAMPLES:-8}"
@@ -60,7 +72,7 @@ TTS_EXPLORE_BUDGET="${TTS_EXPLORE_BUDGET:-512}"
 TTS_EXECUTE_BUDGET="${TTS_EXECUTE_BUDGET:-16384}"
 TTS_DIR="${TTS_DIR:-tts/outputs}"
 
-STEPS=(data sft rl1 rl2 eval tts)
+STEPS=(data sft filter rl1 rl2 eval tts)
 case " ${STEPS[*]} " in
   *" $FROM "*) ;;
   *) echo "error: FROM must be one of: ${STEPS[*]}; got '$FROM'" >&2; exit 2 ;;
@@ -101,7 +113,21 @@ if step sft; then
   run "$PY" -m e2c.sft.run "${args[@]}"
 fi
 
-# 3. GRPO stage 1, the warm-up (time: unknown)
+# 3. (opt-in) pass-rate filter of the RL prompts with the SFT model on vLLM (time: unknown; one k-sample
+# pass over the prompts, resumed from its samples file when re-run)
+if [ "$PASS_RATE_FILTER" = 1 ]; then
+  if step filter; then
+    args=(--model "$SFT_DIR/final" --input "$RL_TRAIN_DATA" --output "$PASS_RATE_OUTPUT" --k "$PASS_RATE_K"
+          --band "$PASS_RATE_BAND" --backend vllm --seed "$SEED")
+    [ -n "$PASS_RATE_MAX_TOKENS" ] && args+=(--max-tokens "$PASS_RATE_MAX_TOKENS")
+    run "$PY" -m e2c.data.passrate "${args[@]}"
+  fi
+  RL_TRAIN_DATA="$PASS_RATE_OUTPUT"  # both stages train on the kept prompts
+elif [ "$FROM" = filter ]; then
+  started=1  # the filter is off: FROM=filter starts at stage 1
+fi
+
+# 4. GRPO stage 1, the warm-up (time: unknown)
 if step rl1; then
   args=(--algo "$RL_ALGO" --stage 1 --model "$SFT_DIR/final" --train-data "$RL_TRAIN_DATA"
         --val-data "$RL_VAL_DATA" --output-dir "$RL1_DIR" --nnodes "$NNODES")
@@ -109,7 +135,7 @@ if step rl1; then
   run "$PY" -m e2c.rl.launch "${args[@]}"
 fi
 
-# 4. GRPO stage 2, exploration advantages weighted (time: unknown)
+# 5. GRPO stage 2, exploration advantages weighted (time: unknown)
 if step rl2; then
   args=(--algo "$RL_ALGO" --stage 2 --stage1-dir "$RL1_DIR" --train-data "$RL_TRAIN_DATA"
         --val-data "$RL_VAL_DATA" --output-dir "$RL2_DIR" --nnodes "$NNODES")
@@ -117,7 +143,7 @@ if step rl2; then
   run "$PY" -m e2c.rl.launch "${args[@]}"
 fi
 
-# 5. evaluation of the stage-2 model (time: unknown)
+# 6. evaluation of the stage-2 model (time: unknown)
 if step eval; then
   model="$(rl_model)"
   args=(--model "$model" --dataset "$EVAL_DATASETS" --sample "$EVAL_SAMPLES" --temperature "$EVAL_TEMPERATURE"
@@ -126,7 +152,7 @@ if step eval; then
   run "$PY" -m e2c.eval.run "${args[@]}"
 fi
 
-# 6. test-time scaling with the stage-2 model (time: unknown)
+# 7. test-time scaling with the stage-2 model (time: unknown)
 if step tts; then
   model="$(rl_model)"
   read -r -a budgets <<<"$TTS_BUDGETS"

@@ -106,7 +106,7 @@ def test_finished_run_is_skipped_and_force_redoes_all() -> None:
 def test_from_redoes_that_stage_and_later_ones() -> None:
     w = _wanted()
     actions = select_stages(_done_states(w), w, from_stage="sft")
-    assert [actions[s] for s in STAGES] == ["skip", "skip"] + ["redo"] * 6
+    assert [actions[s] for s in STAGES] == ["skip", "skip"] + ["redo"] * (len(STAGES) - 2)
 
 
 def test_interrupted_stage_resumes_and_dependents_rerun() -> None:
@@ -115,7 +115,8 @@ def test_interrupted_stage_resumes_and_dependents_rerun() -> None:
     states["eval_sft"] = StageState(started=w["eval_sft"])  # killed while evaluating the SFT model
     actions = select_stages(states, w)
     assert actions["eval_sft"] == "run"
-    assert actions["rl"] == "run"  # reads data and sft only: not done yet, nothing to redo
+    assert actions["filter"] == "run"  # reads data and sft only: not done yet, nothing to redo
+    assert actions["rl"] == "redo"  # reads the filter's prompts, which are made again
     assert actions["report"] == "redo"
     # A stage that completed but whose input runs again is redone, whatever it recorded.
     states = _done_states(w)
@@ -246,7 +247,7 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     for stage in STAGES:
         assert (out / stage / "DONE.json").is_file(), stage
-        assert f"[quickstart {STAGES.index(stage) + 1}/8 {stage}]" in res.stdout
+        assert f"[quickstart {STAGES.index(stage) + 1}/{len(STAGES)} {stage}]" in res.stdout
     assert "ETA" in res.stdout
     summary = json.loads(res.stdout.strip().splitlines()[-1])
     assert summary["report"] == str(out / "report.md")
@@ -345,7 +346,7 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
         (
             ["--from", "sfft"],
             "error: --from 'sfft' is not a stage (did you mean sft?); valid: data, baseline, sft, "
-            "eval_sft, rl, eval_rl, tts, report",
+            "eval_sft, filter, rl, eval_rl, tts, control, eval_control, report",
         ),
         (
             ["--from", "eval_sft"],

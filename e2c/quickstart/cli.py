@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import sys
 import time
@@ -38,8 +39,11 @@ from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, sele
 from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
 from e2c.quickstart.stages import (
     stage_baseline,
+    stage_control,
+    stage_eval_control,
     stage_eval_rl,
     stage_eval_sft,
+    stage_filter,
     stage_rl,
     stage_sft,
     stage_tts,
@@ -60,9 +64,12 @@ RUNNERS: dict[str, Callable[[Context, Reporter], dict[str, Any]]] = {
     "baseline": stage_baseline,
     "sft": stage_sft,
     "eval_sft": stage_eval_sft,
+    "filter": stage_filter,
     "rl": stage_rl,
     "eval_rl": stage_eval_rl,
     "tts": stage_tts,
+    "control": stage_control,
+    "eval_control": stage_eval_control,
     "report": stage_report,
 }
 
@@ -146,6 +153,21 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--sft-max-length", type=int, default=None, help=_help("sft_max_length", "longest row in tokens")
     )
+    g = p.add_argument_group("RL prompts (python -m e2c.data.passrate with the SFT model)")
+    g.add_argument(
+        "--filter-k", type=int, default=None, help=_help("filter_k", "samples per candidate prompt (>= 2)")
+    )
+    g.add_argument(
+        "--filter-band",
+        default=None,
+        help=_help("filter_band", "pass-rate band kept (see python -m e2c.data.passrate --help)"),
+    )
+    g.add_argument(
+        "--filter-candidates",
+        type=int,
+        default=None,
+        help=_help("filter_candidates", "RL prompts sampled by the filter (0: all)"),
+    )
     g = p.add_argument_group("RL (scripts/e2c_rl.sh --stage 2)")
     g.add_argument("--rl-steps", type=int, default=None, help=_help("rl_steps", "GRPO steps (0: skip RL)"))
     g.add_argument("--rl-lr", type=float, default=None, help=_help("rl_lr", "learning rate"))
@@ -156,6 +178,45 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help=_help("rl_response_length", "longest sampled response in tokens"),
+    )
+    g.add_argument(
+        "--rl-temperature",
+        type=float,
+        default=None,
+        help=_help("rl_temperature", "rollout temperature (the paper's stage 2: 1.0)"),
+    )
+    g.add_argument(
+        "--rl-overlong-buffer",
+        type=int,
+        default=None,
+        help=_help("rl_overlong_buffer", "overlong penalty buffer in tokens (at most half the response)"),
+    )
+    g.add_argument(
+        "--rl-plan-bonus",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=_help("rl_plan_bonus", "stage 2's plan-adherence bonus on correct answers"),
+    )
+    g.add_argument(
+        "--rl-dr-grpo",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=_help("rl_dr_grpo", "Dr. GRPO advantages (no division by the group's reward std)"),
+    )
+    g.add_argument(
+        "--rl-explore-coef",
+        type=float,
+        default=None,
+        help=_help("rl_explore_coef", "advantage weight of exploration tokens (the paper's stage 2: 2.0)"),
+    )
+    g = p.add_argument_group(
+        "equal-compute control (SFT from the SFT model for the RL stage's trained tokens)"
+    )
+    g.add_argument(
+        "--with-control",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=_help("with_control", "run the control and its evaluation"),
     )
     g = p.add_argument_group("test-time scaling (tts/run_tts.py)")
     g.add_argument(
@@ -206,11 +267,20 @@ CONFIG_FLAGS = (
     "sft_lr",
     "sft_batch",
     "sft_max_length",
+    "filter_k",
+    "filter_band",
+    "filter_candidates",
     "rl_steps",
     "rl_lr",
     "rl_batch",
     "rl_n",
     "rl_response_length",
+    "rl_temperature",
+    "rl_overlong_buffer",
+    "rl_plan_bonus",
+    "rl_dr_grpo",
+    "rl_explore_coef",
+    "with_control",
     "tts_problems",
     "tts_budgets",
     "tts_methods",
@@ -270,6 +340,16 @@ def validate(cfg: Config) -> None:
         raise UserError(f"--tts-budgets must be positive, got {list(cfg.tts_budgets)}")
     if not 0 < cfg.tts_top_p <= 1:
         raise UserError(f"--tts-top-p must be in (0, 1], got {cfg.tts_top_p}")
+    if cfg.filter_k < 2:
+        raise UserError(f"--filter-k must be at least 2 (a pass rate needs two samples), got {cfg.filter_k}")
+    if cfg.filter_candidates < 0:
+        raise UserError(f"--filter-candidates must be 0 (all) or more, got {cfg.filter_candidates}")
+    if cfg.rl_temperature <= 0:
+        raise UserError(f"--rl-temperature must be positive (RL samples), got {cfg.rl_temperature}")
+    if cfg.rl_overlong_buffer < 1:
+        raise UserError(f"--rl-overlong-buffer must be at least 1, got {cfg.rl_overlong_buffer}")
+    if not math.isfinite(cfg.rl_explore_coef):
+        raise UserError(f"--rl-explore-coef must be a finite number, got {cfg.rl_explore_coef}")
     if cfg.sft_lr <= 0 or cfg.rl_lr <= 0:
         raise UserError("--sft-lr and --rl-lr must be positive")
     if cfg.dtype not in ("auto", "float32", "bfloat16", "float16"):

@@ -9,7 +9,19 @@ from typing import Any
 from e2c.generation.hf import resolve_cpu_dtype as resolve_dtype  # noqa: F401 (the quickstart's name)
 from e2c.paths import benchmarks_dir
 
-STAGES = ("data", "baseline", "sft", "eval_sft", "rl", "eval_rl", "tts", "report")
+STAGES = (
+    "data",
+    "baseline",
+    "sft",
+    "eval_sft",
+    "filter",
+    "rl",
+    "eval_rl",
+    "tts",
+    "control",
+    "eval_control",
+    "report",
+)
 
 # What each stage reads from earlier stages (their DONE.json must exist): a stage whose inputs are missing
 # cannot start, and a stage that runs again makes the stages that read it run again.
@@ -18,9 +30,13 @@ REQUIRES: dict[str, tuple[str, ...]] = {
     "baseline": ("data",),
     "sft": ("data",),
     "eval_sft": ("data", "sft"),
-    "rl": ("data", "sft"),
+    "filter": ("data", "sft"),
+    "rl": ("data", "sft", "filter"),
     "eval_rl": ("data", "rl"),
     "tts": ("data", "sft", "rl"),
+    # The equal-compute control matches the RL stage's trained tokens, so it reads the RL run.
+    "control": ("data", "sft", "rl"),
+    "eval_control": ("data", "control"),
     "report": ("data",),
 }
 # The report reads every stage's results when they exist, so it is redone when any of them is.
@@ -49,7 +65,7 @@ class Config:
     families: tuple[str, ...] = DEFAULT_FAMILIES
     max_level: int = 2
     max_chain_tokens: int = 300
-    eval_problems: int = 200
+    eval_problems: int = 300
     gsm8k_problems: int = 20
     bench_dir: str = field(default_factory=lambda: str(benchmarks_dir()))
     # evaluation (baseline, eval_sft, eval_rl)
@@ -63,12 +79,24 @@ class Config:
     sft_lr: float = 2e-4
     sft_batch: int = 8
     sft_max_length: int = 512
-    # RL: GRPO stage 2
+    # RL prompts: the pass-rate filter (python -m e2c.data.passrate) keeps the RL prompts the SFT model
+    # solves sometimes but not always, sampled as the rollout samples (rl_temperature, rl_response_length)
+    filter_k: int = 4
+    filter_band: str = "learnable"
+    filter_candidates: int = 96  # RL prompts the filter samples (0: all of them)
+    # RL: GRPO stage 2 (departures from the paper's stage 2 are chosen by measurement; README "Quickstart")
     rl_steps: int = 6
-    rl_lr: float = 5e-6
-    rl_batch: int = 4
+    rl_lr: float = 2e-5
+    rl_batch: int = 8
     rl_n: int = 4
     rl_response_length: int = 320
+    rl_temperature: float = 0.7
+    rl_overlong_buffer: int = 64  # tokens before rl_response_length where the overlong penalty starts
+    rl_plan_bonus: bool = False
+    rl_dr_grpo: bool = True
+    rl_explore_coef: float = 2.0
+    # the equal-compute control: SFT from the same SFT model for as many trained tokens as the RL stage
+    with_control: bool = False
     # test-time scaling
     tts_problems: int = 20
     tts_budgets: tuple[int, ...] = (2, 4)
@@ -105,10 +133,14 @@ FAST = {
     "sft_steps": 2,
     "sft_batch": 4,
     "sft_max_length": 1024,
+    "filter_k": 2,
+    "filter_candidates": 4,
+    "filter_band": "all",
     "rl_steps": 1,
     "rl_batch": 2,
     "rl_n": 2,
     "rl_response_length": 24,
+    "rl_overlong_buffer": 6,
     "tts_problems": 2,
     "tts_budgets": (2,),
     "tts_explore_budget": 8,
@@ -130,8 +162,32 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
     "baseline": ("model", "seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
     "sft": ("model", "seed", "sft_steps", "sft_lr", "sft_batch", "sft_max_length"),
     "eval_sft": ("seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
-    "rl": ("seed", "rl_steps", "rl_lr", "rl_batch", "rl_n", "rl_response_length"),
+    "filter": (
+        "seed",
+        "filter_k",
+        "filter_band",
+        "filter_candidates",
+        "rl_temperature",
+        "rl_response_length",
+        "dtype",
+        "backend",
+    ),
+    "rl": (
+        "seed",
+        "rl_steps",
+        "rl_lr",
+        "rl_batch",
+        "rl_n",
+        "rl_response_length",
+        "rl_temperature",
+        "rl_overlong_buffer",
+        "rl_plan_bonus",
+        "rl_dr_grpo",
+        "rl_explore_coef",
+    ),
     "eval_rl": ("seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
+    "control": ("seed", "with_control", "sft_lr", "sft_batch", "sft_max_length"),
+    "eval_control": ("seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
     "tts": (
         "seed",
         "tts_problems",
@@ -154,9 +210,12 @@ ETA_SECONDS = {
         "baseline": 110,
         "sft": 424,
         "eval_sft": 116,
+        "filter": 200,
         "rl": 490,
         "eval_rl": 137,
         "tts": 436,
+        "control": 400,
+        "eval_control": 137,
         "report": 2,
     },
     True: {
@@ -164,9 +223,12 @@ ETA_SECONDS = {
         "baseline": 20,
         "sft": 60,
         "eval_sft": 20,
+        "filter": 20,
         "rl": 100,
         "eval_rl": 20,
         "tts": 20,
+        "control": 60,
+        "eval_control": 20,
         "report": 10,
     },
 }

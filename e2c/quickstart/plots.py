@@ -11,8 +11,8 @@ from typing import Any
 from e2c.eval.plots import plot_accuracy, plot_rates, plot_tokens, pyplot, save_figure
 from e2c.quickstart.context import Context
 
-EVAL_STAGES = ("baseline", "eval_sft", "eval_rl")
-STAGE_LABEL = {"baseline": "baseline", "eval_sft": "SFT", "eval_rl": "RL"}
+EVAL_STAGES = ("baseline", "eval_sft", "eval_rl", "eval_control")
+STAGE_LABEL = {"baseline": "baseline", "eval_sft": "SFT", "eval_rl": "RL", "eval_control": "control"}
 PLOTS = (
     "accuracy.png",
     "format.png",

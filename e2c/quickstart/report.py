@@ -61,7 +61,10 @@ def paired(ctx: Context, after: str, before: str, dataset: str) -> dict[str, Any
 
 
 def trend(values: Sequence[float]) -> dict[str, Any] | None:
-    """Least-squares slope per step, and the means of the first and second halves of a curve."""
+    """Least-squares slope per step with its standard error and 95% interval (normal approximation; the
+    per-step values are treated as independent), and the means of the first and second halves of a curve."""
+    from e2c.eval.stats import Z95
+
     n = len(values)
     if n == 0:
         return None
@@ -69,11 +72,17 @@ def trend(values: Sequence[float]) -> dict[str, Any] | None:
     mx, my = sum(xs) / n, sum(values) / n
     sxx = sum((x - mx) ** 2 for x in xs)
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, values, strict=True)) / sxx if sxx else 0.0
+    se = None
+    if n > 2 and sxx:
+        resid = sum((y - (my + slope * (x - mx))) ** 2 for x, y in zip(xs, values, strict=True))
+        se = (resid / (n - 2) / sxx) ** 0.5
     half = max(1, n // 2)
     return {
         "first": values[0],
         "last": values[-1],
         "slope_per_step": slope,
+        "slope_se": se,
+        "slope_ci95": None if se is None else [slope - Z95 * se, slope + Z95 * se],
         "first_half_mean": sum(values[:half]) / half,
         "second_half_mean": sum(values[half:]) / max(1, n - half) if n > 1 else values[0],
     }
@@ -110,22 +119,26 @@ def system_info() -> dict[str, Any]:
     }
 
 
-def rl_verdict(diff: Mapping[str, Any] | None, skipped: bool) -> str:
-    """One plain sentence on whether RL improved held-out accuracy over SFT."""
+def rl_verdict(diff: Mapping[str, Any] | None, skipped: bool, before: str = "SFT", after: str = "RL") -> str:
+    """One plain sentence on whether ``after`` (RL) improved held-out accuracy over ``before`` (SFT, or the
+    equal-compute control)."""
     if skipped:
-        return "RL was skipped (--rl-steps 0)."
+        return f"{after} was skipped."
     if diff is None or diff.get("n", 0) == 0:
-        return "RL was not evaluated: no held-out results for the SFT and RL models."
+        return f"{after} was not compared with {before}: no held-out results for both."
     a, b, d, se = diff["after_accuracy"], diff["before_accuracy"], diff["mean"], diff["se"]
-    head = f"SFT {100 * b:.1f}% -> RL {100 * a:.1f}% on {diff['n']} held-out problems"
+    head = (
+        f"{before} {100 * b:.1f}% -> {after} {100 * a:.1f}% on {diff['n']} held-out problems; "
+        f"{diff['improved']} gained, {diff['worsened']} lost"
+    )
     if d <= 0:
-        return f"RL did not improve held-out accuracy ({head}; paired difference {100 * d:+.1f} points, SE {100 * se:.1f})."
+        return f"{after} did not beat {before} ({head}; paired difference {100 * d:+.1f} points, SE {100 * se:.1f})."
     if not diff["exceeds_2se"]:
         return (
-            f"RL did not clearly improve held-out accuracy ({head}; +{100 * d:.1f} points is within two "
-            f"standard errors, SE {100 * se:.1f})."
+            f"{after} did not clearly beat {before} ({head}; +{100 * d:.1f} points is within two standard "
+            f"errors, SE {100 * se:.1f})."
         )
-    return f"RL improved held-out accuracy ({head}; +{100 * d:.1f} points, more than two standard errors, SE {100 * se:.1f})."
+    return f"{after} beat {before} ({head}; +{100 * d:.1f} points, more than two standard errors, SE {100 * se:.1f})."
 
 
 def sft_verdict(diff: Mapping[str, Any] | None) -> str:
@@ -149,12 +162,16 @@ def collect(ctx: Context) -> dict[str, Any]:
     losses = sft_losses(ctx.dir("sft"))
     curve = rl_curve(ctx.dir("rl"))
     rl_skipped = bool((done.get("rl") or {}).get("skipped"))
+    control = done.get("control") or {}
+    control_skipped = not control or bool(control.get("skipped"))
     tts_path = tts_results(ctx.dir("tts"))
     tts = json.loads(tts_path.read_text()) if tts_path else None
     differences = {
         "sft_minus_baseline": {d: paired(ctx, "eval_sft", "baseline", d) for d in ("synthetic", "gsm8k")},
         "rl_minus_sft": {d: paired(ctx, "eval_rl", "eval_sft", d) for d in ("synthetic", "gsm8k")},
         "rl_minus_baseline": {d: paired(ctx, "eval_rl", "baseline", d) for d in ("synthetic", "gsm8k")},
+        "rl_minus_control": {d: paired(ctx, "eval_rl", "eval_control", d) for d in ("synthetic", "gsm8k")},
+        "control_minus_sft": {d: paired(ctx, "eval_control", "eval_sft", d) for d in ("synthetic", "gsm8k")},
     }
     sft_diff = differences["sft_minus_baseline"]["synthetic"]
     rl_diff = differences["rl_minus_sft"]["synthetic"]
@@ -179,7 +196,18 @@ def collect(ctx: Context) -> dict[str, Any]:
         "eval": evals,
         "by_family": by_family(ctx),
         "differences": differences,
-        "verdicts": {"sft": sft_verdict(sft_diff), "rl": rl_verdict(rl_diff, rl_skipped)},
+        "verdicts": {
+            "sft": sft_verdict(sft_diff),
+            "rl": rl_verdict(rl_diff, rl_skipped),
+            "control": None
+            if control_skipped
+            else rl_verdict(differences["rl_minus_control"]["synthetic"], rl_skipped, "the control"),
+        },
+        "filter": filter_summary(done.get("filter")),
+        "control": None
+        if control_skipped
+        else {k: control.get(k) for k in ("steps", "rl_trained_tokens", "control_trained_tokens", "seconds")}
+        | {"rl_seconds": (done.get("rl") or {}).get("seconds")},
         "sft": {
             "losses": {str(k): v for k, v in sorted(losses.items())},
             "trend": trend([losses[k] for k in sorted(losses)]),
@@ -199,6 +227,13 @@ def collect(ctx: Context) -> dict[str, Any]:
             "model_stage": (done.get("tts") or {}).get("model_stage"),
         },
     }
+
+
+def filter_summary(done: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The pass-rate filter's counts (kept of sampled prompts), or None when it did not run."""
+    if not done or done.get("skipped"):
+        return None
+    return {k: done.get(k) for k in ("kept", "prompts")} | {"report": done.get("outputs", {}).get("report")}
 
 
 # ------------------------------------------------------------------------------------------------ markdown
@@ -249,12 +284,21 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     L.append("")
     L.append(f"- {rep['verdicts']['sft']}")
     L.append(f"- {rep['verdicts']['rl']}")
+    if rep["verdicts"].get("control"):
+        c = rep["control"]
+        L.append(
+            f"- Equal-compute control ({c['steps']} more SFT steps from the SFT model, ~{c['control_trained_tokens']} "
+            f"trained tokens against RL's {c['rl_trained_tokens']}; {fmt_seconds(c['seconds'])} against RL's "
+            f"{fmt_seconds(c['rl_seconds'])}): {rep['verdicts']['control']}"
+        )
     rt = rep["rl"]["reward_trend"]
     if rt:
+        ci = rt.get("slope_ci95")
         L.append(
             f"- RL reward (mean per step): {rt['first']:.3f} at the first step, {rt['last']:.3f} at the last; "
             f"first-half mean {rt['first_half_mean']:.3f}, second-half mean {rt['second_half_mean']:.3f}, "
-            f"least-squares slope {rt['slope_per_step']:+.4f} per step."
+            f"least-squares slope {rt['slope_per_step']:+.4f} per step"
+            + (f" (95% CI [{ci[0]:+.4f}, {ci[1]:+.4f}])." if ci else ".")
         )
     st = rep["sft"]["trend"]
     if st:

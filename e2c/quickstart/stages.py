@@ -15,14 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from e2c.cli import UserError
+from e2c.data.passrate import PassRateFiles, format_histogram
 from e2c.paths import project_root
 from e2c.quickstart.config import RL_SAVE_EVERY, SFT_SAVE_EVERY, Config, resolve_dtype
 
 # quickstart/trained.py imports Context and read_done from this module too.
 from e2c.quickstart.context import Context, read_done, rel, shell_line
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, run_logged, step_parser, tts_parser
-
-RL_OVERLONG_BUFFER = 16  # tokens before the response limit where the overlong penalty starts (at most)
 
 
 # ------------------------------------------------------------------------------------------------ eval
@@ -189,11 +188,14 @@ def rl_overrides(cfg: Config) -> list[str]:
         f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={micro}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={cfg.rl_batch}",
         f"actor_rollout_ref.rollout.n={cfg.rl_n}",
+        f"actor_rollout_ref.rollout.temperature={cfg.rl_temperature:g}",
         f"data.max_response_length={cfg.rl_response_length}",
         f"actor_rollout_ref.actor.optim.lr={cfg.rl_lr:g}",
         f"data.seed={cfg.seed}",
         # DAPO's overlong penalty (on in the E2C configs) starts this many tokens before the limit.
-        f"reward.reward_kwargs.overlong_buffer_cfg.len={max(1, min(RL_OVERLONG_BUFFER, cfg.rl_response_length // 4))}",
+        f"reward.reward_kwargs.overlong_buffer_cfg.len={overlong_buffer(cfg)}",
+        # Stage 2's plan-adherence bonus (off by default here: see README "Quickstart").
+        f"reward.custom_reward_function.reward_kwargs.plan_bonus={str(cfg.rl_plan_bonus).lower()}",
         "trainer.val_before_train=False",
         "trainer.test_freq=-1",
         # One PPO mini-batch per step: the policy that sampled is the one being updated, so the rollout's
@@ -204,13 +206,87 @@ def rl_overrides(cfg: Config) -> list[str]:
     ]
 
 
+def overlong_buffer(cfg: Config) -> int:
+    """The overlong penalty's buffer: ``rl_overlong_buffer`` tokens, at most half the response length."""
+    return max(1, min(cfg.rl_overlong_buffer, cfg.rl_response_length // 2))
+
+
+def rl_data(ctx: Context) -> Path:
+    """The RL prompts: the pass-rate filter's output."""
+    return ctx.dir("filter") / "rl.parquet"
+
+
+# ------------------------------------------------------------------------------------------------ filter
+def filter_command(ctx: Context) -> list[str]:
+    """``python -m e2c.data.passrate`` on the data stage's RL prompts with the SFT model, sampling as the RL
+    rollout does (its temperature and response length)."""
+    cfg = ctx.cfg
+    cmd = [
+        sys.executable,
+        "-m",
+        "e2c.data.passrate",
+        "--model",
+        str(sft_model(ctx)),
+        "--input",
+        str(ctx.data_dir / "rl.parquet"),
+        "--output",
+        str(rl_data(ctx)),
+        "--k",
+        str(cfg.filter_k),
+        "--band",
+        cfg.filter_band,
+        "--temperature",
+        f"{cfg.rl_temperature:g}",
+        "--max-tokens",
+        str(cfg.rl_response_length),
+        "--backend",
+        cfg.backend,
+        "--dtype",
+        resolve_dtype(cfg.dtype),
+        "--batch-size",
+        str(cfg.eval_batch),
+        "--seed",
+        str(cfg.seed),
+    ]
+    if cfg.filter_candidates > 0:
+        cmd += ["--limit", str(cfg.filter_candidates)]
+    return cmd
+
+
+def stage_filter(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """Keep the RL prompts whose pass rate under the SFT model is in the band (default strictly between 0
+    and 1): a group of samples that all score the same gives GRPO no advantage, so such prompts only cost."""
+    cfg, d = ctx.cfg, ctx.dir("filter")
+    cmd = filter_command(ctx)
+    rep.say(
+        f"{cfg.filter_k} samples per RL prompt ({cfg.filter_candidates or 'all'} candidates) at T "
+        f"{cfg.rl_temperature:g}, band {cfg.filter_band}"
+    )
+    run_logged(cmd, d / "log.txt", rep, None, child_env())
+    files = PassRateFiles.of(rl_data(ctx))
+    report = json.loads(files.report.read_text())
+    hist = format_histogram([b["prompts"] for b in report["histogram"]])
+    rep.say(f"kept {report['kept']} of {report['prompts']} prompts (correct of {cfg.filter_k}: {hist})", 1.0)
+    return {
+        "outputs": {
+            "rl_data": rel(rl_data(ctx), ctx.out),
+            "report": rel(files.report, ctx.out),
+            "histogram": rel(files.plot, ctx.out),
+        },
+        "kept": report["kept"],
+        "prompts": report["prompts"],
+        "histogram": [b["prompts"] for b in report["histogram"]],
+        "commands": [shell_line(cmd)],
+    }
+
+
 def stage_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
     """GRPO stage 2 (exploration advantages weighted) through ``scripts/e2c_rl.sh`` from the SFT model."""
     cfg, d = ctx.cfg, ctx.dir("rl")
     if cfg.rl_steps <= 0:
         rep.say("skipped (--rl-steps 0)", 1.0)
         return {"skipped": True, "outputs": {}, "commands": []}
-    rl_data = str(ctx.data_dir / "rl.parquet")
+    data = str(rl_data(ctx))
     cmd = [
         "bash",
         str(project_root() / "scripts" / "e2c_rl.sh"),
@@ -219,15 +295,18 @@ def stage_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
         "--model",
         str(sft_model(ctx)),
         "--train-data",
-        rl_data,
+        data,
         "--val-data",
-        rl_data,
+        data,
         "--output-dir",
         str(d),
         "--steps",
         str(cfg.rl_steps),
         "--save-freq",
         str(min(RL_SAVE_EVERY, cfg.rl_steps)),
+        "--explore-coef",
+        f"{cfg.rl_explore_coef:g}",
+        *(["--dr-grpo"] if cfg.rl_dr_grpo else []),
         "--",
         *rl_overrides(cfg),
     ]
@@ -280,6 +359,86 @@ def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
                 row[k] = float(data[k])
         out.append(row)
     return sorted(out, key=lambda r: r["step"])
+
+
+# ------------------------------------------------------------------------------------------------ control
+def rl_trained_tokens(run_dir: Path, samples_per_step: int) -> int:
+    """Response tokens the RL run trained on: per step, verl's ``response_length/mean`` times the samples of
+    a step, summed over the logged steps."""
+    rows = rl_curve(run_dir)
+    return round(sum(r.get("response_length/mean", 0.0) for r in rows) * samples_per_step)
+
+
+def control_steps(rl_tokens: int, chain_tokens: float, batch: int) -> int:
+    """SFT steps of ``batch`` chains of ``chain_tokens`` trained tokens that train about ``rl_tokens``
+    tokens (at least 1).
+
+    >>> control_steps(38_400, 240, 8)
+    20
+    """
+    return max(1, math.ceil(rl_tokens / max(chain_tokens * batch, 1.0)))
+
+
+def control_model(ctx: Context) -> Path:
+    return ctx.dir("control") / "final"
+
+
+def stage_control(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """The equal-compute control: SFT from the same SFT model, on the SFT data, for as many trained tokens
+    as the RL stage trained on (``--with-control``; skipped otherwise). An RL gain that this extra SFT also
+    gets is not an RL gain."""
+    cfg, d = ctx.cfg, ctx.dir("control")
+    if not cfg.with_control:
+        rep.say("skipped (add --with-control to run it)", 1.0)
+        return {"skipped": True, "outputs": {}, "commands": []}
+    if rl_model(ctx) is None:
+        rep.say("skipped: RL was skipped (--rl-steps 0)", 1.0)
+        return {"skipped": True, "outputs": {}, "commands": []}
+    counts = json.loads((ctx.data_dir / "counts.json").read_text())
+    # SFT trains on the assistant turn: the chain plus its four tags and the EOS.
+    chain_tokens = float(counts["chain_tokens"]["median"]) + 5
+    rl_tokens = rl_trained_tokens(ctx.dir("rl"), cfg.rl_batch * cfg.rl_n)
+    steps = control_steps(rl_tokens, chain_tokens, cfg.sft_batch)
+    env = {
+        "MODEL_PATH": str(sft_model(ctx)),
+        "TRAIN_DATA": str(ctx.data_dir / "sft.parquet"),
+        "VAL_DATA": "none",
+        "OUTPUT_DIR": str(d),
+        "TOTAL_TRAINING_STEPS": str(steps),
+    }
+    # Another shuffle seed than the first SFT: mostly chains that SFT did not see.
+    overrides = [
+        *[o for o in sft_overrides(cfg) if not o.startswith(("trainer.seed=", "trainer.save_freq="))],
+        f"trainer.seed={cfg.seed + 1}",
+        f"trainer.save_freq={min(SFT_SAVE_EVERY, steps)}",
+    ]
+    cmd = ["bash", str(project_root() / "scripts" / "e2c_sft.sh"), *overrides]
+    rep.say(
+        f"SFT from the SFT model for {steps} steps x {cfg.sft_batch} chains (~{rl_tokens} trained tokens, "
+        "as the RL stage)"
+    )
+    run_logged(cmd, d / "log.txt", rep, step_parser(steps), child_env(env))
+    final = control_model(ctx)
+    if not (final / "config.json").is_file():
+        raise UserError(f"the control SFT finished but {final} holds no model; see {d / 'log.txt'}")
+    losses = sft_losses(d)
+    return {
+        "outputs": {"model": rel(final, ctx.out), "train_log": rel(d / "train.log", ctx.out)},
+        "steps": steps,
+        "rl_trained_tokens": rl_tokens,
+        "control_trained_tokens": round(steps * cfg.sft_batch * chain_tokens),
+        "losses": {str(k): v for k, v in sorted(losses.items())},
+        "commands": [shell_line(cmd, env)],
+    }
+
+
+def stage_eval_control(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """The control model on the same problems with the same settings (skipped when the control was)."""
+    done = read_done(ctx.dir("control"))
+    if done is None or done.get("skipped"):
+        rep.say("skipped: no control model (--with-control)", 1.0)
+        return {"skipped": True, "outputs": {}, "commands": []}
+    return run_eval_stage(ctx, rep, "eval_control", str(control_model(ctx)))
 
 
 # ------------------------------------------------------------------------------------------------ TTS

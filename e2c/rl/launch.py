@@ -179,6 +179,8 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
         out["e2c.rollout.execute_budget"] = str(args.execute_budget)
     if args.explore_coef is not None:
         out["e2c.explore_adv_coef"] = str(args.explore_coef)
+    if args.dr_grpo:
+        out["algorithm.norm_adv_by_std_in_grpo"] = "false"
     return [f"{k}={v}" for k, v in out.items()]
 
 
@@ -243,6 +245,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--execute-budget", type=int, default=0, help="elastic execution budget (0: the rest)")
     p.add_argument(
         "--explore-coef", type=float, default=None, help="exploration advantage weight (default: stage)"
+    )
+    p.add_argument(
+        "--dr-grpo",
+        action="store_true",
+        help="Dr. GRPO's advantage: subtract the group's mean reward, do not divide by its std (verl's "
+        "algorithm.norm_adv_by_std_in_grpo=false); with the std, one small penalty in an otherwise equal "
+        "group becomes a full-size advantage. The loss stays token-mean (Dr. GRPO's constant normaliser: "
+        "-- actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum-norm). Default: off (the paper's GRPO)",
     )
     p.add_argument("--nnodes", type=int, default=None, help="nodes (default $NNODES or 1)")
     p.add_argument("--logger", default=DEFAULT_LOGGERS, help=LOGGER_HELP)

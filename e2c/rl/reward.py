@@ -10,6 +10,10 @@ Overlong penalty (DAPO's soft overlong punishment, also used by the E2C paper's 
 ``reward.reward_kwargs.overlong_buffer_cfg.enable`` a response longer than ``max_resp_len - len`` loses up
 to ``penalty_factor`` linearly over the buffer (:func:`overlong_penalty`); a row with its own
 ``extra_info.max_response_tokens`` budget is measured against that budget.
+
+Every response's ``reward_extra_info`` carries the reward's parts: ``acc`` (correctness), ``plan_reward``
+(grader score - acc) and ``overlong_reward`` (0.0 when the penalty is off); their sum is the reward. The
+trainer logs their per-step means as ``health/reward_*`` (:mod:`e2c.rl.health`).
 """
 
 from __future__ import annotations
@@ -112,6 +116,16 @@ class E2CRewardManager(RewardManagerBase):
         else:
             score = float(result)
             info = {"acc": score}
+        # The reward's parts, logged per response (e2c.rl.health adds them up per step): correctness (acc),
+        # what the grader's score adds to it (with the plan bonus, the plan-adherence deduction of a correct
+        # answer; with a custom function, whatever its score is beyond acc) and the overlong penalty (0 when
+        # off), so that acc + plan_reward + overlong_reward is the reward.
+        if "acc" in info and "plan_reward" not in info:
+            try:
+                info["plan_reward"] = score - float(info["acc"])
+            except (TypeError, ValueError):
+                pass
+        pen = 0.0
         if self.overlong is not None and self.overlong.get("enable", False):
             # A row with its own budget (e3 curriculum) is penalised against that budget.
             max_len = row_budget(kwargs["extra_info"], int(self.max_resp_len))
@@ -119,8 +133,8 @@ class E2CRewardManager(RewardManagerBase):
             pen = overlong_penalty(valid_len, max_len, buffer_len, float(self.overlong.penalty_factor))
             score += pen
             if self.overlong.get("log", False):
-                info["overlong_reward"] = pen
                 info["overlong"] = pen < 0
+        info["overlong_reward"] = pen
         info["response_tokens"] = valid_len
         return {"reward_score": score, "reward_extra_info": info}
 

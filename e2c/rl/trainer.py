@@ -11,6 +11,15 @@ exploration tag, which keep weight 1.0), ``e2c/well_formed_share``, ``e2c/explor
 ``e2c/adv_abs_after``, ``e2c/explore_adv_coef``; with ``only_train_on_positive``, ``e2c/positive_kept_share``
 (the share of sampled responses still in the loss).
 
+RL health (:mod:`e2c.rl.health`, one ``health/*`` set per step; a field the transfer queue lacks skips its
+metrics, never the step): in the advantage step, from ``rollout_log_probs`` (the rollout's log-probs of the
+sampled tokens, present whenever ``rollout.calculate_log_probs`` is on, as bypass mode needs),
+``health/entropy_sampled[_explore|_execute]``, the estimate of the policy entropy that verl does not compute
+under ``algorithm.rollout_correction.bypass_mode``; after verl's metrics (:meth:`E2CTrainer._compute_metrics`),
+from ``responses``, ``rm_scores`` and ``extra_fields["reward_extra_info"]`` of the step's non-padding rows,
+``health/train_acc``, ``health/reward_correct|plan|overlong`` (their sum is ``critic/score/mean``),
+``health/zero_var_group_share``, ``health/signal_share_*`` and ``health/truncated_share``.
+
 ``only_train_on_positive`` (e3): every token of a response whose advantage is negative leaves the loss. Its
 advantages are zeroed *and* it is removed from ``response_mask`` and ``loss_mask`` in the transfer queue
 (:func:`~e2c.rl.advantage.positive_only_mask`), so it adds nothing to the policy, entropy or KL terms and
@@ -29,6 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -41,8 +51,10 @@ from verl.workers.utils.padding import response_to_nested
 
 from e2c.chain import get_format
 from e2c.chain_parse import parse_chain
-from e2c.rl import registry
+from e2c.generation.base import eos_ids
+from e2c.rl import health, registry
 from e2c.rl.advantage import positive_only_mask, segment_mean, segment_stats, weight_advantages
+from e2c.rl.agent_loop import model_generation_config
 from e2c.rl.settings import e2c_settings
 
 logger = logging.getLogger(__name__)
@@ -52,6 +64,38 @@ TRAINER_NAME = "e2c_sync"
 
 def _padded(nested: torch.Tensor, pad: float = 0) -> torch.Tensor:
     return torch.nested.to_padded_tensor(nested, pad) if nested.is_nested else nested
+
+
+def _lengths(nested: torch.Tensor) -> list[int]:
+    """Per-row lengths of a jagged tensor (every row full length for a plain one)."""
+    if nested.is_nested:
+        return [int(n) for n in nested.offsets().diff().tolist()]
+    return [int(nested.shape[1])] * int(nested.shape[0])
+
+
+def _tq_fields(batch: Any, names: Sequence[str]) -> dict[str, Any]:
+    """The fields ``names`` of ``batch``'s rows from the transfer queue; a field that cannot be read (not
+    stored by this run's rollout or reward) is left out, so the metrics that need it are skipped."""
+    try:
+        data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=list(names))
+        return {k: data[k] for k in names if k in data}
+    except Exception:
+        out = {}
+        for k in names:
+            try:
+                data = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=[k])
+                if k in data:
+                    out[k] = data[k]
+            except Exception as e:
+                logger.debug("transfer queue field %r not readable: %s", k, e)
+        return out
+
+
+def _reward_info(value: Any) -> dict:
+    """``reward_extra_info`` of one row's ``extra_fields`` (a dict, possibly wrapped as NonTensorData)."""
+    fields = getattr(value, "data", value)
+    info = fields.get("reward_extra_info") if isinstance(fields, dict) else None
+    return info if isinstance(info, dict) else {}
 
 
 class BudgetedReplayBuffer(ReplayBuffer):
@@ -193,6 +237,7 @@ class E2CTrainer(PPOTrainerSync):
             sampled = valid.any(-1)
             kept = train_mask.bool().any(-1) & sampled
             out["e2c/positive_kept_share"] = float(kept.sum() / sampled.sum().clamp(min=1))
+        out.update(self._sampled_entropy(batch, valid, explore))
         metrics.update(out)
 
         written = {"advantages": response_to_nested(weighted, mask_nt)}
@@ -205,6 +250,88 @@ class E2CTrainer(PPOTrainerSync):
             written["loss_mask"] = kept_nt
         fields = TensorDict(written, batch_size=len(batch))
         return tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=fields)
+
+    def _sampled_entropy(self, batch: Any, valid: torch.Tensor, explore: torch.Tensor) -> dict[str, float]:
+        """``health/entropy_sampled[_explore|_execute]``: -mean rollout log-prob of the sampled tokens over
+        the response mask as sampled (before ``only_train_on_positive``); empty without ``rollout_log_probs``."""
+        try:
+            lp = _tq_fields(batch, ["rollout_log_probs"]).get("rollout_log_probs")
+            if lp is None:
+                return {}
+            lp = _padded(lp).float()
+            width = min(lp.shape[1], valid.shape[1])
+            if lp.shape[0] != valid.shape[0]:
+                return {}
+            lp, valid, explore = lp[:, :width], valid[:, :width], explore[:, :width]
+            out = {}
+            for suffix, seg in (("", valid), ("_explore", explore & valid), ("_execute", valid & ~explore)):
+                value = health.sampled_entropy(lp, seg)
+                if value is not None:
+                    out[health.ENTROPY + suffix] = value
+            return out
+        except Exception as e:  # a metric, never a reason to stop training
+            logger.warning("health/entropy_sampled skipped: %s", e)
+            return {}
+
+    def _stop_ids(self) -> frozenset[int]:
+        """The ids a rollout stops on: EOS (tokenizer and generation config, as the agent loop) and the
+        chain's closing tag when it is one token."""
+        if getattr(self, "_e2c_stop_ids", None) is None:
+            ids = set(eos_ids(self.tokenizer))
+            try:
+                model = self.config.actor_rollout_ref.model.get("path", None)
+                ids |= eos_ids(self.tokenizer, model_generation_config(model))
+                close = get_format(e2c_settings(self.config).rollout.format).execute_close
+                enc = self.tokenizer.encode(close, add_special_tokens=False) if close else []
+                if len(enc) == 1:
+                    ids.add(int(enc[0]))
+            except Exception as e:  # the tokenizer's EOS still says which responses ended
+                logger.warning("health/truncated_share: stop ids beyond the tokenizer's EOS unknown (%s)", e)
+            self._e2c_stop_ids = frozenset(ids)
+        return self._e2c_stop_ids
+
+    def _compute_metrics(
+        self, batch: Any, metrics: dict, timing_raw: dict, global_steps: int, epoch: int
+    ) -> Any:
+        """verl's step metrics, then the ``health/*`` ones of the step's sampled rows (:func:`health.batch_health`
+        on the same rows as ``critic/score/mean``: padding rows and aborted responses left out)."""
+        out = super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
+        try:
+            metrics.update(self._health_metrics(batch, metrics))
+        except Exception as e:  # a metric, never a reason to stop training
+            logger.warning("health metrics skipped at step %s: %s", global_steps, e)
+        return out
+
+    def _health_metrics(self, batch: Any, metrics: dict) -> dict[str, float]:
+        rows = [i for i, tag in enumerate(batch.tags) if not tag.get("is_padding", False)]
+        data = _tq_fields(batch, ["responses", "rm_scores", "extra_fields"])
+        if "responses" not in data or "rm_scores" not in data or not rows:
+            return {}
+        lengths = _lengths(data["responses"])
+        responses = _padded(data["responses"], -1).long()
+        last = [int(responses[i, n - 1]) if n > 0 else None for i, n in enumerate(lengths)]
+        scores = _padded(data["rm_scores"]).float().sum(-1).tolist()
+        extra = list(data["extra_fields"]) if "extra_fields" in data else [None] * len(lengths)
+        infos = [_reward_info(v) for v in extra]
+        if not len(scores) == len(lengths) == len(infos) == len(batch.keys):
+            return {}
+        out = health.batch_health(
+            groups=[health.group_of(batch.keys[i]) for i in rows],
+            scores=[scores[i] for i in rows],
+            reward_infos=[infos[i] for i in rows],
+            lengths=[lengths[i] for i in rows],
+            last_tokens=[last[i] for i in rows],
+            stop_ids=self._stop_ids(),
+        )
+        parts = [out.get(k) for k in (health.REWARD_CORRECT, health.REWARD_PLAN, health.REWARD_OVERLONG)]
+        score = metrics.get("critic/score/mean")
+        if score is not None and None not in parts:
+            total = sum(parts) + out.get(health.REWARD_OTHER, 0.0)
+            if abs(total - float(score)) > 1e-5:
+                logger.warning(
+                    "health: reward components add up to %.6f, critic/score/mean is %.6f", total, float(score)
+                )
+        return out
 
 
 # Last statement: this module is complete, its registrations ran; resumes a deferred plugin registration.

@@ -15,6 +15,12 @@ provides the same three pieces for plain transformers, registered under the roll
 - :class:`e2c.verl_cpu.hf_verl.HFServerAdapter`, the trainer-side :class:`~verl.workers.rollout.base.BaseRollout`: every weight
   sync gathers the trainer's full tensors (all ranks take part in the gather) and rank 0 pushes them to the
   server, so each step samples from the current policy.
+
+Every sync is a line of ``rollout_sync.jsonl`` (:func:`record_sync`) with how far the weights have moved
+from the first ones this server was sent (the start checkpoint, or the checkpoint a resumed launch starts
+from: ``start_global_steps``): ``weight_rel_l2`` and ``weight_bf16_changed_share``
+(:func:`e2c.rl.health.weight_movement`). The server keeps one copy of those first weights, in the dtype they
+arrive in (fp32 weights of a 135M model: about 0.5 GB); ``E2C_ROLLOUT_WEIGHT_MOVEMENT=0`` turns this off.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ logger = logging.getLogger(__name__)
 ROLLOUT_NAME = "hf"
 SYNC_LOG_ENV = "E2C_ROLLOUT_SYNC_LOG"
 SYNC_LOG = "rollout_sync.jsonl"
+MOVEMENT_ENV = "E2C_ROLLOUT_WEIGHT_MOVEMENT"
 
 
 @dataclass
@@ -106,6 +113,7 @@ class HFRolloutServer:
         self.batch_wait_s = float(os.environ.get("E2C_ROLLOUT_BATCH_WAIT_S", "0.05"))
         self.max_batch = int(os.environ.get("E2C_ROLLOUT_MAX_BATCH", "64"))
         self.global_steps: int | None = None
+        self.movement = WeightMovementLog() if os.environ.get(MOVEMENT_ENV, "1").strip() != "0" else None
         self._pending: list[_Request] = []
         self._worker: asyncio.Task | None = None
         self.stats = {
@@ -212,8 +220,13 @@ class HFRolloutServer:
             else:
                 kind = "lora_base"
                 state_dict = self.lora.base_weights(state_dict)
+        moved = {}
+        if self.movement is not None:  # before the engine reads the tensors (vLLM may repack them)
+            moved = await asyncio.to_thread(self.movement.update, state_dict, global_steps)
         count = await asyncio.to_thread(self.engine.load_weights, state_dict)
-        record_sync({"global_steps": global_steps, "kind": kind, "tensors": count, "shift_from_base": shift})
+        record_sync(
+            {"global_steps": global_steps, "kind": kind, "tensors": count, "shift_from_base": shift, **moved}
+        )
         if global_steps is not None:
             self.global_steps = global_steps
         self.stats["weight_updates"] += 1
@@ -252,6 +265,36 @@ class HFRolloutServer:
 
     async def stop_profile(self) -> None:
         return None
+
+
+class WeightMovementLog:
+    """The first weights a rollout is sent (kept once, in their own dtype) and, for each later sync, how far
+    the weights are from them (:func:`e2c.rl.health.weight_movement`: ``weight_rel_l2``,
+    ``weight_bf16_changed_share``; ``start_global_steps`` names the start)."""
+
+    def __init__(self) -> None:
+        self.start: dict[str, Any] | None = None
+        self.start_step: int | None = None
+
+    def update(self, state_dict: dict[str, Any], global_steps: int | None) -> dict[str, Any]:
+        """The movement fields of this sync's log line; empty (and a warning) when they cannot be computed."""
+        from e2c.rl.health import BF16_CHANGED, REL_L2, weight_movement
+
+        try:
+            if self.start is None:
+                self.start = {k: v.detach().clone() for k, v in state_dict.items()}
+                self.start_step = global_steps
+                return {REL_L2: 0.0, BF16_CHANGED: 0.0, "start_global_steps": global_steps}
+            m = weight_movement(self.start, state_dict)
+            return {
+                REL_L2: m[REL_L2],
+                BF16_CHANGED: m[BF16_CHANGED],
+                "start_global_steps": self.start_step,
+                "weight_tensors_skipped": len(m["weight_tensors_skipped"]),
+            }
+        except Exception as e:  # a log line, never a reason to fail the sync
+            logger.warning("weight movement not logged: %s", e)
+            return {}
 
 
 ROLLOUT_DTYPES = ("auto", "bfloat16", "float32")

@@ -1,0 +1,924 @@
+"""Learnable RL prompts: keep the prompts the start model solves sometimes, but not always or never.
+
+    python -m e2c.data.passrate --model models/checkpoints/sft/final \\
+        --input data/processed/rl/e2c_rl_train.parquet --k 8                       # GPUs: vLLM
+    python -m e2c.data.passrate --model tiny --input rl.parquet --output rl.filtered.parquet \\
+        --k 4 --max-tokens 64 --backend hf                                          # CPU
+
+A group of GRPO samples that are all right or all wrong has zero advantage: it costs a rollout and teaches
+nothing. This filter samples ``k`` answers per candidate prompt from the model RL starts from, exactly as the
+RL rollout would (the row's chat prompt through the chat template, then the chain format's prefilled
+opener, as :mod:`e2c.rl.agent_loop` builds it; the RL rollout's temperature; the RL run's response length),
+grades each with the RL reward's grader (:func:`e2c.rewards.verl_score.compute_score` with the row's
+``data_source``, ``reward_model.ground_truth`` and ``extra_info``; correct = its ``acc``), and keeps the
+prompts whose pass rate lies in a band (default ``learnable``: 0 < p < 1).
+
+Bands (``--band``), each an interval of pass rates p (see :data:`BANDS`):
+
+- names: ``learnable`` (0 < p < 1, the default), ``hard`` (0 < p <= 0.5), ``easy`` (0.5 <= p < 1),
+  ``not-solved`` (p < 1: drops the prompts solved every time), ``solvable`` (p > 0: drops the ones never
+  solved), ``all`` (every prompt: only measure);
+- intervals with both ends in [0, 1], written as in mathematics: ``(0,1)`` open, ``[0.2,0.8]`` closed,
+  ``(0,0.5]`` and ``[0.5,1)`` half-open; a bare ``LO,HI`` is the open interval ``(LO,HI)``. Quote brackets
+  in a shell: ``--band '(0,0.5]'``.
+
+Outputs, for ``--output X.parquet``:
+
+- ``X.parquet``: the kept rows, every column as in the input; each row's ``extra_info`` gains
+  ``pass_rate`` (verl and the rl schema ignore keys they do not read);
+- ``X.passrate.json``: settings, counts, the histogram of pass rates (one bin per number of correct samples,
+  0..k, and whether the band keeps it) and the pass rate of every input prompt;
+- ``X.passrate.png``: that histogram, the kept bins coloured;
+- ``X.passrate.jsonl``: per prompt, its samples' correctness, appended batch by batch as they finish. A
+  rerun with the same generation settings skips the prompts it holds, so a killed run resumes and another
+  ``--band`` costs no generation; other settings are refused (delete the file to start over).
+
+Bad input (a missing or malformed parquet, k < 2, an unknown band, an output that would overwrite the
+input, and no prompt left in the band, which names the histogram) is one ``error:`` line, exit 2, and no
+output written; an existing output is left as it was.
+
+Relation to DAPO's dynamic sampling (bounded here by ``e2c.max_num_gen_batches``,
+:class:`e2c.rl.trainer.BudgetedReplayBuffer`): that drops zero-variance groups online, judged by the current
+policy, at the price of extra generation each step; this drops them once, offline, judged by the start
+model, at the price of one k-sample pass. They combine: filtered data makes the refills rarer.
+
+Departures from the rollout: the filter samples each chain in one call (the RL run's default); it does not
+apply the elastic two-phase budgets (``e2c.rollout.explore_budget``) or a row's own
+``extra_info.max_response_tokens`` (the e3 curriculum sets those on its stage files, not on prepared data).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import hashlib
+import json
+import math
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from e2c.cli import UserError
+
+# ----------------------------------------------------------------------------------------------- bands
+
+
+@dataclass(frozen=True)
+class Band:
+    """An interval of pass rates: ``low < p < high``, with either end closed (``<=``) when its flag says so.
+
+    >>> learnable = Band(0.0, 1.0)
+    >>> [learnable.contains(p) for p in (0.0, 0.5, 1.0)]
+    [False, True, False]
+    >>> Band(0.0, 0.5, high_closed=True).describe()
+    '0 < p <= 0.5'
+    """
+
+    low: float
+    high: float
+    low_closed: bool = False
+    high_closed: bool = False
+    name: str = ""  # the name it was given by (empty for a written interval)
+
+    def contains(self, p: float) -> bool:
+        """Whether the pass rate ``p`` lies in the band."""
+        above = p > self.low or (self.low_closed and p == self.low)
+        below = p < self.high or (self.high_closed and p == self.high)
+        return above and below
+
+    def describe(self) -> str:
+        """The band as inequalities on ``p`` (``0 < p < 1``; an end at 0 or 1 that bounds nothing is left out)."""
+        parts = []
+        if not (self.low == 0 and self.low_closed):
+            parts.append(f"{_num(self.low)} {'<=' if self.low_closed else '<'} ")
+        parts.append("p")
+        if not (self.high == 1 and self.high_closed):
+            parts.append(f" {'<=' if self.high_closed else '<'} {_num(self.high)}")
+        text = "".join(parts)
+        return "every p" if text == "p" else text
+
+    def spec(self) -> str:
+        """The band in interval notation, as :func:`parse_band` reads it back.
+
+        >>> Band(0.1, 0.9, low_closed=True).spec()
+        '[0.1,0.9)'
+        """
+        return f"{'[' if self.low_closed else '('}{_num(self.low)},{_num(self.high)}{']' if self.high_closed else ')'}"
+
+    def is_empty(self) -> bool:
+        """No pass rate lies in it (``low > high``, or one point with an open end)."""
+        return self.low > self.high or (self.low == self.high and not (self.low_closed and self.high_closed))
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
+BANDS: dict[str, Band] = {
+    # sometimes right, sometimes wrong: every GRPO group has a non-zero advantage (the default)
+    "learnable": Band(0.0, 1.0, name="learnable"),
+    # solved at most half the time, but not never
+    "hard": Band(0.0, 0.5, high_closed=True, name="hard"),
+    # solved at least half the time, but not always
+    "easy": Band(0.5, 1.0, low_closed=True, name="easy"),
+    # drop only what the start model always solves
+    "not-solved": Band(0.0, 1.0, low_closed=True, name="not-solved"),
+    # drop only what the start model never solves
+    "solvable": Band(0.0, 1.0, high_closed=True, name="solvable"),
+    # keep everything: only measure the pass rates
+    "all": Band(0.0, 1.0, low_closed=True, high_closed=True, name="all"),
+}
+DEFAULT_BAND = "learnable"
+_NUMBER = r"\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)\s*"
+_INTERVAL = re.compile(rf"^\s*([\[(]?){_NUMBER},{_NUMBER}([\])]?)\s*$")
+BAND_SYNTAX = (
+    "an interval of pass rates in [0, 1]: (LO,HI) open, [LO,HI] closed, (LO,HI] or [LO,HI) half-open, "
+    "LO,HI open"
+)
+
+
+def band_choices() -> str:
+    """The valid ``--band`` values, for help and error lines."""
+    names = ", ".join(f"{n} ({b.describe()})" for n, b in BANDS.items())
+    return f"{names}; or {BAND_SYNTAX}"
+
+
+def parse_band(spec: str) -> Band:
+    """A band from its name (:data:`BANDS`) or interval notation; UserError names the valid spellings.
+
+    >>> parse_band("learnable").describe(), parse_band("(0,0.5]").describe(), parse_band("0.2,0.8").describe()
+    ('0 < p < 1', '0 < p <= 0.5', '0.2 < p < 0.8')
+    >>> parse_band("[0.25, 1]").contains(1.0)
+    True
+    """
+    text = str(spec).strip()
+    if text.lower() in BANDS:
+        return BANDS[text.lower()]
+    m = _INTERVAL.match(text)
+    if m is None or bool(m.group(1)) != bool(m.group(4)):
+        close = difflib.get_close_matches(text.lower(), list(BANDS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UserError(f"unknown --band {spec!r}{hint}; valid: {band_choices()}")
+    low, high = float(m.group(2)), float(m.group(3))
+    if not (0.0 <= low <= 1.0 and 0.0 <= high <= 1.0):
+        raise UserError(
+            f"--band {spec!r}: both ends must be pass rates in [0, 1], got {_num(low)} and {_num(high)}"
+        )
+    band = Band(low, high, low_closed=m.group(1) == "[", high_closed=m.group(4) == "]")
+    if band.is_empty():
+        raise UserError(f"--band {spec!r} holds no pass rate; valid: {band_choices()}")
+    return band
+
+
+# ------------------------------------------------------------------------------------ pure statistics
+def pass_rate(correct: Sequence[float]) -> float:
+    """Share of correct samples of one prompt (each sample 1/True correct, 0/False not).
+
+    >>> pass_rate([1, 0, 0, 1])
+    0.5
+    """
+    if not len(correct):
+        raise ValueError("pass_rate of no samples")
+    return sum(1 for c in correct if c) / len(correct)
+
+
+def pass_rates(correct: Sequence[Sequence[float]]) -> list[float]:
+    """:func:`pass_rate` of each prompt's samples.
+
+    >>> pass_rates([[1, 1], [0, 1], [0, 0]])
+    [1.0, 0.5, 0.0]
+    """
+    return [pass_rate(c) for c in correct]
+
+
+def in_band(rates: Sequence[float], band: Band) -> list[bool]:
+    """Per prompt, whether its pass rate lies in ``band``.
+
+    >>> in_band([0.0, 0.25, 1.0], BANDS["learnable"])
+    [False, True, False]
+    """
+    return [band.contains(p) for p in rates]
+
+
+def kept_indices(rates: Sequence[float], band: Band) -> list[int]:
+    """Positions of the prompts whose pass rate lies in ``band``, in input order.
+
+    >>> kept_indices([0.0, 0.25, 1.0, 0.5], BANDS["learnable"])
+    [1, 3]
+    """
+    return [i for i, keep in enumerate(in_band(rates, band)) if keep]
+
+
+def histogram(n_correct: Sequence[int], k: int) -> list[int]:
+    """Prompts per number of correct samples: entry ``j`` counts the prompts with ``j`` of ``k`` right
+    (pass rate ``j / k``). With k samples these are the only pass rates there are, so the bins are exact.
+
+    >>> histogram([0, 0, 2, 4], 4)
+    [2, 0, 1, 0, 1]
+    """
+    counts = [0] * (k + 1)
+    for j in n_correct:
+        if not 0 <= j <= k:
+            raise ValueError(f"{j} correct out of {k} samples")
+        counts[j] += 1
+    return counts
+
+
+def format_histogram(counts: Sequence[int]) -> str:
+    """The non-empty bins of a :func:`histogram` as ``correct/k: prompts``.
+
+    >>> format_histogram([97, 0, 0, 3])
+    '0/3: 97, 3/3: 3'
+    """
+    k = len(counts) - 1
+    return ", ".join(f"{j}/{k}: {c}" for j, c in enumerate(counts) if c) or "no prompts"
+
+
+# ------------------------------------------------------------------------------------------- settings
+DEFAULT_K = 8
+# the RL rollout's temperature (actor_rollout_ref.rollout.temperature in configs/e2c_common.yaml)
+DEFAULT_TEMPERATURE = 1.0
+FALLBACK_RESPONSE_LENGTH = 8192  # data.max_response_length of the paper's RL configs
+# Settings that change what is sampled and how it is graded: a resumed run must use the same ones.
+SAMPLE_FIELDS = ("model", "subfolder", "format", "k", "temperature", "top_p", "max_tokens", "seed")
+
+
+def rl_response_length() -> int:
+    """The RL run's response length: ``data.max_response_length`` of ``configs/e2c_common.yaml`` (the
+    settings every GRPO and DAPO stage starts from), so the filter and the run agree by default; 8,192 (the
+    paper's) when the config cannot be read (a package installed outside a checkout)."""
+    try:
+        import yaml
+
+        from e2c.paths import configs_dir
+
+        data = yaml.safe_load((configs_dir() / "e2c_common.yaml").read_text(encoding="utf-8"))
+        value = data["data"]["max_response_length"]
+        return int(value) if isinstance(value, int) and value > 0 else FALLBACK_RESPONSE_LENGTH
+    except Exception:  # any unreadable config: the paper's value
+        return FALLBACK_RESPONSE_LENGTH
+
+
+@dataclass
+class FilterConfig:
+    """Settings of one filter run (the CLI's flags)."""
+
+    model: str
+    subfolder: str | None = None
+    format: str = "e2c"  # the RL run's chain format (e2c.rollout.format): its opener is prefilled
+    k: int = DEFAULT_K
+    band: str = DEFAULT_BAND
+    temperature: float = DEFAULT_TEMPERATURE
+    top_p: float = 1.0
+    max_tokens: int = FALLBACK_RESPONSE_LENGTH
+    seed: int = 0
+    batch_size: int = 4  # prompts per generation call and per resume unit
+    limit: int | None = None
+    grader_threads: int = 4  # grading runs in threads; the grader's symbolic checks in its own processes
+    extra: dict[str, Any] = field(default_factory=dict)  # recorded in the report, not compared
+
+    def sample_settings(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in SAMPLE_FIELDS}
+
+    def check(self) -> Band:
+        """Reject bad settings with one line; returns the parsed band."""
+        if self.k < 2:
+            raise UserError(
+                f"--k must be >= 2, got {self.k}: one sample per prompt gives pass rates of 0 or 1 only, "
+                "so no band can tell learnable prompts apart"
+            )
+        if not 0 <= self.temperature < math.inf:  # NaN fails too
+            raise UserError(f"--temperature must be a number >= 0, got {self.temperature}")
+        if self.temperature == 0:
+            raise UserError("--temperature 0 is greedy: the k samples would be one answer repeated; use > 0")
+        if not 0 < self.top_p <= 1:
+            raise UserError(f"--top-p must be in (0, 1], got {self.top_p}")
+        for name in ("max_tokens", "batch_size", "limit", "grader_threads"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
+        from e2c.chain import FORMATS
+
+        if self.format not in FORMATS:
+            raise UserError(f"unknown --format {self.format!r}; valid: {', '.join(FORMATS)}")
+        return parse_band(self.band)
+
+
+@dataclass(frozen=True)
+class PassRateFiles:
+    """The files of one run, named after its output parquet ``X.parquet``."""
+
+    output: Path  # X.parquet: the kept rows
+    samples: Path  # X.passrate.jsonl: per-prompt results, appended as batches finish (resume)
+    report: Path  # X.passrate.json
+    plot: Path  # X.passrate.png
+
+    @classmethod
+    def of(cls, output: str | Path) -> PassRateFiles:
+        """The files beside ``output``.
+
+        >>> PassRateFiles.of("rl/train.filtered.parquet").report.as_posix()
+        'rl/train.filtered.passrate.json'
+        """
+        out = Path(output)
+        stem = out.with_suffix("")
+        return cls(
+            out, Path(f"{stem}.passrate.jsonl"), Path(f"{stem}.passrate.json"), Path(f"{stem}.passrate.png")
+        )
+
+
+def default_output(input_path: str | Path) -> Path:
+    """``X.filtered.parquet`` beside the input ``X.parquet``.
+
+    >>> default_output("data/processed/rl/e2c_rl_train.parquet").as_posix()
+    'data/processed/rl/e2c_rl_train.filtered.parquet'
+    """
+    p = Path(input_path)
+    return p.with_name(f"{p.with_suffix('').name}.filtered.parquet")
+
+
+# ------------------------------------------------------------------------------------------- the data
+def check_paths(input_path: str | Path, output_path: str | Path) -> PassRateFiles:
+    """Refuse, before any work, an input that is not an RL parquet in verl's schema, and outputs that would
+    overwrite the input or cannot be written. Returns the run's files."""
+    from e2c.files import check_output_file
+    from e2c.launch_checks import check_data_file
+
+    src, out = Path(input_path), Path(output_path)
+    if src.is_dir():
+        raise UserError(f"--input {src} is a folder; give an RL .parquet file")
+    if not src.is_file():
+        raise UserError(f"--input {src}: no such file (prepare it with bash scripts/prepare_all_data.sh)")
+    if src.suffix.lower() != ".parquet":
+        raise UserError(
+            f"--input {src}: the RL trainer reads .parquet files, not {src.suffix or 'no suffix'}"
+        )
+    if out.suffix.lower() != ".parquet":
+        raise UserError(f"--output {out}: name it .parquet (the RL trainer reads parquet files)")
+    files = PassRateFiles.of(out)
+    for path in (files.output, files.samples, files.report, files.plot):
+        check_output_file(path, "--output", inputs=[src])
+    try:  # as the RL launcher checks its data: a missing column is named as such
+        check_data_file(str(src), "--input", "rl", (".parquet",), "--input")
+    except UserError as e:  # also an unreadable parquet, which names only the file
+        msg = str(e)
+        raise UserError(msg if msg.startswith("--input") else f"--input {msg}") from None
+    return files
+
+
+def read_table(input_path: str | Path, limit: int | None = None) -> Any:
+    """The input as a pyarrow table (its first ``limit`` rows), read as the trainer reads it."""
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(input_path)
+    except Exception as e:  # checked by check_paths; a file replaced since then
+        raise UserError(
+            f"--input {input_path}: not a readable parquet file ({type(e).__name__}: {e})"
+        ) from None
+    return table.slice(0, limit) if limit is not None else table
+
+
+def row_key(row: dict[str, Any]) -> str:
+    """A fingerprint of what decides a prompt's samples and grades (its prompt, source, reference and
+    ``extra_info`` other than ``pass_rate``): a resumed run checks that row ``i`` is still the same prompt."""
+    info = {k: v for k, v in (row.get("extra_info") or {}).items() if k != "pass_rate"}
+    what = [
+        row.get("prompt"),
+        row.get("data_source"),
+        (row.get("reward_model") or {}).get("ground_truth"),
+        info,
+    ]
+    return hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def rl_prompts(tokenizer: Any, rows: Sequence[dict[str, Any]], fmt: Any) -> list[str]:
+    """Each row's prompt as the RL agent loop builds it (:mod:`e2c.rl.agent_loop`): the row's chat
+    messages through the chat template with a generation prompt, then the format's prefilled opener."""
+    return [fmt.render_chat(tokenizer, list(row["prompt"]), "full") for row in rows]
+
+
+def grade_samples(row: dict[str, Any], responses: Sequence[str]) -> list[int]:
+    """1/0 per response, graded as the RL reward grades it: :func:`e2c.rewards.verl_score.compute_score`
+    with the row's data source, reference and ``extra_info``; correct is its ``acc``."""
+    from e2c.rewards.verl_score import compute_score
+
+    gold = (row.get("reward_model") or {}).get("ground_truth")
+    info = row.get("extra_info") or {}
+    return [int(compute_score(row.get("data_source"), r, gold, info)["acc"] > 0) for r in responses]
+
+
+# -------------------------------------------------------------------------------------- resume file
+def check_resume(path: Path, settings: dict[str, Any]) -> None:
+    """Refuse a samples file written with other settings (its first line), without changing it: checked
+    before the model is loaded, so the refusal costs nothing."""
+    try:
+        with path.open("rb") as f:
+            first = f.readline()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+    if not first.endswith(b"\n"):  # empty, or a settings line cut by a kill: the file starts again
+        return
+    try:
+        before = json.loads(first)["settings"]
+        diff = [f for f in SAMPLE_FIELDS if before.get(f) != settings[f]]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise UserError(f"{path} is not a pass-rate samples file; move it away to start over") from None
+    if diff:
+        what = ", ".join(f"{f} {before.get(f)!r} -> {settings[f]!r}" for f in diff)
+        raise UserError(
+            f"{path} holds samples drawn with other settings ({what}); delete it to start over, "
+            "or give another --output"
+        )
+
+
+def read_samples(path: Path, settings: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    """``{prompt index: line}`` from a samples file written with ``settings`` (its first line).
+
+    A file written with other settings is refused (:func:`check_resume`); a last line cut by a kill is
+    removed from the file, and its prompt is sampled again.
+    """
+    check_resume(path, settings)
+    if not path.exists():
+        return {}
+    data = path.read_bytes()
+    if b"\n" not in data:  # empty, or a settings line cut by a kill: start the file again
+        path.write_bytes(b"")
+        return {}
+    if not data.endswith(b"\n"):  # a line cut by a kill
+        keep = data.rfind(b"\n") + 1
+        with path.open("r+b") as f:
+            f.truncate(keep)
+        data = data[:keep]
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    out: dict[int, dict[str, Any]] = {}
+    for n, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            out[int(rec["index"])] = rec
+            if len(rec["correct"]) != settings["k"]:
+                raise ValueError(f"{len(rec['correct'])} samples, not k={settings['k']}")
+        except (ValueError, KeyError, TypeError) as e:
+            raise UserError(
+                f"{path} line {n}: not a pass-rate line ({e}); move the file away to start over"
+            ) from None
+    return out
+
+
+def sample_line(index: int, key: str, correct: Sequence[int], completions: Sequence[Any]) -> dict[str, Any]:
+    """One prompt's line of the samples file."""
+    return {
+        "index": index,
+        "key": key,
+        "correct": [int(c) for c in correct],
+        "pass_rate": pass_rate(correct),
+        "tokens": [c.num_tokens for c in completions],
+        "truncated": sum(c.finish_reason == "length" for c in completions),
+    }
+
+
+# ------------------------------------------------------------------------------------------ the runner
+def filter_prompts(
+    gen: Any,
+    input_path: str | Path,
+    output_path: str | Path,
+    cfg: FilterConfig,
+    log: Callable[[str], None] = lambda s: None,
+) -> dict[str, Any]:
+    """Sample, grade and filter the prompts of an RL parquet; writes the kept rows, the report and the plot
+    (see the module docstring) and returns the report.
+
+    ``gen`` is any :class:`~e2c.generation.base.Generator` (vLLM, transformers, scripted). Raises
+    :class:`UserError` for bad input and when no prompt is left in the band; then nothing but the samples
+    file (which a rerun with another band reuses) is written.
+    """
+    from e2c import progress
+    from e2c.chain import get_format
+    from e2c.generation.base import Sampling, check_fits, context_length, derive_seed
+
+    band = cfg.check()
+    files = check_paths(input_path, output_path)
+    table = read_table(input_path, cfg.limit)
+    rows = table.to_pylist()
+    fmt = get_format(cfg.format)
+    prompts = rl_prompts(gen.tokenizer, rows, fmt)
+    keys = [row_key(r) for r in rows]
+    context = context_length(gen)
+    if context is not None and prompts:
+        lengths = [len(gen.tokenizer.encode(p, add_special_tokens=False)) for p in prompts]
+        i = max(range(len(prompts)), key=lengths.__getitem__)
+        check_fits(lengths[i], cfg.max_tokens, context, f"--input row {i}'s prompt", "--max-tokens")
+
+    settings = cfg.sample_settings()
+    done = read_samples(files.samples, settings)
+    for i, rec in done.items():
+        if i < len(rows) and rec.get("key") != keys[i]:
+            raise UserError(
+                f"{files.samples}: prompt {i} differs from --input row {i}; the input changed since these "
+                "samples were drawn: delete the file to start over, or give another --output"
+            )
+    sampling = Sampling(
+        n=cfg.k,
+        max_tokens=cfg.max_tokens,
+        temperature=cfg.temperature,
+        top_p=cfg.top_p,
+        stop=fmt.stop_strings("full"),  # the rollout stops at the execution's closing tag, as inference
+    )
+    t0, new_tokens = time.perf_counter(), 0
+    have = sum(1 for i in done if i < len(rows))
+    batches = [range(s, min(s + cfg.batch_size, len(rows))) for s in range(0, len(rows), cfg.batch_size)]
+    pbar = progress.bar(len(rows), "pass rate", unit="prompt", initial=have)
+    fresh = not files.samples.exists() or files.samples.stat().st_size == 0
+    files.samples.parent.mkdir(parents=True, exist_ok=True)
+    with pbar, files.samples.open("a", encoding="utf-8") as f, ThreadPoolExecutor(cfg.grader_threads) as pool:
+        if fresh:
+            f.write(json.dumps({"settings": settings}) + "\n")
+        for b, batch in enumerate(batches):
+            todo = [i for i in batch if i not in done]
+            if not todo:
+                continue
+            # One seed per fixed batch: a resumed batch is drawn as it was (same machine and backend).
+            outs = gen.generate(
+                [prompts[i] for i in todo], sampling.replace(seed=derive_seed(cfg.seed, "passrate", b))
+            )
+            # text_with_stop: the closing tag the rollout's response keeps (it stops on the tag's id). The
+            # whole batch is graded at once, so slow symbolic checks of one prompt overlap the others'.
+            flat = [(rows[i], c.text_with_stop) for i, comps in zip(todo, outs, strict=True) for c in comps]
+            grades = list(pool.map(lambda rc: grade_samples(rc[0], [rc[1]])[0], flat))
+            for n, (i, comps) in enumerate(zip(todo, outs, strict=True)):
+                correct = grades[n * cfg.k : (n + 1) * cfg.k]
+                done[i] = sample_line(i, keys[i], correct, comps)
+                f.write(json.dumps(done[i]) + "\n")
+                new_tokens += sum(c.num_tokens for c in comps)
+            f.flush()
+            os.fsync(f.fileno())
+            pbar.update(len(todo))
+            secs = time.perf_counter() - t0
+            counts = histogram([sum(done[i]["correct"]) for i in done if i < len(rows)], cfg.k)
+            status = f"p=0: {counts[0]}, 0<p<1: {sum(counts[1:-1])}, p=1: {counts[-1]}"
+            if pbar.disable:
+                log(
+                    f"pass rate: {sum(counts)}/{len(rows)} prompts ({status}), "
+                    f"{new_tokens / max(secs, 1e-9):.0f} tok/s"
+                )
+            else:
+                pbar.set_postfix_str(status)
+
+    results = [done[i] for i in range(len(rows))]
+    rates = [r["pass_rate"] for r in results]
+    counts = histogram([sum(r["correct"]) for r in results], cfg.k)
+    keep = kept_indices(rates, band)
+    if not keep:
+        raise UserError(
+            f"no prompt left in --band {cfg.band} ({band.describe()}): correct samples per prompt out of "
+            f"k={cfg.k} over {len(rows)} prompts: {format_histogram(counts)}; no output written (the samples "
+            f"stay in {files.samples}: a rerun with another --band reuses them)"
+        )
+    out_table = with_pass_rates(table, keep, rates)
+    report = build_report(cfg, band, input_path, files, results, counts, keep, gen, time.perf_counter() - t0)
+    write_parquet_table(out_table, files.output)
+    from e2c.files import atomic_write_json
+
+    atomic_write_json(files.report, report)
+    plot_histogram(report, files.plot)
+    log(f"kept {len(keep)} of {len(rows)} prompts ({band.describe()}): {files.output}")
+    return report
+
+
+def build_report(
+    cfg: FilterConfig,
+    band: Band,
+    input_path: str | Path,
+    files: PassRateFiles,
+    results: Sequence[dict[str, Any]],
+    counts: Sequence[int],
+    keep: Sequence[int],
+    gen: Any,
+    seconds: float,
+) -> dict[str, Any]:
+    """The report's content (see the module docstring)."""
+    from e2c.runinfo import git_commit
+
+    kept = set(keep)
+    rates = [r["pass_rate"] for r in results]
+    samples = max(1, len(results) * cfg.k)
+    usage = getattr(gen, "usage", None)
+    return {
+        "input": str(input_path),
+        "output": str(files.output),
+        "samples_file": str(files.samples),
+        "model": cfg.model,
+        **({"subfolder": cfg.subfolder} if cfg.subfolder else {}),
+        **cfg.extra,
+        "backend": getattr(gen, "name", type(gen).__name__),
+        "format": cfg.format,
+        "k": cfg.k,
+        "band": {"spec": cfg.band, "name": band.name, "interval": band.spec(), "describe": band.describe()},
+        "temperature": cfg.temperature,
+        "top_p": cfg.top_p,
+        "max_tokens": cfg.max_tokens,
+        "seed": cfg.seed,
+        "prompts": len(results),
+        "kept": len(keep),
+        "dropped": len(results) - len(keep),
+        "never_solved": counts[0],
+        "always_solved": counts[-1],
+        "mean_pass_rate": sum(rates) / max(1, len(rates)),
+        "truncated_share": sum(r["truncated"] for r in results) / samples,
+        "mean_response_tokens": sum(sum(r["tokens"]) for r in results) / samples,
+        "histogram": [
+            {"correct": j, "pass_rate": j / cfg.k, "prompts": c, "in_band": band.contains(j / cfg.k)}
+            for j, c in enumerate(counts)
+        ],
+        "pass_rates": rates,
+        "kept_rows": [i for i in range(len(results)) if i in kept],
+        "usage": usage.snapshot() if usage is not None and hasattr(usage, "snapshot") else None,
+        "seconds": round(seconds, 3),
+        "git_commit": git_commit(),
+    }
+
+
+def with_pass_rates(table: Any, keep: Sequence[int], rates: Sequence[float]) -> Any:
+    """The kept rows of ``table`` with every column as it was, and ``pass_rate`` added to (or replaced in)
+    each row's ``extra_info`` struct; a table whose ``extra_info`` is not a struct keeps its rows unchanged."""
+    import pyarrow as pa
+
+    sub = table.take(pa.array(list(keep), type=pa.int64()))
+    at = sub.schema.get_field_index("extra_info")
+    if at < 0 or not pa.types.is_struct(sub.schema.field(at).type):
+        return sub
+    col = sub.column(at).combine_chunks()
+    fields = [f for f in col.type if f.name != "pass_rate"]
+    children = [col.field(f.name) for f in fields]
+    fields.append(pa.field("pass_rate", pa.float64()))
+    children.append(pa.array([float(rates[i]) for i in keep], type=pa.float64()))
+    mask = col.is_null() if col.null_count else None
+    merged = pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    return sub.set_column(at, pa.field("extra_info", merged.type), merged)
+
+
+def write_parquet_table(table: Any, path: Path) -> None:
+    """Check the rows against the rl schema, then write the table atomically (a temporary sibling renamed
+    over ``path``), so an existing file is never left half-written."""
+    import pyarrow.parquet as pq
+
+    from e2c.data.schema import validate_rows
+    from e2c.files import temp_sibling
+
+    validate_rows(table.to_pylist(), "rl", str(path))
+    tmp = temp_sibling(path)
+    try:
+        pq.write_table(table, tmp, compression="zstd")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def plot_histogram(report: dict[str, Any], path: Path) -> None:
+    """Prompts per number of correct samples, the bins the band keeps coloured; written atomically."""
+    from e2c.eval.plots import pyplot
+    from e2c.files import temp_sibling
+
+    plt = pyplot()
+    bins = report["histogram"]
+    k = report["k"]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    xs = [b["correct"] for b in bins]
+    ys = [b["prompts"] for b in bins]
+    colors = ["C0" if b["in_band"] else "C7" for b in bins]
+    ax.bar(xs, ys, 0.8, color=colors)
+    for x, y in zip(xs, ys, strict=True):
+        ax.annotate(
+            str(y), (x, y), ha="center", va="bottom", fontsize=8, xytext=(0, 2), textcoords="offset points"
+        )
+    ax.set_xticks(xs, [f"{j}/{k}" for j in xs])
+    ax.set_xlabel(f"correct samples out of k={k} (pass rate)")
+    ax.set_ylabel("prompts")
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import MaxNLocator
+
+    kept = f"kept: {report['band']['describe']} ({report['kept']} prompts)"
+    dropped = f"dropped ({report['dropped']} prompts)"
+    ax.legend(handles=[Patch(color="C0", label=kept), Patch(color="C7", label=dropped)])
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, max([*ys, 1]) * 1.15)  # room for the counts above the bars
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.set_title(f"Pass rates of {report['prompts']} RL prompts, T={report['temperature']:g}")
+    fig.tight_layout()
+    tmp = temp_sibling(path)
+    try:
+        fig.savefig(tmp, dpi=110, format="png")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
+    finally:
+        plt.close(fig)
+        tmp.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------- CLI
+HF_ROWS = 32  # transformers backend: sequences decoded at once (the quickstart's best batch on 2 cores)
+VLLM_ROWS = 2048  # vLLM: sequences per call, as eval's chunks
+
+
+def default_batch_size(backend: str, k: int) -> int:
+    """Prompts per call: about 2,048 sequences on vLLM, 32 on transformers, at least one prompt."""
+    return max(1, (VLLM_ROWS if backend == "vllm" else HF_ROWS) // k)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from e2c.chain import FORMATS
+    from e2c.cli import DTYPES, ArgumentParser
+
+    p = ArgumentParser(prog="python -m e2c.data.passrate", description=__doc__.split("\n\n")[0])
+    a = p.add_argument
+    a(
+        "--model",
+        default="models/checkpoints/sft/final",
+        help="the model RL starts from: folder, HF id, 'embedded' or 'tiny' "
+        "(default: models/checkpoints/sft/final, the RL configs' start model)",
+    )
+    a(
+        "--subfolder",
+        default=None,
+        help="subfolder of the model (default: 8B for the released checkpoint, else none)",
+    )
+    a(
+        "--input",
+        default="data/processed/rl/e2c_rl_train.parquet",
+        help="RL parquet in verl's schema (default: data/processed/rl/e2c_rl_train.parquet)",
+    )
+    a(
+        "--output",
+        default=None,
+        help="kept rows (.parquet); the report, plot and samples file go beside it as "
+        "<name>.passrate.{json,png,jsonl} (default: <input name>.filtered.parquet beside the input)",
+    )
+    a("--k", type=int, default=DEFAULT_K, help=f"samples per prompt, at least 2 (default: {DEFAULT_K})")
+    a("--band", default=DEFAULT_BAND, help=f"pass rates to keep: {band_choices()} (default: {DEFAULT_BAND})")
+    a(
+        "--temperature",
+        type=float,
+        default=DEFAULT_TEMPERATURE,
+        help=f"sampling temperature, > 0 (default: {DEFAULT_TEMPERATURE:g}, the RL rollout's)",
+    )
+    a("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0, the RL rollout's)")
+    length = rl_response_length()
+    a(
+        "--max-tokens",
+        type=int,
+        default=length,
+        help=f"new tokens per sample; give the RL run's data.max_response_length (default: {length}, "
+        "configs/e2c_common.yaml's; a sample cut there is graded as the rollout's would be)",
+    )
+    a("--format", default="e2c", choices=list(FORMATS), help="chain format of the RL run (default: e2c)")
+    a(
+        "--backend",
+        default="auto",
+        help="auto, vllm or hf (transformers) (default: auto: vllm when installed, GPU or CPU, else hf)",
+    )
+    a(
+        "--batch-size",
+        type=int,
+        default=None,
+        help=f"prompts per generation call, each call one unit of resume (default: {VLLM_ROWS} // k on vllm, "
+        f"{HF_ROWS} // k on hf, whose rows of a call decode together)",
+    )
+    a(
+        "--gpus",
+        default=None,
+        help="GPU count or device ids 0,1,..; vLLM tensor parallel size (default: all visible)",
+    )
+    a(
+        "--dtype",
+        default="auto",
+        choices=DTYPES,
+        help="model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)",
+    )
+    a("--seed", type=int, default=0, help="random seed of the sampling (default: 0)")
+    a("--limit", type=int, default=None, help="first N prompts of the input only (default: all)")
+    a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
+    a("--quiet", action="store_true", help="no progress lines")
+    return p
+
+
+def config_from_args(args: argparse.Namespace, backend: str) -> FilterConfig:
+    """The run's settings from parsed flags (batch size resolved for the backend)."""
+    from e2c.cli import default_subfolder
+
+    return FilterConfig(
+        model=args.model,
+        subfolder=default_subfolder(args.model, args.subfolder),
+        format=args.format,
+        k=args.k,
+        band=args.band,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        max_tokens=args.max_tokens,
+        seed=args.seed,
+        batch_size=args.batch_size
+        if args.batch_size is not None
+        else default_batch_size(backend, max(args.k, 1)),
+        limit=args.limit,
+    )
+
+
+def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
+    """Check every input, then load the model and filter; returns the report."""
+    from e2c.chain import FORMATS
+    from e2c.cli import quiet_transformers
+    from e2c.generation import make_generator, pick_backend
+    from e2c.models import resolve_model
+
+    quiet_transformers()
+    if args.batch_size is not None and args.batch_size < 1:
+        raise UserError(f"--batch-size must be >= 1, got {args.batch_size}")
+    backend = pick_backend(args.backend)
+    cfg = config_from_args(args, backend)
+    cfg.check()
+    output = Path(args.output) if args.output else default_output(args.input)
+    files = check_paths(args.input, output)
+    check_resume(files.samples, cfg.sample_settings())
+    gpus = None
+    if args.gpus is not None:
+        from e2c.eval.run import parse_gpus
+
+        gpus = parse_gpus(args.gpus)
+    # The model after the data: a bad input is named before minutes of model loading.
+    res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[cfg.format])
+    gen, _ = make_generator(
+        backend,
+        res.path,
+        None,
+        fmt=FORMATS[cfg.format],
+        gpus=gpus,
+        batch_size=cfg.batch_size * cfg.k,  # hf: every row of a call decodes at once
+        dtype=args.dtype,
+        trust_remote_code=args.trust_remote_code,
+        seed=args.seed,
+        # Calls are never merged: reseeding per call keeps a resumed batch repeatable (as eval does).
+        seed_scope="call",
+    )
+    cfg.extra = {"model_path": res.path, "model_description": res.description}
+    log(f"model: {res.description} [{res.path}] on {gen.name}; k={cfg.k}, band {cfg.band}, output {output}")
+    return filter_prompts(gen, args.input, output, cfg, log)
+
+
+def one_line(message: str) -> str:
+    """An error message on one line (a library's message may hold newlines)."""
+    return " ".join(str(message).split())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from e2c.cli import count_lines, exit_interrupted, fail, interrupt_on_sigterm, resume_command
+    from e2c.models import ModelSpecError
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    interrupt_on_sigterm()
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    try:
+        report = run(args, log)
+    except (UserError, ModelSpecError) as e:
+        fail(one_line(str(e)))
+    except KeyboardInterrupt as e:
+        output = Path(args.output) if args.output else default_output(args.input)
+        samples = PassRateFiles.of(output).samples
+        n = max(0, count_lines(samples) - 1)  # less the settings line
+        exit_interrupted(
+            e, f"{n} prompts' samples saved in {samples}", resume_command(["-m", "e2c.data.passrate"], argv)
+        )
+    print(
+        f"kept {report['kept']} of {report['prompts']} prompts ({report['band']['describe']}); "
+        f"correct per prompt: {format_histogram([b['prompts'] for b in report['histogram']])}"
+    )
+    files = PassRateFiles.of(report["output"])
+    print(f"output: {files.output}  report: {files.report}  plot: {files.plot}")
+    print(
+        json.dumps(
+            {
+                "output": str(files.output),
+                "report": str(files.report),
+                "prompts": report["prompts"],
+                "kept": report["kept"],
+                "histogram": [b["prompts"] for b in report["histogram"]],
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
