@@ -189,7 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--rl-overlong-buffer",
         type=int,
         default=None,
-        help=_help("rl_overlong_buffer", "overlong penalty buffer in tokens (at most half the response)"),
+        help=_help(
+            "rl_overlong_buffer",
+            "overlong penalty buffer in tokens, at most half the response (0: no penalty)",
+        ),
     )
     g.add_argument(
         "--rl-plan-bonus",
@@ -346,8 +349,8 @@ def validate(cfg: Config) -> None:
         raise UserError(f"--filter-candidates must be 0 (all) or more, got {cfg.filter_candidates}")
     if cfg.rl_temperature <= 0:
         raise UserError(f"--rl-temperature must be positive (RL samples), got {cfg.rl_temperature}")
-    if cfg.rl_overlong_buffer < 1:
-        raise UserError(f"--rl-overlong-buffer must be at least 1, got {cfg.rl_overlong_buffer}")
+    if cfg.rl_overlong_buffer < 0:
+        raise UserError(f"--rl-overlong-buffer must be 0 (off) or more tokens, got {cfg.rl_overlong_buffer}")
     if not math.isfinite(cfg.rl_explore_coef):
         raise UserError(f"--rl-explore-coef must be a finite number, got {cfg.rl_explore_coef}")
     if cfg.sft_lr <= 0 or cfg.rl_lr <= 0:

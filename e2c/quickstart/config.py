@@ -86,12 +86,13 @@ class Config:
     filter_candidates: int = 96  # RL prompts the filter samples (0: all of them)
     # RL: GRPO stage 2 (departures from the paper's stage 2 are chosen by measurement; README "Quickstart")
     rl_steps: int = 6
-    rl_lr: float = 2e-5
-    rl_batch: int = 8
+    rl_lr: float = 5e-5
+    rl_batch: int = 4
     rl_n: int = 4
     rl_response_length: int = 320
     rl_temperature: float = 0.7
-    rl_overlong_buffer: int = 64  # tokens before rl_response_length where the overlong penalty starts
+    # the overlong penalty's buffer in tokens before rl_response_length (0: no penalty)
+    rl_overlong_buffer: int = 0
     rl_plan_bonus: bool = False
     rl_dr_grpo: bool = True
     rl_explore_coef: float = 2.0
@@ -140,7 +141,7 @@ FAST = {
     "rl_batch": 2,
     "rl_n": 2,
     "rl_response_length": 24,
-    "rl_overlong_buffer": 6,
+    "rl_overlong_buffer": 6,  # exercises the penalty path
     "tts_problems": 2,
     "tts_budgets": (2,),
     "tts_explore_budget": 8,

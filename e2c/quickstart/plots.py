@@ -19,8 +19,65 @@ PLOTS = (
     "tokens.png",
     "sft_loss.png",
     "rl_reward.png",
+    "rl_health.png",
     "tts_accuracy_vs_tokens.png",
 )
+
+# The RL health plot's panels: (title, [(metrics key, label)]).
+HEALTH_PANELS = (
+    (
+        "reward and its parts",
+        [
+            ("critic/score/mean", "reward"),
+            ("health/train_acc", "train accuracy"),
+            ("health/reward_plan", "plan bonus"),
+            ("health/reward_overlong", "overlong penalty"),
+        ],
+    ),
+    (
+        "signal",
+        [
+            ("health/zero_var_group_share", "zero-variance groups"),
+            ("health/truncated_share", "truncated"),
+            ("e2c/explore_token_share", "exploration share"),
+        ],
+    ),
+    (
+        "update",
+        [
+            ("e2c/adv_abs_before", "|adv| before weighting"),
+            ("e2c/adv_abs_after", "|adv| after weighting"),
+            ("health/entropy_sampled", "entropy (rollout)"),
+            ("actor/pg_clipfrac", "clip fraction"),
+        ],
+    ),
+    (
+        "weights moved from the SFT model",
+        [
+            ("weight_bf16_changed_share_after_step", "bf16 values changed"),
+            ("weight_rel_l2_after_step", "relative L2 x 100"),
+        ],
+    ),
+)
+
+
+def plot_health(rows: Sequence[Mapping[str, Any]], path: Path) -> None:
+    """Four panels of the RL run's per-step health (:data:`HEALTH_PANELS`)."""
+    plt = pyplot()
+    fig, axes = plt.subplots(2, 2, figsize=(11, 7))
+    for ax, (title, series) in zip(axes.flat, HEALTH_PANELS, strict=True):
+        for key, label in series:
+            pts = [(r["step"], r[key]) for r in rows if isinstance(r.get(key), int | float)]
+            if key == "weight_rel_l2_after_step":
+                pts = [(x, 100 * y) for x, y in pts]
+            if pts:
+                ax.plot(*zip(*pts, strict=True), marker="o", markersize=3, label=label)
+        ax.set_title(title)
+        ax.set_xlabel("step")
+        ax.grid(True, alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=8)
+    save_figure(fig, path)
 
 
 def plot_curve(
@@ -67,6 +124,9 @@ def write_plots(rep: Mapping[str, Any], ctx: Context, folder: Path) -> dict[str,
     if curve and all("accuracy" in r for r in curve):
         series["accuracy (mean)"] = [r["accuracy"] for r in curve]
     plot_curve([r["step"] for r in curve], series, folder / "rl_reward.png", "GRPO stage 2 reward", "reward")
+    health = rep["rl"].get("health")
+    if health and health["rows"]:
+        plot_health(health["rows"], folder / "rl_health.png")
     tts_png = None
     if rep["tts"]:
         src = Path(rep["tts"]["results"]).parent / "accuracy_vs_tokens.png"
@@ -75,5 +135,8 @@ def write_plots(rep: Mapping[str, Any], ctx: Context, folder: Path) -> dict[str,
             tts_png = folder / "tts_accuracy_vs_tokens.png"
     for name in PLOTS:
         p = folder / name
-        out[name] = str(p.relative_to(ctx.out)) if (p.is_file() and (name != PLOTS[-1] or tts_png)) else None
+        made = name not in ("tts_accuracy_vs_tokens.png", "rl_health.png") or (
+            tts_png if name == "tts_accuracy_vs_tokens.png" else health and health["rows"]
+        )
+        out[name] = str(p.relative_to(ctx.out)) if (p.is_file() and made) else None
     return out

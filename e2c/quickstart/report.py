@@ -161,6 +161,7 @@ def collect(ctx: Context) -> dict[str, Any]:
     counts = json.loads(counts_path.read_text()) if counts_path.is_file() else None
     losses = sft_losses(ctx.dir("sft"))
     curve = rl_curve(ctx.dir("rl"))
+    health = rl_health(ctx)
     rl_skipped = bool((done.get("rl") or {}).get("skipped"))
     control = done.get("control") or {}
     control_skipped = not control or bool(control.get("skipped"))
@@ -216,6 +217,8 @@ def collect(ctx: Context) -> dict[str, Any]:
             "skipped": rl_skipped,
             "curve": curve,
             "reward_trend": trend([r["reward"] for r in curve]),
+            "accuracy_trend": trend([r["accuracy"] for r in curve if "accuracy" in r]),
+            "health": health,
             "model": (done.get("rl") or {}).get("outputs", {}).get("model"),
         },
         "tts": None
@@ -229,11 +232,30 @@ def collect(ctx: Context) -> dict[str, Any]:
     }
 
 
+def rl_health(ctx: Context) -> dict[str, Any] | None:
+    """The RL run's per-step health table and its one-line verdict (:mod:`e2c.rl.health`); weight movement
+    from the rollout's syncs, and for the last step from its checkpoint against the SFT model."""
+    from e2c.quickstart.stages import sft_model
+
+    run = ctx.dir("rl")
+    if not (run / "metrics.jsonl").is_file():
+        return None
+    from e2c.rl.health import health_table, signal_verdict
+
+    start = sft_model(ctx)
+    rows = health_table(run, start if start.is_dir() else None)
+    return {"rows": rows, "verdict": signal_verdict(rows)}
+
+
 def filter_summary(done: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The pass-rate filter's counts (kept of sampled prompts), or None when it did not run."""
     if not done or done.get("skipped"):
         return None
-    return {k: done.get(k) for k in ("kept", "prompts")} | {"report": done.get("outputs", {}).get("report")}
+    outputs = done.get("outputs", {})
+    return {k: done.get(k) for k in ("kept", "prompts")} | {
+        "report": outputs.get("report"),
+        "histogram": outputs.get("histogram"),
+    }
 
 
 # ------------------------------------------------------------------------------------------------ markdown
@@ -262,6 +284,54 @@ def headline_table(rep: Mapping[str, Any]) -> list[str]:
             f"{_acc_cell(gsm)} | {pct(gsm and gsm['format_rate'], 0)} |"
         )
     return lines
+
+
+HEALTH_COLUMNS = (
+    ("step", "step", "d"),
+    ("critic/score/mean", "reward", ".3f"),
+    ("health/train_acc", "train acc", ".3f"),
+    ("health/reward_correct", "correct", ".3f"),
+    ("health/reward_plan", "plan", ".3f"),
+    ("health/reward_overlong", "overlong", ".3f"),
+    ("health/zero_var_group_share", "zero-var groups", ".2f"),
+    ("e2c/adv_abs_before", "|adv| before", ".3f"),
+    ("e2c/adv_abs_after", "|adv| after", ".3f"),
+    ("e2c/explore_token_share", "explore share", ".2f"),
+    ("response_length/mean", "length", ".0f"),
+    ("health/truncated_share", "truncated", ".2f"),
+    ("actor/pg_clipfrac", "clip frac", ".3f"),
+    ("health/entropy_sampled", "entropy", ".3f"),
+    ("weight_rel_l2_after_step", "rel L2", ".1e"),
+    ("weight_bf16_changed_share_after_step", "bf16 changed", ".3f"),
+)
+
+
+def health_lines(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> list[str]:
+    """The RL health section: the verdict line, the per-step table and its plot."""
+    health = rep["rl"].get("health")
+    if not health or not health["rows"]:
+        return []
+    L = ["### RL health\n", f"**{health['verdict']}**\n"]
+    L.append("| " + " | ".join(label for _, label, _ in HEALTH_COLUMNS) + " |")
+    L.append("|" + " --- |" * len(HEALTH_COLUMNS))
+    for row in health["rows"]:
+        cells = []
+        for key, _, spec in HEALTH_COLUMNS:
+            v = row.get(key)
+            cells.append(
+                "-" if not isinstance(v, int | float) else format(int(v) if spec == "d" else v, spec)
+            )
+        L.append("| " + " | ".join(cells) + " |")
+    L.append(
+        "\nPer training step: the reward and its components (correctness + plan bonus + overlong penalty), the "
+        "share of groups whose samples all scored the same (zero GRPO advantage), mean |advantage| before and "
+        "after exploration weighting, the exploration share of response tokens, response length and the share "
+        "cut at the limit, PPO clip fraction, entropy estimated from the rollout's log-probs, and how far the "
+        "weights moved from the SFT model after the step (relative L2, share of bf16 values changed).\n"
+    )
+    if plots.get("rl_health.png"):
+        L.append(f"![RL health]({plots['rl_health.png']})\n")
+    return L
 
 
 def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
@@ -333,6 +403,15 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     for name, title in (("sft_loss.png", "SFT loss"), ("rl_reward.png", "RL reward")):
         if plots.get(name):
             L.append(f"![{title}]({plots[name]})\n")
+    flt = rep.get("filter")
+    if flt:
+        L.append(
+            f"RL prompts: the pass-rate filter kept {flt['kept']} of {flt['prompts']} RL prompts (band "
+            f"`{cfg['filter_band']}`, {cfg['filter_k']} samples each from the SFT model at T {cfg['rl_temperature']:g}).\n"
+        )
+        if flt.get("histogram"):
+            L.append(f"![Pass rates of the RL prompts]({flt['histogram']})\n")
+    L.extend(health_lines(rep, plots))
     L.append("## Test-time scaling\n")
     tts = rep["tts"]
     if tts:

@@ -192,8 +192,12 @@ def rl_overrides(cfg: Config) -> list[str]:
         f"data.max_response_length={cfg.rl_response_length}",
         f"actor_rollout_ref.actor.optim.lr={cfg.rl_lr:g}",
         f"data.seed={cfg.seed}",
-        # DAPO's overlong penalty (on in the E2C configs) starts this many tokens before the limit.
-        f"reward.reward_kwargs.overlong_buffer_cfg.len={overlong_buffer(cfg)}",
+        # DAPO's overlong penalty (on in the E2C configs) starts this many tokens before the limit; 0: off.
+        *(
+            [f"reward.reward_kwargs.overlong_buffer_cfg.len={overlong_buffer(cfg)}"]
+            if cfg.rl_overlong_buffer > 0
+            else ["reward.reward_kwargs.overlong_buffer_cfg.enable=false"]
+        ),
         # Stage 2's plan-adherence bonus (off by default here: see README "Quickstart").
         f"reward.custom_reward_function.reward_kwargs.plan_bonus={str(cfg.rl_plan_bonus).lower()}",
         "trainer.val_before_train=False",
@@ -207,7 +211,8 @@ def rl_overrides(cfg: Config) -> list[str]:
 
 
 def overlong_buffer(cfg: Config) -> int:
-    """The overlong penalty's buffer: ``rl_overlong_buffer`` tokens, at most half the response length."""
+    """The overlong penalty's buffer: ``rl_overlong_buffer`` tokens, at most half the response length (only
+    used when ``rl_overlong_buffer`` > 0)."""
     return max(1, min(cfg.rl_overlong_buffer, cfg.rl_response_length // 2))
 
 
