@@ -243,7 +243,7 @@ def _quickstart(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
 
 def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     out = tmp_path / "qs"
-    res = _quickstart("--fast", "--out", str(out))
+    res = _quickstart("--fast", "--with-control", "--out", str(out))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     for stage in STAGES:
         assert (out / stage / "DONE.json").is_file(), stage
@@ -255,7 +255,7 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     report = json.loads((out / "report.json").read_text())
     md = (out / "report.md").read_text()
     # Every evaluation stage's accuracy in the report is what its own results file says.
-    for stage in ("baseline", "eval_sft", "eval_rl"):
+    for stage in ("baseline", "eval_sft", "eval_rl", "eval_control"):
         results = json.loads((out / stage / "results.json").read_text())
         assert set(report["eval"][stage]) == set(results["datasets"]) == {"synthetic", "gsm8k"}
         for name, m in results["datasets"].items():
@@ -273,7 +273,7 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     # Per family and level: every held-out problem counted once, and the cells add up to the stage's total.
     families = json.loads((out / "data" / "eval_families.json").read_text())
     assert len(families) == 6 and set(families.values()) <= {"arithmetic/L1"}
-    for stage in ("baseline", "eval_sft", "eval_rl"):
+    for stage in ("baseline", "eval_sft", "eval_rl", "eval_control"):
         cells = report["by_family"][stage].values()
         assert sum(c["problems"] for c in cells) == 6
         assert sum(c["correct"] for c in cells) == report["eval"][stage]["synthetic"]["correct"]
@@ -288,6 +288,29 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     ]
     assert rl_steps and all("timing_s/update_actor" in m for m in rl_steps)
     assert not any("training/rollout_probs_diff_mean" in m or "actor/entropy" in m for m in rl_steps)
+    # The pass-rate filter sampled the RL prompts with the SFT model; RL trained on what it kept.
+    flt = json.loads((out / "filter" / "DONE.json").read_text())
+    assert flt["prompts"] == 4 and flt["kept"] == 4 and sum(flt["histogram"]) == 4  # band "all" in --fast
+    assert len(pd.read_parquet(out / "filter" / "rl.parquet")) == 4
+    assert str(out / "filter" / "rl.parquet") in json.loads((out / "rl" / "DONE.json").read_text())["commands"][0]
+    assert report["filter"]["kept"] == 4 and "RL prompts: the pass-rate filter kept 4 of 4" in md
+    # RL health: one row per step, the reward's parts add up to verl's mean reward, a verdict line.
+    health = report["rl"]["health"]
+    assert [r["step"] for r in health["rows"]] == [1]
+    row = health["rows"][0]
+    parts = row["health/reward_correct"] + row["health/reward_plan"] + row["health/reward_overlong"]
+    assert parts == pytest.approx(row["critic/score/mean"], abs=1e-5)
+    assert 0.0 <= row["health/zero_var_group_share"] <= 1.0
+    assert row["weight_source"] in ("rollout_sync", "checkpoint")
+    assert health["verdict"].split(":")[0] in ("no signal", "no movement", "signal of the wrong kind", "had signal")
+    assert "### RL health" in md and health["verdict"] in md
+    # The equal-compute control: SFT from the SFT model for about the RL stage's trained tokens, evaluated
+    # on the same problems, and paired with RL in the report.
+    ctl = json.loads((out / "control" / "DONE.json").read_text())
+    assert ctl["steps"] >= 1 and ctl["rl_trained_tokens"] > 0
+    assert (out / "control" / "final" / "config.json").is_file()
+    assert report["differences"]["rl_minus_control"]["synthetic"]["n"] == 6
+    assert report["control"]["steps"] == ctl["steps"] and "Equal-compute control" in md
     tts_cfg = json.loads(next((out / "tts" / "runs").glob("*/*/config.json")).read_text())
     assert tts_cfg["settings"]["top_p"] == 1.0
     assert report["tts"]["summary"] and {r["method"] for r in report["tts"]["summary"]} == {
@@ -300,7 +323,7 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
         p = out / rel_path
         assert p.is_file() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert f"]({rel_path})" in md
-    assert "RL did not improve held-out accuracy" in md or "RL improved" in md
+    assert any(v in md for v in ("RL did not beat SFT", "RL did not clearly beat SFT", "RL beat SFT"))
     assert report["system"]["git_commit"] and report["system"]["torch_threads"]
 
     # The demo's helper points at the RL model and the first held-out problem; nothing for an empty folder.
@@ -328,10 +351,10 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     assert empty.returncode == 0 and empty.stdout == ""
 
     # A rerun with the same settings skips every stage; another setting for a finished stage is refused.
-    again = _quickstart("--fast", "--out", str(out), timeout=120)
+    again = _quickstart("--fast", "--with-control", "--out", str(out), timeout=120)
     assert again.returncode == 0, again.stderr
     assert again.stdout.count("skipped") == len(STAGES)
-    refused = _quickstart("--fast", "--out", str(out), "--sft-lr", "0.001", timeout=120)
+    refused = _quickstart("--fast", "--with-control", "--out", str(out), "--sft-lr", "0.001", timeout=120)
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
         "error: stage sft finished with other settings (sft_lr 0.0002 -> 0.001); add --from sft to redo it "
@@ -358,6 +381,9 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
             "error: --families: unknown family 'geometry'; valid: arithmetic, "
             "linear_equation, modular, gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic",
         ),
+        (["--filter-k", "1"], "error: --filter-k must be at least 2 (a pass rate needs two samples), got 1"),
+        (["--rl-overlong-buffer", "-1"], "error: --rl-overlong-buffer must be 0 (off) or more tokens, got -1"),
+        (["--rl-temperature", "0"], "error: --rl-temperature must be positive (RL samples), got 0.0"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
@@ -366,6 +392,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
     assert res.returncode == 2
     assert res.stderr.strip().splitlines() == [message]
     assert not out.exists()  # nothing was created or changed
+
+
+def test_unknown_filter_band_is_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "qs"
+    res = _quickstart("--out", str(out), "--filter-band", "learnabel", timeout=120)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: --filter-band: unknown --band 'learnabel'")
+    assert "did you mean 'learnable'?" in lines[0] and not out.exists()
 
 
 def test_foreign_output_folder_is_never_cleared(tmp_path: Path) -> None:

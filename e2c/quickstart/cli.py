@@ -201,6 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=_help("rl_plan_bonus", "stage 2's plan-adherence bonus on correct answers"),
     )
     g.add_argument(
+        "--rl-require-format",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=_help("rl_require_format", "a right answer scores only in a well-formed chain"),
+    )
+    g.add_argument(
         "--rl-dr-grpo",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -281,6 +287,7 @@ CONFIG_FLAGS = (
     "rl_temperature",
     "rl_overlong_buffer",
     "rl_plan_bonus",
+    "rl_require_format",
     "rl_dr_grpo",
     "rl_explore_coef",
     "with_control",
@@ -343,6 +350,12 @@ def validate(cfg: Config) -> None:
         raise UserError(f"--tts-budgets must be positive, got {list(cfg.tts_budgets)}")
     if not 0 < cfg.tts_top_p <= 1:
         raise UserError(f"--tts-top-p must be in (0, 1], got {cfg.tts_top_p}")
+    from e2c.data.passrate import parse_band
+
+    try:
+        parse_band(cfg.filter_band)
+    except UserError as e:
+        raise UserError(f"--filter-band: {e}") from None
     if cfg.filter_k < 2:
         raise UserError(f"--filter-k must be at least 2 (a pass rate needs two samples), got {cfg.filter_k}")
     if cfg.filter_candidates < 0:

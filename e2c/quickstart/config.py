@@ -94,6 +94,7 @@ class Config:
     # the overlong penalty's buffer in tokens before rl_response_length (0: no penalty)
     rl_overlong_buffer: int = 0
     rl_plan_bonus: bool = False
+    rl_require_format: bool = True  # a right answer in a malformed chain scores 0
     rl_dr_grpo: bool = True
     rl_explore_coef: float = 2.0
     # the equal-compute control: SFT from the same SFT model for as many trained tokens as the RL stage
@@ -183,6 +184,7 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
         "rl_temperature",
         "rl_overlong_buffer",
         "rl_plan_bonus",
+        "rl_require_format",
         "rl_dr_grpo",
         "rl_explore_coef",
     ),

@@ -39,6 +39,8 @@ HEALTH_PANELS = (
         [
             ("health/zero_var_group_share", "zero-variance groups"),
             ("health/truncated_share", "truncated"),
+            ("health/well_formed_share", "well-formed"),
+            ("health/correct_malformed_share", "right but malformed"),
             ("e2c/explore_token_share", "exploration share"),
         ],
     ),

@@ -299,6 +299,8 @@ HEALTH_COLUMNS = (
     ("e2c/explore_token_share", "explore share", ".2f"),
     ("response_length/mean", "length", ".0f"),
     ("health/truncated_share", "truncated", ".2f"),
+    ("health/well_formed_share", "well-formed", ".2f"),
+    ("health/correct_malformed_share", "right but malformed", ".2f"),
     ("actor/pg_clipfrac", "clip frac", ".3f"),
     ("health/entropy_sampled", "entropy", ".3f"),
     ("weight_rel_l2_after_step", "rel L2", ".1e"),
@@ -326,7 +328,7 @@ def health_lines(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> lis
         "\nPer training step: the reward and its components (correctness + plan bonus + overlong penalty), the "
         "share of groups whose samples all scored the same (zero GRPO advantage), mean |advantage| before and "
         "after exploration weighting, the exploration share of response tokens, response length and the share "
-        "cut at the limit, PPO clip fraction, entropy estimated from the rollout's log-probs, and how far the "
+        "cut at the limit, the share of well-formed chains and of right answers in malformed chains, PPO clip fraction, entropy estimated from the rollout's log-probs, and how far the "
         "weights moved from the SFT model after the step (relative L2, share of bf16 values changed).\n"
     )
     if plots.get("rl_health.png"):

@@ -200,6 +200,8 @@ def rl_overrides(cfg: Config) -> list[str]:
         ),
         # Stage 2's plan-adherence bonus (off by default here: see README "Quickstart").
         f"reward.custom_reward_function.reward_kwargs.plan_bonus={str(cfg.rl_plan_bonus).lower()}",
+        # A right answer counts only in a well-formed chain (e2c.rewards.verl_score: require_format).
+        f"reward.custom_reward_function.reward_kwargs.require_format={str(cfg.rl_require_format).lower()}",
         "trainer.val_before_train=False",
         "trainer.test_freq=-1",
         # One PPO mini-batch per step: the policy that sampled is the one being updated, so the rollout's

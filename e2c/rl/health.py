@@ -58,6 +58,10 @@ REWARD_OTHER = "health/reward_other"
 ZERO_VAR = "health/zero_var_group_share"
 SIGNAL_SHARE = "health/signal_share_"  # + correct | plan | overlong | other
 TRUNCATED = "health/truncated_share"
+# From the grader's per-response info: well-formed chains, and right answers in malformed chains (which a
+# reward without a format gate pays for; see e2c.rewards.verl_score's require_format).
+WELL_FORMED = "health/well_formed_share"
+CORRECT_MALFORMED = "health/correct_malformed_share"
 ENTROPY = "health/entropy_sampled"  # + "" | "_explore" | "_execute"
 REL_L2 = "weight_rel_l2"
 BF16_CHANGED = "weight_bf16_changed_share"
@@ -275,6 +279,10 @@ def batch_health(
     if last_tokens is not None and stop_ids:
         flags = truncated_flags([lengths[i] for i in keep], [last_tokens[i] for i in keep], stop_ids)
         out[TRUNCATED] = sum(flags) / len(flags)
+    for key, name in ((WELL_FORMED, "well_formed"), (CORRECT_MALFORMED, "correct_malformed")):
+        vals = [_number(info.get(name)) for info in infos]
+        if vals and all(v is not None for v in vals):
+            out[key] = sum(vals) / len(vals)  # type: ignore[arg-type]
     if all(_number(info.get("acc")) is not None for info in infos):
         acc = [float(info["acc"]) for info in infos]
         comps = reward_components(
@@ -563,6 +571,8 @@ TABLE_COLUMNS = (
     (ZERO_VAR, ".2f"),
     (SIGNAL_SHARE + "correct", ".2f"),
     (TRUNCATED, ".2f"),
+    (WELL_FORMED, ".2f"),
+    (CORRECT_MALFORMED, ".2f"),
     ("response_length/mean", ".1f"),
     (ENTROPY, ".3f"),
     ("actor/pg_clipfrac", ".3f"),
