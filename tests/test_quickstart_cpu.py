@@ -292,7 +292,10 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     flt = json.loads((out / "filter" / "DONE.json").read_text())
     assert flt["prompts"] == 4 and flt["kept"] == 4 and sum(flt["histogram"]) == 4  # band "all" in --fast
     assert len(pd.read_parquet(out / "filter" / "rl.parquet")) == 4
-    assert str(out / "filter" / "rl.parquet") in json.loads((out / "rl" / "DONE.json").read_text())["commands"][0]
+    assert (
+        str(out / "filter" / "rl.parquet")
+        in json.loads((out / "rl" / "DONE.json").read_text())["commands"][0]
+    )
     assert report["filter"]["kept"] == 4 and "RL prompts: the pass-rate filter kept 4 of 4" in md
     # RL health: one row per step, the reward's parts add up to verl's mean reward, a verdict line.
     health = report["rl"]["health"]
@@ -302,7 +305,12 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     assert parts == pytest.approx(row["critic/score/mean"], abs=1e-5)
     assert 0.0 <= row["health/zero_var_group_share"] <= 1.0
     assert row["weight_source"] in ("rollout_sync", "checkpoint")
-    assert health["verdict"].split(":")[0] in ("no signal", "no movement", "signal of the wrong kind", "had signal")
+    assert health["verdict"].split(":")[0] in (
+        "no signal",
+        "no movement",
+        "signal of the wrong kind",
+        "had signal",
+    )
     assert "### RL health" in md and health["verdict"] in md
     # The equal-compute control: SFT from the SFT model for about the RL stage's trained tokens, evaluated
     # on the same problems, and paired with RL in the report.
@@ -382,7 +390,10 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
             "linear_equation, modular, gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic",
         ),
         (["--filter-k", "1"], "error: --filter-k must be at least 2 (a pass rate needs two samples), got 1"),
-        (["--rl-overlong-buffer", "-1"], "error: --rl-overlong-buffer must be 0 (off) or more tokens, got -1"),
+        (
+            ["--rl-overlong-buffer", "-1"],
+            "error: --rl-overlong-buffer must be 0 (off) or more tokens, got -1",
+        ),
         (["--rl-temperature", "0"], "error: --rl-temperature must be positive (RL samples), got 0.0"),
     ],
 )

@@ -456,3 +456,21 @@ def test_trainer_reads_the_transfer_queue_defensively_cpu(monkeypatch: pytest.Mo
     stored = stored.exclude("rollout_log_probs", "rm_scores")
     assert trainer.E2CTrainer._sampled_entropy(fake, batch, valid, explore) == {}
     assert trainer.E2CTrainer._health_metrics(fake, batch, {}) == {}
+
+
+def test_batch_health_format_shares() -> None:
+    """Well-formed chains and right answers in malformed chains, from the grader's per-response info."""
+    from e2c.rl.health import CORRECT_MALFORMED, WELL_FORMED, batch_health
+
+    infos = [
+        {"acc": 1.0, "well_formed": 1.0, "correct_malformed": 0.0},
+        {"acc": 0.0, "well_formed": 0.0, "correct_malformed": 1.0},
+        {"acc": 0.0, "well_formed": 0.0, "correct_malformed": 0.0},
+        {"acc": 0.0, "well_formed": 1.0, "correct_malformed": 0.0},
+    ]
+    out = batch_health(["a", "a", "b", "b"], [1.0, 0.0, 0.0, 0.0], infos, [5, 5, 5, 5])
+    assert out[WELL_FORMED] == 0.5 and out[CORRECT_MALFORMED] == 0.25
+    # Not in every row's info: not guessed.
+    infos[0].pop("well_formed")
+    out = batch_health(["a", "a", "b", "b"], [1.0, 0.0, 0.0, 0.0], infos, [5, 5, 5, 5])
+    assert WELL_FORMED not in out and out[CORRECT_MALFORMED] == 0.25

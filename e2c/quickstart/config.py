@@ -86,7 +86,7 @@ class Config:
     filter_candidates: int = 96  # RL prompts the filter samples (0: all of them)
     # RL: GRPO stage 2 (departures from the paper's stage 2 are chosen by measurement; README "Quickstart")
     rl_steps: int = 6
-    rl_lr: float = 5e-5
+    rl_lr: float = 1e-5
     rl_batch: int = 4
     rl_n: int = 4
     rl_response_length: int = 320

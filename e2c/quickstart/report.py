@@ -240,11 +240,11 @@ def rl_health(ctx: Context) -> dict[str, Any] | None:
     run = ctx.dir("rl")
     if not (run / "metrics.jsonl").is_file():
         return None
-    from e2c.rl.health import health_table, signal_verdict
+    from e2c.rl.health import format_warning, health_table, signal_verdict
 
     start = sft_model(ctx)
     rows = health_table(run, start if start.is_dir() else None)
-    return {"rows": rows, "verdict": signal_verdict(rows)}
+    return {"rows": rows, "verdict": signal_verdict(rows), "format_warning": format_warning(rows)}
 
 
 def filter_summary(done: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -314,6 +314,8 @@ def health_lines(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> lis
     if not health or not health["rows"]:
         return []
     L = ["### RL health\n", f"**{health['verdict']}**\n"]
+    if health.get("format_warning"):
+        L.append(f"**Warning: {health['format_warning']}.**\n")
     L.append("| " + " | ".join(label for _, label, _ in HEALTH_COLUMNS) + " |")
     L.append("|" + " --- |" * len(HEALTH_COLUMNS))
     for row in health["rows"]:

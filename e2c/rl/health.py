@@ -561,6 +561,31 @@ def signal_verdict(rows: Sequence[Mapping[str, Any]]) -> str:
     return f"had signal: {numbers}"
 
 
+# A run whose share of well-formed chains falls to half of its first step's is losing the chain format,
+# whatever its reward says (the quickstart's GRPO without a format gate: 0.38 -> 0.00 in six steps).
+FORMAT_COLLAPSE_RATIO = 0.5
+
+
+def format_warning(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """A warning when the share of well-formed sampled chains (``health/well_formed_share``, else
+    ``e2c/well_formed_share``) fell below :data:`FORMAT_COLLAPSE_RATIO` of its first logged value; None
+    otherwise.
+
+    >>> format_warning([{"e2c/well_formed_share": 0.38}, {"e2c/well_formed_share": 0.0}])
+    'well-formed chains fell from 0.38 at the first step to 0.00 at the last: the policy is losing the chain format'
+    """
+    for key in (WELL_FORMED, "e2c/well_formed_share"):
+        vals = [v for r in rows if (v := _number(r.get(key))) is not None]
+        if len(vals) >= 2:
+            if vals[0] > 0 and vals[-1] < FORMAT_COLLAPSE_RATIO * vals[0]:
+                return (
+                    f"well-formed chains fell from {vals[0]:.2f} at the first step to {vals[-1]:.2f} at the "
+                    "last: the policy is losing the chain format"
+                )
+            return None
+    return None
+
+
 TABLE_COLUMNS = (
     ("step", "d"),
     ("critic/score/mean", ".3f"),
@@ -619,6 +644,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = health_table(args.run_dir, args.start_model)
     print(format_table(rows))
     print(signal_verdict(rows))
+    warning = format_warning(rows)
+    if warning:
+        print(f"warning: {warning}")
     return 0
 
 
