@@ -323,7 +323,6 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     assert tts_cfg["settings"]["top_p"] == 1.0
     assert report["tts"]["summary"] and {r["method"] for r in report["tts"]["summary"]} == {
         "self_consistency",
-        "e2c_sc",
         "e2c_rp",
     }
     for name, rel_path in report["plots"].items():

@@ -207,6 +207,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=_help("rl_require_format", "a right answer scores only in a well-formed chain"),
     )
     g.add_argument(
+        "--rl-bypass",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=_help("rl_bypass", "take the rollout's log-probs as the old ones (one forward pass less)"),
+    )
+    g.add_argument(
         "--rl-dr-grpo",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -288,6 +294,7 @@ CONFIG_FLAGS = (
     "rl_overlong_buffer",
     "rl_plan_bonus",
     "rl_require_format",
+    "rl_bypass",
     "rl_dr_grpo",
     "rl_explore_coef",
     "with_control",

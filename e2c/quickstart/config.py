@@ -43,7 +43,8 @@ REQUIRES: dict[str, tuple[str, ...]] = {
 DEPENDS: dict[str, tuple[str, ...]] = {**REQUIRES, "report": STAGES[:-1]}
 
 DEFAULT_FAMILIES = ("small_arithmetic", "arithmetic", "list_ops", "linear_equation")
-DEFAULT_TTS_METHODS = ("self_consistency", "e2c_sc", "e2c_rp")
+# Two methods at one budget keep the default run near 30 minutes (--tts-methods and --tts-budgets add more).
+DEFAULT_TTS_METHODS = ("self_consistency", "e2c_rp")
 
 # Share of generated problems per split (SFT, RL, eval); the split is a hash of the problem text, so a
 # problem is never in two splits. A fifth goes to eval so 200 held-out problems cost little generation.
@@ -86,7 +87,7 @@ class Config:
     filter_candidates: int = 96  # RL prompts the filter samples (0: all of them)
     # RL: GRPO stage 2 (departures from the paper's stage 2 are chosen by measurement; README "Quickstart")
     rl_steps: int = 6
-    rl_lr: float = 1e-5
+    rl_lr: float = 5e-5
     rl_batch: int = 4
     rl_n: int = 4
     rl_response_length: int = 320
@@ -95,13 +96,14 @@ class Config:
     rl_overlong_buffer: int = 0
     rl_plan_bonus: bool = False
     rl_require_format: bool = True  # a right answer in a malformed chain scores 0
+    rl_bypass: bool = False  # the rollout's (bf16) log-probs as the old ones: one forward pass less
     rl_dr_grpo: bool = True
     rl_explore_coef: float = 2.0
     # the equal-compute control: SFT from the same SFT model for as many trained tokens as the RL stage
     with_control: bool = False
     # test-time scaling
     tts_problems: int = 20
-    tts_budgets: tuple[int, ...] = (2, 4)
+    tts_budgets: tuple[int, ...] = (4,)
     tts_methods: tuple[str, ...] = DEFAULT_TTS_METHODS
     # the default mix's explorations are at most ~126 embedded tokens and executions ~165 (+ tags)
     tts_explore_budget: int = 140
@@ -185,6 +187,7 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
         "rl_overlong_buffer",
         "rl_plan_bonus",
         "rl_require_format",
+        "rl_bypass",
         "rl_dr_grpo",
         "rl_explore_coef",
     ),
@@ -206,19 +209,19 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 # A first estimate of each stage's duration in seconds (before its own progress gives a better one): the
-# default run measured on a 2-core CPU on 2026-11-23 with vLLM (README), and the --fast run's order of magnitude.
+# default run measured on a 2-core CPU on 2026-11-24 with vLLM (README), and the --fast run's order of magnitude.
 ETA_SECONDS = {
     False: {
-        "data": 6,
-        "baseline": 110,
+        "data": 27,
+        "baseline": 177,
         "sft": 424,
-        "eval_sft": 116,
-        "filter": 200,
-        "rl": 490,
-        "eval_rl": 137,
-        "tts": 436,
-        "control": 400,
-        "eval_control": 137,
+        "eval_sft": 163,
+        "filter": 241,
+        "rl": 468,
+        "eval_rl": 172,
+        "tts": 200,
+        "control": 300,
+        "eval_control": 170,
         "report": 2,
     },
     True: {

@@ -204,11 +204,11 @@ def rl_overrides(cfg: Config) -> list[str]:
         f"reward.custom_reward_function.reward_kwargs.require_format={str(cfg.rl_require_format).lower()}",
         "trainer.val_before_train=False",
         "trainer.test_freq=-1",
-        # One PPO mini-batch per step: the policy that sampled is the one being updated, so the rollout's
-        # log-probs serve as the old ones (verl's bypass mode) instead of a second forward pass over every
-        # response (11 s of a 76 s step on 2 cores). The PPO ratio is then pi_theta / pi_rollout; measured
-        # between the two on this run: KL 0.001 (rollout_corr/kl in metrics.jsonl of a recomputing run).
-        "algorithm.rollout_correction.bypass_mode=true",
+        # Bypass mode takes the rollout's log-probs as the old ones (saves a forward pass, ~11 s a step).
+        # The rollout decodes in bf16, the actor in fp32: the PPO ratio pi_fp32 / pi_bf16 is then off 1 exactly
+        # where the margins are thin (the tag tokens), and clipping cuts the positive updates there but not
+        # the negative ones. Off by default (README "Quickstart": the tags collapsed in two runs with it).
+        *(["algorithm.rollout_correction.bypass_mode=true"] if cfg.rl_bypass else []),
     ]
 
 
