@@ -281,13 +281,14 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     for row in report["stages"]:
         assert row["seconds"] == json.loads((out / row["stage"] / "DONE.json").read_text())["seconds"]
     assert len(report["sft"]["losses"]) == 2 and len(report["rl"]["curve"]) == 1
-    # RL took the rollout's log-probs as the old ones (bypass mode): the recomputing pass, which compares
-    # the two (training/rollout_probs_diff_*) and measures entropy (actor/entropy), did not run.
+    # RL recomputed the old log-probs with the actor (bypass mode is off by default): that pass compares
+    # them with the rollout's (training/rollout_probs_diff_*) and measures entropy (actor/entropy).
     rl_steps = [
         json.loads(x)["data"] for x in (out / "rl" / "metrics.jsonl").read_text().splitlines() if x.strip()
     ]
     assert rl_steps and all("timing_s/update_actor" in m for m in rl_steps)
-    assert not any("training/rollout_probs_diff_mean" in m or "actor/entropy" in m for m in rl_steps)
+    assert all("training/rollout_probs_diff_max" in m and "actor/entropy" in m for m in rl_steps)
+    assert all("health/entropy_sampled" in m for m in rl_steps)
     # The pass-rate filter sampled the RL prompts with the SFT model; RL trained on what it kept.
     flt = json.loads((out / "filter" / "DONE.json").read_text())
     assert flt["prompts"] == 4 and flt["kept"] == 4 and sum(flt["histogram"]) == 4  # band "all" in --fast
