@@ -374,6 +374,13 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
             f"least-squares slope {rt['slope_per_step']:+.4f} per step"
             + (f" (95% CI [{ci[0]:+.4f}, {ci[1]:+.4f}])." if ci else ".")
         )
+    at = rep["rl"].get("accuracy_trend")
+    if at and at.get("slope_ci95"):
+        lo, hi = at["slope_ci95"]
+        L.append(
+            f"- RL training accuracy (the step's samples): {at['first']:.3f} -> {at['last']:.3f}, slope "
+            f"{at['slope_per_step']:+.4f} per step (95% CI [{lo:+.4f}, {hi:+.4f}])."
+        )
     st = rep["sft"]["trend"]
     if st:
         L.append(f"- SFT loss: {st['first']:.3f} at step 1, {st['last']:.3f} at the last step.")

@@ -333,7 +333,7 @@ def stage_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
 
 
 REWARD_KEYS = ("critic/score/mean", "critic/rewards/mean")
-ACC_KEYS = ("reward_extra_info/acc/mean", "e2c/acc_mean", "critic/acc/mean")
+ACC_KEYS = ("health/train_acc", "reward_extra_info/acc/mean", "e2c/acc_mean", "critic/acc/mean")
 
 
 def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
