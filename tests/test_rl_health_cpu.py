@@ -388,8 +388,11 @@ def test_cli_prints_table_and_verdict_cpu(tmp_path: Path, capsys: pytest.Capture
     assert health.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("step\t") and out[1].startswith("1\t") and out[-1].startswith("no signal:")
-    assert health.main([str(tmp_path / "nope")]) == 2
-    assert "does not exist" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        health.main([str(tmp_path / "nope")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: run folder") and "does not exist" in err[0]
 
 
 # ------------------------------------------------------------------------------------------ trainer glue

@@ -34,7 +34,6 @@ says in one line whether the run had signal.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -621,7 +620,9 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    from e2c.cli import ArgumentParser, fail
+
+    p = ArgumentParser(
         prog="python -m e2c.rl.health",
         description="Per-step RL health of a run folder (metrics.jsonl + rollout_sync.jsonl) and a one-line "
         "verdict: did the run have signal, did the weights move.",
@@ -636,11 +637,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     if not args.run_dir.is_dir():
-        print(f"error: run folder {args.run_dir} does not exist", file=sys.stderr)
-        return 2
+        fail(f"run folder {args.run_dir} does not exist")
     if args.start_model is not None and not args.start_model.is_dir():
-        print(f"error: --start-model {args.start_model} is not a folder", file=sys.stderr)
-        return 2
+        fail(f"--start-model {args.start_model} is not a folder")
     rows = health_table(args.run_dir, args.start_model)
     print(format_table(rows))
     print(signal_verdict(rows))
