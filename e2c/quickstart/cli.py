@@ -86,7 +86,8 @@ def _help(key: str, text: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="scripts/quickstart.sh",
-        description="The whole E2C life cycle on one machine: data, baseline eval, SFT, GRPO, evals, TTS, report.",
+        description="The whole E2C life cycle on one machine: data, baseline eval, SFT, pass-rate filter, GRPO, "
+        "evals, TTS, an optional equal-compute control, report.",
         epilog=f"Stages, in order: {', '.join(STAGES)}. Outputs: <out>/<stage>/, <out>/report.md, <out>/report.json.",
     )
     a = p.add_argument
