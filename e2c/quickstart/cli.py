@@ -29,6 +29,7 @@ from e2c.quickstart.config import (
     FAST,
     STAGES,
     Config,
+    field_names,
     resolve_dtype,
     stage_settings,
     with_fast,
@@ -265,47 +266,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-CONFIG_FLAGS = (
-    "out",
-    "model",
-    "seed",
-    "families",
-    "max_level",
-    "max_chain_tokens",
-    "eval_problems",
-    "gsm8k_problems",
-    "bench_dir",
-    "eval_max_tokens",
-    "eval_batch",
-    "dtype",
-    "backend",
-    "sft_steps",
-    "sft_lr",
-    "sft_batch",
-    "sft_max_length",
-    "filter_k",
-    "filter_band",
-    "filter_candidates",
-    "rl_steps",
-    "rl_lr",
-    "rl_batch",
-    "rl_n",
-    "rl_response_length",
-    "rl_temperature",
-    "rl_overlong_buffer",
-    "rl_plan_bonus",
-    "rl_require_format",
-    "rl_bypass",
-    "rl_dr_grpo",
-    "rl_explore_coef",
-    "with_control",
-    "tts_problems",
-    "tts_budgets",
-    "tts_methods",
-    "tts_explore_budget",
-    "tts_execute_budget",
-    "tts_top_p",
-)
+# Every Config field is a flag of the same name, except the preset switch and the free-form extras.
+CONFIG_FLAGS = tuple(f for f in field_names() if f not in ("fast", "extra"))
 
 
 def config_from_args(args: argparse.Namespace) -> Config:

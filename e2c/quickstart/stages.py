@@ -124,16 +124,19 @@ def stage_eval_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ SFT
-def sft_overrides(cfg: Config) -> list[str]:
-    """Hydra overrides of verl's SFT trainer for the quickstart's SFT settings."""
+def sft_overrides(cfg: Config, steps: int | None = None, seed: int | None = None) -> list[str]:
+    """Hydra overrides of verl's SFT trainer for the quickstart's SFT settings; ``steps`` (default
+    ``cfg.sft_steps``) sets the checkpoint interval, ``seed`` (default ``cfg.seed``) the data order."""
+    steps = cfg.sft_steps if steps is None else steps
+    seed = cfg.seed if seed is None else seed
     return [
         f"optim.lr={cfg.sft_lr:g}",
         f"data.max_length={cfg.sft_max_length}",
         f"data.max_token_len_per_gpu={max(16384, cfg.sft_max_length)}",
         f"data.train_batch_size={cfg.sft_batch}",
         f"data.micro_batch_size_per_gpu={min(4, cfg.sft_batch)}",
-        f"trainer.save_freq={min(SFT_SAVE_EVERY, cfg.sft_steps)}",
-        f"trainer.seed={cfg.seed}",
+        f"trainer.save_freq={min(SFT_SAVE_EVERY, steps)}",
+        f"trainer.seed={seed}",
     ]
 
 
@@ -272,8 +275,12 @@ def stage_filter(ctx: Context, rep: Reporter) -> dict[str, Any]:
     run_logged(cmd, d / "log.txt", rep, None, child_env())
     files = PassRateFiles.of(rl_data(ctx))
     report = json.loads(files.report.read_text())
-    hist = format_histogram([b["prompts"] for b in report["histogram"]])
-    rep.say(f"kept {report['kept']} of {report['prompts']} prompts (correct of {cfg.filter_k}: {hist})", 1.0)
+    counts = [b["prompts"] for b in report["histogram"]]
+    rep.say(
+        f"kept {report['kept']} of {report['prompts']} prompts (correct of {cfg.filter_k}: "
+        f"{format_histogram(counts)})",
+        1.0,
+    )
     return {
         "outputs": {
             "rl_data": rel(rl_data(ctx), ctx.out),
@@ -282,7 +289,7 @@ def stage_filter(ctx: Context, rep: Reporter) -> dict[str, Any]:
         },
         "kept": report["kept"],
         "prompts": report["prompts"],
-        "histogram": [b["prompts"] for b in report["histogram"]],
+        "histogram": counts,
         "commands": [shell_line(cmd)],
     }
 
@@ -414,11 +421,7 @@ def stage_control(ctx: Context, rep: Reporter) -> dict[str, Any]:
         "TOTAL_TRAINING_STEPS": str(steps),
     }
     # Another shuffle seed than the first SFT: mostly chains that SFT did not see.
-    overrides = [
-        *[o for o in sft_overrides(cfg) if not o.startswith(("trainer.seed=", "trainer.save_freq="))],
-        f"trainer.seed={cfg.seed + 1}",
-        f"trainer.save_freq={min(SFT_SAVE_EVERY, steps)}",
-    ]
+    overrides = sft_overrides(cfg, steps=steps, seed=cfg.seed + 1)
     cmd = ["bash", str(project_root() / "scripts" / "e2c_sft.sh"), *overrides]
     rep.say(
         f"SFT from the SFT model for {steps} steps x {cfg.sft_batch} chains (~{rl_tokens} trained tokens, "
