@@ -78,6 +78,12 @@ def parse_args(argv: list[str] | None = None):
         metavar="KEY=VALUE",
         help="override a method setting, e.g. explore_budget=256 (repeatable)",
     )
+    p.add_argument(
+        "--nested-budgets",
+        action="store_true",
+        help="self_consistency and e2c_sc run at the largest budget only; smaller budgets are read off its "
+        "first k samples (default: off, every budget sampled afresh)",
+    )
     p.add_argument("--logger", default="", help=RESULTS_LOGGER_HELP)
     return p.parse_args(argv)
 
@@ -220,8 +226,13 @@ def main(argv: list[str] | None = None) -> int:
             "limit": cfg.get("limit"),
             "settings": settings.to_dict(),
         }
+        if args.nested_budgets:  # recorded only when on, so earlier run folders keep resuming
+            run_cfg["nested_budgets"] = True
         workers = args.workers if args.workers is not None else (16 if gen.name == "vllm" else 1)
-        rows = run_tts(gen, records, methods, budgets, settings, out_dir, run_cfg, embed, workers=workers)
+        rows = run_tts(
+            gen, records, methods, budgets, settings, out_dir, run_cfg, embed, workers=workers,
+            nested=args.nested_budgets,
+        )
         if trackers:
             results = selected_results(read_done(out_dir / "records.jsonl"), methods, budgets, records)
             scalars, samples = tts_payload(rows, results)

@@ -34,13 +34,13 @@ class StageState:
     started: Mapping[str, Any] | None = None
 
 
-def check_stage_name(name: str, flag: str = "--from") -> str:
+def check_stage_name(name: str, flag: str = "--from", stages: Sequence[str] = STAGES) -> str:
     """``name`` if it is a stage, else UserError with the valid names and the closest match."""
-    if name in STAGES:
+    if name in stages:
         return name
-    close = difflib.get_close_matches(name, STAGES, n=1)
+    close = difflib.get_close_matches(name, stages, n=1)
     hint = f" (did you mean {close[0]}?)" if close else ""
-    raise UserError(f"{flag} {name!r} is not a stage{hint}; valid: {', '.join(STAGES)}")
+    raise UserError(f"{flag} {name!r} is not a stage{hint}; valid: {', '.join(stages)}")
 
 
 def settings_diff(before: Mapping[str, Any], now: Mapping[str, Any]) -> str:
@@ -69,7 +69,7 @@ def select_stages(
     """
     start = stages[0] if force else from_stage
     if start is not None:
-        check_stage_name(start)
+        check_stage_name(start, stages=stages)
     actions: dict[str, str] = {}
     for i, stage in enumerate(stages):
         state = states.get(stage, StageState())
@@ -100,9 +100,13 @@ def select_stages(
     return actions
 
 
-def startable(states: Mapping[str, StageState], stages: Sequence[str] = STAGES) -> list[str]:
+def startable(
+    states: Mapping[str, StageState],
+    stages: Sequence[str] = STAGES,
+    requires: Mapping[str, Sequence[str]] = REQUIRES,
+) -> list[str]:
     """Stages whose inputs are all complete, i.e. the valid ``--from`` choices for this output folder."""
-    return [s for s in stages if all(states.get(r, StageState()).done is not None for r in REQUIRES[s])]
+    return [s for s in stages if all(states.get(r, StageState()).done is not None for r in requires[s])]
 
 
 def check_inputs(
@@ -125,7 +129,7 @@ def check_inputs(
             what = "stage " + missing[0] if len(missing) == 1 else "stages " + ", ".join(missing)
             raise UserError(
                 f"stage {stage} needs the output of {what}, not complete in this output folder; "
-                f"valid --from stages here: {', '.join(startable(states, stages))}"
+                f"valid --from stages here: {', '.join(startable(states, stages, requires))}"
             )
 
 

@@ -41,10 +41,13 @@ def eta_seconds(elapsed: float, fraction: float | None, estimate: float) -> floa
 
 
 class Reporter:
-    """Prints ``[quickstart i/N stage] message (elapsed, ETA)`` lines for one stage."""
+    """Prints ``[<tool> i/N stage] message (elapsed, ETA)`` lines for one stage (``tool``: quickstart, claims)."""
 
-    def __init__(self, stage: str, index: int, total: int, estimate: float, out=None) -> None:
+    def __init__(
+        self, stage: str, index: int, total: int, estimate: float, out=None, tool: str = "quickstart"
+    ) -> None:
         self.stage, self.index, self.total, self.estimate = stage, index, total, estimate
+        self.tool = tool
         self.t0 = time.monotonic()
         self.fraction: float | None = None
         self.out = out or sys.stdout
@@ -58,7 +61,7 @@ class Reporter:
             self.fraction = fraction
         eta = eta_seconds(self.elapsed, self.fraction, self.estimate)
         print(
-            f"[quickstart {self.index}/{self.total} {self.stage}] {message} "
+            f"[{self.tool} {self.index}/{self.total} {self.stage}] {message} "
             f"({fmt_seconds(self.elapsed)} elapsed, ETA {fmt_seconds(eta)})",
             file=self.out,
             flush=True,

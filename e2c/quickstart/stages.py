@@ -294,14 +294,14 @@ def stage_filter(ctx: Context, rep: Reporter) -> dict[str, Any]:
     }
 
 
-def stage_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
-    """GRPO stage 2 (exploration advantages weighted) through ``scripts/e2c_rl.sh`` from the SFT model."""
-    cfg, d = ctx.cfg, ctx.dir("rl")
-    if cfg.rl_steps <= 0:
-        rep.say("skipped (--rl-steps 0)", 1.0)
-        return {"skipped": True, "outputs": {}, "commands": []}
+def rl_command(
+    ctx: Context, out_dir: Path, cfg: Config | None = None, extra: Sequence[str] = ()
+) -> list[str]:
+    """``scripts/e2c_rl.sh --stage 2`` from the SFT model on the filtered prompts into ``out_dir``, with the
+    RL settings of ``cfg`` (default: the run's) and ``extra`` Hydra overrides last."""
+    cfg = cfg or ctx.cfg
     data = str(rl_data(ctx))
-    cmd = [
+    return [
         "bash",
         str(project_root() / "scripts" / "e2c_rl.sh"),
         "--stage",
@@ -313,7 +313,7 @@ def stage_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
         "--val-data",
         data,
         "--output-dir",
-        str(d),
+        str(out_dir),
         "--steps",
         str(cfg.rl_steps),
         "--save-freq",
@@ -323,7 +323,17 @@ def stage_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
         *(["--dr-grpo"] if cfg.rl_dr_grpo else []),
         "--",
         *rl_overrides(cfg),
+        *extra,
     ]
+
+
+def stage_rl(ctx: Context, rep: Reporter) -> dict[str, Any]:
+    """GRPO stage 2 (exploration advantages weighted) through ``scripts/e2c_rl.sh`` from the SFT model."""
+    cfg, d = ctx.cfg, ctx.dir("rl")
+    if cfg.rl_steps <= 0:
+        rep.say("skipped (--rl-steps 0)", 1.0)
+        return {"skipped": True, "outputs": {}, "commands": []}
+    cmd = rl_command(ctx, d)
     rep.say(f"GRPO stage 2: {cfg.rl_steps} steps x {cfg.rl_batch} prompts x {cfg.rl_n} samples")
     run_logged(cmd, d / "log.txt", rep, step_parser(cfg.rl_steps), child_env())
     model = rl_model(ctx)

@@ -106,6 +106,8 @@ class Candidate:
     plan: str | None
     graded: GradeResult
     weight: float = 1.0
+    # Generated tokens behind this candidate, by role (its plan's and its execution's, or its whole chain's).
+    tokens: dict[str, int] = field(default_factory=dict)
 
     @property
     def key(self) -> str | None:

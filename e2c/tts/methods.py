@@ -28,20 +28,32 @@ def sample_full(ctx: Context, n: int, temperature: float, tag: str) -> list[Cand
     s = ctx.settings
     sampling = Sampling(n, s.cot_tokens, temperature, s.top_p, ctx.fmt.stop_strings("full"), ctx.seed(tag))
     outs = ctx.gen.generate([ctx.base_prompt()], sampling, role="full")[0]
-    return [ctx.grade(s.opener + c.text_with_stop) for c in outs]
+    cands = [ctx.grade(s.opener + c.text_with_stop) for c in outs]
+    for cand, c in zip(cands, outs, strict=True):
+        cand.tokens = {"full": c.num_tokens}
+    return cands
 
 
-def explore(ctx: Context, k: int, tag: str = "explore") -> list[str]:
-    """``k`` sampled explorations (plans), each cut at the exploration boundary or ``explore_budget``."""
+def explore_counted(ctx: Context, k: int, tag: str = "explore") -> tuple[list[str], list[int]]:
+    """``k`` sampled explorations (plans), each cut at the exploration boundary or ``explore_budget``, and
+    the generated tokens of each."""
     s = ctx.settings
     stop = ctx.fmt.stop_strings("explore")
     sampling = Sampling(k, s.explore_budget, s.temperature, s.top_p, stop, ctx.seed(tag))
     outs = ctx.gen.generate([ctx.base_prompt()], sampling, role="explore")[0]
-    return [s.opener + c.text for c in outs]
+    return [s.opener + c.text for c in outs], [c.num_tokens for c in outs]
 
 
-def execute(ctx: Context, plans: list[str], tag: str = "execute") -> list[Candidate]:
-    """Execute each plan (one call with every plan as a prompt; greedy by default)."""
+def explore(ctx: Context, k: int, tag: str = "explore") -> list[str]:
+    """``k`` sampled explorations (plans), each cut at the exploration boundary or ``explore_budget``."""
+    return explore_counted(ctx, k, tag)[0]
+
+
+def execute(
+    ctx: Context, plans: list[str], tag: str = "execute", plan_tokens: list[int] | None = None
+) -> list[Candidate]:
+    """Execute each plan (one call with every plan as a prompt; greedy by default). ``plan_tokens`` (the
+    plans' generated tokens) go into each candidate's ``tokens`` beside its execution's."""
     if not plans:
         return []
     s, fmt = ctx.settings, ctx.fmt
@@ -54,7 +66,31 @@ def execute(ctx: Context, plans: list[str], tag: str = "execute") -> list[Candid
         # Graded as the whole response after the prefilled opener: plan, boundary, execution.
         head = fmt.assistant_prefix("execute", p)[len(fmt.assistant_prefix("full")) :]
         cands.append(ctx.grade(head + row[0].text_with_stop, plan=p))
+        cands[-1].tokens = {"execute": row[0].num_tokens}
+    for cand, n in zip(cands, plan_tokens or [], strict=False):
+        cand.tokens = {"explore": n, **cand.tokens}
     return cands
+
+
+def prefix_votes(cands: list[Candidate]) -> list[dict[str, Any]]:
+    """For every k from 1 to ``len(cands)``, the vote of the first k candidates: ``{"k", "correct",
+    "answer", "tokens_by_role"}`` (tokens summed over those k). The candidates are independent draws, so the
+    first k of K are a sample of size k: a runner can read budget k off a budget-K run (nested budgets)."""
+    out: list[dict[str, Any]] = []
+    tokens: dict[str, int] = {}
+    for k, cand in enumerate(cands, 1):
+        for role, n in cand.tokens.items():
+            tokens[role] = tokens.get(role, 0) + n
+        chosen = weighted_vote(cands[:k])
+        out.append(
+            {
+                "k": k,
+                "correct": bool(chosen is not None and chosen.graded.correct),
+                "answer": None if chosen is None else chosen.graded.extracted,
+                "tokens_by_role": dict(tokens),
+            }
+        )
+    return out
 
 
 class ReplyInt(NamedTuple):
@@ -237,14 +273,15 @@ def greedy_cot(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, A
 def self_consistency(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """Self-consistency: N whole chains sampled at ``temperature``; the majority answer wins."""
     cands = sample_full(ctx, budget, ctx.settings.temperature, "sc")
-    return weighted_vote(cands), {"votes": [c.key for c in cands]}
+    return weighted_vote(cands), {"votes": [c.key for c in cands], "prefix": prefix_votes(cands)}
 
 
 @register("e2c_sc")
 def e2c_sc(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """E2C self-consistency: K sampled explorations, each executed (greedy); the majority answer wins."""
-    cands = execute(ctx, explore(ctx, budget))
-    return weighted_vote(cands), {"votes": [c.key for c in cands]}
+    plans, plan_tokens = explore_counted(ctx, budget)
+    cands = execute(ctx, plans, plan_tokens=plan_tokens)
+    return weighted_vote(cands), {"votes": [c.key for c in cands], "prefix": prefix_votes(cands)}
 
 
 @register("e2c_rp")

@@ -34,6 +34,9 @@ from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.base import canonical_settings
 from e2c.tts.methods import BUDGET_FREE
 
+# Methods whose budget-K run holds the budget-k result of every k < K (its first k draws: details["prefix"]).
+NESTABLE = frozenset({"self_consistency", "e2c_sc"})
+
 # Methods that generate whole chains of up to ``cot_tokens`` (the others: an exploration, then an execution).
 CHAIN_METHODS = ("greedy_cot", "self_consistency", "tree_of_thoughts", "forest_of_thought")
 SUMMARY_KEYS = ("method", "budget", "problems", "accuracy", "tokens_k", "prompt_tokens_k", "calls", "seconds")
@@ -199,6 +202,38 @@ def check_run_config(path: Path, config: dict[str, Any]) -> None:
     atomic_write_json(path, config)
 
 
+def nested_records(res: dict[str, Any], budgets: Sequence[int]) -> list[dict[str, Any]]:
+    """The results at every budget in ``budgets`` below ``res``'s, read off its first k draws
+    (``details["prefix"]``, written by the :data:`NESTABLE` methods). Generated tokens are exact (summed
+    over those draws); prompt tokens, calls and seconds are the run's scaled by k/K. Empty when ``res``
+    has no prefix."""
+    prefix = (res.get("details") or {}).get("prefix") or []
+    big = int(res["budget"])
+    out = []
+    for b in sorted({int(b) for b in budgets if int(b) < big}):
+        if b > len(prefix):
+            continue
+        p = prefix[b - 1]
+        scale = b / big
+        out.append(
+            {
+                "method": res["method"],
+                "budget": b,
+                "problem_id": res["problem_id"],
+                "correct": bool(p["correct"]),
+                "answer": p["answer"],
+                "generated_tokens": int(sum(p["tokens_by_role"].values())),
+                "prompt_tokens": round(res["prompt_tokens"] * scale),
+                "calls": res["calls"],
+                "seconds": round(res["seconds"] * scale, 3),
+                "tokens_by_role": dict(p["tokens_by_role"]),
+                "details": {"nested_from": big},
+                "response": None,
+            }
+        )
+    return out
+
+
 def summarize(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (method, budget): accuracy, mean generated / prompt tokens per problem (k), calls, seconds."""
     groups: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
@@ -287,8 +322,12 @@ def run_tts(
     embed: Callable[[list[str]], Any] | None = None,
     log: Callable[[str], None] = print,
     workers: int = 1,
+    nested: bool = False,
 ) -> list[dict[str, Any]]:
     """Run every (method, budget, problem) not yet in ``out_dir/records.jsonl``; write the summaries.
+
+    With ``nested``, a :data:`NESTABLE` method runs at the largest budget only and its smaller budgets are
+    read off that run's first draws (:func:`nested_records`): 8 samples per problem instead of 1+2+4+8.
 
     With ``workers > 1`` that many runs go at once in threads sharing ``gen`` through
     :class:`e2c.generation.batching.SharedGenerator`, whose waiting calls reach the backend together (the
@@ -299,15 +338,19 @@ def run_tts(
     check_run_config(out_dir / "config.json", config)
     rec_path = out_dir / "records.jsonl"
     done = read_done(rec_path)
+    top = max(budgets)
+    derive = {m for m in methods if nested and m in NESTABLE}
     todo = [
         (m, b, r)
         for m in methods
         for b in budgets
         for r in records
-        if record_key(m, b, str(r.id)) not in done
+        if record_key(m, b, str(r.id)) not in done and (m not in derive or b == top)
     ]
     total = len(methods) * len(budgets) * len(records)
-    log(f"[tts] {total - len(todo)}/{total} results already in {rec_path}; {len(todo)} to run")
+    have = sum(record_key(m, b, str(r.id)) in done for m in methods for b in budgets for r in records)
+    nested_note = f" (budgets below {top} of {', '.join(sorted(derive))} read off it)" if derive else ""
+    log(f"[tts] {have}/{total} results already in {rec_path}; {len(todo)} to run{nested_note}")
     t0 = time.perf_counter()
     lock = threading.Lock()
     queue = list(reversed(todo))
@@ -334,6 +377,8 @@ def run_tts(
             f.write(json.dumps(res) + "\n")
             f.flush()
             done[record_key(m, b, str(r.id))] = res
+            if m in derive:
+                write_nested(res)
             finished += 1
             group = groups.setdefault((m, b), [0, 0])
             group[0] += 1
@@ -361,7 +406,19 @@ def run_tts(
                 except Stopped:
                     return
 
+    def write_nested(res: dict[str, Any]) -> None:
+        for sub in nested_records(res, budgets):
+            key = record_key(sub["method"], sub["budget"], sub["problem_id"])
+            if key not in done:
+                f.write(json.dumps(sub) + "\n")
+                done[key] = sub
+
     with pbar, rec_path.open("a", encoding="utf-8") as f:
+        # A run killed between a budget-K result and its nested ones: derive those now.
+        for key, res in list(done.items()):
+            if res["method"] in derive and int(res["budget"]) == top:
+                write_nested(res)
+        f.flush()
         workers = max(1, min(workers, len(todo)))
         if workers == 1:
             for task in todo:

@@ -1,0 +1,141 @@
+"""Settings of a claims run (``bash scripts/claims.sh``): the defaults (embedded SmolLM2-135M on a 2-core CPU),
+the ``--fast`` preset (tiny test model), the stages and the settings each depends on."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from e2c.quickstart.config import FAST as QUICKSTART_FAST
+from e2c.quickstart.config import Config as QuickstartConfig
+
+STAGES = ("start", "weighting", "tts", "adapt", "report")
+REQUIRES: dict[str, tuple[str, ...]] = {
+    "start": (),
+    "weighting": ("start",),
+    "tts": ("start",),
+    "adapt": ("start",),
+    "report": (),
+}
+# The report reads every experiment, so it is redone when any of them is.
+DEPENDS: dict[str, tuple[str, ...]] = {**REQUIRES, "report": STAGES[:-1]}
+
+# The paper's TTS comparison (self-consistency against E2C search; a tree method among them).
+DEFAULT_TTS_METHODS = ("self_consistency", "e2c_sc", "e2c_rp", "e2c_react_loop", "e2c_tot")
+REFERENCE_METHOD = "self_consistency"
+# The method named in the paper's "7x fewer tokens" (AIME24, K=32: 53.3% at 12.4k vs 50.0% at 86.2k).
+CLAIM_METHOD = "e2c_react_loop"
+
+
+@dataclass(frozen=True)
+class ClaimsConfig:
+    """Every knob of a claims run (each is a command-line flag; see ``python -m e2c.claims --help``)."""
+
+    out: str = "outputs/claims"
+    fast: bool = False
+    # the shared start: a quickstart run (data, SFT, pass-rate filter, GRPO stage 2 at rl_explore_coef,
+    # seed 0, evaluations) in <out>/quickstart; its RL model is arm (2.0, seed 0) and the TTS/adapt model
+    rl_steps: int = 4
+    # 1. exploration weighting: GRPO stage 2 from the same SFT model per (coefficient, seed)
+    weight_coefs: tuple[float, ...] = (2.0, 1.0)
+    weight_seeds: tuple[int, ...] = (0, 1, 2)
+    # smallest accuracy effect that matters (points as a fraction): an interval below it rules it out
+    delta: float = 0.02
+    # 2. test-time scaling on the RL model
+    tts_problems: int = 100
+    tts_budgets: tuple[int, ...] = (1, 2, 4, 8)
+    tts_methods: tuple[str, ...] = DEFAULT_TTS_METHODS
+    tts_nested: bool = True  # self_consistency / e2c_sc: budgets below the largest read off its first draws
+    tts_explore_budget: int = 140
+    tts_execute_budget: int = 200
+    tts_judge_tokens: int = 16  # the judge's and tree scorer's reply: a number
+    tts_tree_step_tokens: int = 70  # e2c_tot: two steps per exploration of tts_explore_budget
+    # smallest token saving that matters: a ratio interval below 1 + this rules a saving out
+    ratio_delta: float = 0.5
+    # 3. exploration-only adaptation to a family held out of SFT and RL
+    adapt_family: str = "gcd_lcm"
+    adapt_level: int = 1
+    adapt_train: int = 64  # new-domain problems the adaptation trains on (both methods, the same ones)
+    adapt_eval: int = 100  # held-out new-domain problems
+    adapt_steps: int = 8
+    adapt_batch: int = 8
+    adapt_lr: float = 2e-4
+    adapt_reg_frac: float = 0.05  # EF-SFT: share of the problems kept as full chains (the paper's mix)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k, v in d.items():
+            if isinstance(v, tuple):
+                d[k] = list(v)
+        return d
+
+
+FAST: dict[str, Any] = {
+    "out": "outputs/claims-fast",
+    "rl_steps": 1,
+    "weight_seeds": (0, 1),
+    "tts_problems": 3,
+    "tts_budgets": (1, 2),
+    "tts_explore_budget": 8,
+    "tts_execute_budget": 12,
+    "tts_judge_tokens": 4,
+    "tts_tree_step_tokens": 4,
+    "adapt_train": 8,
+    "adapt_eval": 4,
+    "adapt_steps": 2,
+    "adapt_batch": 4,
+}
+
+STAGE_KEYS: dict[str, tuple[str, ...]] = {
+    "start": ("fast", "rl_steps"),
+    "weighting": ("weight_coefs", "weight_seeds"),
+    "tts": (
+        "tts_problems",
+        "tts_budgets",
+        "tts_methods",
+        "tts_nested",
+        "tts_explore_budget",
+        "tts_execute_budget",
+        "tts_judge_tokens",
+        "tts_tree_step_tokens",
+    ),
+    "adapt": (
+        "adapt_family",
+        "adapt_level",
+        "adapt_train",
+        "adapt_eval",
+        "adapt_steps",
+        "adapt_batch",
+        "adapt_lr",
+        "adapt_reg_frac",
+    ),
+    "report": ("delta", "ratio_delta"),
+}
+
+# First duration estimates in seconds (the default run on a 2-core CPU; --fast on the tiny model).
+ETA_SECONDS = {
+    False: {"start": 1500, "weighting": 2600, "tts": 800, "adapt": 800, "report": 5},
+    True: {"start": 200, "weighting": 300, "tts": 60, "adapt": 120, "report": 5},
+}
+
+
+def stage_settings(cfg: ClaimsConfig, stage: str) -> dict[str, Any]:
+    d = cfg.to_dict()
+    return {k: d[k] for k in STAGE_KEYS[stage]}
+
+
+def with_fast(cfg: ClaimsConfig, explicit: set[str]) -> ClaimsConfig:
+    return replace(cfg, fast=True, **{k: v for k, v in FAST.items() if k not in explicit})
+
+
+def field_names() -> list[str]:
+    return [f.name for f in fields(ClaimsConfig)]
+
+
+def quickstart_config(cfg: ClaimsConfig, out: str) -> QuickstartConfig:
+    """The shared start's quickstart settings: the quickstart's defaults (or its ``--fast`` preset) with the
+    claims' RL steps, no GSM8K and no TTS (the TTS experiment runs its own)."""
+    base = QuickstartConfig()
+    if cfg.fast:
+        base = replace(base, fast=True, **QUICKSTART_FAST)
+    return replace(base, out=out, rl_steps=cfg.rl_steps, tts_problems=0, gsm8k_problems=0)

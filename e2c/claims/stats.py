@@ -1,0 +1,182 @@
+"""The statistics behind the claims' verdicts: pure functions over per-problem results.
+
+- :func:`seed_problem_difference`: the paired difference of two arms run with the same seeds on the same
+  problems, with a crossed bootstrap (seeds and problems resampled) and a t interval over the seed means.
+- :func:`reach_ratio`: the paper's "fewer tokens for the same accuracy": the tokens per problem self-
+  consistency spends for its best accuracy over those a method needs to reach it, bootstrapped over problems.
+- :func:`verdict`: supported / not supported / not resolvable at this scale, from an interval.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from e2c.eval.stats import Z95, wilson_interval
+
+SUPPORTED = "supported"
+NOT_SUPPORTED = "not supported"
+UNRESOLVED = "not resolvable at this scale"
+
+# Two-sided 95% t quantiles by degrees of freedom (the seed-level interval has few of them).
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+
+
+def t95(df: int) -> float:
+    """The two-sided 95% t quantile (normal beyond 30 degrees of freedom)."""
+    if df < 1:
+        return math.inf
+    if df in T95:
+        return T95[df]
+    return 2.042 if df <= 30 else Z95
+
+
+def accuracy_ci(correct: Sequence[bool | float]) -> dict[str, Any]:
+    """Accuracy of 0/1 results with its 95% Wilson interval: ``{"n", "correct", "accuracy", "ci"}``."""
+    n = len(correct)
+    k = int(round(sum(float(c) for c in correct)))
+    lo, hi = wilson_interval(k, n)
+    return {"n": n, "correct": k, "accuracy": k / n if n else None, "ci": [lo, hi]}
+
+
+def percentile(sorted_xs: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) of sorted values, linear between order statistics."""
+    if not sorted_xs:
+        raise ValueError("percentile of no values")
+    pos = q * (len(sorted_xs) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def seed_problem_difference(
+    a: Mapping[int, Mapping[str, float]],
+    b: Mapping[int, Mapping[str, float]],
+    boot: int = 2000,
+    rng_seed: int = 0,
+) -> dict[str, Any]:
+    """The paired difference ``a - b`` of two arms, each ``{seed: {problem id: score}}``.
+
+    Only seeds both arms ran and problems both have in every such seed are used. Returns the mean
+    difference over seeds and problems; per-seed differences; a 95% interval from a crossed bootstrap
+    (seeds and problems resampled independently, ``boot`` times); a t interval over the per-seed means
+    (seed-to-seed variation only, wide with few seeds); and ``ci``, the union of the two (the verdict's).
+    """
+    seeds = sorted(set(a) & set(b))
+    if not seeds:
+        raise ValueError("the two arms share no seed")
+    ids = sorted(set.intersection(*(set(a[s]) & set(b[s]) for s in seeds)))
+    if not ids:
+        raise ValueError("the two arms share no problem")
+    d = [[float(a[s][i]) - float(b[s][i]) for i in ids] for s in seeds]
+    n_s, n_p = len(seeds), len(ids)
+    per_seed = [sum(row) / n_p for row in d]
+    mean = sum(per_seed) / n_s
+    rng = random.Random(rng_seed)
+    stats = []
+    for _ in range(boot):
+        ss = [rng.randrange(n_s) for _ in range(n_s)]
+        ps = [rng.randrange(n_p) for _ in range(n_p)]
+        stats.append(sum(d[s][p] for s in ss for p in ps) / (n_s * n_p))
+    stats.sort()
+    boot_ci = [percentile(stats, 0.025), percentile(stats, 0.975)]
+    if n_s > 1:
+        sd = math.sqrt(sum((x - mean) ** 2 for x in per_seed) / (n_s - 1))
+        half = t95(n_s - 1) * sd / math.sqrt(n_s)
+        seed_ci = [mean - half, mean + half]
+    else:
+        seed_ci = None
+    ci = [min(boot_ci[0], seed_ci[0]), max(boot_ci[1], seed_ci[1])] if seed_ci else boot_ci
+    return {
+        "mean": mean,
+        "seeds": seeds,
+        "problems": n_p,
+        "per_seed": dict(zip([str(s) for s in seeds], per_seed, strict=True)),
+        "bootstrap_ci": boot_ci,
+        "seed_t_ci": seed_ci,
+        "ci": ci,
+    }
+
+
+def problem_difference(
+    a: Mapping[str, float], b: Mapping[str, float], boot: int = 2000, rng_seed: int = 0
+) -> dict[str, Any]:
+    """The paired difference ``a - b`` of two runs on the same problems (``{id: score}``), with a 95%
+    bootstrap interval over problems: :func:`seed_problem_difference` with one seed."""
+    res = seed_problem_difference({0: a}, {0: b}, boot, rng_seed)
+    return {"mean": res["mean"], "problems": res["problems"], "ci": res["ci"]}
+
+
+def verdict(ci: Sequence[float], delta: float) -> str:
+    """The verdict on a claimed positive effect from the 95% interval of the measured effect.
+
+    ``supported``: the interval is above 0. ``not supported``: it lies below ``delta`` (the smallest effect
+    that would matter), so an effect of that size is ruled out, whether or not the sign is. Otherwise
+    the interval holds both 0 and ``delta``: ``not resolvable at this scale``.
+    """
+    lo, hi = float(ci[0]), float(ci[1])
+    if lo > 0:
+        return SUPPORTED
+    if hi < delta:
+        return NOT_SUPPORTED
+    return UNRESOLVED
+
+
+# ------------------------------------------------------------------------------------------ tokens to reach
+def curve(correct: Sequence[Sequence[float]], tokens: Sequence[Sequence[float]], idx: Sequence[int]) -> list:
+    """``[(accuracy, mean tokens)]`` per budget over the problems ``idx`` (rows: budgets, columns: problems)."""
+    n = len(idx)
+    return [
+        (sum(c[i] for i in idx) / n, sum(t[i] for i in idx) / n) for c, t in zip(correct, tokens, strict=True)
+    ]
+
+
+def tokens_to_reach(points: Sequence[tuple[float, float]], target: float, eps: float = 1e-9) -> float | None:
+    """The fewest mean tokens among the budgets whose accuracy is at least ``target`` (None: none is)."""
+    ok = [tok for acc, tok in points if acc >= target - eps]
+    return min(ok) if ok else None
+
+
+def ratio_at(ref: Sequence[tuple[float, float]], method: Sequence[tuple[float, float]]) -> dict[str, Any]:
+    """The reference's best accuracy, the tokens it spends there (its cheapest budget at that accuracy),
+    the method's tokens to reach it, and their ratio (0.0 when the method never reaches it)."""
+    target = max(acc for acc, _ in ref)
+    ref_tokens = tokens_to_reach(ref, target)
+    m_tokens = tokens_to_reach(method, target)
+    ratio = 0.0 if m_tokens is None else (ref_tokens or 0.0) / max(m_tokens, 1e-9)
+    return {"target": target, "ref_tokens": ref_tokens, "method_tokens": m_tokens, "ratio": ratio}
+
+
+def reach_ratio(
+    ref_correct: Sequence[Sequence[float]],
+    ref_tokens: Sequence[Sequence[float]],
+    m_correct: Sequence[Sequence[float]],
+    m_tokens: Sequence[Sequence[float]],
+    boot: int = 2000,
+    rng_seed: int = 0,
+) -> dict[str, Any]:
+    """Tokens per problem the reference (self-consistency) spends for its best accuracy over the budgets,
+    divided by the tokens a method needs to reach that accuracy (>1: the method is cheaper; 0: it never
+    reaches it), with a 95% bootstrap interval over problems (the target is recomputed in every resample).
+
+    Each argument is a list over budgets of per-problem values, the problems in the same order everywhere.
+    """
+    n = len(ref_correct[0])
+    if n == 0 or any(len(row) != n for row in (*ref_correct, *ref_tokens, *m_correct, *m_tokens)):
+        raise ValueError("every budget needs a value for every problem, the same problems for both")
+    full = list(range(n))
+    point = ratio_at(curve(ref_correct, ref_tokens, full), curve(m_correct, m_tokens, full))
+    rng = random.Random(rng_seed)
+    ratios = []
+    for _ in range(boot):
+        idx = [rng.randrange(n) for _ in range(n)]
+        ratios.append(ratio_at(curve(ref_correct, ref_tokens, idx), curve(m_correct, m_tokens, idx))["ratio"])
+    ratios.sort()
+    return {
+        **point,
+        "ci": [percentile(ratios, 0.025), percentile(ratios, 0.975)],
+        "reached_share": sum(r > 0 for r in ratios) / len(ratios),
+        "problems": n,
+    }
