@@ -39,7 +39,9 @@ def test_seed_problem_difference_matches_a_plain_loop_cpu() -> None:
     lo, hi = res["ci"]
     assert lo <= res["mean"] <= hi
     # the verdict interval holds both the bootstrap and the seed t interval
-    assert lo <= min(res["bootstrap_ci"][0], res["seed_t_ci"][0]) and hi >= max(res["bootstrap_ci"][1], res["seed_t_ci"][1])
+    assert lo <= min(res["bootstrap_ci"][0], res["seed_t_ci"][0]) and hi >= max(
+        res["bootstrap_ci"][1], res["seed_t_ci"][1]
+    )
     assert res == st.seed_problem_difference(a, b, boot=500)  # seeded: reproducible
 
 
@@ -55,11 +57,25 @@ def test_seed_problem_difference_uses_shared_seeds_and_problems_cpu() -> None:
         st.seed_problem_difference({0: {"x": 1.0}}, {0: {"y": 1.0}})
 
 
-def test_identical_arms_differ_by_exactly_zero_cpu() -> None:
-    a = {s: {f"p{i}": float(i % 3 == 0) for i in range(30)} for s in range(3)}
-    res = st.seed_problem_difference(a, a, boot=200)
-    assert res["mean"] == 0.0 and res["ci"] == [0.0, 0.0]
-    assert st.verdict(res["ci"], 0.02) == st.NOT_SUPPORTED  # an effect of 2 points is ruled out
+def test_identical_arms_get_the_rule_of_three_interval_cpu() -> None:
+    """All pairs equal: the bootstrap says [0, 0]; the interval is widened to +-3/problems, so 30 problems
+    cannot rule out a 2-point effect and 300 can."""
+    few = {s: {f"p{i}": float(i % 3 == 0) for i in range(30)} for s in range(3)}
+    res = st.seed_problem_difference(few, few, boot=200)
+    assert res["mean"] == 0.0 and res["bootstrap_ci"] == [0.0, 0.0]
+    assert res["ci"] == pytest.approx([-0.1, 0.1])
+    assert st.verdict(res["ci"], 0.02) == st.UNRESOLVED
+    many = {s: {f"p{i}": float(i % 3 == 0) for i in range(300)} for s in range(3)}
+    res = st.seed_problem_difference(many, many, boot=50)
+    assert res["ci"] == pytest.approx([-0.01, 0.01])
+    assert st.verdict(res["ci"], 0.02) == st.NOT_SUPPORTED
+
+
+def test_no_ratio_when_self_consistency_never_answers_cpu() -> None:
+    zero = [[0.0] * 5, [0.0] * 5]
+    toks = [[10.0] * 5, [20.0] * 5]
+    res = st.reach_ratio(zero, toks, [[1.0] * 5, [1.0] * 5], toks, boot=50)
+    assert res["ratio"] is None and res["ci"] is None and res["defined_share"] == 0.0
 
 
 @pytest.mark.parametrize(
@@ -115,7 +131,12 @@ def test_tokens_to_reach_takes_the_cheapest_budget_at_the_target_cpu() -> None:
 
 def test_accuracy_ci_and_needed_scale_cpu() -> None:
     a = st.accuracy_ci([True, False, True, True])
-    assert a["accuracy"] == 0.75 and a["correct"] == 3 and a["n"] == 4 and 0 < a["ci"][0] < 0.75 < a["ci"][1] <= 1
+    assert (
+        a["accuracy"] == 0.75
+        and a["correct"] == 3
+        and a["n"] == 4
+        and 0 < a["ci"][0] < 0.75 < a["ci"][1] <= 1
+    )
     assert needed_scale([-0.04, 0.04], 0.02) == pytest.approx(16.0)
     assert needed_scale([-0.001, 0.001], 0.02) == 1.0
 
@@ -133,14 +154,27 @@ def _answers_gen() -> ScriptedGenerator:
 
 
 def test_nested_budgets_match_their_prefix_and_save_calls_cpu(tmp_path: Path) -> None:
-    recs = [Record(id=f"q{i}", problem=f"What is {i} + 12 - {i}?", answer="12", kind="math") for i in range(3)]
+    recs = [
+        Record(id=f"q{i}", problem=f"What is {i} + 12 - {i}?", answer="12", kind="math") for i in range(3)
+    ]
     sets = TTSSettings(explore_budget=20, execute_budget=20, cot_tokens=40, seed=1)
     gen = _answers_gen()
-    rows = run_tts(gen, recs, ["self_consistency", "e2c_sc"], [1, 2, 4], sets, tmp_path / "n", {"n": 1},
-                   log=lambda _m: None, nested=True)  # fmt: skip
+    rows = run_tts(
+        gen,
+        recs,
+        ["self_consistency", "e2c_sc"],
+        [1, 2, 4],
+        sets,
+        tmp_path / "n",
+        {"n": 1},
+        log=lambda _m: None,
+        nested=True,
+    )
     done = read_done(tmp_path / "n" / "records.jsonl")
     assert len(done) == 2 * 3 * 3  # every (method, budget, problem)
-    assert {(r["method"], r["budget"]) for r in rows} == {(m, b) for m in ("self_consistency", "e2c_sc") for b in (1, 2, 4)}
+    assert {(r["method"], r["budget"]) for r in rows} == {
+        (m, b) for m in ("self_consistency", "e2c_sc") for b in (1, 2, 4)
+    }
     for r in done.values():
         if r["budget"] == 4:
             assert "nested_from" not in r["details"]
@@ -154,17 +188,38 @@ def test_nested_budgets_match_their_prefix_and_save_calls_cpu(tmp_path: Path) ->
     for r in done.values():
         if r["budget"] == 4:
             last = r["details"]["prefix"][-1]
-            assert last["correct"] == r["correct"] and sum(last["tokens_by_role"].values()) == r["generated_tokens"]
+            assert (
+                last["correct"] == r["correct"]
+                and sum(last["tokens_by_role"].values()) == r["generated_tokens"]
+            )
     # a rerun finds everything done; a killed run's missing nested records are derived again
     calls = len(gen.calls)
-    run_tts(gen, recs, ["self_consistency", "e2c_sc"], [1, 2, 4], sets, tmp_path / "n", {"n": 1},
-            log=lambda _m: None, nested=True)  # fmt: skip
+    run_tts(
+        gen,
+        recs,
+        ["self_consistency", "e2c_sc"],
+        [1, 2, 4],
+        sets,
+        tmp_path / "n",
+        {"n": 1},
+        log=lambda _m: None,
+        nested=True,
+    )
     assert len(gen.calls) == calls
     lines = (tmp_path / "n" / "records.jsonl").read_text().splitlines()
     kept = [x for x in lines if json.loads(x)["budget"] == 4]
     (tmp_path / "n" / "records.jsonl").write_text("\n".join(kept) + "\n")
-    run_tts(gen, recs, ["self_consistency", "e2c_sc"], [1, 2, 4], sets, tmp_path / "n", {"n": 1},
-            log=lambda _m: None, nested=True)  # fmt: skip
+    run_tts(
+        gen,
+        recs,
+        ["self_consistency", "e2c_sc"],
+        [1, 2, 4],
+        sets,
+        tmp_path / "n",
+        {"n": 1},
+        log=lambda _m: None,
+        nested=True,
+    )
     assert len(gen.calls) == calls and len(read_done(tmp_path / "n" / "records.jsonl")) == 18
 
 
@@ -192,16 +247,36 @@ def test_nested_record_equals_a_fresh_run_of_the_same_draws_cpu(tmp_path: Path) 
 
 def test_tts_table_splits_tokens_by_role_cpu() -> None:
     recs = [
-        {"method": "e2c_sc", "budget": 2, "problem_id": "a", "correct": True, "generated_tokens": 30,
-         "tokens_by_role": {"explore": 10, "execute": 20}},
-        {"method": "e2c_sc", "budget": 2, "problem_id": "b", "correct": False, "generated_tokens": 50,
-         "tokens_by_role": {"explore": 20, "execute": 20, "judge": 10}},
-        {"method": "self_consistency", "budget": 2, "problem_id": "a", "correct": True, "generated_tokens": 80,
-         "tokens_by_role": {"full": 80}},
-    ]  # fmt: skip
+        {
+            "method": "e2c_sc",
+            "budget": 2,
+            "problem_id": "a",
+            "correct": True,
+            "generated_tokens": 30,
+            "tokens_by_role": {"explore": 10, "execute": 20},
+        },
+        {
+            "method": "e2c_sc",
+            "budget": 2,
+            "problem_id": "b",
+            "correct": False,
+            "generated_tokens": 50,
+            "tokens_by_role": {"explore": 20, "execute": 20, "judge": 10},
+        },
+        {
+            "method": "self_consistency",
+            "budget": 2,
+            "problem_id": "a",
+            "correct": True,
+            "generated_tokens": 80,
+            "tokens_by_role": {"full": 80},
+        },
+    ]
     rows, by = tts_table(recs)
     r = next(x for x in rows if x["method"] == "e2c_sc")
-    assert r["accuracy"] == 0.5 and r["tokens"] == 40 and r["explore_tokens"] == 15 and r["execute_tokens"] == 20
+    assert (
+        r["accuracy"] == 0.5 and r["tokens"] == 40 and r["explore_tokens"] == 15 and r["execute_tokens"] == 20
+    )
     assert r["other_tokens"] == 5 and r["whole_chain_tokens"] == 0
     assert by["self_consistency"][2]["a"] == (1.0, 80.0)
 
@@ -225,8 +300,13 @@ def test_tts_table_splits_tokens_by_role_cpu() -> None:
 )
 def test_claims_bad_flags_fail_in_one_line_cpu(tmp_path: Path, args: list[str], message: str) -> None:
     out = tmp_path / "c"
-    proc = subprocess.run([sys.executable, "-m", "e2c.claims", "--out", str(out), *args],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "e2c.claims", "--out", str(out), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = [x for x in proc.stderr.strip().splitlines() if x.strip()]
     assert len(lines) == 1 and message in lines[0], proc.stderr
@@ -237,7 +317,12 @@ def test_claims_refuses_a_folder_it_did_not_make_cpu(tmp_path: Path) -> None:
     out = tmp_path / "c"
     (out / "weighting").mkdir(parents=True)
     (out / "weighting" / "notes.txt").write_text("mine")
-    proc = subprocess.run([sys.executable, "-m", "e2c.claims", "--out", str(out), "--fast"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "e2c.claims", "--out", str(out), "--fast"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 2 and "was not made by the claims run" in proc.stderr
     assert (out / "weighting" / "notes.txt").read_text() == "mine"

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from e2c.claims.config import (
+    DEPENDS,
     ETA_SECONDS,
     FAST,
     REQUIRES,
     STAGES,
-    DEPENDS,
     ClaimsConfig,
     field_names,
     stage_settings,
@@ -98,28 +98,46 @@ def build_parser() -> argparse.ArgumentParser:
     a("--rl-steps", type=int, default=None, help=_help("rl_steps", "GRPO steps of every RL run"))
     g = p.add_argument_group("claim 1: exploration weighting")
     g.add_argument(
-        "--weight-coefs", type=float, nargs="+", default=None,
-        help=_help("weight_coefs", "exploration advantage coefficients (the first is the claim's; 0 masks "
-                   "the exploration out of the policy gradient)"),
-    )  # fmt: skip
+        "--weight-coefs",
+        type=float,
+        nargs="+",
+        default=None,
+        help=_help(
+            "weight_coefs",
+            "exploration advantage coefficients (the first is the claim's; 0 masks "
+            "the exploration out of the policy gradient)",
+        ),
+    )
     g.add_argument(
-        "--weight-seeds", type=int, nargs="+", default=None,
+        "--weight-seeds",
+        type=int,
+        nargs="+",
+        default=None,
         help=_help("weight_seeds", "seeds per coefficient (data order and rollout sampling)"),
-    )  # fmt: skip
+    )
     g.add_argument(
-        "--delta", type=float, default=None,
-        help=_help("delta", "smallest accuracy effect that matters, as a fraction (an interval below it "
-                   "rules the effect out)"),
-    )  # fmt: skip
+        "--delta",
+        type=float,
+        default=None,
+        help=_help(
+            "delta",
+            "smallest accuracy effect that matters, as a fraction (an interval below it "
+            "rules the effect out)",
+        ),
+    )
     g = p.add_argument_group("claim 2: test-time scaling (tts/run_tts.py on the RL model)")
     g.add_argument("--tts-problems", type=int, default=None, help=_help("tts_problems", "held-out problems"))
     g.add_argument("--tts-budgets", type=int, nargs="+", default=None, help=_help("tts_budgets", "K values"))
     g.add_argument("--tts-methods", nargs="+", default=None, help=_help("tts_methods", "methods"))
     g.add_argument(
-        "--tts-nested", action=argparse.BooleanOptionalAction, default=None,
-        help=_help("tts_nested", "self_consistency and e2c_sc: smaller budgets read off the largest one's "
-                   "first draws"),
-    )  # fmt: skip
+        "--tts-nested",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=_help(
+            "tts_nested",
+            "self_consistency and e2c_sc: smaller budgets read off the largest one's first draws",
+        ),
+    )
     g.add_argument(
         "--tts-explore-budget", type=int, default=None, help=_help("tts_explore_budget", "exploration tokens")
     )
@@ -127,18 +145,36 @@ def build_parser() -> argparse.ArgumentParser:
         "--tts-execute-budget", type=int, default=None, help=_help("tts_execute_budget", "execution tokens")
     )
     g.add_argument(
-        "--tts-judge-tokens", type=int, default=None, help=_help("tts_judge_tokens", "judge / scorer reply tokens")
+        "--tts-judge-tokens",
+        type=int,
+        default=None,
+        help=_help("tts_judge_tokens", "judge / scorer reply tokens"),
     )
     g.add_argument(
-        "--tts-tree-step-tokens", type=int, default=None, help=_help("tts_tree_step_tokens", "e2c_tot step tokens")
+        "--tts-tree-step-tokens",
+        type=int,
+        default=None,
+        help=_help("tts_tree_step_tokens", "e2c_tot step tokens"),
     )
     g.add_argument(
-        "--ratio-delta", type=float, default=None,
-        help=_help("ratio_delta", "smallest token saving that matters: a ratio interval below 1 + this rules "
-                   "a saving out"),
-    )  # fmt: skip
+        "--tts-tree-branching",
+        type=int,
+        default=None,
+        help=_help("tts_tree_branching", "e2c_tot children per expanded node"),
+    )
+    g.add_argument(
+        "--ratio-delta",
+        type=float,
+        default=None,
+        help=_help(
+            "ratio_delta",
+            "smallest token saving that matters: a ratio interval below 1 + this rules a saving out",
+        ),
+    )
     g = p.add_argument_group("claim 3: exploration-only adaptation to a held-out family")
-    g.add_argument("--adapt-family", default=None, help=_help("adapt_family", "synthetic family (not in SFT/RL)"))
+    g.add_argument(
+        "--adapt-family", default=None, help=_help("adapt_family", "synthetic family (not in SFT/RL)")
+    )
     g.add_argument("--adapt-level", type=int, default=None, help=_help("adapt_level", "its level (1-3)"))
     g.add_argument("--adapt-train", type=int, default=None, help=_help("adapt_train", "training problems"))
     g.add_argument("--adapt-eval", type=int, default=None, help=_help("adapt_eval", "held-out problems"))
@@ -146,9 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--adapt-batch", type=int, default=None, help=_help("adapt_batch", "rows per step"))
     g.add_argument("--adapt-lr", type=float, default=None, help=_help("adapt_lr", "learning rate"))
     g.add_argument(
-        "--adapt-reg-frac", type=float, default=None,
+        "--adapt-reg-frac",
+        type=float,
+        default=None,
         help=_help("adapt_reg_frac", "EF-SFT: share of problems kept as full chains"),
-    )  # fmt: skip
+    )
     return p
 
 
@@ -171,12 +209,20 @@ def validate(cfg: ClaimsConfig) -> None:
     from e2c.tts import METHODS
 
     if cfg.rl_steps < 1:
-        raise UserError(f"--rl-steps must be at least 1 (the claims start from an RL model), got {cfg.rl_steps}")
+        raise UserError(
+            f"--rl-steps must be at least 1 (the claims start from an RL model), got {cfg.rl_steps}"
+        )
     if len(cfg.weight_coefs) < 2 or len(set(cfg.weight_coefs)) != len(cfg.weight_coefs):
-        raise UserError(f"--weight-coefs needs at least two different coefficients, got {list(cfg.weight_coefs)}")
+        raise UserError(
+            f"--weight-coefs needs at least two different coefficients, got {list(cfg.weight_coefs)}"
+        )
     if not all(math.isfinite(c) and c >= 0 for c in cfg.weight_coefs):
         raise UserError(f"--weight-coefs must be finite and >= 0, got {list(cfg.weight_coefs)}")
-    if not cfg.weight_seeds or len(set(cfg.weight_seeds)) != len(cfg.weight_seeds) or min(cfg.weight_seeds) < 0:
+    if (
+        not cfg.weight_seeds
+        or len(set(cfg.weight_seeds)) != len(cfg.weight_seeds)
+        or min(cfg.weight_seeds) < 0
+    ):
         raise UserError(f"--weight-seeds must be distinct non-negative seeds, got {list(cfg.weight_seeds)}")
     bad = [m for m in cfg.tts_methods if m not in METHODS]
     if bad:
@@ -194,8 +240,18 @@ def validate(cfg: ClaimsConfig) -> None:
         )
     if not 1 <= cfg.adapt_level <= 3:
         raise UserError(f"--adapt-level must be 1, 2 or 3, got {cfg.adapt_level}")
-    for k in ("tts_problems", "tts_explore_budget", "tts_execute_budget", "tts_judge_tokens",
-              "tts_tree_step_tokens", "adapt_train", "adapt_eval", "adapt_steps", "adapt_batch"):  # fmt: skip
+    for k in (
+        "tts_problems",
+        "tts_explore_budget",
+        "tts_execute_budget",
+        "tts_judge_tokens",
+        "tts_tree_step_tokens",
+        "tts_tree_branching",
+        "adapt_train",
+        "adapt_eval",
+        "adapt_steps",
+        "adapt_batch",
+    ):
         if getattr(cfg, k) < 1:
             raise UserError(f"--{k.replace('_', '-')} must be at least 1, got {getattr(cfg, k)}")
     if not 0 <= cfg.adapt_reg_frac < 1:
@@ -217,7 +273,9 @@ def check_foreign(cc: ClaimsContext, actions: dict[str, str]) -> None:
             continue
         ours = (d / "STARTED.json").is_file() or (d / "DONE.json").is_file()
         if not d.is_dir() or (any(d.iterdir()) and not ours and stage != "start"):
-            raise UserError(f"{d} exists and was not made by the claims run; pick another --out (nothing was changed)")
+            raise UserError(
+                f"{d} exists and was not made by the claims run; pick another --out (nothing was changed)"
+            )
 
 
 def wipe(cc: ClaimsContext, stage: str) -> None:
@@ -255,15 +313,23 @@ def run(cfg: ClaimsConfig, from_stage: str | None, force: bool) -> dict[str, Any
         act = actions[stage]
         if act == "skip":
             secs = (states[stage].done or {}).get("seconds")
-            print(f"[claims {i}/{len(STAGES)} {stage}] complete from an earlier run ({fmt_seconds(secs)}), skipped")
+            print(
+                f"[claims {i}/{len(STAGES)} {stage}] complete from an earlier run ({fmt_seconds(secs)}), skipped"
+            )
             continue
         if act == "missing":
             print(f"[claims {i}/{len(STAGES)} {stage}] not run (before --from {from_stage}, never completed)")
             continue
         run_stage(cc, stage, act, states[stage], i)
     report = read_done(cc.dir("report")) or {}
-    print(f"[claims] finished in {fmt_seconds(time.monotonic() - t0)}; report: {out / 'report.md'}", flush=True)
-    return {"report": str(out / "report.md"), "json": str(out / "report.json"), "verdicts": report.get("verdicts", {})}
+    print(
+        f"[claims] finished in {fmt_seconds(time.monotonic() - t0)}; report: {out / 'report.md'}", flush=True
+    )
+    return {
+        "report": str(out / "report.md"),
+        "json": str(out / "report.json"),
+        "verdicts": report.get("verdicts", {}),
+    }
 
 
 def run_stage(cc: ClaimsContext, stage: str, action: str, state: StageState, index: int) -> dict[str, Any]:
@@ -281,8 +347,13 @@ def run_stage(cc: ClaimsContext, stage: str, action: str, state: StageState, ind
     seconds = round(rep.elapsed, 1)
     if stage == "start":  # its quickstart stages may have run in earlier invocations: count them all
         seconds = round(sum(v or 0.0 for v in result.get("stage_seconds", {}).values()), 1)
-    done = {"stage": stage, "settings": settings, "seconds": seconds,
-            "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"), **result}  # fmt: skip
+    done = {
+        "stage": stage,
+        "settings": settings,
+        "seconds": seconds,
+        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+        **result,
+    }
     atomic_write_json(d / "DONE.json", done, default=str)
     rep.say(f"done in {fmt_seconds(seconds)}", 1.0)
     return done

@@ -18,8 +18,14 @@ def plot_weighting(w: Mapping[str, Any], path: Path) -> None:
     for r in w["arms"]:
         color = colors.setdefault(r["coef"], f"C{len(colors)}")
         curve = [x for x in r["reward_curve"] if x is not None]
-        ax1.plot(range(1, len(curve) + 1), curve, color=color, marker="o", alpha=0.7,
-                 label=f"coef {r['coef']:g}" if r["seed"] == w["arms"][0]["seed"] else None)  # fmt: skip
+        ax1.plot(
+            range(1, len(curve) + 1),
+            curve,
+            color=color,
+            marker="o",
+            alpha=0.7,
+            label=f"coef {r['coef']:g}" if r["seed"] == w["arms"][0]["seed"] else None,
+        )
     ax1.set_xlabel("RL step")
     ax1.set_ylabel("mean reward (critic/score/mean)")
     ax1.set_title("reward per step, one line per seed")
@@ -31,8 +37,14 @@ def plot_weighting(w: Mapping[str, Any], path: Path) -> None:
             x = j + (k - (len(rs) - 1) / 2) * 0.12
             lo, hi = r["ci"]
             acc = r["accuracy"]
-            ax2.errorbar([x], [100 * acc], yerr=[[100 * (acc - lo)], [100 * (hi - acc)]], fmt="o",
-                         color=colors[coef], capsize=3)  # fmt: skip
+            ax2.errorbar(
+                [x],
+                [100 * acc],
+                yerr=[[100 * (acc - lo)], [100 * (hi - acc)]],
+                fmt="o",
+                color=colors[coef],
+                capsize=3,
+            )
     if w.get("sft_accuracy"):
         ax2.axhline(100 * w["sft_accuracy"]["accuracy"], color="gray", ls="--", label="SFT model")
         ax2.legend(fontsize=8)
@@ -52,7 +64,10 @@ def plot_tts(t: Mapping[str, Any], path: Path) -> None:
         rs = sorted(rs, key=lambda r: r["budget"])
         xs = [max(r["tokens"], 1.0) for r in rs]
         ys = [100 * r["accuracy"] for r in rs]
-        err = [[100 * (r["accuracy"] - r["ci"][0]) for r in rs], [100 * (r["ci"][1] - r["accuracy"]) for r in rs]]
+        err = [
+            [100 * (r["accuracy"] - r["ci"][0]) for r in rs],
+            [100 * (r["ci"][1] - r["accuracy"]) for r in rs],
+        ]
         ax.errorbar(xs, ys, yerr=err, marker="o", capsize=2, label=m, color=f"C{i}", alpha=0.85)
         for x, y, r in zip(xs, ys, rs, strict=True):
             ax.annotate(f"K={r['budget']}", (x, y), fontsize=6, xytext=(3, 3), textcoords="offset points")

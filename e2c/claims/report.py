@@ -12,7 +12,7 @@ from typing import Any
 
 from e2c.claims import stats as st
 from e2c.claims.config import CLAIM_METHOD, REFERENCE_METHOD
-from e2c.claims.stages import ClaimsContext, arm_name
+from e2c.claims.stages import ClaimsContext, arm_name, data_stats
 from e2c.eval.compare import per_problem_scores
 from e2c.files import atomic_write_json, atomic_write_text
 from e2c.quickstart.context import read_done
@@ -20,7 +20,7 @@ from e2c.quickstart.report import system_info
 
 PAPER = {
     "weighting": "stage 2 weights the advantage of exploration tokens x2 (coefficient 2.0 vs 1.0)",
-    "tts": "AIME24, K=32: self-consistency 50.0% at 86.2k tokens, E2C-ReAct loop 53.3% at 12.4k (\"7x fewer\")",
+    "tts": 'AIME24, K=32: self-consistency 50.0% at 86.2k tokens, E2C-ReAct loop 53.3% at 12.4k ("7x fewer")',
     "adapt": "EF-SFT adapts to a new domain with ~3.5% of the tokens of full SFT",
 }
 PAPER_SHARE = 0.035
@@ -68,7 +68,7 @@ def weighting_section(cc: ClaimsContext) -> dict[str, Any] | None:
                     "coef": coef,
                     "seed": seed,
                     **st.accuracy_ci(list(sc.values())),
-                    "seconds": arm.get("seconds"),
+                    "seconds": None if arm.get("reused_quickstart_rl") else arm.get("seconds"),
                     "reused_quickstart_rl": arm.get("reused_quickstart_rl", False),
                     "health_verdict": arm.get("health_verdict"),
                     "reward_curve": [s.get("critic/score/mean") for s in steps],
@@ -170,7 +170,7 @@ def tts_section(cc: ClaimsContext) -> dict[str, Any] | None:
             [[by[m][b][i][1] for i in ids] for b in sorted(by[m])],
         )
     claim = ratios.get(CLAIM_METHOD)
-    if claim is not None:
+    if claim is not None and claim["ci"] is not None:
         v = st.verdict([claim["ci"][0] - 1.0, claim["ci"][1] - 1.0], cc.cfg.ratio_delta)
     else:
         v = st.UNRESOLVED
@@ -203,7 +203,7 @@ def adapt_section(cc: ClaimsContext) -> dict[str, Any] | None:
         for a, b in (("ef_sft", "none"), ("full_sft", "none"), ("ef_sft", "full_sft")):
             diffs[f"{a}-{b}/{dom}"] = st.problem_difference(scores[a][dom], scores[b][dom])
     runs = done["runs"]
-    ef, full = runs["ef_sft"]["data_stats"], runs["full_sft"]["data_stats"]
+    ef, full = (data_stats(cc.dir("adapt") / m / "sft_data_stats.json") for m in ("ef_sft", "full_sft"))
     share = ef["trained_tokens"] / full["trained_tokens"] if full.get("trained_tokens") else None
     main = diffs["ef_sft-none/new"]
     v = st.verdict(main["ci"], c.delta)
@@ -220,7 +220,10 @@ def adapt_section(cc: ClaimsContext) -> dict[str, Any] | None:
         "trained_share": share,
         "build_share": done["data"]["ef_sft"]["share"],
         "paper_share": PAPER_SHARE,
-        "ef_rows": {"exploration": done["data"]["ef_sft"]["exploration_rows"], "full": done["data"]["ef_sft"]["full_rows"]},
+        "ef_rows": {
+            "exploration": done["data"]["ef_sft"]["exploration_rows"],
+            "full": done["data"]["ef_sft"]["full_rows"],
+        },
         "verdict": v,
         "needed_scale": needed_scale(main["ci"], c.delta) if v == st.UNRESOLVED else None,
         "seconds": round(sum(float(u.get("seconds") or 0) for u in units), 1),
@@ -234,8 +237,11 @@ def collect(cc: ClaimsContext) -> dict[str, Any]:
         "settings": cc.cfg.to_dict(),
         "quickstart_settings": cc.qcfg.to_dict(),
         "system": system_info(),
-        "start": {"seconds": start.get("seconds"), "stage_seconds": start.get("stage_seconds"),
-                  "headline": start.get("headline")},  # fmt: skip
+        "start": {
+            "seconds": start.get("seconds"),
+            "stage_seconds": start.get("stage_seconds"),
+            "headline": start.get("headline"),
+        },
         "weighting": weighting_section(cc),
         "tts": tts_section(cc),
         "adapt": adapt_section(cc),
@@ -282,16 +288,14 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
     if w:
         k = next(iter(w["differences"]))
         d = w["differences"][k]
-        L.append(f"| 1. exploration weighting | {w['paper']} | accuracy {k}: {100 * d['mean']:+.1f} pts "
-                 f"({len(d['seeds'])} seeds x {d['problems']} problems) | {ci_pct(d['ci'])} pts | **{w['verdict']}** |")  # fmt: skip
+        L.append(
+            f"| 1. exploration weighting | {w['paper']} | accuracy {k}: {100 * d['mean']:+.1f} pts "
+            f"({len(d['seeds'])} seeds x {d['problems']} problems) | {ci_pct(d['ci'])} pts | **{w['verdict']}** |"
+        )
     if t:
         r = t["ratios"].get(t["claim_method"])
-        meas = "-" if r is None else (
-            f"{t['claim_method']} reaches self-consistency's best ({pct(r['target'])}%) with "
-            + ("never" if r["method_tokens"] is None else f"{r['ref_tokens']:.0f} / {r['method_tokens']:.0f} tokens")
-            + f": ratio {r['ratio']:.2f}x"
-        )
-        ci = "-" if r is None else f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]x"
+        meas = ratio_text(t["claim_method"], r)
+        ci = "-" if r is None or r["ci"] is None else f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]x"
         L.append(f"| 2. cheap test-time scaling | {t['paper']} | {meas} | {ci} | **{t['verdict']}** |")
     if a:
         d = a["differences"]["ef_sft-none/new"]
@@ -308,77 +312,150 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
         "",
     ]
     if w:
-        L += ["## 1. Exploration weighting", "",
-              f"GRPO stage 2 from the same SFT model on the same filtered prompts, {rep['quickstart_settings']['rl_steps']} "
-              "steps per run; seed s sets the data order and the rollout sampling (rollout seed 42 + s), the same "
-              "for every coefficient, so arms are paired by seed. Held-out accuracy is greedy on the same "
-              f"{w['arms'][0]['n']} problems. SFT model (no RL): {acc_cell(w['sft_accuracy'])}.", "",
-              "| coef | seed | accuracy [95% CI] | mean reward | train acc | explore tok | execute tok | "
-              "entropy explore / execute | health | time |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        L += [
+            "## 1. Exploration weighting",
+            "",
+            f"GRPO stage 2 from the same SFT model on the same filtered prompts, {rep['quickstart_settings']['rl_steps']} "
+            "steps per run; seed s sets the data order and the rollout sampling (rollout seed 42 + s), the same "
+            "for every coefficient, so arms are paired by seed. Held-out accuracy is greedy on the same "
+            f"{w['arms'][0]['n']} problems. SFT model (no RL): {acc_cell(w['sft_accuracy'])}.",
+            "",
+            "| coef | seed | accuracy [95% CI] | mean reward | train acc | explore tok | execute tok | "
+            "entropy explore / execute | health | time |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in w["arms"]:
-            ent = "-" if r.get("health/entropy_sampled_explore") is None else (
-                f"{r['health/entropy_sampled_explore']:.2f} / {r.get('health/entropy_sampled_execute') or 0:.2f}")
+            ent = (
+                "-"
+                if r.get("health/entropy_sampled_explore") is None
+                else (
+                    f"{r['health/entropy_sampled_explore']:.2f} / {r.get('health/entropy_sampled_execute') or 0:.2f}"
+                )
+            )
             L.append(
                 f"| {r['coef']:g} | {r['seed']}{' (quickstart RL)' if r['reused_quickstart_rl'] else ''} | {acc_cell(r)} | "
                 f"{_f(r.get('critic/score/mean'))} | {_f(r.get('health/train_acc'))} | {_f(r.get('e2c/explore_tokens_mean'), 0)} | "
-                f"{_f(r.get('e2c/execute_tokens_mean'), 0)} | {ent} | {r.get('health_verdict') or '-'} | {minutes(r.get('seconds'))} |"
+                f"{_f(r.get('e2c/execute_tokens_mean'), 0)} | {ent} | {(r.get('health_verdict') or '-').split(':')[0]} | {minutes(r.get('seconds'))} |"
             )
-        L += ["", "| comparison | mean (pts) | per seed (pts) | crossed bootstrap 95% | t over seeds 95% |", "|---|---|---|---|---|"]
+        L += [
+            "",
+            "| comparison | mean (pts) | per seed (pts) | crossed bootstrap 95% | t over seeds 95% |",
+            "|---|---|---|---|---|",
+        ]
         for k, d in w["differences"].items():
             per = ", ".join(f"{100 * v:+.1f}" for v in d["per_seed"].values())
-            L.append(f"| {k} | {100 * d['mean']:+.1f} | {per} | {ci_pct(d['bootstrap_ci'])} | {ci_pct(d['seed_t_ci'])} |")
+            L.append(
+                f"| {k} | {100 * d['mean']:+.1f} | {per} | {ci_pct(d['bootstrap_ci'])} | {ci_pct(d['seed_t_ci'])} |"
+            )
         for coef, p in w["per_coef"].items():
             if p["minus_sft"]:
-                L.append(f"| {coef} - SFT | {100 * p['minus_sft']['mean']:+.1f} | "
-                         f"{', '.join(f'{100 * v:+.1f}' for v in p['minus_sft']['per_seed'].values())} | "
-                         f"{ci_pct(p['minus_sft']['bootstrap_ci'])} | {ci_pct(p['minus_sft']['seed_t_ci'])} |")  # fmt: skip
-        L += ["", f"Verdict: **{w['verdict']}** (the interval is the union of the two).",
-              *_needed(w.get("needed_scale"), "seeds x problems"), ""]  # fmt: skip
+                L.append(
+                    f"| {coef} - SFT | {100 * p['minus_sft']['mean']:+.1f} | "
+                    f"{', '.join(f'{100 * v:+.1f}' for v in p['minus_sft']['per_seed'].values())} | "
+                    f"{ci_pct(p['minus_sft']['bootstrap_ci'])} | {ci_pct(p['minus_sft']['seed_t_ci'])} |"
+                )
+        L += [
+            "",
+            f"Verdict: **{w['verdict']}** (the interval is the union of the two).",
+            *_needed(w.get("needed_scale"), "seeds x problems"),
+            "",
+        ]
         if plots.get("weighting"):
             L += [f"![reward curves and accuracy per arm]({plots['weighting']})", ""]
     if t:
-        L += ["## 2. Test-time scaling", "",
-              f"The RL model (coefficient 2.0, seed 0) on {t['problems']} held-out problems. Tokens are generated "
-              "tokens per problem (every call: explorations, executions, judge, refinements, tree steps), as the "
-              "paper counts them. Self-consistency samples whole chains in one call (its tokens are "
-              "whole-chain tokens)."
-              + (" Budgets below the largest of self_consistency and e2c_sc are read off the largest run's first "
-                 "k draws (tts/run_tts.py --nested-budgets)." if t["nested"] else ""), "",
-              "| method | K | accuracy [95% CI] | tokens | explore | execute | whole chain | other |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        L += [
+            "## 2. Test-time scaling",
+            "",
+            f"The RL model (coefficient 2.0, seed 0) on {t['problems']} held-out problems. Tokens are generated "
+            "tokens per problem (every call: explorations, executions, judge, refinements, tree steps), as the "
+            "paper counts them. Self-consistency samples whole chains in one call (its tokens are "
+            "whole-chain tokens)."
+            + (
+                " Budgets below the largest of self_consistency and e2c_sc are read off the largest run's first "
+                "k draws (tts/run_tts.py --nested-budgets)."
+                if t["nested"]
+                else ""
+            ),
+            "",
+            "| method | K | accuracy [95% CI] | tokens | explore | execute | whole chain | other (judge, scorer, refine, tree steps) |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for r in t["rows"]:
-            L.append(f"| {r['method']} | {r['budget']} | {acc_cell(r)} | {r['tokens']:.0f} | {r['explore_tokens']:.0f} | "
-                     f"{r['execute_tokens']:.0f} | {r['whole_chain_tokens']:.0f} | {r['other_tokens']:.0f} |")  # fmt: skip
-        L += ["", f"Tokens to reach self-consistency's best accuracy (over its budgets), as the ratio self-consistency's "
-              "tokens / the method's (>1: cheaper; 0: never reaches it); 95% interval from 2000 bootstrap resamples "
-              "of the problems (the target recomputed in each).", "",
-              "| method | target | SC tokens | method tokens | ratio | 95% CI | resamples reaching |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+            L.append(
+                f"| {r['method']} | {r['budget']} | {acc_cell(r)} | {r['tokens']:.0f} | {r['explore_tokens']:.0f} | "
+                f"{r['execute_tokens']:.0f} | {r['whole_chain_tokens']:.0f} | {r['other_tokens']:.0f} |"
+            )
+        L += [
+            "",
+            "Tokens to reach self-consistency's best accuracy (over its budgets), as the ratio self-consistency's "
+            "tokens / the method's (>1: cheaper; 0: never reaches it); 95% interval from 2000 bootstrap resamples "
+            "of the problems (the target recomputed in each).",
+            "",
+            "| method | target | SC tokens | method tokens | ratio | 95% CI | resamples reaching |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for m, r in t["ratios"].items():
+            if r["ratio"] is None:
+                L.append(f"| {m} | {pct(r['target'])}% | - | - | - | - | - |")
+                continue
             mt = "never" if r["method_tokens"] is None else f"{r['method_tokens']:.0f}"
-            L.append(f"| {m} | {pct(r['target'])}% | {r['ref_tokens']:.0f} | {mt} | {r['ratio']:.2f}x | "
-                     f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]x | {pct(r['reached_share'], 0)}% |")  # fmt: skip
-        L += ["", f"Verdict (on {t['claim_method']}, the paper's method, fixed before the run): **{t['verdict']}**.", ""]
+            L.append(
+                f"| {m} | {pct(r['target'])}% | {r['ref_tokens']:.0f} | {mt} | {r['ratio']:.2f}x | "
+                f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]x | {pct(r['reached_share'], 0)}% |"
+            )
+        L += [
+            "",
+            f"Verdict (on {t['claim_method']}, the paper's method, fixed before the run): **{t['verdict']}**.",
+            "",
+        ]
         if plots.get("tts"):
             L += [f"![accuracy against tokens]({plots['tts']})", ""]
     if a:
-        L += ["## 3. Exploration-only adaptation", "",
-              f"New domain: {a['family']}, a family held out of SFT and RL ({a['train_problems']} training problems, "
-              f"{a['eval_problems']} held out). From the RL model, the same problems, steps, batch and learning rate: "
-              f"EF-SFT ({a['ef_rows']['exploration']} exploration-only rows + {a['ef_rows']['full']} full chains), full "
-              "E2C SFT, and nothing. Old domain: the quickstart's held-out problems (forgetting).", "",
-              "| method | new domain [95% CI] | old domain [95% CI] | trained tokens |", "|---|---|---|---|"]  # fmt: skip
+        L += [
+            "## 3. Exploration-only adaptation",
+            "",
+            f"New domain: {a['family']}, a family held out of SFT and RL ({a['train_problems']} training problems, "
+            f"{a['eval_problems']} held out). From the RL model, the same problems, steps, batch and learning rate: "
+            f"EF-SFT ({a['ef_rows']['exploration']} exploration-only rows + {a['ef_rows']['full']} full chains), full "
+            "E2C SFT, and nothing. Old domain: the quickstart's held-out problems (forgetting).",
+            "",
+            "| method | new domain [95% CI] | old domain [95% CI] | trained tokens |",
+            "|---|---|---|---|",
+        ]
         for arm in ("none", "ef_sft", "full_sft"):
             tok = a["trained_tokens"].get(arm, 0)
-            L.append(f"| {arm} | {acc_cell(a['accuracy'][arm]['new'])} | {acc_cell(a['accuracy'][arm]['old'])} | {tok} |")
+            L.append(
+                f"| {arm} | {acc_cell(a['accuracy'][arm]['new'])} | {acc_cell(a['accuracy'][arm]['old'])} | {tok} |"
+            )
         L += ["", "| comparison | mean (pts) | bootstrap 95% (problems) |", "|---|---|---|"]
         for k, d in a["differences"].items():
             L.append(f"| {k} | {100 * d['mean']:+.1f} | {ci_pct(d['ci'])} |")
-        L += ["", f"EF-SFT trained {pct(a['trained_share'])}% of the tokens full SFT trained on the same problems "
-              f"(the paper: {pct(a['paper_share'])}%).", "",
-              f"Verdict (EF-SFT - nothing on the new domain): **{a['verdict']}**.",
-              *_needed(a.get("needed_scale"), "problems"), ""]  # fmt: skip
+        L += [
+            "",
+            f"EF-SFT trained {pct(a['trained_share'])}% of the tokens full SFT trained on the same problems "
+            f"(the paper: {pct(a['paper_share'])}%).",
+            "",
+            f"Verdict (EF-SFT - nothing on the new domain): **{a['verdict']}**.",
+            *_needed(a.get("needed_scale"), "problems"),
+            "",
+        ]
         if plots.get("adapt"):
             L += [f"![adaptation accuracy]({plots['adapt']})", ""]
     return "\n".join(L) + "\n"
+
+
+def ratio_text(method: str, r: Mapping[str, Any] | None) -> str:
+    """One line on a method's token ratio against self-consistency."""
+    if r is None:
+        return "-"
+    if r["ratio"] is None:
+        return "self-consistency answers no problem: there is no accuracy to reach"
+    if r["method_tokens"] is None:
+        return f"{method} never reaches self-consistency's best ({pct(r['target'])}%): ratio 0"
+    return (
+        f"{method} reaches self-consistency's best ({pct(r['target'])}%) with {r['method_tokens']:.0f} tokens "
+        f"against {r['ref_tokens']:.0f}: ratio {r['ratio']:.2f}x"
+    )
 
 
 def _f(x: float | None, d: int = 3) -> str:
@@ -388,8 +465,10 @@ def _f(x: float | None, d: int = 3) -> str:
 def _needed(scale: float | None, what: str) -> list[str]:
     if not scale:
         return []
-    return [f"To resolve it, the interval must be about {math.sqrt(scale):.1f}x narrower: about "
-            f"{scale:.0f}x as many {what} (the variance shrinking as 1/n)."]  # fmt: skip
+    return [
+        f"To resolve it, the interval must be about {math.sqrt(scale):.1f}x narrower: about "
+        f"{scale:.0f}x as many {what} (the variance shrinking as 1/n)."
+    ]
 
 
 def write_report(cc: ClaimsContext) -> dict[str, Any]:
@@ -401,5 +480,8 @@ def write_report(cc: ClaimsContext) -> dict[str, Any]:
     rep["plots"] = rel_plots
     atomic_write_json(cc.out / "report.json", rep, indent=1, default=str)
     atomic_write_text(cc.out / "report.md", render(rep, rel_plots))
-    return {"verdicts": rep["verdicts"], "total_seconds": rep["total_seconds"],
-            "outputs": {"report": "report.md", "json": "report.json"}}  # fmt: skip
+    return {
+        "verdicts": rep["verdicts"],
+        "total_seconds": rep["total_seconds"],
+        "outputs": {"report": "report.md", "json": "report.json"},
+    }

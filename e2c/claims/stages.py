@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -72,7 +72,9 @@ def stage_start(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     from e2c.quickstart.stages import rl_model, sft_model
 
     q = cc.quickstart
-    rep.say(f"quickstart run in {q.out} (RL {cc.qcfg.rl_steps} steps, coefficient {cc.qcfg.rl_explore_coef:g})")
+    rep.say(
+        f"quickstart run in {q.out} (RL {cc.qcfg.rl_steps} steps, coefficient {cc.qcfg.rl_explore_coef:g})"
+    )
     summary = run_quickstart(cc.qcfg, None, False)
     model = rl_model(q)
     if model is None:
@@ -89,8 +91,10 @@ def stage_start(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
             s: (read_done(q.dir(s)) or {}).get("seconds")
             for s in ("data", "baseline", "sft", "eval_sft", "filter", "rl", "eval_rl", "report")
         },
-        "commands": [f"python -m e2c.quickstart --out {q.out} --rl-steps {cc.qcfg.rl_steps} --tts-problems 0 "
-                     f"--gsm8k-problems 0{' --fast' if cc.cfg.fast else ''}"],
+        "commands": [
+            f"python -m e2c.quickstart --out {q.out} --rl-steps {cc.qcfg.rl_steps} --tts-problems 0 "
+            f"--gsm8k-problems 0{' --fast' if cc.cfg.fast else ''}"
+        ],
     }
 
 
@@ -226,6 +230,7 @@ def tts_command(cc: ClaimsContext, model: str) -> list[str]:
         "judge_tokens": c.tts_judge_tokens,
         "refine_tokens": c.tts_explore_budget,
         "tree_step_tokens": c.tts_tree_step_tokens,
+        "tree_branching": c.tts_tree_branching,
         "top_p": f"{cc.qcfg.tts_top_p:g}",
         "seed": cc.qcfg.seed,
     }
@@ -300,9 +305,14 @@ def adapt_data(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     n = int((c.adapt_train / SPLIT_FRACTIONS[0] + c.adapt_eval / SPLIT_FRACTIONS[2]) * 1.5) + 50
     for _ in range(8):
         samples, report = generate(
-            n, seed=cc.qcfg.seed + 1, trace_frac=0.0, fractions=SPLIT_FRACTIONS, workers=1,
-            families=(c.adapt_family,), levels=(c.adapt_level,),
-        )  # fmt: skip
+            n,
+            seed=cc.qcfg.seed + 1,
+            trace_frac=0.0,
+            fractions=SPLIT_FRACTIONS,
+            workers=1,
+            families=(c.adapt_family,),
+            levels=(c.adapt_level,),
+        )
         kept = [
             s
             for s in samples
@@ -330,7 +340,9 @@ def adapt_data(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     ef_rows, stats = efsft.build(rows, count, reg_frac=c.adapt_reg_frac, seed=cc.qcfg.seed)
     write_parquet(ef_rows, d / "ef_sft.parquet")
     write_parquet(held_rows, d / "eval" / "synthetic.parquet")
-    rep.say(f"{c.adapt_family}/L{c.adapt_level}: {len(train)} training, {len(held)} held-out problems; {stats.line()}")
+    rep.say(
+        f"{c.adapt_family}/L{c.adapt_level}: {len(train)} training, {len(held)} held-out problems; {stats.line()}"
+    )
     return {
         "train": len(train),
         "eval": len(held),
@@ -376,11 +388,13 @@ def adapt_sft(cc: ClaimsContext, rep: Reporter, method: str, model: Path) -> dic
     cmd = ["bash", str(project_root() / "scripts" / script), *sft_overrides(scfg, steps=c.adapt_steps)]
 
     def work() -> dict[str, Any]:
-        rep.say(f"{method}: {c.adapt_steps} steps x {c.adapt_batch} rows from the RL model, lr {c.adapt_lr:g}")
+        rep.say(
+            f"{method}: {c.adapt_steps} steps x {c.adapt_batch} rows from the RL model, lr {c.adapt_lr:g}"
+        )
         run_logged(cmd, d / "log.txt", rep, step_parser(c.adapt_steps), child_env(env))
         if not (d / "final" / "config.json").is_file():
             raise UserError(f"{method} finished but {d / 'final'} holds no model; see {d / 'log.txt'}")
-        stats = json.loads((d / "sft_data_stats.json").read_text())
+        stats = data_stats(d / "sft_data_stats.json")
         return {
             "model": str(d / "final"),
             "data_stats": stats,
@@ -388,6 +402,15 @@ def adapt_sft(cc: ClaimsContext, rep: Reporter, method: str, model: Path) -> dic
         }
 
     return unit(d, work)
+
+
+def data_stats(path: Path) -> dict[str, Any]:
+    """An SFT run's token accounting (``sft_data_stats.json``: one entry per training file list) as one
+    entry: rows, assistant tokens and trained tokens summed."""
+    raw = json.loads(path.read_text())
+    entries = [raw] if "trained_tokens" in raw else list(raw.values())
+    out = {k: sum(int(e[k]) for e in entries) for k in ("rows", "assistant_tokens", "trained_tokens")}
+    return {**out, "trained_share": out["trained_tokens"] / max(out["assistant_tokens"], 1)}
 
 
 def stage_adapt(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
@@ -411,7 +434,11 @@ def stage_adapt(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     }
     for m, run in runs.items():
         evals[m] = {
-            "new": evaluate(cc, rep, run["model"], cc.dir("adapt") / f"eval_{m}_new", new, f"{m}, new domain"),
-            "old": evaluate(cc, rep, run["model"], cc.dir("adapt") / f"eval_{m}_old", q.eval_dir, f"{m}, old domain"),
+            "new": evaluate(
+                cc, rep, run["model"], cc.dir("adapt") / f"eval_{m}_new", new, f"{m}, new domain"
+            ),
+            "old": evaluate(
+                cc, rep, run["model"], cc.dir("adapt") / f"eval_{m}_old", q.eval_dir, f"{m}, old domain"
+            ),
         }
     return {"data": data, "runs": runs, "evals": evals}

@@ -36,7 +36,7 @@ def t95(df: int) -> float:
 def accuracy_ci(correct: Sequence[bool | float]) -> dict[str, Any]:
     """Accuracy of 0/1 results with its 95% Wilson interval: ``{"n", "correct", "accuracy", "ci"}``."""
     n = len(correct)
-    k = int(round(sum(float(c) for c in correct)))
+    k = round(sum(float(c) for c in correct))
     lo, hi = wilson_interval(k, n)
     return {"n": n, "correct": k, "accuracy": k / n if n else None, "ci": [lo, hi]}
 
@@ -89,6 +89,11 @@ def seed_problem_difference(
     else:
         seed_ci = None
     ci = [min(boot_ci[0], seed_ci[0]), max(boot_ci[1], seed_ci[1])] if seed_ci else boot_ci
+    # The bootstrap cannot see a difference it never observed (all pairs equal -> [0, 0]): no interval is
+    # narrower than the rule of three allows, a discordance rate of up to 3 / problems either way.
+    floor = resolution(n_p)
+    # (scores are in [0, 1], so a difference is in [-1, 1])
+    ci = [max(-1.0, min(ci[0], mean - floor)), min(1.0, max(ci[1], mean + floor))]
     return {
         "mean": mean,
         "seeds": seeds,
@@ -98,6 +103,11 @@ def seed_problem_difference(
         "seed_t_ci": seed_ci,
         "ci": ci,
     }
+
+
+def resolution(problems: int) -> float:
+    """The rule of three: with no event in ``problems`` trials, its rate is below 3 / problems (95%)."""
+    return 3.0 / problems if problems > 0 else math.inf
 
 
 def problem_difference(
@@ -146,6 +156,8 @@ def ratio_at(ref: Sequence[tuple[float, float]], method: Sequence[tuple[float, f
     ref_tokens = tokens_to_reach(ref, target)
     m_tokens = tokens_to_reach(method, target)
     ratio = 0.0 if m_tokens is None else (ref_tokens or 0.0) / max(m_tokens, 1e-9)
+    if target <= 0:  # self-consistency never answers: there is no accuracy to reach, no ratio
+        return {"target": target, "ref_tokens": ref_tokens, "method_tokens": m_tokens, "ratio": None}
     return {"target": target, "ref_tokens": ref_tokens, "method_tokens": m_tokens, "ratio": ratio}
 
 
@@ -168,15 +180,20 @@ def reach_ratio(
         raise ValueError("every budget needs a value for every problem, the same problems for both")
     full = list(range(n))
     point = ratio_at(curve(ref_correct, ref_tokens, full), curve(m_correct, m_tokens, full))
+    if point["ratio"] is None:
+        return {**point, "ci": None, "reached_share": None, "defined_share": 0.0, "problems": n}
     rng = random.Random(rng_seed)
     ratios = []
     for _ in range(boot):
         idx = [rng.randrange(n) for _ in range(n)]
-        ratios.append(ratio_at(curve(ref_correct, ref_tokens, idx), curve(m_correct, m_tokens, idx))["ratio"])
+        r = ratio_at(curve(ref_correct, ref_tokens, idx), curve(m_correct, m_tokens, idx))["ratio"]
+        if r is not None:  # resamples where self-consistency never answers have no ratio
+            ratios.append(r)
     ratios.sort()
     return {
         **point,
         "ci": [percentile(ratios, 0.025), percentile(ratios, 0.975)],
         "reached_share": sum(r > 0 for r in ratios) / len(ratios),
+        "defined_share": len(ratios) / boot,
         "problems": n,
     }

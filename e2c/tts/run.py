@@ -415,7 +415,7 @@ def run_tts(
 
     with pbar, rec_path.open("a", encoding="utf-8") as f:
         # A run killed between a budget-K result and its nested ones: derive those now.
-        for key, res in list(done.items()):
+        for res in list(done.values()):
             if res["method"] in derive and int(res["budget"]) == top:
                 write_nested(res)
         f.flush()
