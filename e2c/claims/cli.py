@@ -44,6 +44,7 @@ from e2c.claims.stages import (
 )
 from e2c.cli import ArgumentParser, UserError, fail
 from e2c.files import atomic_write_json
+from e2c.quickstart.cli import add_attempt, attempt_seconds
 from e2c.quickstart.context import read_done, read_started
 from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, select_stages
 from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
@@ -341,10 +342,15 @@ def run_stage(cc: ClaimsContext, stage: str, action: str, state: StageState, ind
         print(f"[claims {index}/{len(STAGES)} {stage}] resuming the interrupted run in {d}", flush=True)
     d.mkdir(parents=True, exist_ok=True)
     atomic_write_json(d / "STARTED.json", settings, default=str)
+    earlier = attempt_seconds(d)
     rep = Reporter(stage, index, len(STAGES), ETA_SECONDS[cc.cfg.fast].get(stage, 60), tool="claims")
     rep.say("starting")
-    result = RUNNERS[stage](cc, rep)
-    seconds = round(rep.elapsed, 1)
+    try:
+        result = RUNNERS[stage](cc, rep)
+    except KeyboardInterrupt:
+        add_attempt(d, rep.elapsed)  # an interrupted attempt's time counts towards the resumed stage's
+        raise
+    seconds = round(earlier + rep.elapsed, 1)
     if stage == "start":  # its quickstart stages may have run in earlier invocations: count them all
         seconds = round(sum(v or 0.0 for v in result.get("stage_seconds", {}).values()), 1)
     done = {

@@ -386,13 +386,13 @@ def run_stage(ctx: Context, stage: str, action: str, state: StageState, index: i
         print(f"[quickstart {index}/{len(STAGES)} {stage}] resuming the interrupted run in {d}", flush=True)
     d.mkdir(parents=True, exist_ok=True)
     atomic_write_json(d / "STARTED.json", settings, default=str)
-    earlier = _attempt_seconds(d)
+    earlier = attempt_seconds(d)
     rep = Reporter(stage, index, len(STAGES), ETA_SECONDS[ctx.cfg.fast].get(stage, 60))
     rep.say("starting")
     try:
         result = RUNNERS[stage](ctx, rep)
     except KeyboardInterrupt:
-        _add_attempt(d, rep.elapsed)  # interrupted: its time counts towards the resumed stage's duration
+        add_attempt(d, rep.elapsed)  # interrupted: its time counts towards the resumed stage's duration
         raise
     seconds = round(earlier + rep.elapsed, 1)
     done = {
@@ -407,14 +407,14 @@ def run_stage(ctx: Context, stage: str, action: str, state: StageState, index: i
     return done
 
 
-def _attempt_seconds(d: Path) -> float:
+def attempt_seconds(d: Path) -> float:
     try:
         return float(sum(json.loads((d / "attempts.json").read_text())))
     except (OSError, ValueError, TypeError):
         return 0.0
 
 
-def _add_attempt(d: Path, seconds: float) -> None:
+def add_attempt(d: Path, seconds: float) -> None:
     """Remember the time an interrupted attempt spent, so a resumed stage reports its whole duration."""
     try:
         before = json.loads((d / "attempts.json").read_text())
