@@ -289,6 +289,8 @@ def test_tts_table_splits_tokens_by_role_cpu() -> None:
         (["--weight-coefs", "2", "2"], "at least two different coefficients"),
         (["--weight-coefs", "2", "-1"], "finite and >= 0"),
         (["--weight-seeds", "0", "0"], "distinct"),
+        (["--weight-seeds", "3"], "at least two"),
+        (["--tts-methods", "self_consistency", "e2c_sc"], "must include e2c_react_loop"),
         (["--tts-methods", "self_consistency", "nope"], "unknown method 'nope'"),
         (["--tts-methods", "e2c_sc"], "must include self_consistency"),
         (["--adapt-family", "arithmetic"], "trained on in SFT and RL"),

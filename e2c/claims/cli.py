@@ -24,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from e2c.claims.config import (
+    CLAIM_METHOD,
     DEPENDS,
     ETA_SECONDS,
     FAST,
+    REFERENCE_METHOD,
     REQUIRES,
     STAGES,
     ClaimsConfig,
@@ -219,17 +221,21 @@ def validate(cfg: ClaimsConfig) -> None:
         )
     if not all(math.isfinite(c) and c >= 0 for c in cfg.weight_coefs):
         raise UserError(f"--weight-coefs must be finite and >= 0, got {list(cfg.weight_coefs)}")
-    if (
-        not cfg.weight_seeds
-        or len(set(cfg.weight_seeds)) != len(cfg.weight_seeds)
-        or min(cfg.weight_seeds) < 0
-    ):
-        raise UserError(f"--weight-seeds must be distinct non-negative seeds, got {list(cfg.weight_seeds)}")
+    seeds = cfg.weight_seeds
+    if len(seeds) < 2 or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+        raise UserError(
+            "--weight-seeds must be at least two distinct non-negative seeds (seed-to-seed variation is part "
+            f"of the interval), got {list(seeds)}"
+        )
     bad = [m for m in cfg.tts_methods if m not in METHODS]
     if bad:
         raise UserError(f"--tts-methods: unknown method {bad[0]!r}; valid: {', '.join(sorted(METHODS))}")
-    if "self_consistency" not in cfg.tts_methods:
-        raise UserError("--tts-methods must include self_consistency (the reference of the token ratio)")
+    for need, why in (
+        (REFERENCE_METHOD, "the reference of the token ratio"),
+        (CLAIM_METHOD, "the claim's method"),
+    ):
+        if need not in cfg.tts_methods:
+            raise UserError(f"--tts-methods must include {need} ({why})")
     if not cfg.tts_budgets or min(cfg.tts_budgets) < 1:
         raise UserError(f"--tts-budgets must be positive, got {list(cfg.tts_budgets)}")
     if cfg.adapt_family not in FAMILIES:

@@ -24,9 +24,11 @@ from e2c.quickstart.config import Config as QuickstartConfig
 from e2c.quickstart.context import Context, read_done, rel, shell_line
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, run_logged, step_parser, tts_parser
 
-# The rollout seed verl uses when none is given (actor_rollout_ref.rollout.seed): seed s runs with 42 + s, so
-# seed 0 is the quickstart's own RL run.
+# The rollout seed verl uses when none is given (actor_rollout_ref.rollout.seed): seed s runs with
+# 42 + 1000 s, so seed 0 is the quickstart's own RL run. The rollout reseeds each batch with seed + batch index:
+# seeds 1000 apart never share a batch's stream (42 + s would: seed 1's step t = seed 0's step t + 1).
 ROLLOUT_SEED = 42
+SEED_STRIDE = 1000
 
 
 @dataclass(frozen=True)
@@ -54,13 +56,19 @@ def make_context(cfg: ClaimsConfig, out: Path) -> ClaimsContext:
 
 def unit(folder: Path, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run ``work`` unless ``folder/DONE.json`` holds its result already; write it (with the seconds) after."""
+    from e2c.quickstart.cli import add_attempt, attempt_seconds
+
     done = read_done(folder)
     if done is not None:
         return done
     folder.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    result = {**work(), "seconds": 0.0}
-    result["seconds"] = round(time.monotonic() - t0, 1)
+    try:
+        result = {**work(), "seconds": 0.0}
+    except BaseException:
+        add_attempt(folder, time.monotonic() - t0)  # a resumed unit reports its whole time
+        raise
+    result["seconds"] = round(attempt_seconds(folder) + time.monotonic() - t0, 1)
     atomic_write_json(folder / "DONE.json", result, default=str)
     return result
 
@@ -75,7 +83,7 @@ def stage_start(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     rep.say(
         f"quickstart run in {q.out} (RL {cc.qcfg.rl_steps} steps, coefficient {cc.qcfg.rl_explore_coef:g})"
     )
-    summary = run_quickstart(cc.qcfg, None, False)
+    summary = run_quickstart(cc.qcfg, first_changed(q), False)
     model = rl_model(q)
     if model is None:
         raise UserError("the claims need an RL model; --rl-steps must be at least 1")
@@ -98,6 +106,19 @@ def stage_start(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     }
 
 
+def first_changed(q: Context) -> str | None:
+    """The first quickstart stage that finished with other settings than the claims ask for (e.g. another
+    --rl-steps): the quickstart redoes it and what follows, instead of refusing."""
+    from e2c.quickstart.config import STAGES
+    from e2c.quickstart.config import stage_settings as quickstart_settings
+
+    for stage in STAGES:
+        done = read_done(q.dir(stage))
+        if done is not None and dict(done.get("settings") or {}) != quickstart_settings(q.cfg, stage):
+            return stage
+    return None
+
+
 # ------------------------------------------------------------------------------------------------ evaluation
 def evaluate(cc: ClaimsContext, rep: Reporter, model: str, save: Path, data_dir: Path, what: str) -> dict:
     """Greedy evaluation of ``model`` on ``data_dir/synthetic.parquet`` into ``save`` (the quickstart's eval
@@ -117,7 +138,7 @@ def evaluate(cc: ClaimsContext, rep: Reporter, model: str, save: Path, data_dir:
     return {
         "seconds": res.get("seconds"),
         "accuracy": eval_accuracy(save),
-        "predictions": str(save / "predictions" / "synthetic.jsonl"),
+        "predictions": rel(save / "predictions" / "synthetic.jsonl", cc.out),
     }
 
 
@@ -181,7 +202,9 @@ def run_arm(cc: ClaimsContext, rep: Reporter, coef: float, seed: int) -> dict[st
     else:
         rl_dir, eval_dir = folder / "rl", folder / "eval"
         qcfg = replace(cc.qcfg, seed=seed, rl_explore_coef=coef)
-        cmd = rl_command(q, rl_dir, qcfg, [f"actor_rollout_ref.rollout.seed={ROLLOUT_SEED + seed}"])
+        cmd = rl_command(
+            q, rl_dir, qcfg, [f"actor_rollout_ref.rollout.seed={ROLLOUT_SEED + SEED_STRIDE * seed}"]
+        )
 
         def train() -> dict[str, Any]:
             rep.say(f"arm {name}: GRPO stage 2, {qcfg.rl_steps} steps, exploration coefficient {coef:g}")
@@ -201,7 +224,7 @@ def run_arm(cc: ClaimsContext, rep: Reporter, coef: float, seed: int) -> dict[st
         "rl_dir": rel(rl_dir, cc.out),
         "model": rel(model, cc.out),
         "accuracy": ev["accuracy"],
-        "predictions": rel(Path(ev["predictions"]), cc.out),
+        "predictions": ev["predictions"],
         "steps": rl_metrics(rl_dir),
         "health_verdict": signal_verdict(rows) if rows else None,
         "commands": [shell_line(cmd)] if cmd else [],
@@ -429,7 +452,7 @@ def stage_adapt(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
         "none": {
             "new": evaluate(cc, rep, str(rl), cc.dir("adapt") / "eval_none_new", new, "RL model, new domain"),
             # the RL model on the old problems is the quickstart's own evaluation
-            "old": {"predictions": str(q.dir("eval_rl") / "predictions" / "synthetic.jsonl")},
+            "old": {"predictions": rel(q.dir("eval_rl") / "predictions" / "synthetic.jsonl", cc.out)},
         }
     }
     for m, run in runs.items():
