@@ -129,6 +129,38 @@ def test_tokens_to_reach_takes_the_cheapest_budget_at_the_target_cpu() -> None:
     assert st.ratio_at([(0.4, 100.0), (0.6, 400.0)], pts)["ratio"] == pytest.approx(400 / 200)
 
 
+def test_t95_table_and_normal_tail_cpu() -> None:
+    assert st.t95(1) == 12.706 and st.t95(2) == 4.303 and st.t95(11) == 2.201 and st.t95(30) == 2.042
+    assert st.t95(200) == pytest.approx(1.96, abs=1e-3) and st.t95(0) == float("inf")
+
+
+def test_ratio_verdict_needs_enough_reference_answers_cpu() -> None:
+    base = {"ratio": 3.0, "ci": [2.0, 4.0], "target": 0.5, "problems": 100, "defined_share": 1.0}
+    assert st.ratio_verdict(base, 0.5) == (st.SUPPORTED, None)
+    assert st.ratio_verdict({**base, "ci": [0.2, 1.3]}, 0.5)[0] == st.NOT_SUPPORTED
+    assert st.ratio_verdict({**base, "ci": [0.8, 2.0]}, 0.5)[0] == st.UNRESOLVED
+    few = st.ratio_verdict({**base, "target": 0.05}, 0.5)
+    assert few[0] == st.UNRESOLVED and "fewer than 10" in few[1]
+    shaky = st.ratio_verdict({**base, "defined_share": 0.9}, 0.5)
+    assert shaky[0] == st.UNRESOLVED and "undefined in 10%" in shaky[1]
+    assert st.ratio_verdict(None, 0.5)[0] == st.UNRESOLVED
+    assert st.ratio_verdict({**base, "ratio": None, "ci": None}, 0.5)[0] == st.UNRESOLVED
+
+
+@pytest.mark.parametrize(
+    ("gain", "versus_full", "want"),
+    [
+        ((0.05, 0.2), (-0.01, 0.05), st.SUPPORTED),
+        ((0.05, 0.2), (-0.30, -0.10), st.NOT_SUPPORTED),  # adapts, but far less than full SFT
+        ((-0.01, 0.01), (-0.30, 0.0), st.NOT_SUPPORTED),  # no gain
+        ((0.05, 0.2), (-0.10, 0.02), st.UNRESOLVED),  # gains, but may be worse than full SFT by > delta
+        ((-0.05, 0.10), (-0.05, 0.05), st.UNRESOLVED),
+    ],
+)
+def test_noninferior_verdict_cpu(gain, versus_full, want) -> None:
+    assert st.noninferior_verdict(gain, versus_full, 0.02) == want
+
+
 def test_accuracy_ci_and_needed_scale_cpu() -> None:
     a = st.accuracy_ci([True, False, True, True])
     assert (

@@ -308,8 +308,17 @@ def run(cfg: ClaimsConfig, from_stage: str | None, force: bool) -> dict[str, Any
     check_inputs(actions, states, stages=STAGES, requires=REQUIRES)
     check_foreign(cc, actions)
     out.mkdir(parents=True, exist_ok=True)
-    if force and (out / "quickstart").exists():
-        shutil.rmtree(out / "quickstart")
+    q = out / "quickstart"
+    if force and q.exists():
+        if not any(
+            (q / stage / name).is_file()
+            for stage in ("data", "sft")
+            for name in ("STARTED.json", "DONE.json")
+        ):
+            raise UserError(
+                f"{q} exists and was not made by a quickstart run; pick another --out (nothing was changed)"
+            )
+        shutil.rmtree(q)
     for s in STAGES:
         if actions[s] == "redo":
             (cc.dir(s) / "DONE.json").unlink(missing_ok=True)

@@ -49,6 +49,17 @@ def needed_scale(ci: Sequence[float], delta: float) -> float:
 
 
 # ------------------------------------------------------------------------------------------------ claim 1
+def predictions(cc: ClaimsContext, path: str) -> dict[str, float]:
+    """``{problem id: score}`` of an evaluation's predictions (a path relative to the claims folder)."""
+    from e2c.cli import UserError
+
+    full = cc.out / path
+    scores = per_problem_scores(full)
+    if not scores:
+        raise UserError(f"no predictions at {full}; rerun the stage that wrote it (--from)")
+    return scores
+
+
 def weighting_section(cc: ClaimsContext) -> dict[str, Any] | None:
     done = read_done(cc.dir("weighting"))
     if done is None:
@@ -60,7 +71,7 @@ def weighting_section(cc: ClaimsContext) -> dict[str, Any] | None:
     for coef in c.weight_coefs:
         for seed in c.weight_seeds:
             arm = arms[arm_name(coef, seed)]
-            sc = per_problem_scores(cc.out / arm["predictions"])
+            sc = predictions(cc, arm["predictions"])
             scores[coef][seed] = sc
             steps = arm.get("steps") or []
             rows.append(
@@ -117,16 +128,16 @@ def tts_table(records: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]
     """Per (method, budget): accuracy with its interval and the mean generated tokens per problem, split by
     role; and ``{method: {budget: {problem: (correct, tokens)}}}`` for the ratios."""
     by: dict[str, dict[int, dict[str, tuple[float, float]]]] = defaultdict(lambda: defaultdict(dict))
-    roles: dict[tuple[str, int], list[Mapping[str, int]]] = defaultdict(list)
-    for r in records:
-        m, b = r["method"], int(r["budget"])
-        by[m][b][str(r["problem_id"])] = (float(bool(r["correct"])), float(r["generated_tokens"]))
-        roles[(m, b)].append(r.get("tokens_by_role") or {})
+    roles: dict[tuple[str, int], dict[str, Mapping[str, int]]] = defaultdict(dict)
+    for r in records:  # one record per (method, budget, problem): a repeated one replaces the earlier
+        m, b, pid = r["method"], int(r["budget"]), str(r["problem_id"])
+        by[m][b][pid] = (float(bool(r["correct"])), float(r["generated_tokens"]))
+        roles[(m, b)][pid] = r.get("tokens_by_role") or {}
     rows = []
     for m in by:
         for b in sorted(by[m]):
             vals = list(by[m][b].values())
-            rr = roles[(m, b)]
+            rr = list(roles[(m, b)].values())
             n = len(vals)
 
             def role_mean(*names: str, rr=rr, n=n) -> float:
@@ -157,23 +168,26 @@ def tts_section(cc: ClaimsContext) -> dict[str, Any] | None:
     ratios = {}
     ref = by.get(REFERENCE_METHOD, {})
     for m in by:
-        if m == REFERENCE_METHOD or not ref:
-            continue
         budgets = sorted(set(ref) & set(by[m]))
-        ids = sorted(set.intersection(*(set(ref[b]) for b in budgets), *(set(by[m][b]) for b in budgets)))
-        if not budgets or not ids:
+        if m == REFERENCE_METHOD or not budgets:
+            continue
+        ids = sorted(set.intersection(*(set(ref[b]) & set(by[m][b]) for b in budgets)))
+        if not ids:
             continue
         ratios[m] = st.reach_ratio(
-            [[ref[b][i][0] for i in ids] for b in sorted(ref)],
-            [[ref[b][i][1] for i in ids] for b in sorted(ref)],
-            [[by[m][b][i][0] for i in ids] for b in sorted(by[m])],
-            [[by[m][b][i][1] for i in ids] for b in sorted(by[m])],
+            [[ref[b][i][0] for i in ids] for b in budgets],
+            [[ref[b][i][1] for i in ids] for b in budgets],
+            [[by[m][b][i][0] for i in ids] for b in budgets],
+            [[by[m][b][i][1] for i in ids] for b in budgets],
         )
+    v, why = st.ratio_verdict(ratios.get(CLAIM_METHOD), cc.cfg.ratio_delta)
+    sc_rows = [r for r in rows if r["method"] == REFERENCE_METHOD]
+    best = max(sc_rows, key=lambda r: (r["accuracy"], -r["budget"])) if sc_rows else None
     claim = ratios.get(CLAIM_METHOD)
-    if claim is not None and claim["ci"] is not None:
-        v = st.verdict([claim["ci"][0] - 1.0, claim["ci"][1] - 1.0], cc.cfg.ratio_delta)
-    else:
-        v = st.UNRESOLVED
+    paper_7x = None
+    if claim is not None and claim.get("ci"):
+        lo, hi = claim["ci"]
+        paper_7x = "ruled out" if hi < 7 else ("exceeded" if lo > 7 else "inside the interval")
     return {
         "paper": PAPER["tts"],
         "claim_method": CLAIM_METHOD,
@@ -181,6 +195,10 @@ def tts_section(cc: ClaimsContext) -> dict[str, Any] | None:
         "rows": rows,
         "ratios": ratios,
         "verdict": v,
+        "unresolved_because": why,
+        "sc_best_budget": None if best is None else best["budget"],
+        "sc_best_at_smallest_budget": best is not None and best["budget"] == min(cc.cfg.tts_budgets),
+        "paper_7x": paper_7x,
         "nested": cc.cfg.tts_nested,
         "problems": len({str(r["problem_id"]) for r in records}),
         "seconds": done.get("seconds"),
@@ -194,7 +212,7 @@ def adapt_section(cc: ClaimsContext) -> dict[str, Any] | None:
         return None
     c = cc.cfg
     scores = {
-        arm: {dom: per_problem_scores(Path(e[dom]["predictions"])) for dom in ("new", "old")}
+        arm: {dom: predictions(cc, e[dom]["predictions"]) for dom in ("new", "old")}
         for arm, e in done["evals"].items()
     }
     acc = {arm: {dom: st.accuracy_ci(list(s.values())) for dom, s in d.items()} for arm, d in scores.items()}
@@ -206,7 +224,7 @@ def adapt_section(cc: ClaimsContext) -> dict[str, Any] | None:
     ef, full = (data_stats(cc.dir("adapt") / m / "sft_data_stats.json") for m in ("ef_sft", "full_sft"))
     share = ef["trained_tokens"] / full["trained_tokens"] if full.get("trained_tokens") else None
     main = diffs["ef_sft-none/new"]
-    v = st.verdict(main["ci"], c.delta)
+    v = st.noninferior_verdict(main["ci"], diffs["ef_sft-full_sft/new"]["ci"], c.delta)
     units = [runs["ef_sft"], runs["full_sft"], done["data"]]
     units += [e[dom] for e in done["evals"].values() for dom in ("new", "old")]
     return {
@@ -329,7 +347,7 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
                 "-"
                 if r.get("health/entropy_sampled_explore") is None
                 else (
-                    f"{r['health/entropy_sampled_explore']:.2f} / {r.get('health/entropy_sampled_execute') or 0:.2f}"
+                    f"{r['health/entropy_sampled_explore']:.2f} / {_f(r.get('health/entropy_sampled_execute'), 2)}"
                 )
             )
             L.append(
@@ -366,7 +384,8 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
         L += [
             "## 2. Test-time scaling",
             "",
-            f"The RL model (coefficient 2.0, seed 0) on {t['problems']} held-out problems. Tokens are generated "
+            f"The RL model (the quickstart's: coefficient {rep['quickstart_settings']['rl_explore_coef']:g}, seed "
+            f"{rep['quickstart_settings']['seed']}) on {t['problems']} held-out problems. Tokens are generated "
             "tokens per problem (every call: explorations, executions, judge, refinements, tree steps), as the "
             "paper counts them. Self-consistency samples whole chains in one call (its tokens are "
             "whole-chain tokens)."
@@ -391,23 +410,31 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
             "tokens / the method's (>1: cheaper; 0: never reaches it); 95% interval from 2000 bootstrap resamples "
             "of the problems (the target recomputed in each).",
             "",
-            "| method | target | SC tokens | method tokens | ratio | 95% CI | resamples reaching |",
-            "|---|---|---|---|---|---|---|",
+            "| method | target | SC tokens | method tokens | ratio | 95% CI | resamples reaching | resamples defined |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for m, r in t["ratios"].items():
             if r["ratio"] is None:
-                L.append(f"| {m} | {pct(r['target'])}% | - | - | - | - | - |")
+                L.append(f"| {m} | {pct(r['target'])}% | - | - | - | - | - | 0% |")
                 continue
             mt = "never" if r["method_tokens"] is None else f"{r['method_tokens']:.0f}"
             L.append(
                 f"| {m} | {pct(r['target'])}% | {r['ref_tokens']:.0f} | {mt} | {r['ratio']:.2f}x | "
-                f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]x | {pct(r['reached_share'], 0)}% |"
+                f"[{r['ci'][0]:.2f}, {r['ci'][1]:.2f}]x | {pct(r['reached_share'], 0)}% | "
+                f"{pct(r['defined_share'], 0)}% |"
             )
+        why = f" ({t['unresolved_because']})" if t.get("unresolved_because") else ""
         L += [
             "",
-            f"Verdict (on {t['claim_method']}, the paper's method, fixed before the run): **{t['verdict']}**.",
-            "",
+            f"Verdict (on {t['claim_method']}, the paper's method, fixed before the run): **{t['verdict']}**{why}. "
+            f"The paper's 7x: {t.get('paper_7x') or 'no interval'}.",
         ]
+        if t.get("sc_best_at_smallest_budget"):
+            L.append(
+                f"Self-consistency is best at its smallest budget (K={t['sc_best_budget']}): more samples did not "
+                "help it here, so the ratio compares single chains, not test-time scaling."
+            )
+        L.append("")
         if plots.get("tts"):
             L += [f"![accuracy against tokens]({plots['tts']})", ""]
     if a:
@@ -435,7 +462,10 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
             f"EF-SFT trained {pct(a['trained_share'])}% of the tokens full SFT trained on the same problems "
             f"(the paper: {pct(a['paper_share'])}%).",
             "",
-            f"Verdict (EF-SFT - nothing on the new domain): **{a['verdict']}**.",
+            f"Verdict: **{a['verdict']}**. Supported needs EF-SFT above nothing on the new domain (interval above 0) "
+            f"and not worse than full SFT by {100 * rep['settings']['delta']:.0f} points or more (the EF-SFT - full "
+            "SFT interval above -delta); not supported when its gain is ruled out or it is clearly worse than full "
+            "SFT. One training seed per method: training variance is not in these intervals.",
             *_needed(a.get("needed_scale"), "problems"),
             "",
         ]

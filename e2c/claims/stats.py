@@ -20,17 +20,23 @@ SUPPORTED = "supported"
 NOT_SUPPORTED = "not supported"
 UNRESOLVED = "not resolvable at this scale"
 
-# Two-sided 95% t quantiles by degrees of freedom (the seed-level interval has few of them).
-T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228}
+# Two-sided 95% t quantiles by degrees of freedom, 1 to 30 (the seed-level interval has few of them).
+T95 = (
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
+)  # fmt: skip
+# A token ratio needs self-consistency to be right on at least this many problems, and defined in at least
+# this share of the bootstrap resamples, before it can support or rule out anything.
+MIN_REFERENCE_CORRECT = 10
+MIN_DEFINED_SHARE = 0.975
 
 
 def t95(df: int) -> float:
-    """The two-sided 95% t quantile (normal beyond 30 degrees of freedom)."""
+    """The two-sided 95% t quantile (the normal one beyond 30 degrees of freedom)."""
     if df < 1:
         return math.inf
-    if df in T95:
-        return T95[df]
-    return 2.042 if df <= 30 else Z95
+    return T95[df - 1] if df <= len(T95) else Z95
 
 
 def accuracy_ci(correct: Sequence[bool | float]) -> dict[str, Any]:
@@ -197,3 +203,30 @@ def reach_ratio(
         "defined_share": len(ratios) / boot,
         "problems": n,
     }
+
+
+def ratio_verdict(r: Mapping[str, Any] | None, delta: float) -> tuple[str, str | None]:
+    """The verdict on "the method reaches self-consistency's best accuracy with fewer tokens" from
+    :func:`reach_ratio`'s result, and why it is unresolved when it is for a reason other than the interval:
+    a saving of at least ``delta`` (ratio above 1 + delta) must be inside the interval to be supported by it."""
+    if r is None:
+        return UNRESOLVED, "the method was not run"
+    if r["ratio"] is None or r["ci"] is None:
+        return UNRESOLVED, "self-consistency answers no problem"
+    if r["target"] * r["problems"] < MIN_REFERENCE_CORRECT - 1e-9:
+        return UNRESOLVED, f"self-consistency is right on fewer than {MIN_REFERENCE_CORRECT} problems"
+    if r["defined_share"] < MIN_DEFINED_SHARE:
+        return UNRESOLVED, f"the ratio is undefined in {100 * (1 - r['defined_share']):.0f}% of the resamples"
+    return verdict([r["ci"][0] - 1.0, r["ci"][1] - 1.0], delta), None
+
+
+def noninferior_verdict(gain: Sequence[float], versus_full: Sequence[float], delta: float) -> str:
+    """The verdict on "exploration-only tuning adapts like full tuning": supported when EF-SFT beats
+    nothing (``gain`` interval above 0) and is not worse than full SFT by ``delta`` or more (``versus_full``
+    interval above -delta); not supported when its gain is ruled out (below ``delta``) or it is clearly
+    worse than full SFT (interval below -delta); otherwise not resolvable."""
+    if gain[0] > 0 and versus_full[0] > -delta:
+        return SUPPORTED
+    if gain[1] < delta or versus_full[1] < -delta:
+        return NOT_SUPPORTED
+    return UNRESOLVED
