@@ -358,5 +358,5 @@ def test_claims_refuses_a_folder_it_did_not_make_cpu(tmp_path: Path) -> None:
         cwd=ROOT,
         timeout=120,
     )
-    assert proc.returncode == 2 and "was not made by the claims run" in proc.stderr
+    assert proc.returncode == 2 and "was not made by the claims" in proc.stderr
     assert (out / "weighting" / "notes.txt").read_text() == "mine"

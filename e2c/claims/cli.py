@@ -17,7 +17,6 @@ import json
 import math
 import shutil
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -45,11 +44,9 @@ from e2c.claims.stages import (
     stage_weighting,
 )
 from e2c.cli import ArgumentParser, UserError, fail
-from e2c.files import atomic_write_json
-from e2c.quickstart.cli import add_attempt, attempt_seconds
-from e2c.quickstart.context import read_done, read_started
-from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, select_stages
-from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
+from e2c.quickstart.context import read_done
+from e2c.quickstart.progress import Reporter, StageFailed
+from e2c.quickstart.runner import Pipeline, run_pipeline
 
 
 def stage_report(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
@@ -268,116 +265,42 @@ def validate(cfg: ClaimsConfig) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ runner
-def stage_states(cc: ClaimsContext) -> dict[str, StageState]:
-    return {s: StageState(read_done(cc.dir(s)), read_started(cc.dir(s))) for s in STAGES}
-
-
-def check_foreign(cc: ClaimsContext, actions: dict[str, str]) -> None:
-    """An --out folder with content this tool did not make is never cleared."""
-    for stage in STAGES:
-        d = cc.dir(stage)
-        if actions[stage] not in ("run", "redo") or not d.exists():
-            continue
-        ours = (d / "STARTED.json").is_file() or (d / "DONE.json").is_file()
-        if not d.is_dir() or (any(d.iterdir()) and not ours and stage != "start"):
-            raise UserError(
-                f"{d} exists and was not made by the claims run; pick another --out (nothing was changed)"
-            )
-
-
-def wipe(cc: ClaimsContext, stage: str) -> None:
-    """Start a stage from scratch. The start stage keeps its quickstart run (the quickstart's own resume
-    decides what to redo); a forced redo of it clears that too."""
-    d = cc.dir(stage)
-    if d.exists():
-        shutil.rmtree(d)
-    if stage == "report":
-        for name in ("report.md", "report.json"):
-            (cc.out / name).unlink(missing_ok=True)
+def pipeline(fast: bool) -> Pipeline:
+    return Pipeline(
+        tool="claims",
+        stages=STAGES,
+        requires=REQUIRES,
+        depends=DEPENDS,
+        runners=RUNNERS,
+        settings=stage_settings,
+        eta=ETA_SECONDS[fast],
+    )
 
 
 def run(cfg: ClaimsConfig, from_stage: str | None, force: bool) -> dict[str, Any]:
     out = Path(cfg.out).expanduser()
     out = (out if out.is_absolute() else Path.cwd() / out).resolve()
     cc = make_context(cfg, out)
-    if from_stage is not None:
-        check_stage_name(from_stage, stages=STAGES)
-    states = stage_states(cc)
-    wanted = {s: stage_settings(cfg, s) for s in STAGES}
-    actions = select_stages(states, wanted, from_stage, force, stages=STAGES, depends=DEPENDS)
-    check_inputs(actions, states, stages=STAGES, requires=REQUIRES)
-    check_foreign(cc, actions)
-    out.mkdir(parents=True, exist_ok=True)
     q = out / "quickstart"
-    if force and q.exists():
-        if not any(
-            (q / stage / name).is_file()
-            for stage in ("data", "sft")
-            for name in ("STARTED.json", "DONE.json")
-        ):
+
+    def clear_quickstart() -> None:
+        # --force redoes the shared start too; a folder there that no quickstart made is never removed
+        if not (force and q.exists()):
+            return
+        if not any((q / s / n).is_file() for s in ("data", "sft") for n in ("STARTED.json", "DONE.json")):
             raise UserError(
                 f"{q} exists and was not made by a quickstart run; pick another --out (nothing was changed)"
             )
         shutil.rmtree(q)
-    for s in STAGES:
-        if actions[s] == "redo":
-            (cc.dir(s) / "DONE.json").unlink(missing_ok=True)
-    plan = ", ".join(f"{s} {actions[s]}" for s in STAGES)
-    print(f"[claims] {out}: {'--fast, ' if cfg.fast else ''}backend {cc.qcfg.backend}; {plan}", flush=True)
-    t0 = time.monotonic()
-    for i, stage in enumerate(STAGES, 1):
-        act = actions[stage]
-        if act == "skip":
-            secs = (states[stage].done or {}).get("seconds")
-            print(
-                f"[claims {i}/{len(STAGES)} {stage}] complete from an earlier run ({fmt_seconds(secs)}), skipped"
-            )
-            continue
-        if act == "missing":
-            print(f"[claims {i}/{len(STAGES)} {stage}] not run (before --from {from_stage}, never completed)")
-            continue
-        run_stage(cc, stage, act, states[stage], i)
+
+    header = f"{'--fast, ' if cfg.fast else ''}backend {cc.qcfg.backend}"
+    run_pipeline(pipeline(cfg.fast), cc, from_stage, force, header, before=clear_quickstart)
     report = read_done(cc.dir("report")) or {}
-    print(
-        f"[claims] finished in {fmt_seconds(time.monotonic() - t0)}; report: {out / 'report.md'}", flush=True
-    )
     return {
         "report": str(out / "report.md"),
         "json": str(out / "report.json"),
         "verdicts": report.get("verdicts", {}),
     }
-
-
-def run_stage(cc: ClaimsContext, stage: str, action: str, state: StageState, index: int) -> dict[str, Any]:
-    settings = stage_settings(cc.cfg, stage)
-    d = cc.dir(stage)
-    if action == "redo" or state.started is None:
-        wipe(cc, stage)
-    elif action == "run":
-        print(f"[claims {index}/{len(STAGES)} {stage}] resuming the interrupted run in {d}", flush=True)
-    d.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(d / "STARTED.json", settings, default=str)
-    earlier = attempt_seconds(d)
-    rep = Reporter(stage, index, len(STAGES), ETA_SECONDS[cc.cfg.fast].get(stage, 60), tool="claims")
-    rep.say("starting")
-    try:
-        result = RUNNERS[stage](cc, rep)
-    except KeyboardInterrupt:
-        add_attempt(d, rep.elapsed)  # an interrupted attempt's time counts towards the resumed stage's
-        raise
-    seconds = round(earlier + rep.elapsed, 1)
-    if stage == "start":  # its quickstart stages may have run in earlier invocations: count them all
-        seconds = round(sum(v or 0.0 for v in result.get("stage_seconds", {}).values()), 1)
-    done = {
-        "stage": stage,
-        "settings": settings,
-        "seconds": seconds,
-        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"),
-        **result,
-    }
-    atomic_write_json(d / "DONE.json", done, default=str)
-    rep.say(f"done in {fmt_seconds(seconds)}", 1.0)
-    return done
 
 
 def main(argv: list[str] | None = None) -> int:

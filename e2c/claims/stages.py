@@ -56,7 +56,7 @@ def make_context(cfg: ClaimsConfig, out: Path) -> ClaimsContext:
 
 def unit(folder: Path, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run ``work`` unless ``folder/DONE.json`` holds its result already; write it (with the seconds) after."""
-    from e2c.quickstart.cli import add_attempt, attempt_seconds
+    from e2c.quickstart.runner import add_attempt, attempt_seconds
 
     done = read_done(folder)
     if done is not None:
@@ -87,7 +87,14 @@ def stage_start(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     model = rl_model(q)
     if model is None:
         raise UserError("the claims need an RL model; --rl-steps must be at least 1")
+    stage_seconds = {
+        s: (read_done(q.dir(s)) or {}).get("seconds")
+        for s in ("data", "baseline", "sft", "eval_sft", "filter", "rl", "eval_rl", "report")
+    }
     return {
+        # the quickstart's stages may have run in earlier invocations: their own times, summed
+        "seconds": round(sum(float(v or 0.0) for v in stage_seconds.values()), 1),
+        "stage_seconds": stage_seconds,
         "outputs": {
             "quickstart": rel(q.out, cc.out),
             "report": rel(q.out / "report.md", cc.out),
@@ -95,10 +102,6 @@ def stage_start(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
             "rl_model": rel(model, cc.out),
         },
         "headline": summary.get("accuracy", {}),
-        "stage_seconds": {
-            s: (read_done(q.dir(s)) or {}).get("seconds")
-            for s in ("data", "baseline", "sft", "eval_sft", "filter", "rl", "eval_rl", "report")
-        },
         "commands": [
             f"python -m e2c.quickstart --out {q.out} --rl-steps {cc.qcfg.rl_steps} --tts-problems 0 "
             f"--gsm8k-problems 0{' --fast' if cc.cfg.fast else ''}"

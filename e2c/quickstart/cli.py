@@ -14,19 +14,18 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from e2c.cli import ArgumentParser, UserError, fail
-from e2c.files import atomic_write_json
 from e2c.quickstart.config import (
+    DEPENDS,
     ETA_SECONDS,
     FAST,
+    REQUIRES,
     STAGES,
     Config,
     field_names,
@@ -34,10 +33,10 @@ from e2c.quickstart.config import (
     stage_settings,
     with_fast,
 )
-from e2c.quickstart.context import Context, read_done, read_started
+from e2c.quickstart.context import Context, read_done
 from e2c.quickstart.data import stage_data
-from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, select_stages
-from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
+from e2c.quickstart.progress import Reporter, StageFailed
+from e2c.quickstart.runner import Pipeline, run_pipeline
 from e2c.quickstart.stages import (
     stage_baseline,
     stage_control,
@@ -343,84 +342,16 @@ def validate(cfg: Config) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ runner
-def stage_states(ctx: Context) -> dict[str, StageState]:
-    return {s: StageState(read_done(ctx.dir(s)), read_started(ctx.dir(s))) for s in STAGES}
-
-
-def wipe_stage(ctx: Context, stage: str) -> None:
-    """Remove a stage's folder (and, for the report, the report files), to start it from scratch."""
-    d = ctx.dir(stage)
-    if d.exists():
-        shutil.rmtree(d)
-    if stage == "report":
-        for name in ("report.md", "report.json"):
-            (ctx.out / name).unlink(missing_ok=True)
-
-
-def check_foreign(ctx: Context, actions: dict[str, str]) -> None:
-    """UserError when a stage would clear a folder (or report file) that this tool did not make: an --out
-    pointing at a folder with other content must never lose it."""
-    for stage in STAGES:
-        if actions[stage] not in ("run", "redo"):
-            continue
-        d = ctx.dir(stage)
-        ours = (d / "STARTED.json").is_file() or (d / "DONE.json").is_file()
-        theirs = [d] if d.is_dir() and any(d.iterdir()) and not ours else []
-        if stage == "report" and not ours:
-            theirs += [p for p in (ctx.out / "report.md", ctx.out / "report.json") if p.exists()]
-        if d.exists() and not d.is_dir():
-            theirs.append(d)
-        if theirs:
-            raise UserError(
-                f"{theirs[0]} exists and was not made by the quickstart; pick another --out (nothing was changed)"
-            )
-
-
-def run_stage(ctx: Context, stage: str, action: str, state: StageState, index: int) -> dict[str, Any]:
-    """Run one stage (fresh, or resuming its half-run folder), then write its DONE.json."""
-    settings = stage_settings(ctx.cfg, stage)
-    d = ctx.dir(stage)
-    if action == "redo" or state.started is None:
-        wipe_stage(ctx, stage)
-    elif action == "run":
-        print(f"[quickstart {index}/{len(STAGES)} {stage}] resuming the interrupted run in {d}", flush=True)
-    d.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(d / "STARTED.json", settings, default=str)
-    earlier = attempt_seconds(d)
-    rep = Reporter(stage, index, len(STAGES), ETA_SECONDS[ctx.cfg.fast].get(stage, 60))
-    rep.say("starting")
-    try:
-        result = RUNNERS[stage](ctx, rep)
-    except KeyboardInterrupt:
-        add_attempt(d, rep.elapsed)  # interrupted: its time counts towards the resumed stage's duration
-        raise
-    seconds = round(earlier + rep.elapsed, 1)
-    done = {
-        "stage": stage,
-        "settings": settings,
-        "seconds": seconds,
-        "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"),
-        **result,
-    }
-    atomic_write_json(d / "DONE.json", done, default=str)
-    rep.say(f"done in {fmt_seconds(seconds)}", 1.0)
-    return done
-
-
-def attempt_seconds(d: Path) -> float:
-    try:
-        return float(sum(json.loads((d / "attempts.json").read_text())))
-    except (OSError, ValueError, TypeError):
-        return 0.0
-
-
-def add_attempt(d: Path, seconds: float) -> None:
-    """Remember the time an interrupted attempt spent, so a resumed stage reports its whole duration."""
-    try:
-        before = json.loads((d / "attempts.json").read_text())
-    except (OSError, ValueError):
-        before = []
-    atomic_write_json(d / "attempts.json", [*before, round(seconds, 1)], default=str)
+def pipeline(fast: bool) -> Pipeline:
+    return Pipeline(
+        tool="quickstart",
+        stages=STAGES,
+        requires=REQUIRES,
+        depends=DEPENDS,
+        runners=RUNNERS,
+        settings=stage_settings,
+        eta=ETA_SECONDS[fast],
+    )
 
 
 def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
@@ -428,45 +359,9 @@ def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
     out = Path(cfg.out).expanduser()
     out = (out if out.is_absolute() else Path.cwd() / out).resolve()
     ctx = Context(cfg, out)
-    if from_stage is not None:
-        check_stage_name(from_stage)
-    states = stage_states(ctx)
-    wanted = {s: stage_settings(cfg, s) for s in STAGES}
-    actions = select_stages(states, wanted, from_stage, force)
-    check_inputs(actions, states)
-    check_foreign(ctx, actions)
-    out.mkdir(parents=True, exist_ok=True)
-    for s in STAGES:  # a stage to be redone is no longer complete, whatever happens next
-        if actions[s] == "redo":
-            (ctx.dir(s) / "DONE.json").unlink(missing_ok=True)
-    fresh = {s for s in STAGES if states[s].done is None and states[s].started is None}
-    plan = ", ".join(f"{s} {'run' if s in fresh and actions[s] == 'redo' else actions[s]}" for s in STAGES)
-    print(
-        f"[quickstart] {out}: model {cfg.model}{' (--fast)' if cfg.fast else ''}, dtype "
-        f"{resolve_dtype(cfg.dtype)}, backend {cfg.backend}; {plan}",
-        flush=True,
-    )
-    t0 = time.monotonic()
-    last: dict[str, Any] = {}
-    for i, stage in enumerate(STAGES, 1):
-        act = actions[stage]
-        if act == "skip":
-            secs = (states[stage].done or {}).get("seconds")
-            print(
-                f"[quickstart {i}/{len(STAGES)} {stage}] complete from an earlier run ({fmt_seconds(secs)}), skipped"
-            )
-            continue
-        if act == "missing":
-            print(
-                f"[quickstart {i}/{len(STAGES)} {stage}] not run (before --from {from_stage}, never completed)"
-            )
-            continue
-        last[stage] = run_stage(ctx, stage, act, states[stage], i)
+    header = f"model {cfg.model}{' (--fast)' if cfg.fast else ''}, dtype {resolve_dtype(cfg.dtype)}, backend {cfg.backend}"
+    run_pipeline(pipeline(cfg.fast), ctx, from_stage, force, header)
     report = read_done(ctx.dir("report")) or {}
-    print(
-        f"[quickstart] finished in {fmt_seconds(time.monotonic() - t0)}; report: {out / 'report.md'}",
-        flush=True,
-    )
     return {
         "report": str(out / "report.md"),
         "json": str(out / "report.json"),
