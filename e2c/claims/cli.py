@@ -13,13 +13,11 @@ each claim's verdict.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shutil
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from e2c.claims.config import (
@@ -43,10 +41,10 @@ from e2c.claims.stages import (
     stage_tts,
     stage_weighting,
 )
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser, UserError
 from e2c.quickstart.context import read_done
-from e2c.quickstart.progress import Reporter, StageFailed
-from e2c.quickstart.runner import Pipeline, run_pipeline
+from e2c.quickstart.progress import Reporter
+from e2c.quickstart.runner import Pipeline, main_of, out_folder, run_pipeline
 
 
 def stage_report(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
@@ -278,8 +276,7 @@ def pipeline(fast: bool) -> Pipeline:
 
 
 def run(cfg: ClaimsConfig, from_stage: str | None, force: bool) -> dict[str, Any]:
-    out = Path(cfg.out).expanduser()
-    out = (out if out.is_absolute() else Path.cwd() / out).resolve()
+    out = out_folder(cfg.out)
     cc = make_context(cfg, out)
     q = out / "quickstart"
 
@@ -304,18 +301,7 @@ def run(cfg: ClaimsConfig, from_stage: str | None, force: bool) -> dict[str, Any
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        cfg = config_from_args(args)
-        summary = run(cfg, args.from_stage, args.force)
-    except UserError as e:
-        fail(str(e))
-    except StageFailed as e:
-        fail(f"{e}; fix it and rerun the same command to resume", 1)
-    except KeyboardInterrupt:
-        fail("interrupted; rerun the same command to resume where it stopped", 130)
-    print(json.dumps(summary))
-    return 0
+    return main_of(argv, build_parser(), config_from_args, run)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -12,15 +12,13 @@ object: the report's paths and the headline accuracies.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser, UserError
 from e2c.quickstart.config import (
     DEPENDS,
     ETA_SECONDS,
@@ -35,8 +33,8 @@ from e2c.quickstart.config import (
 )
 from e2c.quickstart.context import Context, read_done
 from e2c.quickstart.data import stage_data
-from e2c.quickstart.progress import Reporter, StageFailed
-from e2c.quickstart.runner import Pipeline, run_pipeline
+from e2c.quickstart.progress import Reporter
+from e2c.quickstart.runner import Pipeline, main_of, out_folder, run_pipeline
 from e2c.quickstart.stages import (
     stage_baseline,
     stage_control,
@@ -356,8 +354,7 @@ def pipeline(fast: bool) -> Pipeline:
 
 def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
     """Plan (refusing bad input before anything is changed), then run the stages in order."""
-    out = Path(cfg.out).expanduser()
-    out = (out if out.is_absolute() else Path.cwd() / out).resolve()
+    out = out_folder(cfg.out)
     ctx = Context(cfg, out)
     header = f"model {cfg.model}{' (--fast)' if cfg.fast else ''}, dtype {resolve_dtype(cfg.dtype)}, backend {cfg.backend}"
     run_pipeline(pipeline(cfg.fast), ctx, from_stage, force, header)
@@ -370,18 +367,7 @@ def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        cfg = config_from_args(args)
-        summary = run(cfg, args.from_stage, args.force)
-    except UserError as e:
-        fail(str(e))
-    except StageFailed as e:
-        fail(f"{e}; fix it and rerun the same command to resume", 1)
-    except KeyboardInterrupt:
-        fail("interrupted; rerun the same command to resume where it stopped", 130)
-    print(json.dumps(summary))
-    return 0
+    return main_of(argv, build_parser(), config_from_args, run)
 
 
 if __name__ == "__main__":  # pragma: no cover

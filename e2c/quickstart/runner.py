@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import UserError
+from e2c.cli import UserError, fail
 from e2c.files import atomic_write_json
 from e2c.quickstart.context import read_done, read_started
 from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, select_stages
-from e2c.quickstart.progress import Reporter, fmt_seconds
+from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
 
 REPORT_FILES = ("report.md", "report.json")
 
@@ -163,3 +163,31 @@ def run_pipeline(
     elapsed = time.monotonic() - t0
     print(f"[{p.tool}] finished in {fmt_seconds(elapsed)}; report: {ctx.out / 'report.md'}", flush=True)
     return elapsed
+
+
+def out_folder(out: str) -> Path:
+    """The ``--out`` folder as an absolute path (a relative one is taken from the working directory)."""
+    p = Path(out).expanduser()
+    return (p if p.is_absolute() else Path.cwd() / p).resolve()
+
+
+def main_of(
+    argv: list[str] | None,
+    parser: Any,
+    config_from_args: Callable[[Any], Any],
+    run: Callable[[Any, str | None, bool], dict[str, Any]],
+) -> int:
+    """A pipeline tool's ``main``: parse, run, print the summary as the last line (one JSON object); bad
+    input, a failed stage and an interrupt each end with one line and their exit status (2, 1, 130)."""
+    args = parser.parse_args(argv)
+    try:
+        cfg = config_from_args(args)
+        summary = run(cfg, args.from_stage, args.force)
+    except UserError as e:
+        fail(str(e))
+    except StageFailed as e:
+        fail(f"{e}; fix it and rerun the same command to resume", 1)
+    except KeyboardInterrupt:
+        fail("interrupted; rerun the same command to resume where it stopped", 130)
+    print(json.dumps(summary))
+    return 0
