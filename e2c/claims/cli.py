@@ -174,6 +174,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--adapt-family", default=None, help=_help("adapt_family", "synthetic family (not in SFT/RL)")
     )
     g.add_argument("--adapt-level", type=int, default=None, help=_help("adapt_level", "its level (1-3)"))
+    g.add_argument(
+        "--adapt-max-chain-tokens",
+        type=int,
+        default=None,
+        help=_help("adapt_max_chain_tokens", "longest new-family chain kept, in the model's tokens"),
+    )
+    g.add_argument(
+        "--adapt-eval-max-tokens",
+        type=int,
+        default=None,
+        help=_help("adapt_eval_max_tokens", "new tokens per chain in the new-family evaluations"),
+    )
     g.add_argument("--adapt-train", type=int, default=None, help=_help("adapt_train", "training problems"))
     g.add_argument("--adapt-eval", type=int, default=None, help=_help("adapt_eval", "held-out problems"))
     g.add_argument("--adapt-steps", type=int, default=None, help=_help("adapt_steps", "SFT steps per method"))
@@ -251,6 +263,8 @@ def validate(cfg: ClaimsConfig) -> None:
         "tts_tree_branching",
         "adapt_train",
         "adapt_eval",
+        "adapt_max_chain_tokens",
+        "adapt_eval_max_tokens",
         "adapt_steps",
         "adapt_batch",
     ):

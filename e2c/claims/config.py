@@ -9,7 +9,7 @@ from typing import Any
 from e2c.quickstart.config import FAST as QUICKSTART_FAST
 from e2c.quickstart.config import Config as QuickstartConfig
 
-STAGES = ("start", "weighting", "tts", "adapt", "report")
+STAGES = ("start", "weighting", "adapt", "tts", "report")
 REQUIRES: dict[str, tuple[str, ...]] = {
     "start": (),
     "weighting": ("start",),
@@ -58,6 +58,10 @@ class ClaimsConfig:
     # 3. exploration-only adaptation to a family held out of SFT and RL
     adapt_family: str = "gcd_lcm"
     adapt_level: int = 1
+    # gcd_lcm chains are longer than the quickstart's (median ~314 embedded tokens at level 1): their own cap,
+    # and evaluations on the new family with room for them (old-family evaluations keep the quickstart's)
+    adapt_max_chain_tokens: int = 400
+    adapt_eval_max_tokens: int = 448
     adapt_train: int = 64  # new-domain problems the adaptation trains on (both methods, the same ones)
     # held-out new-domain problems: 200 so that the rule-of-three floor (3 / 200 = 1.5 points) is below delta
     adapt_eval: int = 200
@@ -86,6 +90,8 @@ FAST: dict[str, Any] = {
     "tts_tree_step_tokens": 4,
     "adapt_train": 8,
     "adapt_eval": 4,
+    "adapt_max_chain_tokens": 800,
+    "adapt_eval_max_tokens": 24,
     "adapt_steps": 2,
     "adapt_batch": 4,
 }
@@ -109,6 +115,8 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
         "adapt_level",
         "adapt_train",
         "adapt_eval",
+        "adapt_max_chain_tokens",
+        "adapt_eval_max_tokens",
         "adapt_steps",
         "adapt_batch",
         "adapt_lr",

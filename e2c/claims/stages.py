@@ -123,14 +123,25 @@ def first_changed(q: Context) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------------ evaluation
-def evaluate(cc: ClaimsContext, rep: Reporter, model: str, save: Path, data_dir: Path, what: str) -> dict:
+def evaluate(
+    cc: ClaimsContext,
+    rep: Reporter,
+    model: str,
+    save: Path,
+    data_dir: Path,
+    what: str,
+    max_tokens: int | None = None,
+) -> dict:
     """Greedy evaluation of ``model`` on ``data_dir/synthetic.parquet`` into ``save`` (the quickstart's eval
-    settings); resumes a half-done folder; returns where its results are."""
+    settings; ``max_tokens`` replaces its new-token limit); resumes a half-done folder; returns where its
+    results are."""
     from e2c.quickstart.stages import eval_command
 
     def work() -> dict[str, Any]:
         cmd = eval_command(cc.quickstart, model, save, ["synthetic"])
         cmd[cmd.index("--data-dir") + 1] = str(data_dir)
+        if max_tokens is not None:
+            cmd[cmd.index("--max-tokens") + 1] = str(max_tokens)
         n = len(_read_ids(data_dir / "synthetic.parquet"))
         rep.say(f"evaluating {what} on {n} problems")
         run_logged(cmd, save / "log.txt", rep, eval_parser({"synthetic": n}), child_env())
@@ -328,31 +339,25 @@ def adapt_data(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     def count(text: str) -> int:
         return len(tok.encode(text, add_special_tokens=False))
 
-    n = int((c.adapt_train / SPLIT_FRACTIONS[0] + c.adapt_eval / SPLIT_FRACTIONS[2]) * 1.5) + 50
-    for _ in range(8):
-        samples, report = generate(
-            n,
-            seed=cc.qcfg.seed + 1,
-            trace_frac=0.0,
-            fractions=SPLIT_FRACTIONS,
-            workers=1,
-            families=(c.adapt_family,),
-            levels=(c.adapt_level,),
-        )
-        kept = [
-            s
-            for s in samples
-            if keep_sample(s, (c.adapt_family,), c.adapt_level, cc.qcfg.max_chain_tokens, count)
-        ]
-        train = [s for s in kept if s.split == "sft"][: c.adapt_train]
-        held = [s for s in kept if s.split == "eval"][: c.adapt_eval]
-        if len(train) == c.adapt_train and len(held) == c.adapt_eval:
-            break
-        n *= 2
-    else:
+    # Held-out and training problems are taken in the generator's (seeded) order from one pool of distinct
+    # problems, not by the hash split: a family at one level has a few thousand problems at most, and asking
+    # the generator for several times what is needed (the hash split keeps 20% for eval) would exhaust it.
+    n = int((c.adapt_train + c.adapt_eval) * 1.3) + 20
+    samples, report = generate(
+        n, seed=cc.qcfg.seed + 1, trace_frac=0.0, fractions=SPLIT_FRACTIONS, workers=1,
+        families=(c.adapt_family,), levels=(c.adapt_level,),
+    )  # fmt: skip
+    kept = [
+        s
+        for s in samples
+        if keep_sample(s, (c.adapt_family,), c.adapt_level, c.adapt_max_chain_tokens, count)
+    ]
+    held, train = kept[: c.adapt_eval], kept[c.adapt_eval : c.adapt_eval + c.adapt_train]
+    if len(held) < c.adapt_eval or len(train) < c.adapt_train:
         raise UserError(
-            f"family {c.adapt_family} level {c.adapt_level}: only {len(train)} training and {len(held)} held-out "
-            f"problems fit in {cc.qcfg.max_chain_tokens} tokens; lower --adapt-train / --adapt-eval"
+            f"family {c.adapt_family} level {c.adapt_level}: only {len(kept)} of {n} problems fit in "
+            f"{c.adapt_max_chain_tokens} tokens, fewer than --adapt-train {c.adapt_train} + --adapt-eval "
+            f"{c.adapt_eval}; lower them or pick another level"
         )
     rows = [sft_row(s) for s in train]
     held_rows = [eval_row(s) for s in held]
@@ -450,10 +455,13 @@ def stage_adapt(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
         raise UserError("no RL model in the start stage's quickstart run")
     data = unit(cc.dir("adapt") / "data", lambda: adapt_data(cc, rep))
     new = cc.dir("adapt") / "data" / "eval"
+    new_tokens = cc.cfg.adapt_eval_max_tokens
     runs = {m: adapt_sft(cc, rep, m, rl) for m in ("ef_sft", "full_sft")}
     evals = {
         "none": {
-            "new": evaluate(cc, rep, str(rl), cc.dir("adapt") / "eval_none_new", new, "RL model, new domain"),
+            "new": evaluate(
+                cc, rep, str(rl), cc.dir("adapt") / "eval_none_new", new, "RL model, new domain", new_tokens
+            ),
             # the RL model on the old problems is the quickstart's own evaluation
             "old": {"predictions": rel(q.dir("eval_rl") / "predictions" / "synthetic.jsonl", cc.out)},
         }
@@ -461,7 +469,7 @@ def stage_adapt(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     for m, run in runs.items():
         evals[m] = {
             "new": evaluate(
-                cc, rep, run["model"], cc.dir("adapt") / f"eval_{m}_new", new, f"{m}, new domain"
+                cc, rep, run["model"], cc.dir("adapt") / f"eval_{m}_new", new, f"{m}, new domain", new_tokens
             ),
             "old": evaluate(
                 cc, rep, run["model"], cc.dir("adapt") / f"eval_{m}_old", q.eval_dir, f"{m}, old domain"
