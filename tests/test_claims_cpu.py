@@ -311,6 +311,10 @@ def test_tts_table_splits_tokens_by_role_cpu() -> None:
     )
     assert r["other_tokens"] == 5 and r["whole_chain_tokens"] == 0
     assert by["self_consistency"][2]["a"] == (1.0, 80.0)
+    tot = [{"method": "e2c_tot", "budget": 1, "problem_id": "a", "correct": True, "generated_tokens": 30,
+            "tokens_by_role": {"tree": 12, "score": 8, "execute": 10}}]  # fmt: skip
+    (r,), _ = tts_table(tot)
+    assert r["explore_tokens"] == 12 and r["other_tokens"] == 8 and r["execute_tokens"] == 10
 
 
 # ------------------------------------------------------------------------------------------------ CLI

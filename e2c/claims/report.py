@@ -143,14 +143,16 @@ def tts_table(records: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]
             def role_mean(*names: str, rr=rr, n=n) -> float:
                 return sum(sum(x.get(k, 0) for k in names) for x in rr) / n
 
-            known = {"explore", "execute", "full"}
+            # e2c_tot's tree steps are exploration prefixes: its exploration tokens
+            explore_roles = ("explore", "tree") if m == "e2c_tot" else ("explore",)
+            known = {*explore_roles, "execute", "full"}
             rows.append(
                 {
                     "method": m,
                     "budget": b,
                     **st.accuracy_ci([v[0] for v in vals]),
                     "tokens": sum(v[1] for v in vals) / n,
-                    "explore_tokens": role_mean("explore"),
+                    "explore_tokens": role_mean(*explore_roles),
                     "execute_tokens": role_mean("execute"),
                     "whole_chain_tokens": role_mean("full"),
                     "other_tokens": sum(sum(v for k, v in x.items() if k not in known) for x in rr) / n,
@@ -396,7 +398,7 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
                 else ""
             ),
             "",
-            "| method | K | accuracy [95% CI] | tokens | explore | execute | whole chain | other (judge, scorer, refine, tree steps) |",
+            "| method | K | accuracy [95% CI] | tokens | explore (e2c_tot: its tree steps) | execute | whole chain | other (judge, scorer, refine) |",
             "|---|---|---|---|---|---|---|---|",
         ]
         for r in t["rows"]:
