@@ -230,7 +230,15 @@ def main(argv: list[str] | None = None) -> int:
             run_cfg["nested_budgets"] = True
         workers = args.workers if args.workers is not None else (16 if gen.name == "vllm" else 1)
         rows = run_tts(
-            gen, records, methods, budgets, settings, out_dir, run_cfg, embed, workers=workers,
+            gen,
+            records,
+            methods,
+            budgets,
+            settings,
+            out_dir,
+            run_cfg,
+            embed,
+            workers=workers,
             nested=args.nested_budgets,
         )
         if trackers:
