@@ -9,7 +9,6 @@ toolkit's own entry points as subprocesses (``scripts/e2c_rl.sh``, ``scripts/e2c
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -259,6 +258,8 @@ def stage_weighting(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ TTS
 def tts_command(cc: ClaimsContext, model: str) -> list[str]:
+    from e2c.quickstart.stages import tts_run_command
+
     c = cc.cfg
     sets = {
         "explore_budget": c.tts_explore_budget,
@@ -271,32 +272,16 @@ def tts_command(cc: ClaimsContext, model: str) -> list[str]:
         "top_p": f"{cc.qcfg.tts_top_p:g}",
         "seed": cc.qcfg.seed,
     }
-    from e2c.quickstart.config import resolve_dtype
-
-    return [
-        sys.executable,
-        str(project_root() / "tts" / "run_tts.py"),
-        "--model",
+    return tts_run_command(
+        cc.quickstart,
         model,
-        "--dataset",
-        "synthetic",
-        "--data-dir",
-        str(cc.quickstart.eval_dir),
-        "--limit",
-        str(c.tts_problems),
-        "--methods",
-        *c.tts_methods,
-        "--budgets",
-        *[str(b) for b in c.tts_budgets],
-        "--backend",
-        cc.qcfg.backend,
-        "--dtype",
-        resolve_dtype(cc.qcfg.dtype),
-        "--output-dir",
-        str(cc.dir("tts") / "runs"),
-        *(["--nested-budgets"] if c.tts_nested else []),
-        *[x for k, v in sets.items() for x in ("--set", f"{k}={v}")],
-    ]
+        c.tts_problems,
+        c.tts_methods,
+        c.tts_budgets,
+        cc.dir("tts") / "runs",
+        sets,
+        c.tts_nested,
+    )
 
 
 def stage_tts(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -462,9 +462,19 @@ def stage_eval_control(ctx: Context, rep: Reporter) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ TTS
-def tts_command(ctx: Context, model: str) -> list[str]:
+def tts_run_command(
+    ctx: Context,
+    model: str,
+    problems: int,
+    methods: Sequence[str],
+    budgets: Sequence[int],
+    out_dir: Path,
+    sets: Mapping[str, Any],
+    nested: bool = False,
+) -> list[str]:
+    """``tts/run_tts.py`` on the first ``problems`` held-out problems of the run's eval folder, with the run's
+    backend and dtype; ``sets`` become ``--set KEY=VALUE``; ``nested`` adds ``--nested-budgets``."""
     cfg = ctx.cfg
-    cot = cfg.tts_explore_budget + cfg.tts_execute_budget
     return [
         sys.executable,
         str(project_root() / "tts" / "run_tts.py"),
@@ -475,28 +485,34 @@ def tts_command(ctx: Context, model: str) -> list[str]:
         "--data-dir",
         str(ctx.eval_dir),
         "--limit",
-        str(cfg.tts_problems),
+        str(problems),
         "--methods",
-        *cfg.tts_methods,
+        *methods,
         "--budgets",
-        *[str(b) for b in cfg.tts_budgets],
+        *[str(b) for b in budgets],
         "--backend",
         cfg.backend,
         "--dtype",
         resolve_dtype(cfg.dtype),
         "--output-dir",
-        str(ctx.dir("tts") / "runs"),
-        "--set",
-        f"explore_budget={cfg.tts_explore_budget}",
-        "--set",
-        f"execute_budget={cfg.tts_execute_budget}",
-        "--set",
-        f"cot_tokens={cot}",
-        "--set",
-        f"top_p={cfg.tts_top_p:g}",
-        "--set",
-        f"seed={cfg.seed}",
+        str(out_dir),
+        *(["--nested-budgets"] if nested else []),
+        *[x for k, v in sets.items() for x in ("--set", f"{k}={v}")],
     ]
+
+
+def tts_command(ctx: Context, model: str) -> list[str]:
+    cfg = ctx.cfg
+    sets = {
+        "explore_budget": cfg.tts_explore_budget,
+        "execute_budget": cfg.tts_execute_budget,
+        "cot_tokens": cfg.tts_explore_budget + cfg.tts_execute_budget,
+        "top_p": f"{cfg.tts_top_p:g}",
+        "seed": cfg.seed,
+    }
+    return tts_run_command(
+        ctx, model, cfg.tts_problems, cfg.tts_methods, cfg.tts_budgets, ctx.dir("tts") / "runs", sets
+    )
 
 
 def tts_results(tts_dir: Path) -> Path | None:
