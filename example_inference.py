@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """E2C inference demo: one problem, an exploration then an execution, each phase shown with its tokens.
 
-    python example_inference.py                                 # embedded SmolLM2-135M, CPU, no hub
-    python example_inference.py --model tiny                    # the random tiny test model (seconds)
-    python example_inference.py --model TingheOliver/Explore-Execute-Chain-Qwen --subfolder 8B
+    python example_inference.py                     # the released 8B (GPU + hub), else the embedded SmolLM2-135M
+    python example_inference.py --model tiny        # the random tiny test model (seconds)
+    python example_inference.py --model_path TingheOliver/Explore-Execute-Chain-Qwen --subfolder 8B
 
-Generation runs in two budgeted calls (explore up to --explore-budget tokens, stopping at the closing
-exploration tag, then execute with the rest of --max-tokens); --explore-budget 0 makes it one call.
+With a released or user checkpoint it is the paper's single call: 2048 new tokens, temperature 0.7, no
+exploration cut. --explore-budget N makes it two budgeted calls (explore up to N tokens, stopping at the
+closing exploration tag, then execute with the rest of --max-tokens). The embedded and tiny models get 384
+tokens, a 128-token exploration cut and the release's usual opening, which keep a CPU run short.
 --backend picks vllm (GPU) or hf (transformers); auto takes vllm when a GPU and vllm are present. The embedded model was never trained on
 E2C: expect a closed-for-it exploration and a weak answer; it shows the pipeline, not the method.
 """

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Interactive E2C demo: pick one of eight built-in problems (math, medical, code) or type your own.
 
-    python example_interactive.py                         # embedded SmolLM2-135M, CPU, no hub
-    printf '1\n4\nWhat is 12*13?\nq\n' | python example_interactive.py --model tiny
+    python example_interactive.py                         # the released 8B (GPU + hub), else embedded
+    printf '1\n9\nWhat is 12*13?\n10\n' | python example_interactive.py --model tiny
+
+The paper's menu: 1-8 the built-in problems, 9 your own problem (typed on the next line), 10 exit. Typing
+a problem directly, or ``q``, also works.
 
 Each answer shows the EXPLORATION PHASE and EXECUTION PHASE, the extracted answer (graded for built-in
 problems) and per-phase token counts. Reads from a terminal or from piped stdin; ``q`` or end of input quits.
@@ -57,7 +60,20 @@ def menu(items: list[dict[str, Any]]) -> str:
         lines.append(
             f"  {n}. [{it.get('category', 'custom')}] {first[:72]}{'...' if len(first) > 72 else ''}"
         )
+    lines.append(f"  {len(items) + 1}. Enter your own problem")
+    lines.append(f"  {len(items) + 2}. Exit")
     return "\n".join(lines)
+
+
+def read_line(prompt: str, tty: bool) -> str | None:
+    """One input line (None at the end of input); piped lines are echoed after the prompt."""
+    try:
+        line = input(prompt if tty else "")
+    except EOFError:
+        return None
+    if not tty:
+        print(prompt + echo(line))
+    return line
 
 
 def question(item: dict[str, Any]) -> str:
@@ -91,24 +107,31 @@ def session(gen: Any, args: argparse.Namespace, items: list[dict[str, Any]]) -> 
     """The menu loop, until q or the end of input; a problem that cannot run is one line, then the menu."""
     tty = sys.stdin.isatty()
     print(menu(items))
+    own, leave = len(items) + 1, len(items) + 2
     while True:
-        prompt = f"Pick 1-{len(items)}, type a problem, or q to quit: "
-        try:
-            line = input(prompt if tty else "")
-        except EOFError:
+        line = read_line(
+            f"Pick 1-{len(items)}, {own} for your own problem, {leave} to exit (or type a problem): ", tty
+        )
+        if line is None:
             break
-        if not tty:
-            print(prompt + echo(line))
         choice = line.strip()
         if not choice:
             print(menu(items))
             continue
-        if choice.lower() in QUIT:
+        if choice.lower() in QUIT or choice == str(leave):
             break
-        if choice.isdigit():
+        if choice == str(own):
+            typed = read_line("Your problem: ", tty)
+            if typed is None:
+                break
+            if not typed.strip():
+                print("no problem typed; back to the menu")
+                continue
+            problem, answer, kind, options = typed.strip(), None, "math", None
+        elif choice.isdigit():
             k = int(choice)
             if not 1 <= k <= len(items):
-                print(f"no problem {k}; pick 1-{len(items)}")
+                print(f"no problem {k}; pick 1-{leave}")
                 continue
             it = items[k - 1]
             problem, answer = question(it), it.get("answer")

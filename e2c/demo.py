@@ -12,10 +12,10 @@ import time
 from typing import Any
 
 from e2c.chain import FORMATS, ChainFormat, get_format
-from e2c.cli import UserError, fail, quiet_transformers
+from e2c.cli import UserError, default_subfolder, fail, quiet_transformers
 from e2c.generation import BACKENDS, generate_chains, make_generator
 from e2c.generation.base import check_fits, context_length
-from e2c.models import ModelSpecError
+from e2c.models import RELEASED_REPO, ModelSpecError
 from e2c.rewards import grade
 
 CLOSED_FOR_MODEL = {
@@ -25,41 +25,92 @@ CLOSED_FOR_MODEL = {
 RULE = "=" * 70
 
 
-def add_generation_flags(
-    p: argparse.ArgumentParser, max_tokens: int = 384, explore_budget: int = 128
-) -> None:
+# Small local models (never trained on E2C, slow on a CPU): a short budget, an exploration cut and the
+# release's usual opening keep the demo quick and show both phases. Any other model gets the paper's call.
+SMALL_MODELS = ("embedded", "tiny")
+SMALL_DEFAULTS = {
+    "max_tokens": 384,
+    "explore_budget": 128,
+    "opener": "I need to make a step-by-step plan.\n1.",
+}
+PAPER_DEFAULTS = {"max_tokens": 2048, "explore_budget": 0, "opener": ""}
+
+
+def add_generation_flags(p: argparse.ArgumentParser) -> None:
     """The demo flags: the paper's (``--model --subfolder --max-tokens --temperature``; its underscore
-    spellings such as ``--model_path`` are accepted, :data:`e2c.cli.FLAG_ALIASES`) plus ours."""
+    spellings such as ``--model_path`` are accepted, :data:`e2c.cli.FLAG_ALIASES`) plus ours. Defaults that
+    depend on the model are filled by :func:`fill_defaults`."""
     a = p.add_argument
     a(
         "--model",
-        default="embedded",
-        help="model: embedded, tiny, a folder or an HF id (default: embedded)",
+        default="auto",
+        help="model: auto, embedded, tiny, a folder or an HF id (default: auto: the released 8B where a GPU "
+        "and the hub are there, else the embedded SmolLM2-135M)",
     )
-    a("--subfolder", default=None, help="subfolder of the model repo/folder, e.g. 8B or 4B (default: none)")
+    a(
+        "--subfolder",
+        default=None,
+        help="subfolder of the model repo/folder, e.g. 8B or 4B (default: 8B for the released checkpoint, "
+        "else none)",
+    )
     a(
         "--backend",
         default="auto",
         choices=[*BACKENDS, "transformers"],
         help="generation backend (default: auto)",
     )
-    a("--max-tokens", type=int, default=max_tokens, help=f"new tokens, both phases (default: {max_tokens})")
+    a(
+        "--max-tokens",
+        type=int,
+        default=None,
+        help=f"new tokens, both phases (default: {PAPER_DEFAULTS['max_tokens']}, as the paper; embedded/tiny: "
+        f"{SMALL_DEFAULTS['max_tokens']})",
+    )
     a(
         "--explore-budget",
         type=int,
-        default=explore_budget,
-        help=f"tokens for the exploration; 0 = one call for the whole chain (default: {explore_budget})",
+        default=None,
+        help="tokens for the exploration, then the execution gets the rest; 0 = one call for the whole chain "
+        f"(default: 0, as the paper; embedded/tiny: {SMALL_DEFAULTS['explore_budget']})",
     )
     a("--temperature", type=float, default=0.7, help="sampling temperature; 0 = greedy (default: 0.7)")
     a("--top-p", type=float, default=0.95, help="nucleus sampling mass (default: 0.95)")
     a("--seed", type=int, default=0, help="random seed (default: 0)")
     a(
         "--opener",
-        default="I need to make a step-by-step plan.\n1.",
-        help="text that starts the exploration for the model; '' for none (default: the release's usual opening)",
+        default=None,
+        help="text that starts the exploration for the model; '' for none (default: none, as the paper; "
+        "embedded/tiny: the release's usual opening)",
     )
     a("--format", default="e2c", choices=list(FORMATS), help="chain format (default: e2c)")
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
+
+
+def auto_model(gpus: int, hub: bool) -> tuple[str, str | None]:
+    """``--model auto``: the released checkpoint where a GPU and the hub are there, else the embedded model,
+    with the one line that says why (None when the released model is used)."""
+    if gpus and hub:
+        return RELEASED_REPO, None
+    why = "no GPU" if not gpus else "no hub"
+    return "embedded", f"{why}: the embedded SmolLM2-135M runs instead of the released 8B (--model picks one)"
+
+
+def fill_defaults(args: argparse.Namespace) -> None:
+    """Resolve ``--model auto`` and the defaults that depend on the model (:data:`PAPER_DEFAULTS` for a
+    released or user checkpoint, :data:`SMALL_DEFAULTS` for embedded/tiny); flags given stay."""
+    if args.model == "auto":
+        from e2c.devices import gpu_count
+        from e2c.models import hub_reachable
+
+        gpus = gpu_count()
+        args.model, note = auto_model(gpus, bool(gpus) and hub_reachable())
+        if note:
+            print(note, flush=True)
+    defaults = SMALL_DEFAULTS if args.model in SMALL_MODELS else PAPER_DEFAULTS
+    for key, value in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    args.subfolder = default_subfolder(args.model, args.subfolder)
 
 
 def check_flags(args: argparse.Namespace) -> None:
@@ -87,6 +138,7 @@ def check_prompt(gen: Any, args: argparse.Namespace, problem: str) -> None:
 
 def load(args: argparse.Namespace) -> Any:
     """Build the generator from the flags; one-line exit on a bad model or backend."""
+    fill_defaults(args)
     try:
         check_flags(args)
     except UserError as e:

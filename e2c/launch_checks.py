@@ -243,6 +243,20 @@ def compose_checked(config_dir: Path, config_name: str, fixed: Sequence[str], us
 
 
 # ------------------------------------------------------------------------------------------------ files
+# Files the paper's README names that its release never shipped and no script can rebuild as they were.
+NOT_RELEASED = {
+    "medical-train.parquet": "the paper's medical EF-SFT data was never released; build EF-SFT rows from "
+    "your domain's E2C chains with e2c.data.efsft.build (bash scripts/prepare_all_data.sh builds "
+    "data/processed/ef_sft/ef_sft.parquet from the math SFT set that way)",
+}
+
+
+def not_released(path: Path) -> str:
+    """``: <why>`` for a missing file the paper names but never released (:data:`NOT_RELEASED`), else ''."""
+    why = NOT_RELEASED.get(Path(path).name)
+    return f": {why}" if why else ""
+
+
 def check_data_file(path: str, what: str, schema: str, suffixes: Sequence[str], flag: str) -> None:
     """A data file the trainer will read: it exists, has a suffix the trainer reads, and fits ``schema``
     (e2c.data.schema's check); a missing column is named as such. ``flag`` picks another file."""
@@ -252,6 +266,8 @@ def check_data_file(path: str, what: str, schema: str, suffixes: Sequence[str], 
     if p.is_dir():
         raise UserError(f"{what} {path} is a folder; pass the data file(s) in it, comma-separated")
     if not p.is_file():
+        if p.name in NOT_RELEASED:
+            raise UserError(f"{what} {path} does not exist{not_released(p)}, or pass {flag}")
         raise UserError(
             f"{what} {path} does not exist; prepare it with bash scripts/prepare_all_data.sh or pass {flag}"
         )

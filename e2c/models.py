@@ -126,6 +126,22 @@ def model_context(config: Any) -> int | None:
     return None
 
 
+def hub_reachable(repo: str = RELEASED_REPO, timeout: float = 5.0) -> bool:
+    """Whether the hub (``$HF_ENDPOINT`` or huggingface.co) answers for ``repo`` within ``timeout`` seconds;
+    False in HF offline mode. A quick probe for choosing a default, not a guarantee of the download."""
+    import urllib.request
+
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+        return False
+    base = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    try:
+        req = urllib.request.Request(f"{base}/api/models/{repo}", method="HEAD")
+        with urllib.request.urlopen(req, timeout=timeout):
+            return True
+    except Exception:  # no network, refused, a bad endpoint: not reachable for this purpose
+        return False
+
+
 def _resolve_hub(repo: str, subfolder: str | None, local_files_only: bool | None) -> ResolvedModel:
     try:
         from huggingface_hub import list_repo_files, snapshot_download

@@ -3,10 +3,12 @@
 # e2c.max_num_gen_batches=10 generation batches per step, then the step trains on what it has), overlong
 # buffer penalty, no KL; the same two stages and exploration coefficient as scripts/e2c_rl.sh.
 #
+#   bash scripts/e2c_dapo.sh                         # both stages in order
 #   bash scripts/e2c_dapo.sh --stage 1
 #   bash scripts/e2c_dapo.sh --stage 2               # from DAPO stage 1's latest checkpoint
 #
 # Env and flags: as scripts/e2c_rl.sh (MODEL_PATH, TRAIN_DATA, VAL_DATA, OUTPUT_DIR, TOTAL_TRAINING_STEPS,
-# NNODES, CUDA_VISIBLE_DEVICES); the run folder defaults to models/checkpoints/rl/dapo_stage<N>.
+# N_GPUS, NNODES, CUDA_VISIBLE_DEVICES); OUTPUT_DIR defaults to models/checkpoints/rl/dapo, holding
+# stage1-warmup/ and stage2-main/, each with final/.
 set -euo pipefail
 E2C_ALGO=dapo exec bash "$(dirname "${BASH_SOURCE[0]}")/e2c_rl.sh" "$@"

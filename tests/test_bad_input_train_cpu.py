@@ -131,9 +131,9 @@ CASES = {
     "rl-output-is-a-file": ("e2c_rl.sh", {**RL, "OUTPUT_DIR": "{file}"}, [], "exists and is not a folder"),
     "rl-output-existing-unwritable": (
         "e2c_rl.sh",
-        {**RL, "OUTPUT_DIR": "/sys/kernel"},
+        {**RL, "OUTPUT_DIR": "/sys/kernel"},  # the parent of the stage folders
         [],
-        "output folder /sys/kernel is not writable",
+        "output folder /sys/kernel/stage1-warmup: cannot write in /sys/kernel",
     ),
     "rl-data-is-a-folder": (
         "e2c_rl.sh",
@@ -270,7 +270,9 @@ def test_hydra_files_go_to_the_run_folder(script: str, files: dict[str, Path], t
     assert proc.returncode == 0, proc.stderr[-2000:]
     cmd = shlex.split(proc.stdout.strip().splitlines()[-1])
     run_dirs = [a.split("=", 1)[1] for a in cmd if a.startswith("hydra.run.dir=")]
-    assert len(run_dirs) == 1 and run_dirs[0].startswith(str(tmp_path / "out" / "hydra") + "/"), cmd
+    # RL: OUTPUT_DIR is the parent of the stage folders; the last command printed is stage 2's.
+    run_dir = tmp_path / "out" / ("stage2-main" if script == "e2c_rl.sh" else "")
+    assert len(run_dirs) == 1 and run_dirs[0].startswith(str(run_dir / "hydra") + "/"), cmd
 
 
 @pytest.mark.parametrize(

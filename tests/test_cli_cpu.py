@@ -119,7 +119,7 @@ def test_interactive_demo_through_stdin() -> None:
             "8",
         ],
         cwd=ROOT,
-        input="4\n9\nWhat is 12*13?\nq\n",
+        input="4\n9\nWhat is 12*13?\n11\n10\n",  # the paper's menu: 9 your own problem, 10 exit
         capture_output=True,
         text=True,
         timeout=300,
@@ -130,7 +130,8 @@ def test_interactive_demo_through_stdin() -> None:
     assert out.count("EXPLORATION PHASE:") == 2 and out.count("EXECUTION PHASE:") == 2
     assert "8. [code]" in out and "[medical]" in out
     assert "D. Aplastic anemia" in out and "reference answer : B" in out  # a built-in MCQ with its options
-    assert "no problem 9; pick 1-8" in out and "PROBLEM:\nWhat is 12*13?" in out
+    assert "9. Enter your own problem" in out and "10. Exit" in out
+    assert "no problem 11; pick 1-10" in out and "PROBLEM:\nWhat is 12*13?" in out
     assert out.rstrip().endswith("bye")
 
 

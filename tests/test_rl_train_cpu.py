@@ -72,30 +72,44 @@ def test_grpo_stage2_needs_stage1_checkpoint_cpu(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Both stages in one command, as the paper's README types it: no --stage, OUTPUT_DIR the parent."""
     tmp = tmp_path_factory.mktemp("rl")
     data = _rl_parquet(tmp / "rl.parquet")
-    env = {**os.environ, "TRAIN_DATA": str(data), "VAL_DATA": str(data), "TOTAL_TRAINING_STEPS": "2"}
-    runs: dict = {"data": data}
-    # Stage 2 also runs the elastic two-phase rollout: every exploration is closed (by the model or forced at
-    # 16 tokens), so every response has an exploration span to weight.
-    stage2 = ["--stage1-dir", str(tmp / "s1"), "--explore-budget", "16"]
-    for stage, extra in (("1", ["--model", "tiny"]), ("2", stage2)):
-        out_dir = tmp / f"s{stage}"
-        cmd = ["bash", "scripts/e2c_rl.sh", "--stage", stage, "--output-dir", str(out_dir), *extra]
-        # stage 2 validates at its last step: its generations go to the trackers and val_generations/
-        cmd += ["--", "trainer.save_freq=2", *(["trainer.test_freq=2"] if stage == "2" else [])]
-        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
-        assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-        runs[stage] = out_dir
-        runs[f"log{stage}"] = res.stdout
-    return runs
+    root = tmp / "rl"
+    env = {
+        **os.environ,
+        "MODEL_PATH": "tiny",
+        "TRAIN_DATA": str(data),
+        "VAL_DATA": str(data),
+        "OUTPUT_DIR": str(root),
+        "TOTAL_TRAINING_STEPS": "2",
+    }
+    # The elastic two-phase rollout: every exploration is closed (by the model or forced at 16 tokens), so
+    # every response has an exploration span to weight. Validation at the last step sends generations to the
+    # trackers and val_generations/. No save frequency: each stage still saves its last step.
+    cmd = ["bash", "scripts/e2c_rl.sh", "--explore-budget", "16", "--", "trainer.test_freq=2"]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    return {
+        "data": data,
+        "root": root,
+        "1": root / "stage1-warmup",
+        "2": root / "stage2-main",
+        "log": res.stdout,
+    }
 
 
 def test_grpo_stage1_then_stage2_with_weighting_cpu(grpo_runs: dict) -> None:
     s1, s2 = grpo_runs["1"], grpo_runs["2"]
     hf1 = s1 / "global_step_2" / "actor" / "huggingface"
     assert (hf1 / "config.json").is_file() and list(hf1.glob("*.safetensors"))
-    assert f"stage 2 starts from stage 1's checkpoint {hf1}" in grpo_runs["log2"]
+    assert f"stage 2 starts from stage 1's checkpoint {hf1}" in grpo_runs["log"]
+    # The paper's next command takes <stage folder>/final: a plain HF model, the last checkpoint's.
+    for run in (s1, s2):
+        final = run / "final"
+        assert final.is_symlink() and final.resolve() == (run / "global_step_2" / "actor" / "huggingface")
+        assert (final / "config.json").is_file() and list(final.glob("*.safetensors"))
+        assert list(final.glob("tokenizer*"))
     m1, m2 = _metrics(s1), _metrics(s2)
     assert len(m1) == 2 and len(m2) == 2
     for m in m1:

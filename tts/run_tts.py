@@ -104,6 +104,8 @@ def load_config(args) -> dict:
         raise UserError(f"--config {path}: not readable YAML ({type(e).__name__})") from None
     if not isinstance(cfg, dict):
         raise UserError(f"--config {path}: expected a mapping of settings, got {type(cfg).__name__}")
+    if cfg.get("model_path"):  # the paper's README sets model_path (and subfolder) in this file
+        cfg["model"] = cfg["model_path"]
     keys = (
         "methods",
         "budgets",

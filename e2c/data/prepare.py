@@ -38,6 +38,32 @@ from e2c.files import check_output_dir
 from e2c.models import ModelSpecError
 from e2c.paths import data_dir
 
+# The paper's README spells the processed files it passes as TRAIN_DATA with hyphens (its
+# data/processed/sft/e2c-sft-train.parquet); each of ours is also reachable under that spelling, as a link in
+# the same folder. The SFT name is the README's; the validation and RL names follow the release's raw files
+# (e2c-rl.parquet, e2c-rl-valid.parquet).
+PAPER_NAMES = {
+    "e2c_sft_train.parquet": "e2c-sft-train.parquet",
+    "e2c_sft_val.parquet": "e2c-sft-valid.parquet",
+    "e2c_rl_train.parquet": "e2c-rl-train.parquet",
+    "e2c_rl_val.parquet": "e2c-rl-valid.parquet",
+}
+
+
+def link_paper_name(path: Path) -> Path | None:
+    """Link the paper's spelling of ``path`` (:data:`PAPER_NAMES`) to it; returns the link, or None when the
+    file has no paper name or a real file of that name is there (never replaced)."""
+    name = PAPER_NAMES.get(path.name)
+    if name is None:
+        return None
+    alias = path.with_name(name)
+    if alias.exists() and not alias.is_symlink():
+        return None
+    if alias.is_symlink():
+        alias.unlink()
+    alias.symlink_to(path.name)
+    return alias
+
 
 class Run:
     """Collects what was written and what failed, for the final summary."""
@@ -51,7 +77,10 @@ class Run:
         write_parquet(rows, path)
         n = validate_file(path, schema)
         self.written.append((path, schema, n))
-        print(f"wrote {path} ({n} rows, {schema} schema)", flush=True)
+        alias = link_paper_name(path)
+        print(
+            f"wrote {path} ({n} rows, {schema} schema{f'; also {alias.name}' if alias else ''})", flush=True
+        )
 
     def fail(self, step: str, message: str) -> None:
         self.failed.append(f"{step}: {message}")
@@ -82,12 +111,14 @@ def raw_eval_dirs(raw: Path) -> list[Path]:
 
 
 def prepare_paper(
-    run: Run, raw: Path, out: Path, val_frac: float, seed: int, skip_rl: bool
+    run: Run, raw: Path, out: Path, val_frac: float, seed: int, skip_rl: bool, skip_sft: bool = False
 ) -> list[dict] | None:
     """Convert the downloaded SFT and RL files; returns the SFT train rows (or None)."""
     sft_train = None
-    sft_files = raw_files(raw, "sft")
-    if sft_files:
+    sft_files = [] if skip_sft else raw_files(raw, "sft")
+    if skip_sft:
+        run.notes.append("paper SFT: skipped (--skip-sft)")
+    elif sft_files:
         rows, dropped = paper.sft_rows(r for f in sft_files for r in read_rows(f))
         if dropped:
             run.notes.append(f"paper SFT: dropped {dict(dropped)}")
@@ -151,7 +182,7 @@ def prepare_eval(run: Run, raw: Path, out: Path, data_dir: str | None, use_hub: 
         )
 
 
-def prepare_synthetic(run: Run, out: Path, n: int, seed: int) -> list[dict]:
+def prepare_synthetic(run: Run, out: Path, n: int, seed: int, workers: int = 2) -> list[dict]:
     with progress.bar(n, "synthetic", unit="problem") as pbar:
 
         def show(kept: int, total: int) -> None:
@@ -160,7 +191,7 @@ def prepare_synthetic(run: Run, out: Path, n: int, seed: int) -> list[dict]:
             else:
                 pbar.update(kept - pbar.n)
 
-        samples, report = generate(n, seed=seed, progress=show)
+        samples, report = generate(n, seed=seed, progress=show, workers=workers)
     print(report.line(), flush=True)
     rows = rows_by_split(samples, E2C)
     run.write(rows["sft"], out / "sft" / "synthetic_sft.parquet", "sft")
@@ -190,6 +221,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--endpoint", default=None, help="hub base URL (default: $HF_ENDPOINT or huggingface.co)")
     ap.add_argument("--skip-download", action="store_true", help="use only files already on disk")
     ap.add_argument("--skip-rl", action="store_true", help="do not download or convert the RL prompts")
+    ap.add_argument(
+        "--skip-sft",
+        action="store_true",
+        help="do not download or convert the paper's SFT pairs (EF-SFT data then comes from the synthetic "
+        "SFT set, if any)",
+    )
+    ap.add_argument(
+        "--num-workers",
+        type=int,
+        default=2,
+        help="parallel processes that verify the synthetic problems by running their traces (default 2)",
+    )
     ap.add_argument(
         "--synthetic",
         type=int,
@@ -221,6 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.synthetic < 0:
         ap.error(f"--synthetic must be >= 0, got {args.synthetic}")
+    if args.num_workers < 1:
+        ap.error(f"--num-workers must be at least 1, got {args.num_workers}")
     if not 0.0 <= args.val_frac < 1.0 or not 0.0 <= args.reg_frac < 1.0:
         ap.error("--val-frac and --reg-frac must be in [0, 1)")
     if args.data_dir and not Path(args.data_dir).is_dir():
@@ -236,7 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UserError(f"--raw {raw}: {raw.absolute()} is a file, not a folder")
     except UserError as e:
         fail(str(e))
-    if args.synthetic or not args.skip_download or raw_files(raw, "sft"):
+    if args.synthetic or not (args.skip_download or args.skip_sft) or raw_files(raw, "sft"):
         from e2c.models import resolve_model
 
         try:  # EF-SFT runs last: a bad --tokenizer is refused now, not after every other step
@@ -247,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run = Run()
     if not args.skip_download:
         base = endpoint(args.mirror, args.endpoint)
-        for which in ("sft", *(() if args.skip_rl else ("rl",)), "eval"):
+        for which in (*(() if args.skip_sft else ("sft",)), *(() if args.skip_rl else ("rl",)), "eval"):
             print(f"download {which} from {base}/{DATA_REPO}", flush=True)
             try:
                 download(which, raw, base=base)
@@ -256,7 +301,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if "cannot reach" in str(e):
                     break
     steps = [
-        ("paper data", lambda: prepare_paper(run, raw, out, args.val_frac, args.seed, args.skip_rl)),
+        (
+            "paper data",
+            lambda: prepare_paper(run, raw, out, args.val_frac, args.seed, args.skip_rl, args.skip_sft),
+        ),
         ("eval", lambda: prepare_eval(run, raw, out, args.data_dir, use_hub=not args.skip_download)),
     ]
     results: dict[str, Any] = {}
@@ -268,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     synth_sft: list[dict] = []
     if args.synthetic:
         try:
-            synth_sft = prepare_synthetic(run, out, args.synthetic, args.seed)
+            synth_sft = prepare_synthetic(run, out, args.synthetic, args.seed, args.num_workers)
         except UserError as e:
             run.fail("synthetic", str(e))
     ef_source = results.get("paper data") or synth_sft

@@ -199,6 +199,9 @@ ALIASES: dict[str, str] = {
     "minerva_math": "minerva",
     "aime2024": "aime24",
     "aime2025": "aime25",
+    # Elastic Reasoning's (and DeepScaleR's) evaluation names.
+    "aime": "aime24",
+    "amc": "amc23",
 }
 
 
@@ -325,6 +328,13 @@ def _from_hub(spec: DatasetSpec, dirs: Sequence[Path]) -> list[Record]:
     except Exception as e:  # no network, no such repo, gated, ...
         raise UserError(f"{hint} ({type(e).__name__}){fix}") from None
     return records_from_rows(ds, spec, f"{spec.hf_id}[{spec.split}]")
+
+
+def hub_records(name: str) -> list[Record]:
+    """One benchmark's records from its hub copy, local files ignored (one line when the hub cannot
+    serve it, naming the offline alternatives)."""
+    spec = get_spec(name)
+    return _from_hub(spec, search_dirs())
 
 
 def load_benchmark(

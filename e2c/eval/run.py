@@ -3,7 +3,8 @@
     python -m e2c.eval.run --model embedded --dataset gsm8k --limit 20 --sample 4 --max-tokens 256
     python -m e2c.eval.run --dataset all --sample 8 --gpus 8          # the released 8B on GPUs (vLLM)
 
-Defaults follow the paper: the released checkpoint (8B), temperature 1.0, 8 samples, the dataset's token
+Defaults follow the paper's script: the released checkpoint (8B), temperature 1.0, 1 sample (its reported
+numbers: ``--sample 8``), the dataset's token
 budget (8,192 math, 1,500 medical), single-call generation. ``--explore-budget`` switches to two-phase
 generation with per-phase budgets. The prompt is the question plus the release's suffix with the assistant
 turn prefilled with ``<EXPLORATION>`` (as the release's RL and TTS do); ``--no-prefill`` sends the
@@ -44,6 +45,8 @@ from e2c.files import check_output_dir
 from e2c.models import RELEASED_REPO, ModelSpecError, model_context, resolve_model
 from e2c.tracking import RESULTS_LOGGER_HELP, log_results, result_trackers
 
+# The paper's evaluation folder; each model and setting gets its own run folder inside it (resume needs that).
+EVAL_ROOT = Path("evaluation") / "e2c-eval"
 VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones
 # hf: sequences per call, in batches: rows that finish are refilled from the rest of the call (continuous
 # batching), so only the last quarter of a call runs with a part-empty batch; a resume redoes at most one call.
@@ -65,7 +68,7 @@ def default_save_path(cfg: EvalConfig) -> Path:
         parts.append("noprefill")
     if cfg.medical_prompt != "none":
         parts.append(f"med-{slug(cfg.medical_prompt)}")
-    return Path("outputs") / "eval" / model / "_".join(parts)
+    return EVAL_ROOT / model / "_".join(parts)
 
 
 def parse_gpus(value: str | None) -> int | None:
@@ -112,7 +115,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="benchmark, alias or group: gsm8k, math, aime24, aime25, amc23, all, medqa, medmcqa, med, ... "
         "(comma-separated for several; default: gsm8k)",
     )
-    a("--sample", type=int, default=8, help="samples per problem (default: 8)")
+    a(
+        "--sample",
+        type=int,
+        default=1,
+        help="samples per problem (default: 1, as the paper's script; its reported numbers use --sample 8)",
+    )
     a(
         "--gpus",
         default=None,
@@ -120,7 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a("--temperature", type=float, default=1.0, help="sampling temperature; 0 = greedy (default: 1.0)")
     a("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
-    a("--output-dir", type=Path, default=None, help="run folder (default: outputs/eval/<model>/<settings>)")
+    a(
+        "--output-dir",
+        type=Path,
+        default=None,
+        help="run folder (default: evaluation/e2c-eval/<model>/<settings>, under the paper's folder)",
+    )
     a(
         "--backend",
         default="auto",

@@ -17,10 +17,16 @@ files (the rl schema) and the model folder (:mod:`e2c.launch_checks`), the ``e2c
 ``error:`` line and exit 2, never a traceback from inside verl minutes later. Hydra's own files go to
 ``<output-dir>/hydra/<time>``.
 
+Stages and folders, as the paper's ``e2c_rl.sh``: with no ``--stage`` both stages run in order. Each stage's
+run folder is ``<root>/stage1-warmup`` or ``<root>/stage2-main`` (root: ``--root-dir``, the scripts'
+``OUTPUT_DIR``, default ``models/checkpoints/rl``; DAPO's ``models/checkpoints/rl/dapo``); ``--output-dir``
+names one stage's folder exactly. Every stage saves a checkpoint at its last step at least, and its latest
+checkpoint's plain HF folder is linked as ``<run folder>/final`` (what ``eval.sh --model`` takes).
+
 Stage hand-off: every checkpoint also saves a plain HF folder (``actor/huggingface``); stage 2 starts from
-the latest one of stage 1's output folder (``--stage1-dir``, default stage 1's default ``--output-dir``) and
-fails with one line if there is none (it never falls back to the SFT model). ``--model`` starts stage 2 from
-another model instead; given with ``--stage1-dir`` it is refused, as the two name different start models.
+the latest one of stage 1's run folder (``--stage1-dir``, default ``<root>/stage1-warmup``) and fails with one
+line if there is none (it never falls back to the SFT model). ``--model`` starts stage 2 from another model
+instead; given with ``--stage1-dir`` it is refused, as the two name different start models.
 """
 
 from __future__ import annotations
@@ -48,6 +54,13 @@ ALGOS = ("grpo", "dapo")
 # What verl's RL dataset reads (verl.utils.dataset.rl_dataset).
 DATA_SUFFIXES = (".parquet", ".json", ".jsonl")
 STAGES = (1, 2)
+STAGE_CHOICES = ("1", "2", "both")
+# The paper's run folders, under the root (OUTPUT_DIR).
+STAGE_FOLDERS = {1: "stage1-warmup", 2: "stage2-main"}
+FINAL = "final"
+# verl saves at the last step whenever save_freq > 0: this saves there and nowhere else.
+LAST_STEP_ONLY = 10**9
+SAVE_FREQ_KEY = "trainer.save_freq"
 MODEL_KEY = "actor_rollout_ref.model"
 VAL_GENERATIONS = 4  # a few chains per validation, as verl's log_val_generations
 VAL_DIR = "val_generations"
@@ -66,9 +79,37 @@ def config_name(algo: str) -> str:
     return f"e2c_{algo}"
 
 
-def default_output_dir(algo: str, stage: int) -> Path:
-    """A stage's run folder unless ``--output-dir`` names one: ``models/checkpoints/rl/<algo>_stage<N>``."""
-    return project_root() / "models" / "checkpoints" / "rl" / f"{algo}_stage{stage}"
+def default_root(algo: str) -> Path:
+    """The parent of the stage folders unless ``--root-dir`` (``OUTPUT_DIR``) names one: the paper's
+    ``models/checkpoints/rl`` for GRPO, ``models/checkpoints/rl/dapo`` for DAPO (so the two never mix)."""
+    base = project_root() / "models" / "checkpoints" / "rl"
+    return base if algo == "grpo" else base / algo
+
+
+def default_output_dir(algo: str, stage: int, root: Path | None = None) -> Path:
+    """A stage's run folder unless ``--output-dir`` names one: ``<root>/stage1-warmup`` or
+    ``<root>/stage2-main``."""
+    return (root or default_root(algo)) / STAGE_FOLDERS[stage]
+
+
+def link_final(run_dir: Path) -> Path | None:
+    """Point ``<run_dir>/final`` at the latest checkpoint's plain HF folder (a relative link, so the run
+    folder can move). Returns the link, or None when the run saved no checkpoint; a real folder named
+    ``final`` (the user's) is left alone."""
+    step = latest_checkpoint(run_dir)
+    if step is None:
+        return None
+    hf = step / "actor" / "huggingface"
+    if not (hf / "config.json").is_file():
+        return None
+    final = run_dir / FINAL
+    if final.exists() and not final.is_symlink():
+        print(f"[e2c-rl] {final} exists and is not a link: left alone; the model is {hf}", flush=True)
+        return None
+    if final.is_symlink():
+        final.unlink()
+    final.symlink_to(hf.relative_to(run_dir), target_is_directory=True)
+    return final
 
 
 def default_sft_model() -> Path:
@@ -213,24 +254,39 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         description="E2C RL on verl (GRPO or DAPO, stage 1 or 2). Overrides after -- go to Hydra.",
     )
     p.add_argument("--algo", choices=ALGOS, default="grpo", help="grpo (paper) or dapo (default grpo)")
-    p.add_argument("--stage", type=int, choices=STAGES, default=1, help="1: warm-up, 2: weighted (default 1)")
+    p.add_argument(
+        "--stage",
+        choices=STAGE_CHOICES,
+        default="both",
+        help="1: warm-up, 2: weighted, both: 1 then 2 from 1's last checkpoint, as the paper's script "
+        "(default both)",
+    )
     p.add_argument(
         "--model",
         default=None,
-        help="stage 1: tiny|embedded|folder|HF id (default models/checkpoints/sft/final); "
-        "stage 2: default is stage 1's latest checkpoint",
+        help="stage 1 (and both): tiny|embedded|folder|HF id (default models/checkpoints/sft/final); "
+        "--stage 2: default is stage 1's latest checkpoint",
     )
     p.add_argument(
         "--stage1-dir",
         default=None,
-        help="stage 2: stage 1's run folder to start from (default its output; not with --model)",
+        help="--stage 2: stage 1's run folder to start from (default <root>/stage1-warmup; not with --model)",
+    )
+    p.add_argument(
+        "--root-dir",
+        default=None,
+        help="parent of the stage folders stage1-warmup/ and stage2-main/ (the scripts' OUTPUT_DIR; default "
+        "models/checkpoints/rl, DAPO: models/checkpoints/rl/dapo)",
     )
     p.add_argument(
         "--train-data", default=None, help="RL parquet(s), comma-separated (default: the config's)"
     )
     p.add_argument("--val-data", default=None, help="validation parquet(s) (default: the config's)")
     p.add_argument(
-        "--output-dir", default=None, help="run folder (default models/checkpoints/rl/<algo>_stage<N>)"
+        "--output-dir",
+        default=None,
+        help="one stage's run folder, exactly (--stage 1 or 2 only; default <root>/stage1-warmup or "
+        "<root>/stage2-main)",
     )
     p.add_argument(
         "--steps",
@@ -238,7 +294,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="stop after this many steps, at least 1 (default: the config's epochs)",
     )
-    p.add_argument("--save-freq", type=int, default=None, help="checkpoint every N steps (default: config)")
+    p.add_argument(
+        "--save-freq",
+        type=int,
+        default=None,
+        help="checkpoint every N steps and at the last (default: the config's; where that is -1, the last "
+        "step only, so final/ exists); -1: never (--stage 1 or 2 only)",
+    )
     p.add_argument(
         "--explore-budget", type=int, default=0, help="elastic exploration budget (0: single call)"
     )
@@ -267,6 +329,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--dry-run", action="store_true", help="print the verl command and exit")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. trainer.total_epochs=3")
     args = p.parse_args(argv)
+    args.stages = STAGES if args.stage == "both" else (int(args.stage),)
     if args.nnodes is None:
         env = os.environ.get("NNODES", "1")
         try:
@@ -296,8 +359,21 @@ def check_numbers(args: argparse.Namespace) -> None:
         raise UserError(f"--save-freq must be a number of steps or -1 (never), got {args.save_freq}")
     if args.explore_coef is not None and not math.isfinite(args.explore_coef):
         raise UserError(f"--explore-coef must be a finite number, got {args.explore_coef}")
-    if args.stage1_dir and args.stage != 2:
-        raise UserError("--stage1-dir is the start of --stage 2; stage 1 starts from --model (MODEL_PATH)")
+    if args.stage1_dir and args.stages != (2,):
+        raise UserError(
+            "--stage1-dir is the start of --stage 2 alone; stage 1 (and both stages) start from --model "
+            "(MODEL_PATH)"
+        )
+    if args.output_dir and len(args.stages) > 1:
+        raise UserError(
+            f"--output-dir {args.output_dir} names one stage's folder; both stages run here: pass --root-dir "
+            "(OUTPUT_DIR), the parent of stage1-warmup/ and stage2-main/, or --stage 1 or 2"
+        )
+    if len(args.stages) > 1 and user_save_freq(args) == -1:
+        raise UserError(
+            "a save frequency of -1 saves no checkpoint, so stage 2 would have nothing to start from; "
+            "run --stage 1 alone or drop it"
+        )
     if args.stage1_dir and args.model:
         raise UserError(
             f"--stage1-dir {args.stage1_dir} and --model (MODEL_PATH) {args.model} both pick stage 2's start "
@@ -305,8 +381,46 @@ def check_numbers(args: argparse.Namespace) -> None:
         )
 
 
-def command(args: argparse.Namespace) -> list[str]:
-    """Resolve everything and return the verl command line (raises UserError on bad input)."""
+def user_save_freq(args: argparse.Namespace) -> int | None:
+    """The save frequency the user gave (``--save-freq`` or a ``trainer.save_freq=`` override, the last
+    winning), or None; anything at most 0 reads as -1 (never)."""
+    value: Any = args.save_freq
+    for o in args.overrides:
+        key, _, v = o.partition("=")
+        if key.lstrip("+~") == SAVE_FREQ_KEY:
+            value = v
+    if value is None:
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        return None  # not a number: Hydra's check names it
+    return n if n > 0 else -1
+
+
+def root_dir(args: argparse.Namespace) -> Path:
+    """The parent of the stage folders (``--root-dir``, else the algorithm's default); a file there is
+    refused in one line naming the variable users set."""
+    root = Path(args.root_dir).expanduser().resolve() if args.root_dir else default_root(args.algo)
+    if root.exists() and not root.is_dir():
+        raise UserError(f"--root-dir (OUTPUT_DIR) {root} exists and is not a folder")
+    return root
+
+
+def stage1_dir(args: argparse.Namespace) -> Path:
+    """Where stage 2 looks for stage 1's checkpoints."""
+    if args.stage1_dir:
+        return Path(args.stage1_dir).expanduser().resolve()
+    return default_output_dir(args.algo, 1, root_dir(args))
+
+
+def command(args: argparse.Namespace, stage: int | None = None, start: str | None = None) -> list[str]:
+    """Resolve everything for one stage and return the verl command line (raises UserError on bad input).
+
+    ``stage`` defaults to the only one asked for; ``start`` names stage 2's start model without checking
+    it (both stages: stage 1's checkpoint does not exist yet when the command is checked up front)."""
+    stage = stage or args.stages[0]
+    args.stage = stage
     gpus = gpu_count()
     if gpus == 0:
         # Read inside the CPU rollout's ray actor, where a bad value would end in a traceback: check it here.
@@ -318,16 +432,17 @@ def command(args: argparse.Namespace) -> list[str]:
             rollout_dtype()
         except ValueError as e:
             raise UserError(str(e)) from None
+    else:
+        gpus = requested_gpus(gpus)
     args.output_dir = (
-        Path(args.output_dir or default_output_dir(args.algo, args.stage)).expanduser().resolve()
+        Path(args.output_dir).expanduser().resolve()
+        if args.output_dir and len(args.stages) == 1
+        else default_output_dir(args.algo, stage, root_dir(args))
     )
-    if args.stage == 2 and args.model is None:
-        stage1 = (
-            Path(args.stage1_dir).expanduser().resolve()
-            if args.stage1_dir
-            else default_output_dir(args.algo, 1)
-        )
-        args.model_path = str(latest_hf_checkpoint(stage1))
+    if start is not None:
+        args.model_path = start
+    elif stage == 2 and (args.model is None or len(args.stages) > 1):
+        args.model_path = str(latest_hf_checkpoint(stage1_dir(args)))
         print(f"[e2c-rl] stage 2 starts from stage 1's checkpoint {args.model_path}", flush=True)
     else:
         spec = args.model or str(default_sft_model())
@@ -336,6 +451,7 @@ def command(args: argparse.Namespace) -> list[str]:
                 f"no SFT model at {spec}; run bash scripts/e2c_sft.sh first or pass --model (tiny|embedded|folder)"
             )
         args.model_path = resolve_model_path(spec)
+    synthetic_fallback(args)
     for attr in ("train_data", "val_data"):
         if getattr(args, attr):  # verl runs in the repository: relative paths are the caller's
             files = [
@@ -348,10 +464,14 @@ def command(args: argparse.Namespace) -> list[str]:
     from e2c.rl.settings import e2c_settings
 
     cfg = compose_checked(
-        configs_dir(), config_name(args.algo), [f"e2c_stage=stage{args.stage}", *overrides], args.overrides
+        configs_dir(), config_name(args.algo), [f"e2c_stage=stage{stage}", *overrides], args.overrides
     )
     check_data(cfg)
     e2c_settings(cfg)  # an unknown or mistyped e2c.* key stops here, not inside a ray worker
+    if user_save_freq(args) is None and int(cfg.trainer.save_freq) <= 0:
+        # The CPU preset saves nothing; every stage still ends with a checkpoint, so final/ (and stage 2's
+        # start) exist.
+        overrides.append(f"{SAVE_FREQ_KEY}={LAST_STEP_ONLY}")
     ensure_output_dir(args.output_dir, "output folder")
     return [
         sys.executable,
@@ -359,31 +479,100 @@ def command(args: argparse.Namespace) -> list[str]:
         "verl.trainer.main_ppo",
         f"--config-path={configs_dir()}",
         f"--config-name={config_name(args.algo)}",
-        f"e2c_stage=stage{args.stage}",
+        f"e2c_stage=stage{stage}",
         *overrides,
         *args.overrides,
     ]
 
 
-def main(argv: list[str] | None = None) -> int:
+def synthetic_fallback(args: argparse.Namespace) -> None:
+    """No RL data named and the paper's processed RL files absent (an offline machine): train and validate
+    on the synthetic RL prompts ``prepare_all_data.sh --skip-download`` writes, as SFT falls back to the
+    synthetic SFT set, and say so in one line."""
+    named = {o.partition("=")[0].lstrip("+~") for o in args.overrides}
+    processed = project_root() / "data" / "processed" / "rl"
+    synthetic = processed / "synthetic_rl.parquet"
+    if not synthetic.is_file():
+        return
+    for attr, key, paper in (
+        ("train_data", "data.train_files", "e2c_rl_train.parquet"),
+        ("val_data", "data.val_files", "e2c_rl_val.parquet"),
+    ):
+        if not getattr(args, attr) and key not in named and not (processed / paper).is_file():
+            setattr(args, attr, str(synthetic))
+            if not getattr(args, "_said_synthetic", False):
+                print(
+                    f"[e2c-rl] no {processed / paper}: the synthetic RL prompts {synthetic} are used",
+                    flush=True,
+                )
+                args._said_synthetic = True
+
+
+def requested_gpus(visible: int, env: dict[str, str] | None = None) -> int:
+    """GPUs per node for a GPU run: the paper's ``N_GPUS`` when set (at most the visible ones), else every
+    visible GPU."""
+    raw = (os.environ if env is None else env).get("N_GPUS", "").strip()
+    if not raw:
+        return visible
     try:
-        args = parse_args(argv)
-        cmd = command(args)
-    except UserError as e:
-        fail(str(e))
-    if args.dry_run:
-        print(shlex.join(cmd))  # quoted: ${now:...} and [a,b] survive a paste into a shell
-        return 0
+        n = int(raw)
+    except ValueError:
+        raise UserError(f"N_GPUS must be a whole number of GPUs per node, got {raw!r}") from None
+    if not 1 <= n <= visible:
+        raise UserError(
+            f"N_GPUS={n} but {visible} GPU(s) are visible (CUDA_VISIBLE_DEVICES); set N_GPUS between 1 and "
+            f"{visible}"
+        )
+    return n
+
+
+def run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
+    """Run one stage's verl command; keep its metrics, merge LoRA adapters and link ``final``."""
     env = dict(os.environ)
     env.setdefault("HYDRA_FULL_ERROR", "1")
     env.setdefault("RAY_DEDUP_LOGS", "0")
     print(f"[e2c-rl] {args.algo} stage {args.stage} -> {args.output_dir}", flush=True)
     keep_metrics(args.output_dir)
     try:
-        return subprocess.call(cmd, env=env, cwd=project_root())
+        rc = subprocess.call(cmd, env=env, cwd=project_root())
     finally:
         restore_metrics(args.output_dir)
         plain_lora_checkpoints(args.output_dir)
+    final = link_final(args.output_dir)
+    if final is not None:
+        print(f"[e2c-rl] stage {args.stage}'s model: {final} -> {final.resolve()}", flush=True)
+    return rc
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = parse_args(argv)
+        if os.environ.get("N_GPUS", "").strip() and gpu_count() == 0:
+            print(
+                f"[e2c-rl] N_GPUS={os.environ['N_GPUS']} names GPUs, and none is visible: the CPU set-up runs "
+                "(configs/cpu/rl.yaml)",
+                flush=True,
+            )
+        both = len(args.stages) > 1
+        first = command(args)
+        # Both stages: check stage 2's configuration now, with the start model it will have.
+        planned = f"{stage1_dir(args)}/global_step_LATEST/actor/huggingface"
+        second = command(argparse.Namespace(**vars(args)), 2, start=planned) if both else None
+    except UserError as e:
+        fail(str(e))
+    if args.dry_run:
+        for cmd in (first, second):
+            if cmd is not None:
+                print(shlex.join(cmd))  # quoted: ${now:...} and [a,b] survive a paste into a shell
+        return 0
+    rc = run_stage(args, first)
+    if rc != 0 or not both:
+        return rc
+    try:
+        cmd = command(args, 2)
+    except UserError as e:
+        fail(str(e))
+    return run_stage(args, cmd)
 
 
 if __name__ == "__main__":

@@ -86,7 +86,9 @@ def _existing(paths: list[str], what: str) -> list[str]:
         if not path.is_absolute():
             path = (Path.cwd() / path) if (Path.cwd() / path).exists() else project_root() / path
         if not path.is_file():
-            raise UserError(f"{what} file not found: {p}")
+            from e2c.launch_checks import not_released
+
+            raise UserError(f"{what} file not found: {p}{not_released(path)}")
         out.append(str(path.resolve()))
     return out
 
