@@ -3,7 +3,7 @@
 #
 #   bash scripts/eval.sh                                   # released E2C-Qwen3-8B on GSM8K, 1 sample (GPU + hub)
 #   bash scripts/eval.sh --model models/checkpoints/rl/stage2-main/final --dataset all --sample 8   # the paper's
-#   bash scripts/eval.sh --dataset all --gpus 8            # the 8 math sets, vLLM tensor parallel 8
+#   bash scripts/eval.sh --dataset all --gpus 8            # the 8 math sets, 8 data-parallel workers (--tp: GPUs each)
 #   bash scripts/eval.sh --model embedded --dataset gsm8k --data-dir ../shared/data/benchmarks \
 #       --limit 10 --sample 2 --max-tokens 256             # CPU, no hub: about 1-2 min on 2 cores
 #   bash scripts/eval.sh --dataset med --no-prefill --medical-prompt release   # the release's eval prompts

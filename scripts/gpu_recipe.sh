@@ -40,8 +40,10 @@ SFT_STEPS="${SFT_STEPS:-}"              # optimizer steps (empty: all epochs)
 # Stage 1: n=32, T=1.3, exploration coefficient 1.0, 1 epoch. Stage 2: n=8, T=1.0, coefficient 2.0,
 # plan-adherence reward, 2 epochs, from stage 1's latest checkpoint.
 RL_ALGO="${RL_ALGO:-grpo}"              # grpo (the paper) or dapo
-RL1_DIR="${RL1_DIR:-models/checkpoints/rl/${RL_ALGO}_stage1}"
-RL2_DIR="${RL2_DIR:-models/checkpoints/rl/${RL_ALGO}_stage2}"
+# The paper's folders (scripts/e2c_rl.sh's defaults): rl/stage1-warmup and rl/stage2-main (DAPO: under rl/dapo).
+RL_ROOT="models/checkpoints/rl$([ "$RL_ALGO" = grpo ] || echo "/$RL_ALGO")"
+RL1_DIR="${RL1_DIR:-$RL_ROOT/stage1-warmup}"
+RL2_DIR="${RL2_DIR:-$RL_ROOT/stage2-main}"
 RL1_STEPS="${RL1_STEPS:-}"              # stop stage 1 after N steps (empty: the config's epochs)
 RL2_STEPS="${RL2_STEPS:-}"              # stop stage 2 after N steps (empty: the config's epochs)
 RL_TRAIN_DATA="${RL_TRAIN_DATA:-data/processed/rl/e2c_rl_train.parquet}"
@@ -61,7 +63,7 @@ EVAL_DATASETS="${EVAL_DATASETS:-all}"   # all: the 8 math sets; med: the medical
 EVAL_SAMPLES="${EVAL_SAMPLES:-8}"
 EVAL_TEMPERATURE="${EVAL_TEMPERATURE:-1.0}"
 EVAL_MAX_TOKENS="${EVAL_MAX_TOKENS:-}"  # empty: each set's own budget (8,192 math, 1,500 medical)
-EVAL_DIR="${EVAL_DIR:-outputs/eval/e2c-${RL_ALGO}-stage2}"
+EVAL_DIR="${EVAL_DIR:-evaluation/e2c-eval/e2c-${RL_ALGO}-stage2}"
 # test-time scaling (tts/config/tts.yaml): AIME 2024, K/N 1-32, T=0.9 / top_p 0.95, explorations <= 512
 # tokens, executions <= 16,384 (greedy); the paper: E2C-ReAct 53.3% at 12.4k tokens per problem against
 # self-consistency's 50.0% at 86.2k

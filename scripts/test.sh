@@ -8,8 +8,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 cd "$ROOT"
 e2c_setup_venv --test --vllm
 echo "[test] ruff check / ruff format --check"
-"$VENV/bin/ruff" check .
-"$VENV/bin/ruff" format --check .
+"$PY" -m ruff check .
+"$PY" -m ruff format --check .
 if [ "$#" -gt 0 ]; then ARGS=("$@"); else ARGS=(-m "not slow and not gpu" --durations=40); fi
 echo "[test] pytest ${ARGS[*]}"
 exec "$PY" -m pytest "${ARGS[@]}"

@@ -416,7 +416,7 @@ def test_elastic_flags_map_onto_the_toolkits_budgets_cpu() -> None:
                     "--e1-solution-length", "1024", "--output-dir", "D"])  # fmt: skip
     flags = dict(zip(e1[::2], e1[1::2]))
     assert flags["--dataset"] == "aime24,math500,amc23,minerva,olympiadbench"
-    assert flags["--sample"] == "16" and flags["--output-dir"] == "D" and "--gpus" not in flags
+    assert flags["--sample"] == "16" and flags["--output-dir"] == "D" and "--tp" not in flags
     assert (flags["--explore-budget"], flags["--execute-budget"], flags["--max-tokens"]) == (
         "1024",
         "1024",
@@ -425,7 +425,7 @@ def test_elastic_flags_map_onto_the_toolkits_budgets_cpu() -> None:
     plain = dict(
         zip(*[iter(translate([*common, "--e1-mode", "False", "--max-length", "32768", "--tp", "2"]))] * 2)
     )
-    assert plain["--max-tokens"] == "32768" and "--explore-budget" not in plain and plain["--gpus"] == "2"
+    assert plain["--max-tokens"] == "32768" and "--explore-budget" not in plain and plain["--tp"] == "2"
     assert translate(["--model", "M", "--limit", "3"])[-2:] == ["--limit", "3"]  # other flags pass through
     for bad, message in (
         (["--e1-mode", "maybe"], "--e1-mode must be True or False"),
@@ -455,3 +455,56 @@ def test_elastic_eval_command_runs_on_the_tiny_model_cpu(tmp_path: Path) -> None
     assert config["samples"] == 2 and config["format"] == "think"
     results = json.loads((out / "results.json").read_text())
     assert "aime24" in json.dumps(results)
+
+
+def test_eval_data_parallel_workers_equal_one_process_cpu(tmp_path: Path) -> None:
+    """The paper's --gpus N is N data-parallel workers; on this CPU --workers 2 runs the same split: two
+    processes, each sampling its share of the seeded chunks, merged into what one process writes."""
+    from conftest import BENCH_DIR
+
+    if not BENCH_DIR.is_dir():
+        pytest.skip(f"benchmark copies not found at {BENCH_DIR}")
+    import json
+
+    def run(workers: int) -> tuple[list, dict]:
+        out = tmp_path / f"w{workers}"
+        cmd = [sys.executable, "-m", "e2c.eval.run", "--model", "tiny", "--dataset", "gsm8k", "--data-dir",
+               str(BENCH_DIR), "--limit", "6", "--sample", "2", "--max-tokens", "24", "--chunk-size", "4",
+               "--backend", "hf", "--workers", str(workers), "--output-dir", str(out), "--quiet"]  # fmt: skip
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_cpu_env(), timeout=600)
+        assert res.returncode == 0, res.stderr[-2000:]
+        lines = [json.loads(x) for x in (out / "predictions" / "gsm8k.jsonl").read_text().splitlines()]
+        results = json.loads((out / "results.json").read_text())
+        return sorted((x["index"], x["sample"], x["response"]) for x in lines), results
+
+    one, r1 = run(1)
+    two, r2 = run(2)
+    assert len(one) == 12 and one == two
+    assert r1["datasets"] == r2["datasets"] and r2["config"]["extra"]["workers"] == 2
+    assert not list((tmp_path / "w2" / "predictions").glob("*.rank*.jsonl"))  # merged and removed
+    assert (tmp_path / "w2" / "workers" / "rank1.log").is_file()
+
+
+def test_plan_workers_and_merge_shards_cpu(tmp_path: Path) -> None:
+    import json
+
+    from e2c.eval.run import plan_workers
+    from e2c.eval.runner import merge_shards, read_predictions
+
+    assert plan_workers([str(i) for i in range(8)], 8, 1, None) == [[str(i)] for i in range(8)]
+    assert plan_workers([str(i) for i in range(8)], 8, 4, None) == [
+        ["0", "1", "2", "3"],
+        ["4", "5", "6", "7"],
+    ]
+    with pytest.raises(UserError, match="need 6 GPUs; 4 are there"):
+        plan_workers(["0", "1", "2", "3"], None, 2, 3)
+    preds = tmp_path / "predictions"
+    preds.mkdir()
+    line = lambda i, j: json.dumps({"index": i, "sample": j, "id": f"p{i}"}) + "\n"  # noqa: E731
+    (preds / "d.jsonl").write_text(line(0, 0))
+    (preds / "d.rank0.jsonl").write_text(line(0, 0) + line(0, 1))  # a duplicate of a merged line
+    (preds / "d.rank1.jsonl").write_text(line(1, 0) + line(1, 1))
+    assert merge_shards(tmp_path, "d") == 3
+    assert {i: sorted(v) for i, v in read_predictions(preds / "d.jsonl").items()} == {0: [0, 1], 1: [0, 1]}
+    assert sorted(p.name for p in preds.iterdir()) == ["d.jsonl"]
+    assert merge_shards(tmp_path, "d") == 0

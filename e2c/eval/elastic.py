@@ -5,7 +5,7 @@
     ./scripts/eval/eval_model.sh --model M --datasets aime --e1-mode False --max-length 32768
 
 Mapping onto the toolkit: ``--datasets`` -> ``--dataset`` (aime is AIME 2024, math is MATH500, amc is AMC23);
-``--n`` -> ``--sample``; ``--tp`` -> tensor parallel GPUs (``--gpus``); ``--e1-mode True`` -> the two-phase
+``--n`` -> ``--sample``; ``--tp`` -> ``--tp`` (GPUs per data-parallel worker); ``--e1-mode True`` -> the two-phase
 budgeted generation (thinking budget -> ``--explore-budget``, solution budget -> ``--execute-budget``, their
 sum -> ``--max-tokens``), ``--e1-mode False`` -> one call of ``--max-length`` tokens. Elastic's models think
 in ``<think>`` tags: ``--format think`` unless another is given. Every other flag goes to
@@ -32,7 +32,13 @@ def build_parser() -> argparse.ArgumentParser:
     a("--datasets", nargs="+", default=["aime"], help="benchmarks, space-separated (default: aime)")
     a("--output-dir", default=None, help="run folder (default: e2c.eval.run's, under evaluation/e2c-eval)")
     a("--n", type=int, default=1, help="samples per problem (default: 1; Elastic's tables: 16)")
-    a("--tp", type=int, default=1, help="tensor parallel GPUs of the one vLLM engine (default: 1)")
+    a(
+        "--tp",
+        type=int,
+        default=1,
+        help="tensor-parallel GPUs per vLLM engine; the visible GPUs make GPUs/tp "
+        "data-parallel workers (default: 1)",
+    )
     a(
         "--e1-mode",
         default="False",
@@ -71,7 +77,7 @@ def translate(argv: list[str]) -> list[str]:
     out = ["--model", args.model, "--dataset", ",".join(names), "--sample", str(args.n)]
     out += ["--temperature", f"{args.temperature:g}", "--top-p", f"{args.top_p:g}", "--format", args.format]
     if args.tp > 1:
-        out += ["--gpus", str(args.tp)]
+        out += ["--tp", str(args.tp)]
     if mode in TRUE:
         total = args.e1_thinking_length + args.e1_solution_length
         out += ["--explore-budget", str(args.e1_thinking_length)]

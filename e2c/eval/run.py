@@ -1,7 +1,8 @@
 """Evaluate a model on math and medical benchmarks (``bash scripts/eval.sh`` wraps this).
 
     python -m e2c.eval.run --model embedded --dataset gsm8k --limit 20 --sample 4 --max-tokens 256
-    python -m e2c.eval.run --dataset all --sample 8 --gpus 8          # the released 8B on GPUs (vLLM)
+    python -m e2c.eval.run --dataset all --sample 8 --gpus 8          # the released 8B on 8 GPUs (vLLM),
+                                                                      # one data-parallel worker per GPU
 
 Defaults follow the paper's script: the released checkpoint (8B), temperature 1.0, 1 sample (its reported
 numbers: ``--sample 8``), the dataset's token
@@ -23,6 +24,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from e2c.chain import FORMATS
 from e2c.cli import (
@@ -40,6 +42,7 @@ from e2c.cli import (
     slug,
 )
 from e2c.data.registry import load_benchmarks, valid_names
+from e2c.devices import gpu_count
 from e2c.eval.runner import MEDICAL_PROMPTS, EvalConfig, format_table, run_eval, tracker_payload
 from e2c.files import check_output_dir
 from e2c.models import RELEASED_REPO, ModelSpecError, model_context, resolve_model
@@ -124,8 +127,23 @@ def build_parser() -> argparse.ArgumentParser:
     a(
         "--gpus",
         default=None,
-        help="GPU count or device ids 0,1,..; vLLM tensor parallel size (default: all visible)",
+        help="GPUs to use: a count or device ids 0,1,..; split into data-parallel workers of --tp GPUs each, "
+        "as the paper's script (default: all visible)",
     )
+    a(
+        "--tp",
+        type=int,
+        default=1,
+        help="vLLM tensor-parallel GPUs per worker; more for a model that does not fit one GPU (default: 1)",
+    )
+    a(
+        "--workers",
+        type=int,
+        default=None,
+        help="data-parallel worker processes, each with its own model (default: GPUs / --tp on GPUs, 1 on "
+        "CPU); their predictions are merged, and equal one process's (chunks are seeded, not workers)",
+    )
+    a("--shard", default=None, help=argparse.SUPPRESS)  # RANK/WORLD: set by the parent for its workers
     a("--temperature", type=float, default=1.0, help="sampling temperature; 0 = greedy (default: 1.0)")
     a("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
     a(
@@ -209,6 +227,42 @@ def check_flags(args: argparse.Namespace) -> None:
         raise UserError(f"--batch-size must be >= 1, got {args.batch_size}")
     if args.max_model_len is not None and args.max_model_len < 1:
         raise UserError(f"--max-model-len must be >= 1, got {args.max_model_len}")
+    if args.tp < 1:
+        raise UserError(f"--tp must be at least 1, got {args.tp}")
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {args.workers}")
+
+
+def parse_shard(value: str | None) -> tuple[int, int]:
+    """``RANK/WORLD`` (internal, set for data-parallel workers) -> (rank, world); (0, 1) when absent."""
+    if not value:
+        return 0, 1
+    rank, _, world = value.partition("/")
+    if not (rank.isdigit() and world.isdigit() and int(rank) < int(world)):
+        raise UserError(f"--shard {value!r}: expected RANK/WORLD with RANK < WORLD")
+    return int(rank), int(world)
+
+
+def plan_workers(visible: list[str], gpus: int | None, tp: int, workers: int | None) -> list[list[str]]:
+    """The device ids of each data-parallel worker: ``workers`` (default ``gpus // tp``) groups of ``tp``
+    ids from the first ``gpus`` visible ones; on a CPU (no ids) ``workers`` empty groups.
+
+    >>> plan_workers(["0", "1", "2", "3"], None, 1, None)
+    [['0'], ['1'], ['2'], ['3']]
+    >>> plan_workers(["0", "1", "2", "3"], 4, 2, None)
+    [['0', '1'], ['2', '3']]
+    >>> plan_workers([], None, 1, 2)
+    [[], []]
+    """
+    if not visible:
+        return [[] for _ in range(workers or 1)]
+    use = visible[: gpus or len(visible)]
+    n = workers or max(1, len(use) // tp)
+    if n * tp > len(use):
+        raise UserError(
+            f"{n} worker(s) x --tp {tp} need {n * tp} GPUs; {len(use)} are there (--gpus, CUDA_VISIBLE_DEVICES)"
+        )
+    return [use[r * tp : (r + 1) * tp] for r in range(n)]
 
 
 def check_max_model_len(value: int | None, folder: Path) -> None:
@@ -232,13 +286,15 @@ def main(argv: list[str] | None = None) -> int:
     interrupt_on_sigterm()
     where: dict[str, Path] = {}
     try:
-        results = evaluate(args, where)
+        results = evaluate(args, where, argv)
     except (UserError, ModelSpecError) as e:
         fail(str(e))
     except KeyboardInterrupt as e:
         exit_interrupted(
             e, saved_predictions(where.get("save")), resume_command(["-m", "e2c.eval.run"], argv)
         )
+    if not results:  # a data-parallel worker: the parent reports
+        return 0
     save = where["save"]
     print(format_table(results["datasets"]))
     print(f"results: {save / 'results.json'}  ({results['seconds']:.1f}s)")
@@ -253,9 +309,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
+def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] | None = None) -> dict:
     """Check every input, load the model and data, run; returns the results. ``where["save"]`` is the
-    run folder as soon as it is known (for the message of an interrupted run)."""
+    run folder as soon as it is known (for the message of an interrupted run). With several data-parallel
+    workers (:func:`plan_workers`) this process starts them (with ``argv``), merges and reports."""
     from e2c.generation import make_generator, pick_backend
 
     quiet_transformers()
@@ -299,12 +356,18 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
         check_max_model_len(args.max_model_len, Path(res.path))
     data = load_benchmarks(names, args.data_dir, args.limit, use_hub=not args.no_hub)
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    shard = parse_shard(args.shard)
+    visible = visible_devices()
+    if shard[1] == 1:
+        groups = plan_workers(visible, gpus, args.tp, args.workers)
+        if len(groups) > 1:
+            return run_workers(argv or [], cfg, res, data, save, groups, log)
     gen, _ = make_generator(
         backend,
         res.path,
         None,
         fmt=FORMATS[args.format],
-        gpus=gpus,
+        gpus=args.tp if visible else None,
         batch_size=args.batch_size,
         dtype=args.dtype,
         trust_remote_code=args.trust_remote_code,
@@ -316,11 +379,94 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path]) -> dict:
     )
     cfg.extra = {"model_path": res.path, "model_description": res.description}
     log(f"model: {res.description} [{res.path}] on {gen.name}; run folder {save}")
-    results = run_eval(gen, data, cfg, save, log)
+    results = run_eval(gen, data, cfg, save, log, shard)
+    if not results:
+        return results
     if trackers:
         scalars, samples = tracker_payload(results, save)
         log_results(trackers, save, save.name, scalars, samples)
     return results
+
+
+def visible_devices() -> list[str]:
+    """The GPU ids this process may use (``CUDA_VISIBLE_DEVICES``, else torch's count); [] on a CPU."""
+    n = gpu_count()
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if n and env:
+        return [d.strip() for d in env.split(",") if d.strip()][:n]
+    return [str(i) for i in range(n)]
+
+
+def run_workers(
+    argv: list[str],
+    cfg: EvalConfig,
+    res: Any,
+    data: dict[str, list[Any]],
+    save: Path,
+    groups: list[list[str]],
+    log: Any,
+) -> dict:
+    """Data-parallel evaluation: one worker process per device group, each sampling its share of every
+    dataset's chunks into its own file; then merge, grade and report here. A killed run resumes: finished
+    chunks (merged or still in a worker's file) are not sampled again."""
+    import subprocess
+    import types
+
+    from e2c.eval.runner import check_config
+
+    cfg.check()
+    check_config(save, cfg)  # written once, before the workers read it
+    world = len(groups)
+    logs = save / "workers"
+    logs.mkdir(parents=True, exist_ok=True)
+    procs = []
+    try:
+        for rank, devices in enumerate(groups):
+            env = dict(os.environ)
+            extra = ["--shard", f"{rank}/{world}", "--workers", "1", "--output-dir", str(save)]
+            if devices:
+                env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
+                extra += ["--gpus", str(len(devices))]
+            with (logs / f"rank{rank}.log").open("w") as out:
+                procs.append(
+                    subprocess.Popen(
+                        [sys.executable, "-m", "e2c.eval.run", *argv, *extra], env=env, stdout=out, stderr=out
+                    )
+                )
+            log(
+                f"worker {rank}/{world} on {'GPUs ' + ','.join(devices) if devices else 'the CPU'}: {logs / f'rank{rank}.log'}"
+            )
+        codes = [p.wait() for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+                p.wait()
+    bad = [(r, c) for r, c in enumerate(codes) if c != 0]
+    if bad:
+        r, c = bad[0]
+        tail = (logs / f"rank{r}.log").read_text(errors="replace").strip().splitlines()[-1:] or [
+            "(no output)"
+        ]
+        raise UserError(
+            f"data-parallel worker {r} exited with status {c} ({tail[0][:300]}); see {logs / f'rank{r}.log'}; "
+            "the same command resumes"
+        )
+    from e2c.eval.runner import merge_shards, read_predictions
+
+    for name, recs in data.items():
+        merge_shards(save, name)
+        got = read_predictions(save / "predictions" / f"{name}.jsonl")
+        short = sum(max(0, cfg.samples - len(got.get(i, {}))) for i in range(len(recs)))
+        if short:
+            raise UserError(f"{name}: the workers left {short} samples unsampled; the same command resumes")
+    from transformers import AutoTokenizer
+
+    summary = types.SimpleNamespace(
+        name=f"{cfg.backend} x{world} workers", tokenizer=AutoTokenizer.from_pretrained(res.path)
+    )
+    cfg.extra = {"model_path": res.path, "model_description": res.description, "workers": world}
+    return run_eval(summary, data, cfg, save, log)
 
 
 if __name__ == "__main__":

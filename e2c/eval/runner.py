@@ -261,6 +261,36 @@ def prediction_lines(
     ]
 
 
+def shard_path(save_path: Path, name: str, rank: int) -> Path:
+    """Where data-parallel worker ``rank`` writes its lines of dataset ``name`` (merged by the parent)."""
+    return save_path / "predictions" / f"{name}.rank{rank}.jsonl"
+
+
+def merge_shards(save_path: Path, name: str) -> int:
+    """Append the workers' lines of ``name`` that its predictions file lacks, then remove their files.
+    Returns the number of lines added. Chunks are seeded by (seed, dataset, chunk), not by worker, so a
+    merged run equals one worker's run of every chunk."""
+    path = save_path / "predictions" / f"{name}.jsonl"
+    shards = sorted(path.parent.glob(f"{name}.rank*.jsonl"))
+    if not shards:
+        return 0
+    done = read_predictions(path)
+    added = 0
+    with path.open("a", encoding="utf-8") as f:
+        for shard in shards:
+            for i, lines in sorted(read_predictions(shard).items()):
+                for j, line in sorted(lines.items()):
+                    if j not in done.get(i, {}):
+                        f.write(json.dumps(line, ensure_ascii=False) + "\n")
+                        done.setdefault(i, {})[j] = line
+                        added += 1
+        f.flush()
+        os.fsync(f.fileno())
+    for shard in shards:
+        shard.unlink()
+    return added
+
+
 def evaluate_dataset(
     gen: Any,
     name: str,
@@ -268,11 +298,20 @@ def evaluate_dataset(
     cfg: EvalConfig,
     save_path: Path,
     log: Callable[[str], None] = lambda s: None,
-) -> dict[str, Any]:
-    """Sample and grade one dataset (resuming from its predictions file); returns its metrics."""
+    shard: tuple[int, int] = (0, 1),
+) -> dict[str, Any] | None:
+    """Sample and grade one dataset (resuming from its predictions file); returns its metrics.
+
+    ``shard`` = (rank, world): a data-parallel worker samples only the chunks ``c`` with
+    ``c % world == rank`` into its own file (:func:`shard_path`) and returns None; the parent merges."""
+    rank, world = shard
     path = save_path / "predictions" / f"{name}.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     done = read_predictions(path)
+    if world > 1:
+        for i, lines in read_predictions(shard_path(save_path, name, rank)).items():
+            done.setdefault(i, {}).update(lines)
+        path = shard_path(save_path, name, rank)
     for i, lines in done.items():
         if i < len(records) and any(line.get("id") != records[i].id for line in lines.values()):
             raise UserError(
@@ -288,7 +327,7 @@ def evaluate_dataset(
     pbar = progress.bar(len(records) * cfg.samples, name, unit="sample", initial=have)
     with pbar, path.open("a", encoding="utf-8") as f:
         for ci, chunk in enumerate(chunks):
-            if all(len(done.get(i, {})) >= cfg.samples for i in chunk):
+            if ci % world != rank or all(len(done.get(i, {})) >= cfg.samples for i in chunk):
                 continue
             chains = generate_chains(
                 gen,
@@ -323,6 +362,8 @@ def evaluate_dataset(
                 )
             else:
                 pbar.set_postfix_str(f"{finished}/{len(records)} problems, {rate}")
+    if world > 1:
+        return None
     per_problem = [[done[i][j] for j in sorted(done[i])][: cfg.samples] for i in range(len(records))]
     return summarize(per_problem, cfg.ks)
 
@@ -352,12 +393,20 @@ def run_eval(
     cfg: EvalConfig,
     save_path: Path,
     log: Callable[[str], None] = lambda s: None,
+    shard: tuple[int, int] = (0, 1),
 ) -> dict[str, Any]:
-    """Evaluate every dataset in ``data`` and write ``results.json``; returns its content."""
+    """Evaluate every dataset in ``data`` and write ``results.json``; returns its content. A data-parallel
+    worker (``shard``, see :func:`evaluate_dataset`) samples its chunks only and returns ``{}``."""
     cfg.check()
     check_context(gen, data, cfg)
     check_config(save_path, cfg)
     t0 = time.perf_counter()
+    if shard[1] > 1:
+        for name, recs in data.items():
+            evaluate_dataset(gen, name, recs, cfg, save_path, log, shard)
+        return {}
+    for name in data:
+        merge_shards(save_path, name)  # what data-parallel workers left, a killed run's included
     metrics = {name: evaluate_dataset(gen, name, recs, cfg, save_path, log) for name, recs in data.items()}
     results = {
         "config": asdict(cfg),
