@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from e2c.cli import UserError
+
 
 def gpu_count(env: Mapping[str, str] | None = None) -> int:
     """GPUs visible to this process.
@@ -33,3 +35,31 @@ def gpu_count(env: Mapping[str, str] | None = None) -> int:
         return torch.cuda.device_count() if torch.cuda.is_available() else 0
     except Exception:  # a broken CUDA install reads as none
         return 0
+
+
+def requested_gpus(visible: int, env: Mapping[str, str] | None = None) -> int:
+    """GPUs per node for a GPU run: the paper's ``N_GPUS`` when set (at most the visible ones), else every
+    visible GPU."""
+    raw = (os.environ if env is None else env).get("N_GPUS", "").strip()
+    if not raw:
+        return visible
+    try:
+        n = int(raw)
+    except ValueError:
+        raise UserError(f"N_GPUS must be a whole number of GPUs per node, got {raw!r}") from None
+    if not 1 <= n <= visible:
+        raise UserError(
+            f"N_GPUS={n} but {visible} GPU(s) are visible (CUDA_VISIBLE_DEVICES); set N_GPUS between 1 and "
+            f"{visible}"
+        )
+    return n
+
+
+def cpu_note(setup: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The one line a CPU run prints when the paper's ``N_GPUS`` is set (it names GPUs, none is visible);
+    None otherwise. ``setup``: the CPU preset that runs instead."""
+    env = os.environ if env is None else env
+    raw = env.get("N_GPUS", "").strip()
+    if not raw or gpu_count(env):
+        return None
+    return f"N_GPUS={raw} names GPUs, and none is visible: the CPU set-up runs ({setup})"

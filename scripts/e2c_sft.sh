@@ -16,6 +16,7 @@
 #                         sft_data_stats.json, train.log
 #   TOTAL_TRAINING_STEPS  optimizer steps (default: 3 epochs with GPUs, 20 on CPU)
 #   CUDA_VISIBLE_DEVICES  GPUs to use; GPUs are counted from it or nvidia-smi; none found -> one CPU process
+#   N_GPUS                GPUs per node (torchrun processes), at most the visible ones (default: all visible)
 #   NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT   multi-node torchrun rendezvous (default: 1 node)
 # Extra arguments are Hydra overrides for configs/e2c_sft.yaml (e.g. optim.lr=1e-5 data.max_length=16384)
 # or flags of python -m e2c.sft.run (--help). The result, models/checkpoints/sft/final, loads with
@@ -23,7 +24,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 # Whole numbers, named here: past this point the error would name the flag, not the variable.
-for var in TOTAL_TRAINING_STEPS NNODES NODE_RANK; do
+for var in TOTAL_TRAINING_STEPS NNODES NODE_RANK N_GPUS; do
   val="${!var:-}"
   if [ -n "$val" ] && ! [[ "$val" =~ ^-?[0-9]+$ ]]; then
     echo "error: $var must be a whole number, got '$val'" >&2

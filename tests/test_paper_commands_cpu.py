@@ -106,12 +106,17 @@ def test_n_gpus_on_a_cpu_machine_says_so_cpu(tmp_path: Path, rl_data: Path) -> N
 
 
 def test_requested_gpus_cpu() -> None:
-    assert launch.requested_gpus(8, {}) == 8
-    assert launch.requested_gpus(8, {"N_GPUS": "4"}) == 4
-    assert launch.requested_gpus(8, {"N_GPUS": " "}) == 8
+    from e2c.devices import cpu_note, requested_gpus
+
+    assert requested_gpus(8, {}) == 8
+    assert requested_gpus(8, {"N_GPUS": "4"}) == 4
+    assert requested_gpus(8, {"N_GPUS": " "}) == 8
     for bad in ("0", "9", "-1", "2.5"):
         with pytest.raises(UserError):
-            launch.requested_gpus(8, {"N_GPUS": bad})
+            requested_gpus(8, {"N_GPUS": bad})
+    assert cpu_note("x.yaml", {"N_GPUS": "4", "CUDA_VISIBLE_DEVICES": ""}).startswith("N_GPUS=4 names GPUs")
+    assert cpu_note("x.yaml", {"N_GPUS": "4", "CUDA_VISIBLE_DEVICES": "0"}) is None
+    assert cpu_note("x.yaml", {"CUDA_VISIBLE_DEVICES": ""}) is None
 
 
 def test_user_save_freq_reads_flag_and_overrides_last_wins_cpu() -> None:

@@ -42,7 +42,7 @@ from typing import Any
 
 from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, restore_metrics
 from e2c.cli import ArgumentParser, UserError, fail
-from e2c.devices import gpu_count
+from e2c.devices import cpu_note, gpu_count, requested_gpus
 from e2c.files import ensure_output_dir
 from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root
@@ -508,24 +508,6 @@ def synthetic_fallback(args: argparse.Namespace) -> None:
                 args._said_synthetic = True
 
 
-def requested_gpus(visible: int, env: dict[str, str] | None = None) -> int:
-    """GPUs per node for a GPU run: the paper's ``N_GPUS`` when set (at most the visible ones), else every
-    visible GPU."""
-    raw = (os.environ if env is None else env).get("N_GPUS", "").strip()
-    if not raw:
-        return visible
-    try:
-        n = int(raw)
-    except ValueError:
-        raise UserError(f"N_GPUS must be a whole number of GPUs per node, got {raw!r}") from None
-    if not 1 <= n <= visible:
-        raise UserError(
-            f"N_GPUS={n} but {visible} GPU(s) are visible (CUDA_VISIBLE_DEVICES); set N_GPUS between 1 and "
-            f"{visible}"
-        )
-    return n
-
-
 def run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
     """Run one stage's verl command; keep its metrics, merge LoRA adapters and link ``final``."""
     env = dict(os.environ)
@@ -547,12 +529,8 @@ def run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(argv)
-        if os.environ.get("N_GPUS", "").strip() and gpu_count() == 0:
-            print(
-                f"[e2c-rl] N_GPUS={os.environ['N_GPUS']} names GPUs, and none is visible: the CPU set-up runs "
-                "(configs/cpu/rl.yaml)",
-                flush=True,
-            )
+        if note := cpu_note("configs/cpu/rl.yaml"):
+            print(f"[e2c-rl] {note}", flush=True)
         both = len(args.stages) > 1
         first = command(args)
         # Both stages: check stage 2's configuration now, with the start model it will have.

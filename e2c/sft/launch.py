@@ -15,7 +15,7 @@ from pathlib import Path
 
 from e2c.checkpoints import keep_metrics, restore_metrics
 from e2c.cli import UserError
-from e2c.devices import gpu_count
+from e2c.devices import cpu_note, gpu_count, requested_gpus
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset, preset_path
 from e2c.sft.export import META
@@ -115,6 +115,10 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
     """Resolve data, devices and the model (tagging it if needed); every problem is one UserError line."""
     train_default, val_default, _cls, schema, out_default = MODES[args.mode]
     gpus = gpu_count() if args.gpus is None else args.gpus
+    if args.gpus is None and gpus:
+        gpus = requested_gpus(gpus)  # the paper's N_GPUS, at most the visible ones
+    elif args.gpus is None and (note := cpu_note("configs/cpu/sft.yaml")):
+        print(f"[e2c-sft] {note}", flush=True)
     if gpus < 0 or args.nnodes < 1:
         raise UserError("--gpus must be >= 0 and --nnodes >= 1")
     if gpus == 0 and args.nnodes > 1:
