@@ -364,3 +364,17 @@ def test_claims_refuses_a_folder_it_did_not_make_cpu(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2 and "was not made by the claims" in proc.stderr
     assert (out / "weighting" / "notes.txt").read_text() == "mine"
+
+
+def test_eta_scales_with_arms_and_problems_cpu() -> None:
+    from dataclasses import replace
+
+    from e2c.claims.config import ETA_SECONDS, ClaimsConfig, eta_seconds
+
+    cfg = ClaimsConfig()
+    base = ETA_SECONDS[False]
+    eta = eta_seconds(cfg)
+    assert eta["weighting"] == base["weighting"] * (len(cfg.weight_coefs) * len(cfg.weight_seeds) - 1)
+    assert eta["tts"] == base["tts"] * cfg.tts_problems
+    assert eta_seconds(replace(cfg, tts_problems=20))["tts"] == base["tts"] * 20
+    assert eta["start"] == base["start"] and eta["adapt"] == base["adapt"]

@@ -23,12 +23,12 @@ from typing import Any
 from e2c.claims.config import (
     CLAIM_METHOD,
     DEPENDS,
-    ETA_SECONDS,
     FAST,
     REFERENCE_METHOD,
     REQUIRES,
     STAGES,
     ClaimsConfig,
+    eta_seconds,
     field_names,
     stage_settings,
     with_fast,
@@ -277,7 +277,7 @@ def validate(cfg: ClaimsConfig) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ runner
-def pipeline(fast: bool) -> Pipeline:
+def pipeline(cfg: ClaimsConfig) -> Pipeline:
     return Pipeline(
         tool="claims",
         stages=STAGES,
@@ -285,7 +285,7 @@ def pipeline(fast: bool) -> Pipeline:
         depends=DEPENDS,
         runners=RUNNERS,
         settings=stage_settings,
-        eta=ETA_SECONDS[fast],
+        eta=eta_seconds(cfg),
     )
 
 
@@ -305,7 +305,7 @@ def run(cfg: ClaimsConfig, from_stage: str | None, force: bool) -> dict[str, Any
         shutil.rmtree(q)
 
     header = f"{'--fast, ' if cfg.fast else ''}backend {cc.qcfg.backend}"
-    run_pipeline(pipeline(cfg.fast), cc, from_stage, force, header, before=clear_quickstart)
+    run_pipeline(pipeline(cfg), cc, from_stage, force, header, before=clear_quickstart)
     report = read_done(cc.dir("report")) or {}
     return {
         "report": str(out / "report.md"),

@@ -125,11 +125,24 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
     "report": ("delta", "ratio_delta"),
 }
 
-# First duration estimates in seconds (the default run on a 2-core CPU; --fast on the tiny model).
+# First duration estimates in seconds (the default run on a 2-core CPU; --fast on the tiny model): the
+# whole stage for start, adapt and report; per RL arm for weighting and per TTS problem for tts, measured on
+# 2026-11-25 (README "The paper's claims at laptop scale").
+TTS_SECONDS_PER_PROBLEM = 45.0  # five methods at K = 1, 2, 4, 8 with nested budgets, vLLM on 2 cores
 ETA_SECONDS = {
-    False: {"start": 1500, "weighting": 2600, "tts": 800, "adapt": 800, "report": 5},
-    True: {"start": 200, "weighting": 300, "tts": 60, "adapt": 120, "report": 5},
+    False: {"start": 1380, "weighting": 512, "tts": TTS_SECONDS_PER_PROBLEM, "adapt": 880, "report": 5},
+    True: {"start": 200, "weighting": 60, "tts": 20, "adapt": 120, "report": 5},
 }
+
+
+def eta_seconds(cfg: ClaimsConfig) -> dict[str, float]:
+    """Each stage's first duration estimate for ``cfg``: the weighting stage scales with its new arms (the
+    start's RL run is arm (first coefficient, seed 0)), the TTS stage with its problems."""
+    eta = dict(ETA_SECONDS[cfg.fast])
+    arms = len(cfg.weight_coefs) * len(cfg.weight_seeds) - 1
+    eta["weighting"] = eta["weighting"] * max(arms, 1)
+    eta["tts"] = eta["tts"] * cfg.tts_problems
+    return eta
 
 
 def stage_settings(cfg: ClaimsConfig, stage: str) -> dict[str, Any]:
