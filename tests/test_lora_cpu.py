@@ -241,6 +241,8 @@ def test_lora_flags_reach_both_trainers_cpu(tmp_path: Path) -> None:
     sft_data = write_parquet(rows_by_split(samples)["sft"], tmp_path / "sft.parquet")
     r = run(
         "scripts/e2c_rl.sh",
+        "--stage",
+        "1",
         "--model",
         "tiny",
         "--train-data",
