@@ -48,7 +48,9 @@ def _run(checkout: Path, cmd: str, timeout: int = 900, **env: str) -> subprocess
         k: v for k, v in os.environ.items() if k not in ("MODEL_PATH", "OUTPUT_DIR", "TRAIN_DATA", "N_GPUS")
     }
     # The project's environment (the copy has none); the copy's files make the same setup stamp.
-    base.update(E2C_VENV=str(ROOT / ".venv"), CUDA_VISIBLE_DEVICES="", **env)
+    # No CUDA_VISIBLE_DEVICES: an empty one makes ray refuse the CPU set-up's logical GPU.
+    base.pop("CUDA_VISIBLE_DEVICES", None)
+    base.update(E2C_VENV=str(ROOT / ".venv"), **env)
     res = subprocess.run(
         cmd, shell=True, capture_output=True, text=True, cwd=checkout, env=base, timeout=timeout
     )
