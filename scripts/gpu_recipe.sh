@@ -5,7 +5,9 @@
 #
 #   bash scripts/gpu_recipe.sh                      # everything, from the data on
 #   FROM=rl1 bash scripts/gpu_recipe.sh             # start at GRPO stage 1 (data and SFT already done)
-#   DRY_RUN=1 bash scripts/gpu_recipe.sh            # print each step's command, run nothing
+#   DRY_RUN=1 bash scripts/gpu_recipe.sh            # check the configs at this size, print each step's
+#                                                   # command and time estimate, run nothing
+#   DRY_RUN=1 N_GPUS=8 NNODES=2 bash scripts/gpu_recipe.sh   # the same check for 2 nodes of 8 GPUs
 #   BASE_MODEL=Qwen/Qwen3-4B NNODES=2 bash scripts/gpu_recipe.sh
 #   PASS_RATE_FILTER=1 bash scripts/gpu_recipe.sh   # RL on the prompts the SFT model solves sometimes
 #
@@ -17,8 +19,13 @@
 # Each step resumes when re-run (verl checkpoints, per-problem result files), so after a failure re-run
 # the same command with FROM set to the failed step.
 #
-# Expected times: the paper (arXiv 2509.23946) and its code give settings, not wall-clock times, and none of
-# these steps has been timed at the paper's scale here: every step's time below is "unknown".
+# Before anything runs (also with DRY_RUN=1), python -m e2c.recipe_check composes each training step's Hydra
+# config at this size (NNODES x N_GPUS), runs verl's own config checks and the batch arithmetic verl asserts
+# only inside its workers, and prints per step "ok" and a time ESTIMATE: a FLOPs model (6N FLOPs per trained
+# token, 2N per generated or scored token, assumed MFU 0.35 training / 0.05 decoding, 989 TFLOP/s per GPU,
+# responses at half their maximum; the formula is in e2c/recipe_check.py's docstring), not a measurement:
+# none of these steps has been timed at the paper's scale here. A size that cannot run stops there, with one
+# error line naming the setting, before anything is queued.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 cd "$ROOT"
@@ -28,7 +35,10 @@ e2c_checkout_first
 DRY_RUN="${DRY_RUN:-0}"                 # 1: print the commands instead of running them
 FROM="${FROM:-data}"                    # first step to run: data, sft, filter, rl1, rl2, eval, tts
 BASE_MODEL="${BASE_MODEL:-Qwen/Qwen3-8B}"   # the paper's base model (the release also has a 4B)
-NNODES="${NNODES:-1}"                   # nodes; GPUs are all visible ones (CUDA_VISIBLE_DEVICES picks)
+NNODES="${NNODES:-1}"                   # nodes
+# GPUs per node: the check's size and what every step uses (at most the visible ones); empty: all visible
+# GPUs (CUDA_VISIBLE_DEVICES picks), and 8 for the check of a dry run
+N_GPUS="${N_GPUS:-}"
 SEED="${SEED:-0}"                       # data splits and synthetic data
 # data: the paper's release (TingheOliver/Explore-Execute-Chain-Datasets) -> data/processed/{sft,rl,eval}
 DATA_MIRROR="${DATA_MIRROR:-0}"         # 1: download from hf-mirror.com
@@ -101,22 +111,36 @@ try: print(latest_hf_checkpoint(Path(sys.argv[1])))
 except UserError as e: sys.exit(str(e))' "$RL2_DIR"
 }
 
-# 1. data: download (resumable, verified) and convert (time: unknown)
+# ------------------------------------------------------------------------------- check and estimate
+# Every training step's config at NNODES x N_GPUS, verl's checks and its run-time batch arithmetic, and each
+# step's time estimate (python -m e2c.recipe_check --help); stops here when a setting cannot run at this size.
+# A real run checks the GPUs the steps will use (auto: N_GPUS, at most the visible ones; none: no check).
+check=(--gpus "$([ "$DRY_RUN" = 1 ] && echo "${N_GPUS:-8}" || echo auto)" --nnodes "$NNODES" --algo "$RL_ALGO"
+       --model "$BASE_MODEL" --from "$FROM" --rl-train-data "$RL_TRAIN_DATA" --eval-datasets "$EVAL_DATASETS"
+       --eval-samples "$EVAL_SAMPLES")
+[ -n "$SFT_STEPS" ] && check+=(--sft-steps "$SFT_STEPS")
+[ -n "$RL1_STEPS" ] && check+=(--rl1-steps "$RL1_STEPS")
+[ -n "$RL2_STEPS" ] && check+=(--rl2-steps "$RL2_STEPS")
+[ -n "$EVAL_MAX_TOKENS" ] && check+=(--eval-max-tokens "$EVAL_MAX_TOKENS")
+[ "$PASS_RATE_FILTER" = 1 ] && check+=(--filter-k "$PASS_RATE_K")
+"$PY" -m e2c.recipe_check "${check[@]}" >&2
+
+# 1. data: download (resumable, verified) and convert (time: unknown, bound by the download)
 if step data; then
   args=(--synthetic "$SYNTHETIC" --seed "$SEED")
   [ "$DATA_MIRROR" = 1 ] && args+=(--mirror)
   run "$PY" -m e2c.data.prepare "${args[@]}"
 fi
 
-# 2. SFT on full Explore-Execute chains (time: unknown)
+# 2. SFT on full Explore-Execute chains (time: the check's estimate)
 if step sft; then
   args=(--mode sft --model "$BASE_MODEL" --output-dir "$SFT_DIR" --nnodes "$NNODES")
   [ -n "$SFT_STEPS" ] && args+=(--steps "$SFT_STEPS")
   run "$PY" -m e2c.sft.run "${args[@]}"
 fi
 
-# 3. (opt-in) pass-rate filter of the RL prompts with the SFT model on vLLM (time: unknown; one k-sample
-# pass over the prompts, resumed from its samples file when re-run)
+# 3. (opt-in) pass-rate filter of the RL prompts with the SFT model on vLLM (time: the check's estimate; one
+# k-sample pass over the prompts, resumed from its samples file when re-run)
 if [ "$PASS_RATE_FILTER" = 1 ]; then
   if step filter; then
     args=(--model "$SFT_DIR/final" --input "$RL_TRAIN_DATA" --output "$PASS_RATE_OUTPUT" --k "$PASS_RATE_K"
@@ -129,7 +153,7 @@ elif [ "$FROM" = filter ]; then
   started=1  # the filter is off: FROM=filter starts at stage 1
 fi
 
-# 4. GRPO stage 1, the warm-up (time: unknown)
+# 4. GRPO stage 1, the warm-up (time: the check's estimate)
 if step rl1; then
   args=(--algo "$RL_ALGO" --stage 1 --model "$SFT_DIR/final" --train-data "$RL_TRAIN_DATA"
         --val-data "$RL_VAL_DATA" --output-dir "$RL1_DIR" --nnodes "$NNODES")
@@ -137,7 +161,7 @@ if step rl1; then
   run "$PY" -m e2c.rl.launch "${args[@]}"
 fi
 
-# 5. GRPO stage 2, exploration advantages weighted (time: unknown)
+# 5. GRPO stage 2, exploration advantages weighted (time: the check's estimate)
 if step rl2; then
   args=(--algo "$RL_ALGO" --stage 2 --stage1-dir "$RL1_DIR" --train-data "$RL_TRAIN_DATA"
         --val-data "$RL_VAL_DATA" --output-dir "$RL2_DIR" --nnodes "$NNODES")
@@ -145,7 +169,7 @@ if step rl2; then
   run "$PY" -m e2c.rl.launch "${args[@]}"
 fi
 
-# 6. evaluation of the stage-2 model (time: unknown)
+# 6. evaluation of the stage-2 model (time: the check's estimate)
 if step eval; then
   model="$(rl_model)"
   args=(--model "$model" --dataset "$EVAL_DATASETS" --sample "$EVAL_SAMPLES" --temperature "$EVAL_TEMPERATURE"
@@ -154,7 +178,8 @@ if step eval; then
   run "$PY" -m e2c.eval.run "${args[@]}"
 fi
 
-# 7. test-time scaling with the stage-2 model (time: unknown)
+# 7. test-time scaling with the stage-2 model (time: unknown, see the check's line for why; the run prints
+# an ETA per problem)
 if step tts; then
   model="$(rl_model)"
   read -r -a budgets <<<"$TTS_BUDGETS"

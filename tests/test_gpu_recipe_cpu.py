@@ -52,7 +52,7 @@ print(json.dumps(results))
 
 def _dry_run(**env: str) -> list[list[str]]:
     full = {**os.environ, "DRY_RUN": "1", **env}
-    r = subprocess.run(["bash", str(RECIPE)], env=full, capture_output=True, text=True, timeout=60, cwd="/")
+    r = subprocess.run(["bash", str(RECIPE)], env=full, capture_output=True, text=True, timeout=180, cwd="/")
     assert r.returncode == 0, r.stderr
     return [shlex.split(line[2:]) for line in r.stdout.splitlines() if line.startswith("+ ")]
 

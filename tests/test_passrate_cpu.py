@@ -465,7 +465,7 @@ def recipe_commands(**env: str) -> list[list[str]]:
         env=full,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=180,  # the recipe first composes and checks every training config (recipe_check)
     )
     assert r.returncode == 0, r.stderr
     return [shlex.split(line[2:]) for line in r.stdout.splitlines() if line.startswith("+ ")]

@@ -1,0 +1,1025 @@
+"""Check the GPU recipe's training configs at a cluster size, and estimate each stage's time, without a GPU.
+
+``python -m e2c.recipe_check --gpus 8 --nnodes 2`` (``scripts/gpu_recipe.sh`` runs it before anything else)
+composes, in-process, the exact Hydra configuration each training stage of the recipe would launch on
+``NNODES x N_GPUS`` GPUs: SFT (``configs/e2c_sft.yaml`` with :func:`e2c.sft.launch.hydra_overrides`' overrides)
+and RL stages 1 and 2 (``configs/e2c_grpo.yaml`` or ``configs/e2c_dapo.yaml`` with
+:func:`e2c.rl.launch.build_overrides`' overrides: the vLLM rollout and the config's tensor-parallel size). On
+each it runs
+
+- the batch arithmetic verl asserts only at run time, inside its workers (so a bad size fails minutes into a
+  job, after the model is loaded): the SFT batch splits over the data-parallel ranks (verl's SFT trainer
+  would silently train ``batch // ranks * ranks`` rows), each RL mini-batch's ``ppo_mini_batch_size x n``
+  samples split over the actor's data-parallel ranks (``verl.workers.engine_workers``), the rollout's
+  ``tp x dp x pp`` GPUs divide the world (one vLLM replica each), Ulysses and FSDP group sizes divide it,
+  micro-batches divide the per-rank batch, and one whole sequence fits a dynamic micro-batch
+  (``verl.utils.seqlen_balancing``);
+- verl's own configuration checks: ``verl.utils.config.validate_config`` (which builds
+  ``verl.workers.config.FSDPActorConfig`` and runs its ``__post_init__`` and ``validate``, and the critic's
+  when one is used), ``verl.utils.config.omega_conf_to_dataclass`` on the rollout (``RolloutConfig``) and
+  algorithm sections and, for SFT, on the sections ``verl.trainer.sft_trainer`` converts (engine, optim,
+  checkpoint, profiler), plus :func:`e2c.rl.settings.e2c_settings`.
+
+A failure is one :class:`~e2c.cli.UserError` line naming the stage, the setting, the numbers and a value that
+works. No worker, ray or GPU is started.
+
+Time estimates (a model, not a measurement; nothing here has been timed at the paper's scale)::
+
+    N   parameters (the model's config.json when it is a local folder, else 8.2e9 for Qwen3-8B and 4.0e9
+        for Qwen3-4B)
+    G   GPUs (NNODES x N_GPUS for training; one node's N_GPUS for eval and the filter)
+    P   peak dense bf16 FLOP/s of one GPU (H100: 989e12)
+    f   mean response length as a fraction of its maximum (default 0.5; SFT rows: f x data.max_length)
+    U   assumed model-FLOPs utilisation: training and log-prob passes 0.35, decoding 0.05
+
+    SFT step   = 6 N B L / (G P U_train),           B = data.train_batch_size, L = f x data.max_length
+    RL step    = generation + log-probs + training, with B = data.train_batch_size, n = rollout.n,
+                 R = data.max_response_length, p = data.max_prompt_length, T = B n (p + f R) tokens:
+      generation = 2 N g B n f R / (G P U_decode)   g = generation batches per step (1; DAPO: 2, assumed)
+      log-probs  = 2 N k T / (G P U_train)          k = 1 (old log-probs) + 1 when a reference model runs
+      training   = 6 N e T / (G P U_train)          e = actor.ppo_epochs
+    steps      = trainer.total_training_steps when set, else floor(rows / B) x trainer.total_epochs
+                 (rows: the local training file's, else the paper's 58k SFT pairs and 14k RL prompts)
+    eval       = 2 N (problems x samples x f x max_new_tokens) / (G_node P U_decode)
+    filter     = 2 N (prompts x k x f x max_tokens) / (G_node P U_decode)
+
+6N per token is a forward and backward pass, 2N a forward pass (prefill of the prompt is left out of the
+generation term: it is compute-bound and short next to the response). Left out: attention's quadratic
+FLOPs, activation recomputation (gradient checkpointing), weight syncs, validation and checkpoint saves;
+the MFU assumptions are meant to absorb them. TTS has no estimate (its token count depends on how each
+method stops, which the paper measured only at K=32).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import io
+import json
+import math
+import sys
+import traceback
+import warnings
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from e2c.cli import ArgumentParser, UserError, fail
+
+# ------------------------------------------------------------------------------------------------ constants
+# Peak dense bf16 tensor-core throughput of one H100 SXM (NVIDIA's datasheet, without sparsity).
+H100_PEAK_FLOPS = 989e12
+# Training (FSDP2, bf16, gradient checkpointing, packed sequences): dense training of 4-8B models on H100s
+# typically reaches 30-45% MFU; 0.35 is mid-range. Log-prob passes are the same kernels without backward.
+MFU_TRAIN = 0.35
+# Decoding is memory-bound: each step reads all weights (16 GB for 8B in bf16) plus every sequence's KV
+# cache (~0.15 MB per token of context for Qwen3-8B), at ~3.3 TB/s, to produce one token per sequence.
+# With ~64 sequences of ~4k context per GPU that is ~15 ms per step, ~4k tokens/s, ~0.07 of the peak FLOPs;
+# 0.05 leaves room for the long tail of a batch (the last, longest chains run at a small batch).
+MFU_DECODE = 0.05
+# Mean response length as a fraction of its maximum (E2C chains are long; many reach the cap).
+LENGTH_FRACTION = 0.5
+# DAPO's dynamic sampling regenerates for groups it drops (all right or all wrong), up to e2c's
+# max_num_gen_batches (10) per step: assumed 2 generation batches per step on average.
+DAPO_GEN_BATCHES = 2.0
+
+# The paper's data (arXiv 2509.23946 release): SFT pairs and RL prompts; used when no local file is there.
+PAPER_SFT_ROWS = 58_000
+PAPER_RL_PROMPTS = 14_000
+SFT_TRAIN_FILE = "data/processed/sft/e2c_sft_train.parquet"
+RL_TRAIN_FILE = "data/processed/rl/e2c_rl_train.parquet"
+# Parameters of the paper's models when no config.json is at hand (matched on the name, lower case).
+PARAM_TABLE: dict[str, float] = {"qwen3-8b": 8.2e9, "qwen3-4b": 4.0e9, "explore-execute-chain-qwen": 8.2e9}
+
+# Public sizes of the evaluation sets (problems), by e2c.data.registry name.
+EVAL_SIZES: dict[str, int] = {
+    "aime24": 30,
+    "aime25": 30,
+    "amc23": 40,
+    "gsm8k": 1319,
+    "math500": 500,
+    "minerva": 272,
+    "olympiadbench": 674,
+    "math_algebra": 1187,
+    "medqa": 1273,
+    "medmcqa": 4183,
+    "anatomy": 135,
+    "clinical_knowledge": 265,
+    "college_biology": 144,
+    "college_medicine": 173,
+    "medical_genetics": 100,
+    "professional_medicine": 272,
+}
+EVAL_MAX_TOKENS = {"math": 8192, "med": 1500}  # the paper's budgets (the registry's defaults)
+FILTER_MAX_TOKENS = 8192  # the RL configs' data.max_response_length, the pass-rate filter's default
+
+STEPS = ("data", "sft", "filter", "rl1", "rl2", "eval", "tts")  # scripts/gpu_recipe.sh's order
+ALGO_NAMES = {"grpo": "GRPO", "dapo": "DAPO"}
+
+
+# ------------------------------------------------------------------------------------------------ shapes
+@dataclass(frozen=True)
+class Cluster:
+    """``nnodes`` nodes of ``gpus_per_node`` GPUs."""
+
+    gpus_per_node: int
+    nnodes: int
+
+    @property
+    def world(self) -> int:
+        return self.gpus_per_node * self.nnodes
+
+    def __str__(self) -> str:
+        return f"{self.nnodes}x{self.gpus_per_node} GPUs"
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """The estimate's stated assumptions (see the module docstring)."""
+
+    peak_flops: float = H100_PEAK_FLOPS
+    mfu_train: float = MFU_TRAIN
+    mfu_decode: float = MFU_DECODE
+    length_fraction: float = LENGTH_FRACTION
+    dapo_gen_batches: float = DAPO_GEN_BATCHES
+
+
+@dataclass(frozen=True)
+class SftShape:
+    """What one SFT step is, read from the composed config."""
+
+    batch: int
+    max_length: int
+    epochs: int
+    total_steps: int | None
+    dp: int
+
+
+@dataclass(frozen=True)
+class RlShape:
+    """What one RL step is, read from the composed config."""
+
+    batch: int
+    n: int
+    prompt_length: int
+    response_length: int
+    epochs: int
+    total_steps: int | None
+    ppo_epochs: int
+    reference: bool
+    dp: int
+    padded: int  # samples per step after verl pads the batch with no-op samples (== batch * n when none)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A stage's estimated seconds (None: unknown) and how they were reached."""
+
+    seconds: float | None
+    detail: str
+
+
+# ------------------------------------------------------------------------------------------------ helpers
+def divisors(n: int) -> list[int]:
+    """The positive divisors of ``n``, ascending.
+
+    >>> divisors(12)
+    [1, 2, 3, 4, 6, 12]
+    """
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def or_list(values: Sequence[int]) -> str:
+    """``1, 2 or 4``.
+
+    >>> or_list([1, 2, 4]), or_list([8])
+    ('1, 2 or 4', '8')
+    """
+    items = [str(v) for v in values]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
+def world_fix(total: int, cluster: Cluster, unit: int = 1) -> str:
+    """How to pick a cluster whose data-parallel size (the world divided by ``unit``, e.g. the Ulysses size)
+    divides ``total``: other node counts at this many GPUs per node, else other GPU counts per node.
+
+    >>> world_fix(1024, Cluster(8, 3))
+    'use NNODES=1, 2, 4 or 8 at 8 GPUs per node'
+    >>> world_fix(160, Cluster(7, 1))
+    'use N_GPUS=8, 5, 4 or 2 on 1 node(s)'
+    """
+
+    def fits(world: int) -> bool:
+        return world % unit == 0 and total % (world // unit) == 0
+
+    nodes = [k for k in range(1, 65) if fits(k * cluster.gpus_per_node)][:4]
+    if nodes:
+        return f"use NNODES={or_list(nodes)} at {cluster.gpus_per_node} GPUs per node"
+    per_node = [g for g in range(8, 0, -1) if fits(g * cluster.nnodes)][:4]
+    if per_node:
+        return f"use N_GPUS={or_list(per_node)} on {cluster.nnodes} node(s)"
+    return f"use a world size that divides {total}"
+
+
+def _node(cfg: Any, key: str) -> Any:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.select(cfg, key, default=None)
+
+
+def _int(cfg: Any, key: str, default: int | None = None) -> int | None:
+    value = _node(cfg, key)
+    return default if value is None else int(value)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """verl prints and warns when imported and when it validates: keep that out of the one-line output."""
+    from e2c.launch_checks import _quiet_fds
+
+    sys.stdout.flush()  # what was printed before goes out before fd 1 points elsewhere
+    sys.stderr.flush()
+    with _quiet_fds(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def _first_line(e: BaseException) -> str:
+    """The message of ``e`` on one line; for Hydra's "Error in call to target" wrapper, its cause's.
+
+    >>> _first_line(ValueError("bad value\\nmore"))
+    'bad value'
+    """
+    cause = e.__cause__
+    if cause is not None and "Error in call to target" in str(e):
+        parts = str(e).split("'")
+        return f"{parts[1]}: {_first_line(cause)}" if len(parts) > 2 else _first_line(cause)
+    text = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    if text:
+        return text[0]
+    frames = traceback.extract_tb(e.__traceback__) if e.__traceback__ else []
+    if frames and frames[-1].line:  # a bare ``assert``: its source line says what failed
+        return f"{type(e).__name__}: {frames[-1].line}"
+    return type(e).__name__
+
+
+# ------------------------------------------------------------------------------------------------ compose
+def sft_config(cluster: Cluster, model: str, overrides: Sequence[str] = (), steps: int | None = None) -> Any:
+    """The composed ``configs/e2c_sft.yaml`` as :func:`e2c.sft.launch.hydra_overrides` writes it for a GPU
+    plan of ``cluster`` (the launcher's placeholder data path; nothing is read)."""
+    from e2c.launch_checks import compose_checked
+    from e2c.paths import configs_dir, project_root
+    from e2c.sft.launch import CONFIG_NAME, Plan, hydra_overrides
+
+    # Plan's fields as the launcher's make_plan fills them for GPUs (``ranks``: processes per node, where
+    # this version of the launcher has it).
+    fields = {f.name for f in dataclasses.fields(Plan)}
+    extra = {"ranks": cluster.gpus_per_node} if "ranks" in fields else {}
+    plan = Plan(
+        mode="sft",
+        model=model,
+        model_note=model,
+        train=[str(project_root() / SFT_TRAIN_FILE)],
+        val=[],
+        output_dir=project_root() / "models" / "checkpoints" / "sft",
+        gpus=cluster.gpus_per_node,
+        nnodes=cluster.nnodes,
+        node_rank=0,
+        **extra,
+    )
+    # The launcher's overrides first, the user's after them (hydra_overrides appends plan.overrides last).
+    return compose_checked(configs_dir(), CONFIG_NAME, hydra_overrides(plan, steps), list(overrides))
+
+
+def rl_config(
+    algo: str, stage: int, cluster: Cluster, overrides: Sequence[str] = (), steps: int | None = None
+) -> Any:
+    """The composed ``configs/e2c_<algo>.yaml`` with ``e2c_stage=stage<stage>`` and the overrides
+    :func:`e2c.rl.launch.build_overrides` gives a launch on ``cluster`` (its flags parsed by the launcher's own
+    :func:`~e2c.rl.launch.parse_args`)."""
+    from e2c.launch_checks import compose_checked
+    from e2c.paths import configs_dir
+    from e2c.rl.launch import (
+        build_overrides,
+        config_name,
+        default_output_dir,
+        default_sft_model,
+        parse_args,
+    )
+
+    argv = ["--algo", algo, "--stage", str(stage), "--nnodes", str(cluster.nnodes)]
+    if steps is not None:
+        argv += ["--steps", str(steps)]
+    args = parse_args([*argv, *overrides])
+    args.model_path = str(default_sft_model())  # stage 2: stage 1's checkpoint, the same architecture
+    args.output_dir = default_output_dir(algo, stage)
+    fixed = [f"e2c_stage=stage{stage}", *build_overrides(args, cluster.gpus_per_node)]
+    return compose_checked(configs_dir(), config_name(algo), fixed, args.overrides)
+
+
+# ------------------------------------------------------------------------------------------------ checks
+def check_sft(cfg: Any, label: str, cluster: Cluster) -> SftShape:
+    """The batch arithmetic of verl's SFT trainer (``verl.trainer.sft_trainer``) on ``cfg``; raises
+    UserError naming the setting."""
+    world = int(cfg.trainer.n_gpus_per_node) * int(cfg.trainer.nnodes)
+    sp = _int(cfg, "engine.ulysses_sequence_parallel_size", 1) or 1
+    if world % sp:
+        raise UserError(
+            f"{label}: engine.ulysses_sequence_parallel_size={sp} does not divide the {world} GPUs; "
+            f"set it to one of {or_list([d for d in divisors(world) if d <= 8])}"
+        )
+    _check_fsdp_size(cfg, "engine.fsdp_size", label, world)
+    dp = world // sp
+    batch = int(cfg.data.train_batch_size)
+    if batch % dp:
+        per = batch // dp
+        fit = -(-batch // dp) * dp
+        raise UserError(
+            f"{label}: data.train_batch_size={batch} does not split over {dp} data-parallel ranks (verl's SFT "
+            f"trainer would train {per} rows per rank = {per * dp} a step, not {batch}); "
+            f"{world_fix(batch, cluster, sp)} or set data.train_batch_size to a multiple of {dp}, e.g. {fit}"
+        )
+    max_length = int(cfg.data.max_length)
+    if bool(cfg.data.use_dynamic_bsz):
+        cap = int(cfg.data.max_token_len_per_gpu) * sp
+        if cap < max_length:
+            raise UserError(
+                f"{label}: data.max_token_len_per_gpu={cfg.data.max_token_len_per_gpu} x Ulysses {sp} = {cap} "
+                f"tokens is below data.max_length={max_length} (verl asserts one whole row fits a micro-batch); "
+                f"set data.max_token_len_per_gpu to at least {-(-max_length // sp)}"
+            )
+    else:
+        micro = int(cfg.data.micro_batch_size_per_gpu)
+        per = batch // dp
+        if micro < 1 or per % micro:
+            ok = [d for d in divisors(per) if d <= max(micro, 1)][-1]
+            raise UserError(
+                f"{label}: data.micro_batch_size_per_gpu={micro} does not divide the {per} rows each rank gets a "
+                f"step ({batch} / {dp} ranks; verl's engine asserts it); set it to a divisor of {per}, e.g. {ok}"
+            )
+    return SftShape(
+        batch=batch,
+        max_length=max_length,
+        epochs=int(cfg.trainer.total_epochs),
+        total_steps=_int(cfg, "trainer.total_training_steps"),
+        dp=dp,
+    )
+
+
+def _check_fsdp_size(cfg: Any, key: str, label: str, world: int) -> None:
+    """An FSDP group size between 1 and the world must divide it (``init_device_mesh``'s 2-D mesh)."""
+    size = _int(cfg, key, -1)
+    if size is not None and 0 < size < world and world % size:
+        raise UserError(
+            f"{label}: {key}={size} does not divide the {world} GPUs; set it to -1 (all of them) or one of "
+            f"{or_list(divisors(world)[:-1][-4:] or [1])}"
+        )
+
+
+def longest_sequence(cfg: Any) -> int:
+    """Prompt plus response tokens of the longest RL sequence (the e2c agent loop's prompt room included)."""
+    prompt = max(
+        int(cfg.data.max_prompt_length), _int(cfg, "actor_rollout_ref.rollout.prompt_length", 0) or 0
+    )
+    response = max(
+        int(cfg.data.max_response_length), _int(cfg, "actor_rollout_ref.rollout.response_length", 0) or 0
+    )
+    return prompt + response
+
+
+def check_rollout_world(cfg: Any, label: str, world: int, gpus_per_node: int) -> None:
+    """vLLM runs one replica per ``tp x dp x pp`` GPUs: that must divide the world
+    (``verl.workers.engine_workers`` asserts it) and, across nodes, split into whole nodes
+    (``verl.workers.rollout.replica``)."""
+    r = cfg.actor_rollout_ref.rollout
+    tp = int(r.tensor_model_parallel_size)
+    dp = int(r.get("data_parallel_size", 1) or 1)
+    pp = int(r.get("pipeline_model_parallel_size", 1) or 1)
+    size = tp * dp * pp
+    what = "actor_rollout_ref.rollout.tensor_model_parallel_size"
+    shown = f"{what}={tp}"
+    if dp > 1 or pp > 1:
+        shown += f" x data_parallel_size={dp} x pipeline_model_parallel_size={pp}"
+    if size < 1 or world % size:
+        ok = [d for d in divisors(world) if d <= gpus_per_node]
+        raise UserError(
+            f"{label}: {shown} ({size} GPUs per vLLM replica) does not divide the {world} GPUs (verl builds "
+            f"one replica per {size} GPUs and asserts they fill the world); set {what} to {or_list(ok)}"
+        )
+    if size % min(gpus_per_node, size):
+        raise UserError(
+            f"{label}: {shown} ({size} GPUs per vLLM replica) spans nodes of {gpus_per_node} GPUs unevenly "
+            f"(verl asserts a replica fills whole nodes); use a multiple of {gpus_per_node} or a divisor of it"
+        )
+
+
+def check_rl(cfg: Any, label: str, cluster: Cluster) -> RlShape:
+    """The batch arithmetic verl's RL workers assert at run time, on ``cfg``; raises UserError naming the
+    setting."""
+    world = int(cfg.trainer.n_gpus_per_node) * int(cfg.trainer.nnodes)
+    gpus_per_node = int(cfg.trainer.n_gpus_per_node)
+    actor = cfg.actor_rollout_ref.actor
+    rollout = cfg.actor_rollout_ref.rollout
+    check_rollout_world(cfg, label, world, gpus_per_node)
+    sp = _int(cfg, "actor_rollout_ref.actor.ulysses_sequence_parallel_size", 1) or 1
+    sp = max(sp, _int(cfg, "actor_rollout_ref.actor.fsdp_config.ulysses_sequence_parallel_size", 1) or 1)
+    if world % sp:
+        raise UserError(
+            f"{label}: actor_rollout_ref.actor.ulysses_sequence_parallel_size={sp} does not divide the {world} "
+            f"GPUs; set it to one of {or_list([d for d in divisors(world) if d <= 8])}"
+        )
+    _check_fsdp_size(cfg, "actor_rollout_ref.actor.fsdp_config.fsdp_size", label, world)
+    dp = world // sp
+    n = int(rollout.n)
+    batch = int(cfg.data.train_batch_size)
+    mini = int(actor.ppo_mini_batch_size)
+    mini_samples = mini * n
+    if mini_samples % dp:
+        need = dp // math.gcd(n, dp)
+        raise UserError(
+            f"{label}: actor_rollout_ref.actor.ppo_mini_batch_size={mini} x rollout.n={n} = {mini_samples} "
+            f"samples do not split over {dp} data-parallel ranks (verl's worker asserts it); "
+            f"{world_fix(mini_samples, cluster, sp)} or set actor_rollout_ref.actor.ppo_mini_batch_size to a "
+            f"multiple of {need}"
+        )
+    sync = int(_node(cfg, "trainer.v1.sync.parameter_sync_step") or 1)
+    if batch % sync:
+        raise UserError(
+            f"{label}: data.train_batch_size={batch} is not a multiple of trainer.v1.sync.parameter_sync_step="
+            f"{sync} (verl's trainer asserts it); set data.train_batch_size to a multiple of {sync}"
+        )
+    # verl pads each step's samples with no-op ones to a multiple of lcm(ranks, mini-batch samples).
+    multiple = math.lcm(dp, mini_samples)
+    padded = -(-batch * n // multiple) * multiple
+    dynamic = bool(actor.use_dynamic_bsz)
+    if dynamic != bool(rollout.log_prob_use_dynamic_bsz):
+        raise UserError(
+            f"{label}: actor_rollout_ref.actor.use_dynamic_bsz={dynamic} but "
+            f"actor_rollout_ref.rollout.log_prob_use_dynamic_bsz={bool(rollout.log_prob_use_dynamic_bsz)} "
+            "(verl's worker asserts they are equal); set both the same"
+        )
+    if dynamic:
+        longest = longest_sequence(cfg)
+        for key in (
+            "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
+            "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu",
+            "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu",
+        ):
+            cap = _int(cfg, key)
+            if cap is not None and cap * sp < longest:
+                raise UserError(
+                    f"{label}: {key}={cap} x Ulysses {sp} = {cap * sp} tokens is below the longest sequence, "
+                    f"{longest} tokens (prompt + response; verl asserts one sequence fits a micro-batch); set "
+                    f"it to at least {-(-longest // sp)}"
+                )
+    else:
+        per_rank = mini_samples // dp
+        for key, micro, per, what in (
+            (
+                "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+                _int(cfg, "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"),
+                per_rank,
+                f"each rank's share of a mini-batch ({mini_samples} / {dp})",
+            ),
+            (
+                "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+                _int(cfg, "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu"),
+                padded // dp,
+                f"each rank's share of a step ({padded} / {dp})",
+            ),
+        ):
+            if micro is not None and (micro < 1 or per % micro):
+                ok = [d for d in divisors(per) if d <= max(micro, 1)][-1]
+                raise UserError(
+                    f"{label}: {key}={micro} does not divide the {per} samples of {what} (verl's engine "
+                    f"asserts it); set it to a divisor of {per}, e.g. {ok}"
+                )
+    reference = bool(_node(cfg, "algorithm.use_kl_in_reward")) or bool(actor.use_kl_loss)
+    return RlShape(
+        batch=batch,
+        n=n,
+        prompt_length=int(cfg.data.max_prompt_length),
+        response_length=int(cfg.data.max_response_length),
+        epochs=int(cfg.trainer.total_epochs),
+        total_steps=_int(cfg, "trainer.total_training_steps"),
+        ppo_epochs=int(actor.ppo_epochs),
+        reference=reference,
+        dp=dp,
+        padded=padded,
+    )
+
+
+def verl_sft_checks(cfg: Any, label: str) -> None:
+    """The dataclasses ``verl.trainer.sft_trainer`` builds from the config (engine, optim, checkpoint,
+    profiler; not the model's, which loads the tokenizer), their ``__post_init__`` checks included."""
+    with _quiet():
+        from verl.utils.config import omega_conf_to_dataclass
+    for section in ("engine", "optim", "checkpoint", "profiler"):
+        try:
+            with _quiet():
+                omega_conf_to_dataclass(cfg[section])
+        except Exception as e:
+            raise UserError(
+                f"{label}: verl.utils.config.omega_conf_to_dataclass ({section}) refuses the configuration: "
+                f"{_first_line(e)}"
+            ) from None
+
+
+def verl_rl_checks(cfg: Any, label: str) -> None:
+    """verl's own checks of a PPO config, as ``verl.trainer.main_ppo`` runs them before it starts ray:
+    ``validate_config`` (the actor's and critic's dataclasses and ``validate``), then the rollout and
+    algorithm dataclasses, then the ``e2c`` settings group."""
+    from e2c.rl.settings import e2c_settings
+
+    with _quiet():
+        from verl.trainer.ppo.utils import need_critic, need_reference_policy
+        from verl.utils.config import omega_conf_to_dataclass, validate_config
+    steps = (
+        (
+            "validate_config",
+            lambda: validate_config(
+                cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg)
+            ),
+        ),
+        ("omega_conf_to_dataclass (rollout)", lambda: omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)),
+        ("omega_conf_to_dataclass (algorithm)", lambda: omega_conf_to_dataclass(cfg.algorithm)),
+    )
+    for name, call in steps:
+        try:
+            with _quiet():
+                call()
+        except Exception as e:
+            raise UserError(
+                f"{label}: verl.utils.config.{name} refuses the configuration: {_first_line(e)}"
+            ) from None
+    try:
+        e2c_settings(cfg)
+    except UserError as e:
+        raise UserError(f"{label}: {e}") from None
+
+
+# ------------------------------------------------------------------------------------------------ estimate
+def params_from_hf_config(config: dict[str, Any]) -> float | None:
+    """Parameters of a dense decoder from its HF ``config.json`` (embeddings, attention, gated MLP, norms);
+    None for a mixture of experts (its active parameters are not in the file's plain keys).
+
+    >>> qwen3_8b = dict(hidden_size=4096, num_hidden_layers=36, num_attention_heads=32,
+    ...     num_key_value_heads=8, head_dim=128, intermediate_size=12288, vocab_size=151936)
+    >>> round(params_from_hf_config(qwen3_8b) / 1e9, 2)
+    8.19
+    """
+    if any(k in config for k in ("num_experts", "num_local_experts", "n_routed_experts")):
+        return None
+    try:
+        d = int(config["hidden_size"])
+        layers = int(config["num_hidden_layers"])
+        heads = int(config["num_attention_heads"])
+        kv = int(config.get("num_key_value_heads") or heads)
+        head_dim = int(config.get("head_dim") or d // heads)
+        ffn = int(config["intermediate_size"])
+        vocab = int(config["vocab_size"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    attention = 2 * d * heads * head_dim + 2 * d * kv * head_dim
+    per_layer = attention + 3 * d * ffn + 2 * d
+    embeddings = vocab * d * (1 if config.get("tie_word_embeddings") else 2)
+    return float(layers * per_layer + embeddings + d)
+
+
+def model_params(model: str) -> tuple[float | None, str]:
+    """``(parameters, where the number comes from)``: a local folder's config.json, else :data:`PARAM_TABLE`
+    matched on the name; None when neither knows the model."""
+    config = Path(model).expanduser() / "config.json"
+    if config.is_file():
+        try:
+            n = params_from_hf_config(json.loads(config.read_text()))
+        except (OSError, json.JSONDecodeError):
+            n = None
+        if n:
+            return n, f"{config}"
+    name = model.lower().rstrip("/")
+    for key, n in PARAM_TABLE.items():
+        if key in name:
+            return n, "the paper's table"
+    return None, f"unknown for {model} (pass --params)"
+
+
+def sft_step_seconds(params: float, shape: SftShape, world: int, a: Assumptions) -> float:
+    """``6 N B (f L) / (G P U_train)``: one SFT optimizer step."""
+    tokens = shape.batch * a.length_fraction * shape.max_length
+    return 6 * params * tokens / (world * a.peak_flops * a.mfu_train)
+
+
+def rl_step_seconds(
+    params: float, shape: RlShape, world: int, a: Assumptions, gen_batches: float = 1.0
+) -> dict[str, float]:
+    """One RL step's phases (see the module docstring): ``generation``, ``log-probs``, ``training``."""
+    samples = shape.batch * shape.n
+    response = a.length_fraction * shape.response_length
+    tokens = samples * (shape.prompt_length + response)
+    train = world * a.peak_flops * a.mfu_train
+    passes = 1 + (1 if shape.reference else 0)
+    return {
+        "generation": 2 * params * gen_batches * samples * response / (world * a.peak_flops * a.mfu_decode),
+        "log-probs": 2 * params * passes * tokens / train,
+        "training": 6 * params * shape.ppo_epochs * tokens / train,
+    }
+
+
+def total_steps(rows: int, batch: int, epochs: int, fixed: int | None) -> int:
+    """``fixed`` (trainer.total_training_steps) when set, else ``floor(rows / batch) x epochs`` (verl's
+    dataloaders drop the last partial batch)."""
+    return fixed if fixed is not None else (rows // batch) * epochs
+
+
+def decode_seconds(params: float, tokens: float, gpus: int, a: Assumptions) -> float:
+    """``2 N tokens / (G P U_decode)``: generating ``tokens`` on ``gpus`` GPUs."""
+    return 2 * params * tokens / (gpus * a.peak_flops * a.mfu_decode)
+
+
+def duration(seconds: float) -> str:
+    """A short human duration.
+
+    >>> duration(42.0), duration(700), duration(2 * 3600 + 1800)
+    ('42 s', '11.7 min', '2.5 h')
+    """
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def file_rows(path: str | Path) -> int | None:
+    """Rows of a local parquet file from its footer (nothing else is read); None when there is none."""
+    p = Path(path)
+    if not p.is_absolute():
+        from e2c.paths import project_root
+
+        p = project_root() / p
+    if not p.is_file():
+        return None
+    try:
+        import pyarrow.parquet as pq
+
+        return int(pq.ParquetFile(p).metadata.num_rows)
+    except Exception:
+        return None
+
+
+def eval_tokens(
+    datasets: str, samples: int, fraction: float, max_tokens: int | None
+) -> tuple[float | None, str]:
+    """Generated tokens of an evaluation: ``problems x samples x f x max_new_tokens`` per set."""
+    from e2c.data.registry import get_spec, resolve_names
+
+    try:
+        names = resolve_names(datasets)
+    except Exception as e:  # a bad name is the eval entry point's to report
+        return None, f"unknown datasets {datasets!r} ({_first_line(e)})"
+    missing = [n for n in names if n not in EVAL_SIZES]
+    if missing:
+        return None, f"no size known for {', '.join(missing)}"
+    total = 0.0
+    problems = 0
+    for name in names:
+        spec = get_spec(name)
+        budget = max_tokens or spec.max_new_tokens or EVAL_MAX_TOKENS.get(spec.group, 8192)
+        total += EVAL_SIZES[name] * samples * fraction * budget
+        problems += EVAL_SIZES[name]
+    return total, f"{problems:,} problems x {samples} samples"
+
+
+# ------------------------------------------------------------------------------------------------ run
+@dataclass
+class Options:
+    """What :func:`run` checks and estimates (the recipe's knobs)."""
+
+    cluster: Cluster
+    algo: str = "grpo"
+    model: str = "Qwen/Qwen3-8B"
+    start: str = "data"
+    sft_steps: int | None = None
+    rl1_steps: int | None = None
+    rl2_steps: int | None = None
+    sft_rows: int | None = None
+    rl_prompts: int | None = None
+    rl_train_data: str = RL_TRAIN_FILE
+    filter_k: int = 0
+    eval_datasets: str = "all"
+    eval_samples: int = 8
+    eval_max_tokens: int | None = None
+    params: float | None = None
+    sft_overrides: tuple[str, ...] = ()
+    rl_overrides: tuple[str, ...] = ()
+    verl: bool = True
+    assumptions: Assumptions = dataclasses.field(default_factory=Assumptions)
+
+
+def stage_label(key: str, algo: str, cluster: Cluster) -> str:
+    """``GRPO stage 1 at 3x8 GPUs``."""
+    name = {"sft": "SFT", "rl1": f"{ALGO_NAMES[algo]} stage 1", "rl2": f"{ALGO_NAMES[algo]} stage 2"}[key]
+    return f"{name} at {cluster}"
+
+
+def run(opts: Options) -> Iterator[tuple[str, str, float | None]]:
+    """Check and estimate the recipe's steps from ``opts.start`` on, in order; yields ``(step, line,
+    estimated seconds or None)``. Raises UserError (one line) at the first stage that cannot run."""
+    c, a = opts.cluster, opts.assumptions
+    if c.gpus_per_node < 1 or c.nnodes < 1:
+        raise UserError(f"the cluster needs at least 1 node and 1 GPU per node, got {c}")
+    params = opts.params or model_params(opts.model)[0]
+    todo = STEPS[STEPS.index(opts.start) :]
+    for step in todo:
+        if step == "data":
+            yield step, "time unknown (download-bound: depends on the network to the Hugging Face hub)", None
+        elif step == "sft":
+            yield _sft_step(opts, params, a)
+        elif step == "filter":
+            if opts.filter_k > 0:
+                yield _filter_step(opts, params, a)
+        elif step in ("rl1", "rl2"):
+            yield _rl_step(opts, int(step[-1]), params, a)
+        elif step == "eval":
+            yield _eval_step(opts, params, a)
+        else:
+            yield (
+                step,
+                "time unknown (TTS tokens depend on where each method stops; the paper measured them only at "
+                "K=32: self-consistency 86.2k, E2C-ReAct 12.4k tokens per problem); the run prints an ETA per "
+                "problem",
+                None,
+            )
+
+
+def _unknown_params(opts: Options) -> str:
+    return f"no estimate: the parameter count of {opts.model} is unknown (pass --params)"
+
+
+def _sft_step(opts: Options, params: float | None, a: Assumptions) -> tuple[str, str, float | None]:
+    c = opts.cluster
+    label = stage_label("sft", opts.algo, c)
+    cfg = sft_config(c, opts.model, opts.sft_overrides, opts.sft_steps)
+    shape = check_sft(cfg, label, c)
+    if opts.verl:
+        verl_sft_checks(cfg, label)
+    rows = opts.sft_rows or file_rows(SFT_TRAIN_FILE) or PAPER_SFT_ROWS
+    facts = (
+        f"ok: {shape.batch} rows a step over {shape.dp} data-parallel ranks ({shape.batch // shape.dp} each)"
+    )
+    if params is None:
+        return "sft", f"{facts}; {_unknown_params(opts)}", None
+    steps = total_steps(rows, shape.batch, shape.epochs, shape.total_steps)
+    per = sft_step_seconds(params, shape, c.world, a)
+    est = steps * per
+    return (
+        "sft",
+        f"{facts}; estimate ~{duration(est)} = {steps:,} steps x {duration(per)} ({rows:,} rows)",
+        est,
+    )
+
+
+def _rl_step(
+    opts: Options, stage: int, params: float | None, a: Assumptions
+) -> tuple[str, str, float | None]:
+    c = opts.cluster
+    key = f"rl{stage}"
+    label = stage_label(key, opts.algo, c)
+    steps_flag = opts.rl1_steps if stage == 1 else opts.rl2_steps
+    cfg = rl_config(opts.algo, stage, c, opts.rl_overrides, steps_flag)
+    shape = check_rl(cfg, label, c)
+    if opts.verl:
+        verl_rl_checks(cfg, label)
+    samples = shape.batch * shape.n
+    facts = (
+        f"ok: {shape.batch} prompts x n={shape.n} = {samples:,} samples a step over {shape.dp} ranks, "
+        f"vLLM tp={cfg.actor_rollout_ref.rollout.tensor_model_parallel_size}"
+    )
+    if shape.padded != samples:
+        facts += f" (verl pads them to {shape.padded:,} with no-op samples)"
+    if params is None:
+        return key, f"{facts}; {_unknown_params(opts)}", None
+    rows = opts.rl_prompts or file_rows(opts.rl_train_data) or PAPER_RL_PROMPTS
+    steps = total_steps(rows, shape.batch, shape.epochs, shape.total_steps)
+    gen = a.dapo_gen_batches if opts.algo == "dapo" else 1.0
+    phases = rl_step_seconds(params, shape, c.world, a, gen)
+    per = sum(phases.values())
+    est = steps * per
+    parts = " + ".join(f"{k} {duration(v)}" for k, v in phases.items())
+    return key, f"{facts}; estimate ~{duration(est)} = {steps:,} steps x {duration(per)} ({parts})", est
+
+
+def _eval_step(opts: Options, params: float | None, a: Assumptions) -> tuple[str, str, float | None]:
+    tokens, what = eval_tokens(opts.eval_datasets, opts.eval_samples, a.length_fraction, opts.eval_max_tokens)
+    if tokens is None:
+        return "eval", f"time unknown ({what})", None
+    if params is None:
+        return "eval", _unknown_params(opts), None
+    est = decode_seconds(params, tokens, opts.cluster.gpus_per_node, a)
+    return (
+        "eval",
+        f"estimate ~{duration(est)} ({what}, {tokens / 1e6:.0f}M generated tokens on one node)",
+        est,
+    )
+
+
+def _filter_step(opts: Options, params: float | None, a: Assumptions) -> tuple[str, str, float | None]:
+    if params is None:
+        return "filter", _unknown_params(opts), None
+    prompts = opts.rl_prompts or file_rows(opts.rl_train_data) or PAPER_RL_PROMPTS
+    tokens = prompts * opts.filter_k * a.length_fraction * FILTER_MAX_TOKENS
+    est = decode_seconds(params, tokens, opts.cluster.gpus_per_node, a)
+    return "filter", f"estimate ~{duration(est)} ({prompts:,} prompts x k={opts.filter_k}, one node)", est
+
+
+# ------------------------------------------------------------------------------------------------ CLI
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1, got {n}")
+    return n
+
+
+def _fraction(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not 0 < x <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {x}")
+    return x
+
+
+def _positive(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
+    if not x > 0 or not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {x}")
+    return x
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(
+        prog="python -m e2c.recipe_check",
+        description="Check the GPU recipe's training configs at a cluster size (verl's checks and its run-time "
+        "batch arithmetic, no GPU needed) and estimate each step's time from a FLOPs model.",
+    )
+    a = p.add_argument
+    a(
+        "--gpus",
+        default="8",
+        help="GPUs per node, or 'auto' for the visible ones (scripts: N_GPUS; default 8)",
+    )
+    a("--nnodes", type=_positive_int, default=1, help="nodes (NNODES; default 1)")
+    a("--algo", choices=sorted(ALGO_NAMES), default="grpo", help="RL algorithm (RL_ALGO; default grpo)")
+    a("--model", default="Qwen/Qwen3-8B", help="base model, for the parameter count (BASE_MODEL)")
+    a("--params", type=_positive, default=None, help="parameter count, e.g. 8.2e9 (default: from --model)")
+    a("--from", dest="start", choices=STEPS, default="data", help="first recipe step (FROM; default data)")
+    a(
+        "--sft-steps",
+        type=_positive_int,
+        default=None,
+        help="SFT optimizer steps (SFT_STEPS; default: epochs)",
+    )
+    a("--rl1-steps", type=_positive_int, default=None, help="RL stage 1 steps (RL1_STEPS; default: epochs)")
+    a("--rl2-steps", type=_positive_int, default=None, help="RL stage 2 steps (RL2_STEPS; default: epochs)")
+    a(
+        "--sft-rows",
+        type=_positive_int,
+        default=None,
+        help=f"SFT rows (default: {SFT_TRAIN_FILE}'s, else 58k)",
+    )
+    a(
+        "--rl-prompts",
+        type=_positive_int,
+        default=None,
+        help="RL prompts (default: --rl-train-data's, else 14k)",
+    )
+    a(
+        "--rl-train-data",
+        default=RL_TRAIN_FILE,
+        help=f"RL training parquet, for its rows (default {RL_TRAIN_FILE})",
+    )
+    a(
+        "--filter-k",
+        type=int,
+        default=0,
+        help="pass-rate filter samples per prompt; 0: no filter step (default)",
+    )
+    a("--eval-datasets", default="all", help="EVAL_DATASETS (default all: the 8 math sets)")
+    a("--eval-samples", type=_positive_int, default=8, help="EVAL_SAMPLES (default 8)")
+    a("--eval-max-tokens", type=_positive_int, default=None, help="EVAL_MAX_TOKENS (default: each set's)")
+    a(
+        "--length-fraction",
+        type=_fraction,
+        default=LENGTH_FRACTION,
+        help=f"mean length / max (default {LENGTH_FRACTION})",
+    )
+    a("--mfu-train", type=_fraction, default=MFU_TRAIN, help=f"assumed training MFU (default {MFU_TRAIN})")
+    a("--mfu-decode", type=_fraction, default=MFU_DECODE, help=f"assumed decoding MFU (default {MFU_DECODE})")
+    a(
+        "--peak-tflops",
+        type=_positive,
+        default=H100_PEAK_FLOPS / 1e12,
+        help="GPU bf16 dense peak (default 989, H100)",
+    )
+    a(
+        "--dapo-gen-batches",
+        type=_positive,
+        default=DAPO_GEN_BATCHES,
+        help="DAPO generation batches a step (default 2)",
+    )
+    a("--sft-override", action="append", default=[], help="Hydra override for the SFT config (repeatable)")
+    a("--rl-override", action="append", default=[], help="Hydra override for both RL stages (repeatable)")
+    return p
+
+
+def resolve_gpus(value: str) -> int:
+    """``--gpus``: a count, or ``auto``: the GPUs a launcher would use (:mod:`e2c.devices`; 0 with none)."""
+    if value == "auto":
+        from e2c.devices import gpu_count, requested_gpus
+
+        n = gpu_count()
+        return requested_gpus(n) if n else 0
+    try:
+        n = int(value)
+    except ValueError:
+        raise UserError(
+            f"--gpus (N_GPUS) must be a whole number of GPUs per node or 'auto', got {value!r}"
+        ) from None
+    if n < 1:
+        raise UserError(f"--gpus (N_GPUS) must be at least 1, got {n}")
+    return n
+
+
+def options(args: argparse.Namespace, gpus: int) -> Options:
+    """The parsed flags as :class:`Options`."""
+    return Options(
+        cluster=Cluster(gpus, args.nnodes),
+        algo=args.algo,
+        model=args.model,
+        start=args.start,
+        sft_steps=args.sft_steps,
+        rl1_steps=args.rl1_steps,
+        rl2_steps=args.rl2_steps,
+        sft_rows=args.sft_rows,
+        rl_prompts=args.rl_prompts,
+        rl_train_data=args.rl_train_data,
+        filter_k=max(args.filter_k, 0),
+        eval_datasets=args.eval_datasets,
+        eval_samples=args.eval_samples,
+        eval_max_tokens=args.eval_max_tokens,
+        params=args.params,
+        sft_overrides=tuple(args.sft_override),
+        rl_overrides=tuple(args.rl_override),
+        assumptions=Assumptions(
+            peak_flops=args.peak_tflops * 1e12,
+            mfu_train=args.mfu_train,
+            mfu_decode=args.mfu_decode,
+            length_fraction=args.length_fraction,
+            dapo_gen_batches=args.dapo_gen_batches,
+        ),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print one line per recipe step (``ok`` and the estimate), or one ``error:`` line and exit 2."""
+    try:
+        args = build_parser().parse_args(argv)
+        gpus = resolve_gpus(args.gpus)
+        if gpus == 0:
+            print("[recipe-check] no GPU visible: the steps run their CPU set-up; nothing to check")
+            return 0
+        opts = options(args, gpus)
+        params, source = (opts.params, "--params") if opts.params else model_params(opts.model)
+        shown = f"{params:.3g} parameters ({source})" if params else source
+        a = opts.assumptions
+        print(
+            f"[recipe-check] {opts.cluster} = {opts.cluster.world} GPUs, {opts.algo}, {opts.model}: {shown}",
+            flush=True,
+        )
+        total = 0.0
+        for step, line, seconds in run(opts):
+            print(f"[recipe-check] {step}: {line}", flush=True)
+            total += seconds or 0.0
+    except UserError as e:
+        fail(str(e))
+    if total:
+        print(
+            f"[recipe-check] estimated total ~{duration(total)}: an ESTIMATE from a FLOPs model (6N/2N FLOPs per "
+            f"token, MFU {a.mfu_train} training / {a.mfu_decode} decoding, {a.peak_flops / 1e12:.0f} TFLOP/s per "
+            f"GPU, lengths at {a.length_fraction} of their maximum; see e2c/recipe_check.py), not a measurement",
+            flush=True,
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
