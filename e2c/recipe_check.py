@@ -642,11 +642,11 @@ def decode_seconds(params: float, tokens: float, gpus: int, a: Assumptions) -> f
 def duration(seconds: float) -> str:
     """A short human duration.
 
-    >>> duration(42.0), duration(700), duration(2 * 3600 + 1800)
-    ('42 s', '11.7 min', '2.5 h')
+    >>> duration(11.64), duration(700), duration(2 * 3600 + 1800)
+    ('11.6 s', '11.7 min', '2.5 h')
     """
     if seconds < 60:
-        return f"{seconds:.0f} s"
+        return f"{seconds:.1f} s"
     if seconds < 3600:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
