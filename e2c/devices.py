@@ -55,11 +55,41 @@ def requested_gpus(visible: int, env: Mapping[str, str] | None = None) -> int:
     return n
 
 
+# Each CPU rank is a full process with its own copy of the model and a gloo peer: more than this on one
+# machine is a typo, not a plan.
+MAX_CPU_RANKS = 64
+
+
+def cpu_ranks(env: Mapping[str, str] | None = None) -> int:
+    """Processes per node of a run on a machine with no GPU: the paper's ``N_GPUS`` when set (each "GPU"
+    becomes one CPU rank, so a 4-GPU command runs at its real shape: 4 FSDP ranks on gloo), else 1.
+
+    >>> cpu_ranks({"N_GPUS": "4"}), cpu_ranks({})
+    (4, 1)
+    """
+    raw = (os.environ if env is None else env).get("N_GPUS", "").strip()
+    if not raw:
+        return 1
+    try:
+        n = int(raw)
+    except ValueError:
+        raise UserError(
+            f"N_GPUS must be a whole number of GPUs (CPU ranks here) per node, got {raw!r}"
+        ) from None
+    if not 1 <= n <= MAX_CPU_RANKS:
+        raise UserError(
+            f"N_GPUS={n}: with no GPU visible it is the number of CPU ranks (processes) per node, 1 to "
+            f"{MAX_CPU_RANKS}"
+        )
+    return n
+
+
 def cpu_note(setup: str, env: Mapping[str, str] | None = None) -> str | None:
-    """The one line a CPU run prints when the paper's ``N_GPUS`` is set (it names GPUs, none is visible);
-    None otherwise. ``setup``: the CPU preset that runs instead."""
+    """The one line a CPU run prints when the paper's ``N_GPUS`` is set (it names GPUs, none is visible,
+    so it becomes the number of CPU ranks); None otherwise. ``setup``: the CPU preset that runs instead."""
     env = os.environ if env is None else env
     raw = env.get("N_GPUS", "").strip()
     if not raw or gpu_count(env):
         return None
-    return f"N_GPUS={raw} names GPUs, and none is visible: the CPU set-up runs ({setup})"
+    n = cpu_ranks(env)
+    return f"N_GPUS={raw} and no GPU is visible: {n} CPU rank(s) per node run the CPU set-up ({setup})"

@@ -415,6 +415,17 @@ def check_rollout_world(cfg: Any, label: str, world: int, gpus_per_node: int) ->
         )
 
 
+def padded_samples(samples: int, dp: int, mini_samples: int) -> int:
+    """A step's samples after verl pads them with no-op ones to a multiple of lcm(data-parallel ranks,
+    mini-batch samples): what the log-prob passes split over the ranks.
+
+    >>> padded_samples(16, 4, 16), padded_samples(1024, 24, 1024)
+    (16, 3072)
+    """
+    multiple = math.lcm(dp, mini_samples)
+    return -(-samples // multiple) * multiple
+
+
 def check_rl(cfg: Any, label: str, cluster: Cluster) -> RlShape:
     """The batch arithmetic verl's RL workers assert at run time, on ``cfg``; raises UserError naming the
     setting."""
@@ -450,9 +461,7 @@ def check_rl(cfg: Any, label: str, cluster: Cluster) -> RlShape:
             f"{label}: data.train_batch_size={batch} is not a multiple of trainer.v1.sync.parameter_sync_step="
             f"{sync} (verl's trainer asserts it); set data.train_batch_size to a multiple of {sync}"
         )
-    # verl pads each step's samples with no-op ones to a multiple of lcm(ranks, mini-batch samples).
-    multiple = math.lcm(dp, mini_samples)
-    padded = -(-batch * n // multiple) * multiple
+    padded = padded_samples(batch * n, dp, mini_samples)
     dynamic = bool(actor.use_dynamic_bsz)
     if dynamic != bool(rollout.log_prob_use_dynamic_bsz):
         raise UserError(

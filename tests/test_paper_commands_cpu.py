@@ -102,11 +102,13 @@ def test_rl_script_refuses_contradictions_in_one_line_cpu(
 def test_n_gpus_on_a_cpu_machine_says_so_cpu(tmp_path: Path, rl_data: Path) -> None:
     res = _dry_run(tmp_path, rl_data, N_GPUS="4")
     assert res.returncode == 0, res.stderr
-    assert "N_GPUS=4 names GPUs, and none is visible: the CPU set-up runs" in res.stdout
+    assert "N_GPUS=4 and no GPU is visible: 4 CPU rank(s) per node run the CPU set-up" in res.stdout
+    # the GPU run's shape: 4 logical GPUs, 4 actor ranks
+    assert "trainer.n_gpus_per_node=4" in res.stdout and "+ray_kwargs.ray_init.num_gpus=4" in res.stdout
 
 
 def test_requested_gpus_cpu() -> None:
-    from e2c.devices import cpu_note, requested_gpus
+    from e2c.devices import cpu_note, cpu_ranks, requested_gpus
 
     assert requested_gpus(8, {}) == 8
     assert requested_gpus(8, {"N_GPUS": "4"}) == 4
@@ -114,7 +116,13 @@ def test_requested_gpus_cpu() -> None:
     for bad in ("0", "9", "-1", "2.5"):
         with pytest.raises(UserError):
             requested_gpus(8, {"N_GPUS": bad})
-    assert cpu_note("x.yaml", {"N_GPUS": "4", "CUDA_VISIBLE_DEVICES": ""}).startswith("N_GPUS=4 names GPUs")
+    assert cpu_note("x.yaml", {"N_GPUS": "4", "CUDA_VISIBLE_DEVICES": ""}).startswith(
+        "N_GPUS=4 and no GPU is visible: 4 CPU rank(s)"
+    )
+    assert cpu_ranks({"N_GPUS": "4"}) == 4 and cpu_ranks({}) == 1
+    for bad in ("0", "65", "-1", "2.5"):
+        with pytest.raises(UserError):
+            cpu_ranks({"N_GPUS": bad})
     assert cpu_note("x.yaml", {"N_GPUS": "4", "CUDA_VISIBLE_DEVICES": "0"}) is None
     assert cpu_note("x.yaml", {"CUDA_VISIBLE_DEVICES": ""}) is None
 

@@ -186,12 +186,17 @@ def test_dry_run_command_cpu_and_gpu(data, tmp_path: Path) -> None:
     cmd = launch.launch_command(plan, launch.hydra_overrides(plan, None), configs_dir())
     assert "--nproc_per_node=8" in cmd and "trainer.device=cpu" not in cmd
     assert "data.custom_cls.name=EFSFTDataset" in cmd and cmd[-1] == "optim.lr=1e-5"
-    plan.gpus = 0
+    plan.gpus, plan.ranks = 0, 1
     cpu = launch.launch_command(plan, launch.hydra_overrides(plan, 3), configs_dir())
     assert (
         "--nproc_per_node=1" in cpu
         and "trainer.device=cpu" in cpu
         and "trainer.total_training_steps=3" in cpu
+    )
+    plan.ranks = 4  # the paper's N_GPUS=4 on a machine without GPUs: 4 CPU ranks
+    cpu4 = launch.launch_command(plan, launch.hydra_overrides(plan, 3), configs_dir())
+    assert (
+        "--nproc_per_node=4" in cpu4 and "trainer.n_gpus_per_node=4" in cpu4 and "trainer.device=cpu" in cpu4
     )
 
 

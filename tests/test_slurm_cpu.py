@@ -92,7 +92,11 @@ def test_cpu_dry_run_offers_the_cpu_presets_resources_cpu() -> None:
         (["rlhf"], {}, "unknown stage 'rlhf'; valid: sft, ef-sft, grpo, dapo, curriculum"),
         (["--nodes", "0", "grpo"], {}, "--nodes must be a whole number of nodes, at least 1"),
         (["--nodes", "two", "--dry-run", "grpo"], {}, "got 'two'"),
-        (["--nodes", "2", "grpo"], {}, "2 nodes need a Slurm allocation"),
+        (
+            ["--nodes", "17", "grpo"],
+            {},
+            "--nodes 17 outside Slurm starts 17 nodes on this machine; at most 16",
+        ),
         (["--verbose", "grpo"], {}, "unknown flag '--verbose'"),
         (["--dry-run", "grpo"], {"RAY_PORT": "http"}, "RAY_PORT must be a whole number"),
         (["--dry-run", "grpo"], {"E2C_ROOT": "/nonexistent"}, "no E2C checkout at /nonexistent"),

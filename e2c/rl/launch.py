@@ -42,7 +42,7 @@ from typing import Any
 
 from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, restore_metrics
 from e2c.cli import ArgumentParser, UserError, fail
-from e2c.devices import cpu_note, gpu_count, requested_gpus
+from e2c.devices import cpu_note, cpu_ranks, gpu_count, requested_gpus
 from e2c.files import ensure_output_dir
 from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root
@@ -176,6 +176,70 @@ def resolve_model_path(spec: str) -> str:
     return path
 
 
+def cpu_shape(ranks: int, nnodes: int, joins_cluster: bool) -> dict[str, str]:
+    """The GPU run's shape on a CPU: ``ranks`` logical GPUs per node (the paper's ``N_GPUS``), so verl
+    starts that many FSDP actor ranks and rollout replicas per node. A local ray (no ``RAY_ADDRESS``) is one
+    node holding every logical GPU; a cluster (``scripts/slurm_e2c.sbatch``, or ``ray start`` on several
+    machines) brings its own.
+
+    >>> cpu_shape(4, 1, False)["+ray_kwargs.ray_init.num_gpus"]
+    '4'
+    """
+    out = {"trainer.n_gpus_per_node": str(ranks), "trainer.nnodes": str(nnodes)}
+    if not joins_cluster:
+        world = ranks * nnodes
+        out["+ray_kwargs.ray_init.num_gpus"] = str(world)
+        # Every rank and rollout replica is a ray actor that asks for CPUs: room for all of them.
+        out["ray_kwargs.ray_init.num_cpus"] = str(max(8, 4 * world))
+    return out
+
+
+# The CPU preset's micro-batch keys and which per-rank share each must divide (verl's prepare_micro_batches
+# asserts it when dynamic batch sizes are off, as they are on CPU): a mini-batch's or a whole step's.
+MICRO_BATCH_KEYS = {
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "mini",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "step",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": "step",
+}
+
+
+def cpu_micro_batches(cfg: Any, named: set[str]) -> dict[str, str]:
+    """The CPU preset's micro-batch sizes shrunk to fit each rank's share: with ``R`` ranks a rank holds
+    ``ppo_mini_batch_size * n / R`` samples per update and its share of the step's (padded) samples for the
+    log-prob passes (:func:`e2c.recipe_check.padded_samples`), and a micro-batch must divide them. Keys the
+    user set (``named``) are left to the user and to :func:`e2c.recipe_check.check_rl`. Returns only the
+    keys that change.
+
+    >>> from omegaconf import OmegaConf
+    >>> cfg = OmegaConf.create({"trainer": {"n_gpus_per_node": 4, "nnodes": 1},
+    ...     "data": {"train_batch_size": 4}, "actor_rollout_ref": {"rollout": {"n": 4,
+    ...     "log_prob_micro_batch_size_per_gpu": 16}, "actor": {"ppo_mini_batch_size": 4,
+    ...     "ppo_micro_batch_size_per_gpu": 16}, "ref": {"log_prob_micro_batch_size_per_gpu": 16}}})
+    >>> cpu_micro_batches(cfg, set())["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"]
+    '4'
+    """
+    from omegaconf import OmegaConf
+
+    from e2c.recipe_check import padded_samples
+
+    world = int(cfg.trainer.n_gpus_per_node) * int(cfg.trainer.nnodes)
+    n = int(cfg.actor_rollout_ref.rollout.n)
+    mini = int(cfg.actor_rollout_ref.actor.ppo_mini_batch_size) * n
+    share = {
+        "mini": mini // world,
+        "step": padded_samples(int(cfg.data.train_batch_size) * n, world, mini) // world,
+    }
+    out = {}
+    for key, which in MICRO_BATCH_KEYS.items():
+        micro = OmegaConf.select(cfg, key)
+        if key in named or micro is None or share[which] < 1:
+            continue
+        fit = math.gcd(int(micro), share[which])
+        if fit != int(micro):
+            out[key] = str(fit)
+    return out
+
+
 def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
     """The launcher's Hydra overrides for this launch (CPU preset first); the user's own come after them
     and win."""
@@ -187,6 +251,7 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
             # resource counts from a driver that joins one.
             cpu = {k: v for k, v in cpu.items() if k.lstrip("+") not in RAY_RESOURCE_KEYS}
         out.update(cpu)
+        out.update(cpu_shape(cpu_ranks(), args.nnodes, joins_cluster=bool(os.environ.get("RAY_ADDRESS"))))
     else:
         out["trainer.n_gpus_per_node"] = str(gpus)
         out["trainer.nnodes"] = str(args.nnodes)
@@ -460,6 +525,8 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
             ]
             setattr(args, attr, ",".join(files))
     overrides = build_overrides(args, gpus)
+    from omegaconf import OmegaConf
+
     from e2c.launch_checks import compose_checked
     from e2c.rl.settings import e2c_settings
 
@@ -468,6 +535,13 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     )
     check_data(cfg)
     e2c_settings(cfg)  # an unknown or mistyped e2c.* key stops here, not inside a ray worker
+    if gpus == 0:
+        named = {o.partition("=")[0].lstrip("+~") for o in args.overrides}
+        fitted = cpu_micro_batches(cfg, named)
+        overrides.extend(f"{k}={v}" for k, v in fitted.items())
+        for key, value in fitted.items():
+            OmegaConf.update(cfg, key, int(value))
+    check_shape(cfg, args, stage)
     if user_save_freq(args) is None and int(cfg.trainer.save_freq) <= 0:
         # The CPU preset saves nothing; every stage still ends with a checkpoint, so final/ (and stage 2's
         # start) exist.
@@ -483,6 +557,15 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
         *overrides,
         *args.overrides,
     ]
+
+
+def check_shape(cfg: Any, args: argparse.Namespace, stage: int) -> None:
+    """The batch arithmetic verl asserts only inside its workers, at this run's ranks and nodes
+    (:func:`e2c.recipe_check.check_rl`, the GPU recipe's own check): one line before ray starts."""
+    from e2c.recipe_check import Cluster, check_rl, stage_label
+
+    cluster = Cluster(int(cfg.trainer.n_gpus_per_node), int(cfg.trainer.nnodes))
+    check_rl(cfg, stage_label(f"rl{stage}", args.algo, cluster), cluster)
 
 
 def synthetic_fallback(args: argparse.Namespace) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from e2c.checkpoints import keep_metrics, restore_metrics
 from e2c.cli import UserError
-from e2c.devices import cpu_note, gpu_count, requested_gpus
+from e2c.devices import cpu_note, cpu_ranks, gpu_count, requested_gpus
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset, preset_path
 from e2c.sft.export import META
@@ -65,6 +65,8 @@ class Plan:
     nnodes: int
     node_rank: int
     overrides: list[str] = field(default_factory=list)
+    # Processes per node: the GPUs, or on a machine without one the CPU ranks (N_GPUS, --ranks).
+    ranks: int = 1
 
     @property
     def ckpt_dir(self) -> Path:
@@ -121,8 +123,7 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         print(f"[e2c-sft] {note}", flush=True)
     if gpus < 0 or args.nnodes < 1:
         raise UserError("--gpus must be >= 0 and --nnodes >= 1")
-    if gpus == 0 and args.nnodes > 1:
-        raise UserError("CPU mode runs on one node; set --nnodes 1 or give GPUs")
+    ranks = gpus or sft_cpu_ranks(args)
     rank = node_rank(args)
     train_arg = args.train_data or _default_file(train_default)
     if not train_arg:
@@ -145,19 +146,35 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
     for f in val:
         check_data_file(f, "validation data", schema, DATA_SUFFIXES, "--val-data (VAL_DATA)")
     # The user's overrides, composed as the trainer will, before the model is tagged (which writes a copy).
-    compose_checked(
+    cfg = compose_checked(
         Path(args.config_dir) if args.config_dir else configs_dir(),
         CONFIG_NAME,
-        [f"{k}={v}" for k, v in cpu_preset(CPU_PRESET).items()] if gpus == 0 else [],
+        [f"trainer.n_gpus_per_node={ranks}", f"trainer.nnodes={args.nnodes}"]
+        + ([f"{k}={v}" for k, v in cpu_preset(CPU_PRESET).items()] if gpus == 0 else []),
         overrides,
     )
+    from e2c.recipe_check import Cluster, check_sft
+
+    # verl's batch arithmetic at this run's ranks and nodes (the GPU recipe's own check): one line now, not
+    # a silently smaller batch or an assertion inside a rank.
+    cluster = Cluster(ranks, args.nnodes)
+    check_sft(cfg, f"{args.mode.upper()} at {cluster}" + ("" if gpus else " (CPU ranks)"), cluster)
     out = ensure_output_dir(
         Path(args.output_dir or project_root() / out_default).expanduser().resolve(), "output folder"
     )
     model, note = tagged_model(
         args.model or (GPU_MODEL if gpus else CPU_MODEL), args.tagged_dir, args.subfolder
     )
-    return Plan(args.mode, model, note, train, val, out, gpus, args.nnodes, rank, overrides)
+    return Plan(args.mode, model, note, train, val, out, gpus, args.nnodes, rank, overrides, ranks)
+
+
+def sft_cpu_ranks(args: argparse.Namespace) -> int:
+    """CPU ranks per node without GPUs: ``--ranks``, else the paper's ``N_GPUS`` (:func:`e2c.devices.cpu_ranks`)."""
+    if args.ranks is None:
+        return cpu_ranks()
+    if args.ranks < 1:
+        raise UserError(f"--ranks must be at least 1, got {args.ranks}")
+    return args.ranks
 
 
 def finished(plan: Plan, total_steps: int | None) -> bool:
@@ -211,7 +228,7 @@ def hydra_overrides(plan: Plan, total_steps: int | None, trackers: list[str] | N
         f"trainer.default_local_dir={plan.ckpt_dir}",
         f"trainer.experiment_name={plan.mode}",
         f"trainer.nnodes={plan.nnodes}",
-        f"trainer.n_gpus_per_node={max(plan.gpus, 1)}",
+        f"trainer.n_gpus_per_node={plan.ranks}",
         # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
         f"hydra.run.dir={plan.output_dir / 'hydra'}/${{now:%Y-%m-%d_%H-%M-%S}}",
     ]
@@ -239,7 +256,7 @@ def launch_command(plan: Plan, overrides: list[str], config_dir: Path) -> list[s
         ]
     else:
         torchrun += ["--standalone", "--nnodes=1"]
-    torchrun.append(f"--nproc_per_node={max(plan.gpus, 1)}")
+    torchrun.append(f"--nproc_per_node={plan.ranks}")
     return [
         *torchrun,
         "-m",

@@ -112,6 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="GPUs per node (default: counted from CUDA_VISIBLE_DEVICES, else torch; 0 = CPU)",
     )
     a(
+        "--ranks",
+        type=int,
+        default=None,
+        help="with no GPU: CPU processes (FSDP ranks on gloo) per node, the GPU run's shape on a CPU "
+        "(default: $N_GPUS, else 1)",
+    )
+    a(
         "--nnodes",
         type=int,
         default=1,
@@ -161,9 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     except UserError as e:
         fail(str(e))
-    print(
-        f"e2c sft: mode {plan.mode}, model {plan.model_note}, {plan.gpus or 'no'} GPU(s) x {plan.nnodes} node(s)"
-    )
+    devices = f"{plan.gpus} GPU(s)" if plan.gpus else f"no GPU, {plan.ranks} CPU rank(s)"
+    print(f"e2c sft: mode {plan.mode}, model {plan.model_note}, {devices} x {plan.nnodes} node(s)")
     print(f"e2c sft: train {', '.join(plan.train)}; output {plan.output_dir}", flush=True)
     if args.dry_run:
         print(shlex.join(cmd))  # quoted: ${now:...} and [a,b] survive a paste into a shell
