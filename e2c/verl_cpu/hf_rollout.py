@@ -160,7 +160,10 @@ class HFRolloutServer:
             await asyncio.sleep(self.batch_wait_s)
             batch, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
             groups: dict[tuple, list[_Request]] = defaultdict(list)
-            for r in batch:
+            # In prompt order, not arrival order: the same requests are then the same batch, row for row,
+            # however the agent loops' tasks interleaved (a seeded run samples the same tokens at 1 or 4
+            # trainer ranks). The n requests of a GRPO group share a prompt and are interchangeable.
+            for r in sorted(batch, key=lambda r: (r.prompt_ids, r.max_tokens)):
                 groups[r.key].append(r)
             for key, reqs in groups.items():
                 try:
