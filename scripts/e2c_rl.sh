@@ -16,7 +16,8 @@
 #   OUTPUT_DIR   parent of the stage folders stage1-warmup/ and stage2-main/ (default models/checkpoints/rl);
 #                --output-dir names one stage's folder exactly (with --stage 1 or 2)
 #   TOTAL_TRAINING_STEPS  stop each stage after N steps (default: the config's epochs)
-#   N_GPUS       GPUs per node (default: every visible one; at most CUDA_VISIBLE_DEVICES' count)
+#   N_GPUS       GPUs per node (default: every visible one; at most CUDA_VISIBLE_DEVICES' count); with no
+#                GPU, CPU ranks per node: N_GPUS=4 runs 4 FSDP actor ranks and rollout replicas on 4 logical GPUs
 #   NNODES       nodes in the ray cluster (default 1)
 # Every stage ends with a checkpoint; its HF folder is linked as <stage folder>/final.
 # With no GPU the CPU set-up of configs/cpu/rl.yaml is used (hf rollout, small preset); on this 2-core CPU a

@@ -15,8 +15,9 @@
 #   OUTPUT_DIR            run folder (default: models/checkpoints/sft): verl/ checkpoints, final/ HF model,
 #                         sft_data_stats.json, train.log
 #   TOTAL_TRAINING_STEPS  optimizer steps (default: 3 epochs with GPUs, 20 on CPU)
-#   CUDA_VISIBLE_DEVICES  GPUs to use; GPUs are counted from it or nvidia-smi; none found -> one CPU process
-#   N_GPUS                GPUs per node (torchrun processes), at most the visible ones (default: all visible)
+#   CUDA_VISIBLE_DEVICES  GPUs to use; GPUs are counted from it or torch; none found -> CPU processes (N_GPUS, 1)
+#   N_GPUS                GPUs per node (torchrun processes), at most the visible ones (default: all visible);
+#                         with no GPU, CPU ranks: N_GPUS=4 is a 4-rank FSDP run on gloo, sharded over 4 ranks
 #   NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT   multi-node torchrun rendezvous (default: 1 node)
 # Extra arguments are Hydra overrides for configs/e2c_sft.yaml (e.g. optim.lr=1e-5 data.max_length=16384)
 # or flags of python -m e2c.sft.run (--help). The result, models/checkpoints/sft/final, loads with

@@ -17,7 +17,8 @@
 #   VAL_DATA              validation parquet(s) or 'none' (default: none)
 #   OUTPUT_DIR            run folder (default: models/checkpoints/ef_sft): verl/, final/, sft_data_stats.json
 #   TOTAL_TRAINING_STEPS  optimizer steps (default: 3 epochs with GPUs, 20 on CPU)
-#   CUDA_VISIBLE_DEVICES  GPUs to use; GPUs are counted from it or nvidia-smi; none found -> one CPU process
+#   CUDA_VISIBLE_DEVICES  GPUs to use; GPUs are counted from it or torch; none found -> CPU processes (N_GPUS, 1)
+#   N_GPUS                GPUs per node, at most the visible ones; with no GPU, CPU ranks (FSDP over gloo)
 #   NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT   multi-node torchrun rendezvous (default: 1 node)
 # Extra arguments are Hydra overrides for configs/e2c_sft.yaml or flags of python -m e2c.sft.run (--help).
 set -euo pipefail

@@ -214,6 +214,40 @@ def _finish_fail(proc: subprocess.Popen) -> str:
     return out
 
 
+@pytest.mark.parametrize("script", ["ef-sft.sh", "e2c_dapo.sh"])
+def test_every_training_script_takes_n_gpus_as_cpu_ranks_cpu(tmp_path: Path, script: str, tiny_tok) -> None:
+    """The scripts that share these launchers: N_GPUS=4 on this CPU is a 4-rank command (dry run; the
+    curriculum calls the RL launcher per stage)."""
+    if script == "ef-sft.sh":
+        from e2c.data import efsft
+        from e2c.data.io import read_rows, write_parquet
+
+        rows, _ = efsft.build(
+            read_rows(_sft_data(tmp_path)), efsft.tokenizer_counter(tiny_tok), reg_frac=0.1, seed=0
+        )
+        data = write_parquet(rows, tmp_path / "ef.parquet")
+    else:
+        data = _rl_data(tmp_path)
+    env = _grpo_env(data, tmp_path / "out", N_GPUS="4")
+    res = subprocess.run(
+        ["bash", f"scripts/{script}", "--dry-run"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    out = res.stdout
+    assert "trainer.n_gpus_per_node=4" in out
+    if script == "ef-sft.sh":
+        assert "--nproc_per_node=4" in out
+    else:
+        # 4 logical GPUs for ray, and micro-batches that divide each of the 4 ranks' share
+        assert "+ray_kwargs.ray_init.num_gpus=4" in out
+        assert "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4" in out
+
+
 # ---------------------------------------------------------------------------------------------- GRPO
 def _rl_data(folder: Path) -> Path:
     path = folder / "rl.parquet"
