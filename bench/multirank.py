@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import psutil
 
 from e2c.cli import ArgumentParser, UserError, fail
@@ -80,21 +79,10 @@ def sft_data(folder: Path) -> Path:
 
 
 def rl_data(folder: Path, n: int = 16) -> Path:
-    rows = [
-        {
-            "prompt": [
-                {"role": "user", "content": f"What is {3 + i} + {4 + 2 * i}? Put the answer in \\boxed{{}}."}
-            ],
-            "data_source": "synthetic/arithmetic",
-            "ability": "math",
-            "reward_model": {"style": "rule", "ground_truth": str(7 + 3 * i)},
-            "extra_info": {"index": i, "kind": "math", "difficulty": 1 + i % 3},
-        }
-        for i in range(n)
-    ]
-    path = folder / "rl.parquet"
-    pd.DataFrame(rows).to_parquet(path)
-    return path
+    """The arithmetic RL prompts of ``bench/rl_overhead.py`` (the tests' 16 by default)."""
+    from rl_overhead import synthetic_rl_parquet  # bench/ is on the path when this file runs
+
+    return synthetic_rl_parquet(folder / "rl.parquet", n)
 
 
 def command(run: str, out: Path, data: dict[str, Path]) -> tuple[list[str], dict[str, str]]:
