@@ -410,3 +410,44 @@ def test_killed_four_rank_sft_resumes_to_the_same_weights_cpu(tmp_path: Path) ->
     assert whole.keys() == resumed.keys()
     for name in whole:
         assert torch.equal(whole[name], resumed[name]), name
+
+
+@pytest.mark.slow  # ~1 min: bash scripts/test.sh -m slow
+def test_two_torchrun_nodes_run_sft_cpu(tmp_path: Path) -> None:
+    """slurm_e2c.sbatch outside Slurm with --nodes 2 for SFT: two torchrun launchers on this machine
+    (NODE_RANK 0 and 1, rendezvous on 127.0.0.1), 2 ranks each, one 4-rank run; node 0 exports final/, node 1
+    logs to its own file and leaves the metrics to node 0."""
+    data, out = _sft_data(tmp_path), tmp_path / "sft"
+    res = subprocess.run(
+        [
+            "bash",
+            "scripts/slurm_e2c.sbatch",
+            "--nodes",
+            "2",
+            "sft",
+            "--model",
+            "tiny",
+            "--steps",
+            "2",
+            "--train-data",
+            str(data),
+            "--output-dir",
+            str(out),
+            "--logger",
+            "console,file",
+            *SFT_OVERRIDES,
+        ],
+        cwd=ROOT,
+        env=_env(N_GPUS="2", GPUS_PER_NODE="0", MASTER_PORT="29611"),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    log = res.stdout + res.stderr
+    assert res.returncode == 0, log[-4000:]
+    assert "no GPU, 2 CPU rank(s) x 2 node(s)" in log
+    step = latest_checkpoint(out / "verl")
+    assert step is not None and step.name == "global_step_2"
+    assert len(list(step.glob("model_world_size_4_rank_*.pt"))) == 4
+    assert [m["step"] for m in _metrics(out)] == [1, 2]
+    assert (out / "final" / "config.json").is_file() and (out / "train.node1.log").is_file()

@@ -268,18 +268,25 @@ def launch_command(plan: Plan, overrides: list[str], config_dir: Path) -> list[s
 
 
 # ------------------------------------------------------------------------------------------------ run
-def run_trainer(cmd: list[str], run_dir: Path, env: dict[str, str]) -> tuple[int, MetricsTail]:
+def run_trainer(
+    cmd: list[str], run_dir: Path, env: dict[str, str], node_rank: int = 0
+) -> tuple[int, MetricsTail]:
     """Run the trainer with its file logger writing ``<run_dir>/metrics.jsonl``, echo its output and append
     it to ``<run_dir>/train.log``. Returns the exit status and this launch's metrics as they arrived; the
-    metrics file holds every launch of the run afterwards (see :mod:`e2c.sft.metrics`)."""
+    metrics file holds every launch of the run afterwards (see :mod:`e2c.sft.metrics`).
+
+    The launcher of another node (``node_rank`` > 0; verl logs on global rank 0 only) shares the run folder
+    on a cluster's file system: it logs to ``train.node<rank>.log`` and leaves the metrics files alone."""
     metrics = run_dir / METRICS
-    keep_metrics(run_dir)  # earlier launches' steps: verl truncates the file when it opens it
-    metrics.unlink(missing_ok=True)  # the tail below then sees this launch's records only
+    first = node_rank == 0
+    if first:
+        keep_metrics(run_dir)  # earlier launches' steps: verl truncates the file when it opens it
+        metrics.unlink(missing_ok=True)  # the tail below then sees this launch's records only
     tail, stop = MetricsTail(metrics), threading.Event()
     watcher = watch(tail, stop)
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
-        with open(run_dir / "train.log", "a") as logf:
+        with open(run_dir / ("train.log" if first else f"train.node{node_rank}.log"), "a") as logf:
             logf.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
             proc = subprocess.Popen(
                 cmd,
@@ -302,4 +309,5 @@ def run_trainer(cmd: list[str], run_dir: Path, env: dict[str, str]) -> tuple[int
     finally:
         stop.set()
         watcher.join()
-        restore_metrics(run_dir)
+        if first:
+            restore_metrics(run_dir)

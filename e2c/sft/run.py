@@ -185,11 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env.update(tracker_env(trackers, plan.output_dir))
     t0 = time.monotonic()
-    rc, tail = run_trainer(cmd, plan.output_dir, env)
+    rc, tail = run_trainer(cmd, plan.output_dir, env, plan.node_rank)
     wall = time.monotonic() - t0
     if rc != 0:
         fail(
-            f"verl's SFT trainer exited with status {rc}; its output is in {plan.output_dir / 'train.log'}", 1
+            f"verl's SFT trainer exited with status {rc}; its output is in "
+            f"{plan.output_dir / ('train.log' if plan.node_rank == 0 else f'train.node{plan.node_rank}.log')}",
+            1,
         )
     if plan.node_rank != 0:
         return 0  # rank-0 node exports
