@@ -60,25 +60,29 @@ def requested_gpus(visible: int, env: Mapping[str, str] | None = None) -> int:
 MAX_CPU_RANKS = 64
 
 
-def cpu_ranks(env: Mapping[str, str] | None = None) -> int:
-    """Processes per node of a run on a machine with no GPU: the paper's ``N_GPUS`` when set (each "GPU"
-    becomes one CPU rank, so a 4-GPU command runs at its real shape: 4 FSDP ranks on gloo), else 1.
+def cpu_ranks(env: Mapping[str, str] | None = None, given: int | None = None) -> int:
+    """Processes per node of a run on a machine with no GPU: ``given`` (a launcher's ``--ranks``) when not
+    None, else the paper's ``N_GPUS`` when set (each "GPU" becomes one CPU rank, so a 4-GPU command runs at
+    its real shape: 4 FSDP ranks on gloo), else 1. Either is 1 to :data:`MAX_CPU_RANKS`.
 
-    >>> cpu_ranks({"N_GPUS": "4"}), cpu_ranks({})
-    (4, 1)
+    >>> cpu_ranks({"N_GPUS": "4"}), cpu_ranks({}), cpu_ranks({"N_GPUS": "4"}, given=2)
+    (4, 1, 2)
     """
-    raw = (os.environ if env is None else env).get("N_GPUS", "").strip()
-    if not raw:
-        return 1
-    try:
-        n = int(raw)
-    except ValueError:
-        raise UserError(
-            f"N_GPUS must be a whole number of GPUs (CPU ranks here) per node, got {raw!r}"
-        ) from None
+    if given is not None:
+        n, name = given, "--ranks"
+    else:
+        raw = (os.environ if env is None else env).get("N_GPUS", "").strip()
+        if not raw:
+            return 1
+        try:
+            n, name = int(raw), "N_GPUS"
+        except ValueError:
+            raise UserError(
+                f"N_GPUS must be a whole number of GPUs (CPU ranks here) per node, got {raw!r}"
+            ) from None
     if not 1 <= n <= MAX_CPU_RANKS:
         raise UserError(
-            f"N_GPUS={n}: with no GPU visible it is the number of CPU ranks (processes) per node, 1 to "
+            f"{name}={n}: with no GPU visible it is the number of CPU ranks (processes) per node, 1 to "
             f"{MAX_CPU_RANKS}"
         )
     return n

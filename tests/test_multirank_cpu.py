@@ -38,8 +38,8 @@ from e2c.checkpoints import latest_checkpoint
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 SFT_OVERRIDES = ["data.train_batch_size=8", "optim.lr=1e-3", "optim.lr_warmup_steps_ratio=0"]
-# bf16 compute: the same global batch split 4 ways is summed in another order. Measured (2026-11-25):
-# losses within 0.3% and gradient norms within 0.1% of one rank's.
+# bf16 compute: the same global batch split 4 ways is summed in another order. Measured (2026-11-25,
+# bench/multirank.py): losses within 0.32% and gradient norms within 0.30% of one rank's.
 LOSS_RTOL = 0.02
 GRAD_RTOL = 0.02
 
@@ -48,6 +48,14 @@ def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CUDA_VISIBLE_DEVICES", "N_GPUS", "RAY_ADDRESS")}
     env.update(E2C_FORCE_CPU="1", TOKENIZERS_PARALLELISM="false", **extra)
     return env
+
+
+def _ok(cmd: list[str], env: dict[str, str], timeout: int = 600) -> str:
+    """Run ``cmd`` in the checkout; it must succeed. Returns its stdout and stderr together."""
+    res = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    log = res.stdout + res.stderr
+    assert res.returncode == 0, log[-4000:]
+    return log
 
 
 def _metrics(run_dir: Path) -> list[dict]:
@@ -93,17 +101,10 @@ def sft_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     through scripts/e2c_sft.sh)."""
     tmp = tmp_path_factory.mktemp("multirank_sft")
     data = _sft_data(tmp)
-    one = subprocess.run(
+    sft_run = [PY, "-m", "e2c.sft.run", "--model", "tiny", "--steps", "3", "--ranks", "1"]
+    _ok(
         [
-            PY,
-            "-m",
-            "e2c.sft.run",
-            "--model",
-            "tiny",
-            "--steps",
-            "3",
-            "--ranks",
-            "1",
+            *sft_run,
             "--train-data",
             str(data),
             "--output-dir",
@@ -112,13 +113,9 @@ def sft_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
             "console,file",
             *SFT_OVERRIDES,
         ],
-        cwd=ROOT,
-        env=_env(),
-        capture_output=True,
-        text=True,
+        _env(),
         timeout=300,
     )
-    assert one.returncode == 0, one.stdout[-3000:] + one.stderr[-3000:]
     log4 = _finish(_sft_script(data, tmp / "r4", 3, N_GPUS="4"))
     assert "N_GPUS=4 and no GPU is visible: 4 CPU rank(s) per node" in log4
     assert "no GPU, 4 CPU rank(s) x 1 node(s)" in log4
@@ -138,8 +135,9 @@ def test_four_rank_sft_agrees_with_one_rank_cpu(sft_runs: dict[int, Path]) -> No
     assert m4[-1]["data"]["train/loss"] < m4[0]["data"]["train/loss"]
 
 
-def _shards(step: Path, world: int) -> dict[str, torch.Tensor]:
-    """The trainer's own weights: each rank's FSDP2 shard (dim 0) of every parameter, put back in rank order."""
+def _shards(step: Path, world: int) -> tuple[dict[str, torch.Tensor], list[dict]]:
+    """The trainer's own weights: each rank's FSDP2 shard (dim 0) of every parameter, put back in rank order;
+    and the ranks' state dicts as saved."""
     parts = [
         torch.load(step / f"model_world_size_{world}_rank_{r}.pt", map_location="cpu", weights_only=False)
         for r in range(world)
@@ -229,16 +227,7 @@ def test_every_training_script_takes_n_gpus_as_cpu_ranks_cpu(tmp_path: Path, scr
     else:
         data = _rl_data(tmp_path)
     env = _grpo_env(data, tmp_path / "out", N_GPUS="4")
-    res = subprocess.run(
-        ["bash", f"scripts/{script}", "--dry-run"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    out = res.stdout
+    out = _ok(["bash", f"scripts/{script}", "--dry-run"], env, timeout=300)
     assert "trainer.n_gpus_per_node=4" in out
     if script == "ef-sft.sh":
         assert "--nproc_per_node=4" in out
@@ -285,27 +274,9 @@ def _grpo(data: Path, root: Path, ranks: int, *flags: str) -> str:
     """One GRPO step at ``ranks`` CPU ranks (the paper's N_GPUS) with one rollout replica (tensor-parallel
     size = the ranks) that waits for the whole batch: the rollout then decodes the same requests as one
     batch in the same order at any rank count, so both runs sample the same tokens (rollout.seed 42)."""
-    res = subprocess.run(
-        [
-            "bash",
-            "scripts/e2c_rl.sh",
-            "--stage",
-            "1",
-            "--logger",
-            "console,file",
-            *flags,
-            "--",
-            f"actor_rollout_ref.rollout.tensor_model_parallel_size={ranks}",
-        ],
-        cwd=ROOT,
-        env=_grpo_env(data, root, N_GPUS=str(ranks), E2C_ROLLOUT_BATCH_WAIT_S="2"),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    log = res.stdout + res.stderr
-    assert res.returncode == 0, log[-4000:]
-    return log
+    script = ["bash", "scripts/e2c_rl.sh", "--stage", "1", "--logger", "console,file", *flags, "--"]
+    tp = f"actor_rollout_ref.rollout.tensor_model_parallel_size={ranks}"
+    return _ok([*script, tp], _grpo_env(data, root, N_GPUS=str(ranks), E2C_ROLLOUT_BATCH_WAIT_S="2"))
 
 
 @pytest.fixture(scope="module")
@@ -351,28 +322,11 @@ def test_two_ray_nodes_run_one_grpo_step_cpu(tmp_path: Path) -> None:
     """slurm_e2c.sbatch outside Slurm with --nodes 2: a ray head and a worker on this machine, 2 logical
     GPUs each; the step's 4 ranks fit only on both nodes together."""
     data, out = _rl_data(tmp_path), tmp_path / "grpo"
-    res = subprocess.run(
-        [
-            "bash",
-            "scripts/slurm_e2c.sbatch",
-            "--nodes",
-            "2",
-            "grpo",
-            "--stage",
-            "1",
-            "--output-dir",
-            str(out),
-            "--logger",
-            "console,file",
-        ],
-        cwd=ROOT,
-        env=_grpo_env(data, out, N_GPUS="2", GPUS_PER_NODE="0", RAY_PORT="6393", RAY_WAIT_S="120"),
-        capture_output=True,
-        text=True,
-        timeout=600,
+    sbatch = ["bash", "scripts/slurm_e2c.sbatch", "--nodes", "2", "grpo", "--stage", "1"]
+    log = _ok(
+        [*sbatch, "--output-dir", str(out), "--logger", "console,file"],
+        _grpo_env(data, out, N_GPUS="2", GPUS_PER_NODE="0", RAY_PORT="6393", RAY_WAIT_S="120"),
     )
-    log = res.stdout + res.stderr
-    assert res.returncode == 0, log[-4000:]
     assert "[e2c-cluster] 2 of 2 node(s) up" in log
     assert "Using address 127.0.0.1:6393 set in the environment variable RAY_ADDRESS" in log
     assert "--num-gpus=2" in log
@@ -418,17 +372,10 @@ def test_two_torchrun_nodes_run_sft_cpu(tmp_path: Path) -> None:
     (NODE_RANK 0 and 1, rendezvous on 127.0.0.1), 2 ranks each, one 4-rank run; node 0 exports final/, node 1
     logs to its own file and leaves the metrics to node 0."""
     data, out = _sft_data(tmp_path), tmp_path / "sft"
-    res = subprocess.run(
+    sbatch = ["bash", "scripts/slurm_e2c.sbatch", "--nodes", "2", "sft", "--model", "tiny", "--steps", "2"]
+    log = _ok(
         [
-            "bash",
-            "scripts/slurm_e2c.sbatch",
-            "--nodes",
-            "2",
-            "sft",
-            "--model",
-            "tiny",
-            "--steps",
-            "2",
+            *sbatch,
             "--train-data",
             str(data),
             "--output-dir",
@@ -437,14 +384,8 @@ def test_two_torchrun_nodes_run_sft_cpu(tmp_path: Path) -> None:
             "console,file",
             *SFT_OVERRIDES,
         ],
-        cwd=ROOT,
-        env=_env(N_GPUS="2", GPUS_PER_NODE="0", MASTER_PORT="29611"),
-        capture_output=True,
-        text=True,
-        timeout=600,
+        _env(N_GPUS="2", GPUS_PER_NODE="0", MASTER_PORT="29611"),
     )
-    log = res.stdout + res.stderr
-    assert res.returncode == 0, log[-4000:]
     assert "no GPU, 2 CPU rank(s) x 2 node(s)" in log
     step = latest_checkpoint(out / "verl")
     assert step is not None and step.name == "global_step_2"

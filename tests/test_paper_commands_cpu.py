@@ -123,6 +123,10 @@ def test_requested_gpus_cpu() -> None:
     for bad in ("0", "65", "-1", "2.5"):
         with pytest.raises(UserError):
             cpu_ranks({"N_GPUS": bad})
+    assert cpu_ranks({"N_GPUS": "4"}, given=2) == 2  # --ranks wins over N_GPUS, with the same bounds
+    for bad in (0, 65):
+        with pytest.raises(UserError, match="--ranks"):
+            cpu_ranks({}, given=bad)
     assert cpu_note("x.yaml", {"N_GPUS": "4", "CUDA_VISIBLE_DEVICES": "0"}) is None
     assert cpu_note("x.yaml", {"CUDA_VISIBLE_DEVICES": ""}) is None
 

@@ -123,7 +123,7 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         print(f"[e2c-sft] {note}", flush=True)
     if gpus < 0 or args.nnodes < 1:
         raise UserError("--gpus must be >= 0 and --nnodes >= 1")
-    ranks = gpus or sft_cpu_ranks(args)
+    ranks = gpus or cpu_ranks(given=args.ranks)  # --ranks, else the paper's N_GPUS, else 1
     rank = node_rank(args)
     train_arg = args.train_data or _default_file(train_default)
     if not train_arg:
@@ -166,15 +166,6 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         args.model or (GPU_MODEL if gpus else CPU_MODEL), args.tagged_dir, args.subfolder
     )
     return Plan(args.mode, model, note, train, val, out, gpus, args.nnodes, rank, overrides, ranks)
-
-
-def sft_cpu_ranks(args: argparse.Namespace) -> int:
-    """CPU ranks per node without GPUs: ``--ranks``, else the paper's ``N_GPUS`` (:func:`e2c.devices.cpu_ranks`)."""
-    if args.ranks is None:
-        return cpu_ranks()
-    if args.ranks < 1:
-        raise UserError(f"--ranks must be at least 1, got {args.ranks}")
-    return args.ranks
 
 
 def finished(plan: Plan, total_steps: int | None) -> bool:
@@ -268,15 +259,21 @@ def launch_command(plan: Plan, overrides: list[str], config_dir: Path) -> list[s
 
 
 # ------------------------------------------------------------------------------------------------ run
+def train_log(run_dir: Path, node_rank: int = 0) -> Path:
+    """Where a node's launcher appends the trainer's output: ``train.log`` on node 0, ``train.node<k>.log``
+    on node k (the nodes of a cluster share the run folder)."""
+    return run_dir / ("train.log" if node_rank == 0 else f"train.node{node_rank}.log")
+
+
 def run_trainer(
     cmd: list[str], run_dir: Path, env: dict[str, str], node_rank: int = 0
 ) -> tuple[int, MetricsTail]:
     """Run the trainer with its file logger writing ``<run_dir>/metrics.jsonl``, echo its output and append
-    it to ``<run_dir>/train.log``. Returns the exit status and this launch's metrics as they arrived; the
+    it to :func:`train_log`. Returns the exit status and this launch's metrics as they arrived; the
     metrics file holds every launch of the run afterwards (see :mod:`e2c.sft.metrics`).
 
     The launcher of another node (``node_rank`` > 0; verl logs on global rank 0 only) shares the run folder
-    on a cluster's file system: it logs to ``train.node<rank>.log`` and leaves the metrics files alone."""
+    on a cluster's file system: it leaves the metrics files alone."""
     metrics = run_dir / METRICS
     first = node_rank == 0
     if first:
@@ -286,7 +283,7 @@ def run_trainer(
     watcher = watch(tail, stop)
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
-        with open(run_dir / ("train.log" if first else f"train.node{node_rank}.log"), "a") as logf:
+        with open(train_log(run_dir, node_rank), "a") as logf:
             logf.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
             proc = subprocess.Popen(
                 cmd,

@@ -56,6 +56,7 @@ from e2c.sft.launch import (
     launch_command,
     make_plan,
     run_trainer,
+    train_log,
 )
 from e2c.sft.metrics import METRICS, METRICS_HISTORY, StepLosses, read_losses
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_env, tracker_names
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     if rc != 0:
         fail(
             f"verl's SFT trainer exited with status {rc}; its output is in "
-            f"{plan.output_dir / ('train.log' if plan.node_rank == 0 else f'train.node{plan.node_rank}.log')}",
+            f"{train_log(plan.output_dir, plan.node_rank)}",
             1,
         )
     if plan.node_rank != 0:
