@@ -18,8 +18,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser
 from e2c.demo import add_generation_flags, load, solve_and_show
+from e2c.errors import UserError, fail
 
 DEFAULT_PROBLEM = (
     "Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for "

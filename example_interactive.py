@@ -19,9 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser
 from e2c.data.registry import question_text
 from e2c.demo import add_generation_flags, load, solve_and_show
+from e2c.errors import UserError, fail
 
 PROBLEMS = Path(__file__).resolve().with_name("example_problems.json")
 QUIT = {"q", "quit", "exit"}

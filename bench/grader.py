@@ -22,7 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from e2c.cli import ArgumentParser, fail
+from e2c.cli import ArgumentParser
+from e2c.errors import fail
 from e2c.paths import benchmarks_dir
 from e2c.rewards import grade, last_boxed, reference_answer
 from e2c.rewards.math_equiv import _inner, verify_symbolic

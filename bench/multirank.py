@@ -28,7 +28,8 @@ from typing import Any
 
 import psutil
 
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser
+from e2c.errors import UserError, fail
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ("sft1", "sft4", "grpo1", "grpo4", "nodes2")

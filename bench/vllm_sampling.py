@@ -16,7 +16,8 @@ import json
 import os
 import time
 
-from e2c.cli import ArgumentParser, fail
+from e2c.cli import ArgumentParser
+from e2c.errors import fail
 
 
 def main() -> None:

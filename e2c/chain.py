@@ -29,12 +29,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from e2c.chain_parse import ParsedChain, parse_chain, phase_char_spans
-from e2c.chain_tokens import (
-    char_span_token_mask,
-    exploration_token_mask,
-    tag_token_ids,
-)
+from e2c import chain_parse, chain_tokens
+from e2c.chain_parse import ParsedChain
+from e2c.chain_tokens import char_span_token_mask, exploration_token_mask
 
 __all__ = [
     "E2C",
@@ -298,7 +295,7 @@ class ChainFormat:
         >>> E2C.parse("Add them, then").status
         'truncated_exploration'
         """
-        return parse_chain(response, self, prefilled)
+        return chain_parse.parse_chain(response, self, prefilled)
 
     def render(self, response: str | ParsedChain) -> str:
         """Human-readable display with the phase labels."""
@@ -342,6 +339,28 @@ E2C_MEDICAL = E2C.replace(
 with the E2C tags and prefill."""
 
 FORMATS: dict[str, ChainFormat] = {f.name: f for f in (E2C, PLAIN, THINK, E2C_MEDICAL)}
+
+
+def parse_chain(response: str, fmt: ChainFormat | None = None, prefilled: bool | None = None) -> ParsedChain:
+    """Split a response into exploration and execution; never raises. ``fmt`` defaults to :data:`E2C`.
+
+    The rules are :func:`e2c.chain_parse.parse_chain`'s.
+    """
+    return chain_parse.parse_chain(response, fmt or E2C, prefilled)
+
+
+def phase_char_spans(
+    response: str, fmt: ChainFormat | None = None, prefilled: bool | None = None
+) -> dict[str, tuple[int, int] | None]:
+    """Character spans of each phase in ``response`` (see :func:`e2c.chain_parse.phase_char_spans`);
+    ``fmt`` defaults to :data:`E2C`."""
+    return chain_parse.phase_char_spans(response, fmt or E2C, prefilled)
+
+
+def tag_token_ids(tokenizer: Any, fmt: ChainFormat | None = None) -> dict[str, int]:
+    """The token id of every tag of a special-token format (``fmt`` defaults to :data:`E2C`); a tag that
+    is not a single token raises ``ValueError`` (see :func:`e2c.chain_tokens.tag_token_ids`)."""
+    return chain_tokens.tag_token_ids(tokenizer, fmt or E2C)
 
 
 def get_format(name: str | ChainFormat) -> ChainFormat:

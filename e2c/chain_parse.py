@@ -13,13 +13,6 @@ if TYPE_CHECKING:
     from e2c.chain import ChainFormat
 
 
-def _default_format() -> ChainFormat:
-    # e2c.chain imports this module: its default format is looked up when a parse needs it.
-    from e2c.chain import E2C
-
-    return E2C
-
-
 # Every value of ParsedChain.status, "ok" first.
 STATUSES = (
     "ok",
@@ -113,13 +106,13 @@ def _find(text: str, tag: str, start: int = 0) -> int:
     return text.find(tag, start) if tag else -1
 
 
-def parse_chain(response: str, fmt: ChainFormat | None = None, prefilled: bool | None = None) -> ParsedChain:
+def parse_chain(response: str, fmt: ChainFormat, prefilled: bool | None = None) -> ParsedChain:
     """Split a response into exploration and execution.
 
     Args:
         response: the model output. Either the continuation after a prefilled opening tag, or a text that
             itself starts with the opening tag.
-        fmt: the chain format (default :data:`e2c.chain.E2C`).
+        fmt: the chain format (:func:`e2c.chain.parse_chain` defaults it to :data:`e2c.chain.E2C`).
         prefilled: whether the opening tag was prefilled. ``None`` (default) infers it: the tag is assumed
             prefilled when the format prefills and the text does not start with it.
 
@@ -128,7 +121,6 @@ def parse_chain(response: str, fmt: ChainFormat | None = None, prefilled: bool |
     first ``execute_open`` after that and runs to the first ``execute_close`` after it, or to the end
     (truncated). A tag seen more than once is reported in ``repeated_tags``.
     """
-    fmt = fmt or _default_format()
     stripped = response.lstrip()
     if prefilled is None:
         prefilled = fmt.prefill_assistant and not stripped.startswith(fmt.explore_open)
@@ -211,7 +203,7 @@ def parse_chain(response: str, fmt: ChainFormat | None = None, prefilled: bool |
 
 
 def phase_char_spans(
-    response: str, fmt: ChainFormat | None = None, prefilled: bool | None = None
+    response: str, fmt: ChainFormat, prefilled: bool | None = None
 ) -> dict[str, tuple[int, int] | None]:
     """Character spans in ``response`` itself (not the prefilled text) of each phase, tags included.
 
@@ -225,6 +217,5 @@ def phase_char_spans(
     end = p.explore_end - p.offset
     exec_end = len(response)
     if p.execute_closed and p.execute_span is not None:
-        fmt = fmt or _default_format()
         exec_end = p.execute_span[1] + len(fmt.execute_close) - p.offset
     return {"exploration": (0, max(end, 0)), "execution": (max(end, 0), exec_end)}

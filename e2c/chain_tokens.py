@@ -12,16 +12,12 @@ if TYPE_CHECKING:
     from e2c.chain import ChainFormat
 
 
-def tag_token_ids(tokenizer: Any, fmt: ChainFormat | None = None) -> dict[str, int]:
+def tag_token_ids(tokenizer: Any, fmt: ChainFormat) -> dict[str, int]:
     """Look up the token id of every tag of a special-token format.
 
     Raises ``ValueError`` naming the tag when a tag is not a single token of this tokenizer (use
     :func:`e2c.models.ensure_chain_tokens` to add them).
     """
-    if fmt is None:
-        from e2c.chain import E2C  # e2c.chain imports this module
-
-        fmt = E2C
     ids: dict[str, int] = {}
     for tag in fmt.tags:
         enc = tokenizer.encode(tag, add_special_tokens=False)

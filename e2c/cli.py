@@ -19,16 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-
-class UserError(Exception):
-    """A problem with the user's input; printed as one line, exit code 2."""
-
-
-def fail(message: str, code: int = 2) -> NoReturn:
-    """Print ``error: message`` on stderr and exit."""
-    print(f"error: {message}", file=sys.stderr)
-    raise SystemExit(code)
-
+from e2c.errors import Interrupted, fail
 
 # canonical flag -> the other spellings it also accepts (the paper's scripts use underscores).
 FLAG_ALIASES: dict[str, tuple[str, ...]] = {
@@ -111,20 +102,6 @@ def slug(text: str) -> str:
     'TingheOliver_Explore-Execute-Chain-Qwen'
     """
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "x"
-
-
-def default_subfolder(model: str, subfolder: str | None) -> str | None:
-    """The paper's default (8B) applies to the released checkpoint only; a local folder or another id
-    is used as given."""
-    from e2c.models import RELEASED_REPO  # not at import: every entry point imports this module first
-
-    if subfolder is None:
-        return "8B" if model == RELEASED_REPO else None
-    return subfolder or None
-
-
-class Interrupted(KeyboardInterrupt):
-    """A SIGTERM, raised as an interrupt so that both stop a run the same way."""
 
 
 def interrupt_on_sigterm() -> None:

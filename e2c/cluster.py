@@ -13,7 +13,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from e2c.cli import ArgumentParser, fail
+from e2c.cli import ArgumentParser
+from e2c.errors import fail
 
 
 def live_nodes(address: str) -> int:

@@ -12,10 +12,11 @@ import time
 from typing import Any
 
 from e2c.chain import FORMATS, ChainFormat, get_format
-from e2c.cli import UserError, default_subfolder, fail, quiet_transformers
+from e2c.cli import quiet_transformers
+from e2c.errors import UserError, fail
 from e2c.generation import BACKENDS, generate_chains, make_generator
 from e2c.generation.base import check_fits, context_length
-from e2c.models import RELEASED_REPO, ModelSpecError
+from e2c.models import RELEASED_REPO, ModelSpecError, default_subfolder
 from e2c.rewards import grade
 
 CLOSED_FOR_MODEL = {
@@ -170,7 +171,7 @@ def solve_and_show(
 ) -> dict[str, Any]:
     """Generate one chain for ``problem``, print it with its answer and token counts; return a summary.
 
-    Raises :class:`~e2c.cli.UserError` (nothing printed) when the problem does not fit in the context.
+    Raises :class:`~e2c.errors.UserError` (nothing printed) when the problem does not fit in the context.
     """
     fmt: ChainFormat = get_format(args.format)
     check_prompt(gen, args, problem)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 
 
 def gpu_count(env: Mapping[str, str] | None = None) -> int:

@@ -3,7 +3,7 @@
 verl's trainers take their settings as Hydra overrides and read the data in worker processes, so a typo in
 an override or a wrong column ends, minutes later, in pages of traceback that do not name the culprit.
 These checks compose the same config in-process (about a second, without importing verl) and read the data
-files up front; every problem becomes one :class:`~e2c.cli.UserError` line naming the key or the file.
+files up front; every problem becomes one :class:`~e2c.errors.UserError` line naming the key or the file.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 
 VERL_PKG_CONFIG = "pkg://verl.trainer.config"
 _TYPE_NAMES = {bool: "a boolean (true/false)", int: "an integer", float: "a float"}

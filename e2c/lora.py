@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 
 if TYPE_CHECKING:  # torch is imported where weights are touched: the launchers import this module for flags
     import torch

@@ -28,6 +28,20 @@ from e2c.chain import E2C, ChainFormat
 from e2c.files import atomic_replace_dir
 
 RELEASED_REPO = "TingheOliver/Explore-Execute-Chain-Qwen"
+
+
+def default_subfolder(model: str, subfolder: str | None) -> str | None:
+    """The paper's default (8B) applies to the released checkpoint only; a local folder or another id
+    is used as given.
+
+    >>> default_subfolder(RELEASED_REPO, None), default_subfolder("models/sft/final", None)
+    ('8B', None)
+    """
+    if subfolder is None:
+        return "8B" if model == RELEASED_REPO else None
+    return subfolder or None
+
+
 # Subfolder names the release has used, per size; tried in order.
 RELEASED_SUBFOLDERS = {
     "8B": ("Qwen3-8B-E2C-SFT-RL", "8B-Final"),

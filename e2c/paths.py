@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 
 MARKER = Path("configs") / "e2c_common.yaml"
 

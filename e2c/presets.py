@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.paths import configs_dir
 
 

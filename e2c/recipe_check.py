@@ -20,7 +20,7 @@ each it runs
   algorithm sections and, for SFT, on the sections ``verl.trainer.sft_trainer`` converts (engine, optim,
   checkpoint, profiler), plus :func:`e2c.rl.settings.e2c_settings`.
 
-A failure is one :class:`~e2c.cli.UserError` line naming the stage, the setting, the numbers and a value that
+A failure is one :class:`~e2c.errors.UserError` line naming the stage, the setting, the numbers and a value that
 works. No worker, ray or GPU is started.
 
 Time estimates (a model, not a measurement; nothing here has been timed at the paper's scale)::
@@ -66,7 +66,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser
+from e2c.errors import UserError, fail
 
 # ------------------------------------------------------------------------------------------------ constants
 # Peak dense bf16 tensor-core throughput of one H100 SXM (NVIDIA's datasheet, without sparsity).

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 
 DEFAULT_LOGGERS = "console,tensorboard"
 METRICS_LOGGER = "file"

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from reference_impls import tensorboard_scalars, tensorboard_texts
 
-from e2c.cli import UserError
 from e2c.data.registry import Record
+from e2c.errors import UserError
 from e2c.eval.runner import EvalConfig, chunk_problems, read_predictions, run_eval
 from e2c.generation.scripted import ScriptedGenerator
 

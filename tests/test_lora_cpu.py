@@ -12,9 +12,9 @@ from bad_input import assert_one_line_error, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from e2c.cli import UserError
 from e2c.data.io import write_parquet
 from e2c.data.synthetic.generate import generate, rows_by_split
+from e2c.errors import UserError
 from e2c.lora import (
     ADAPTER_DIR,
     AdapterSync,

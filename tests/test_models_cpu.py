@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from e2c.chain import E2C, THINK, tag_token_ids
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.files import atomic_replace_dir
 from e2c.models import (
     ModelSpecError,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import arithmetic_rl_rows
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.rl import launch
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from e2c.chain import E2C
-from e2c.cli import UserError
 from e2c.data.io import write_parquet
 from e2c.data.passrate import (
     BANDS,
@@ -36,6 +35,7 @@ from e2c.data.passrate import (
     pass_rate,
     pass_rates,
 )
+from e2c.errors import UserError
 from e2c.generation.scripted import ScriptedGenerator
 
 K = 4

@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.eval.stats import align_scores, paired_difference, wilson_interval
 from e2c.quickstart.cli import build_parser, config_from_args
 from e2c.quickstart.config import STAGES, Config, stage_settings

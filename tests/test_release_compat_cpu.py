@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from e2c.chain import E2C, ChainFormat
-from e2c.cli import UserError
 from e2c.data import efsft, paper, registry
 from e2c.data.io import write_parquet
+from e2c.errors import UserError
 from e2c.eval.runner import EvalConfig, run_eval
 from e2c.generation.scripted import ScriptedGenerator
 

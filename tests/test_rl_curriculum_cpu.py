@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from conftest import arithmetic_rl_rows
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.lora import lora_flags
 from e2c.rl.agent_loop import row_budget
 from e2c.rl.curriculum import (

@@ -241,7 +241,7 @@ def test_logger_knob_always_keeps_the_metrics_file_cpu(tmp_path: Path) -> None:
 
 
 def test_output_folder_is_checked_then_created_cpu(tmp_path: Path) -> None:
-    from e2c.cli import UserError
+    from e2c.errors import UserError
     from e2c.files import ensure_output_dir
 
     made = ensure_output_dir(tmp_path / "a" / "b", "output folder")
@@ -262,7 +262,7 @@ def test_output_folder_is_checked_then_created_cpu(tmp_path: Path) -> None:
 
 def test_stage2_start_is_the_latest_complete_checkpoint_cpu(tmp_path: Path) -> None:
     from e2c.checkpoints import TRACKER
-    from e2c.cli import UserError
+    from e2c.errors import UserError
     from e2c.rl.launch import latest_hf_checkpoint
 
     with pytest.raises(UserError, match="the folder does not exist"):

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.rl.settings import E2CSettings, RolloutSettings, e2c_settings, setting_keys
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -227,7 +227,7 @@ def test_cpu_preset_comes_from_configs_and_reaches_the_command(data, tmp_path: P
 
 
 def test_a_broken_cpu_preset_is_one_line(tmp_path: Path) -> None:
-    from e2c.cli import UserError
+    from e2c.errors import UserError
 
     bad = tmp_path / "sft.yaml"
     for text, message in [

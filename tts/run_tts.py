@@ -24,17 +24,16 @@ from pathlib import Path
 from e2c.cli import (
     DTYPES,
     ArgumentParser,
-    UserError,
     count_lines,
-    default_subfolder,
     exit_interrupted,
-    fail,
     interrupt_on_sigterm,
     plural,
     quiet_transformers,
     resume_command,
     slug,
 )
+from e2c.errors import UserError, fail
+from e2c.models import default_subfolder
 from e2c.paths import project_root
 from e2c.tracking import RESULTS_LOGGER_HELP, log_results, result_trackers
 

@@ -41,7 +41,8 @@ from e2c.claims.stages import (
     stage_tts,
     stage_weighting,
 )
-from e2c.cli import ArgumentParser, UserError
+from e2c.cli import ArgumentParser
+from e2c.errors import UserError
 from e2c.quickstart.context import read_done
 from e2c.quickstart.progress import Reporter
 from e2c.quickstart.runner import Pipeline, main_of, out_folder, run_pipeline

@@ -51,7 +51,7 @@ def needed_scale(ci: Sequence[float], delta: float) -> float:
 # ------------------------------------------------------------------------------------------------ claim 1
 def predictions(cc: ClaimsContext, path: str) -> dict[str, float]:
     """``{problem id: score}`` of an evaluation's predictions (a path relative to the claims folder)."""
-    from e2c.cli import UserError
+    from e2c.errors import UserError
 
     full = cc.out / path
     scores = per_problem_scores(full)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.claims.config import ClaimsConfig, quickstart_config
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.files import atomic_write_json
 from e2c.paths import project_root
 from e2c.quickstart.config import Config as QuickstartConfig

@@ -25,7 +25,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from e2c import progress
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.files import atomic_write_text
 
 DATA_REPO = "TingheOliver/Explore-Execute-Chain-Datasets"
@@ -287,7 +287,8 @@ def download(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from e2c.cli import ArgumentParser, fail
+    from e2c.cli import ArgumentParser
+    from e2c.errors import fail
     from e2c.files import check_output_dir
 
     ap = ArgumentParser(prog="download_datasets", description=f"Download {DATA_REPO} (resumable, verified).")

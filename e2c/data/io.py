@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.files import atomic_write, temp_sibling
 
 ROW_SUFFIXES = (".jsonl", ".json", ".parquet")

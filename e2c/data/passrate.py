@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 
 # ----------------------------------------------------------------------------------------------- bands
 
@@ -816,7 +816,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace, backend: str) -> FilterConfig:
     """The run's settings from parsed flags (batch size resolved for the backend)."""
-    from e2c.cli import default_subfolder
+    from e2c.models import default_subfolder
 
     return FilterConfig(
         model=args.model,
@@ -882,7 +882,8 @@ def one_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from e2c.cli import count_lines, exit_interrupted, fail, interrupt_on_sigterm, resume_command
+    from e2c.cli import count_lines, exit_interrupted, interrupt_on_sigterm, resume_command
+    from e2c.errors import fail
     from e2c.models import ModelSpecError
 
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -28,12 +28,13 @@ from typing import Any
 
 from e2c import progress
 from e2c.chain import E2C
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser
 from e2c.data import efsft, paper, registry
 from e2c.data.download import DATA_REPO, download, endpoint
 from e2c.data.io import read_rows, write_parquet
 from e2c.data.schema import validate_file
 from e2c.data.synthetic.generate import generate, rows_by_split
+from e2c.errors import UserError, fail
 from e2c.files import check_output_dir
 from e2c.models import ModelSpecError
 from e2c.paths import data_dir

@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import UserError
 from e2c.data.io import ROW_SUFFIXES, read_rows
 
 # The record schema and the row mapping live in e2c.data.records; these names stay importable from here.
@@ -52,6 +51,7 @@ from e2c.data.records import (  # noqa: F401
     row_choices,
     to_record,
 )
+from e2c.errors import UserError
 from e2c.paths import data_dir as project_data_dir
 from e2c.rewards.grader import Kind
 

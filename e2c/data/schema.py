@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
-from e2c.cli import UserError
 from e2c.data.io import read_rows
+from e2c.errors import UserError
 from e2c.rewards.grader import KINDS
 
 SCHEMAS = ("eval", "sft", "ef_sft", "rl")

@@ -17,7 +17,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser
+from e2c.errors import UserError, fail
 from e2c.eval.stats import align_scores, paired_difference, wilson_interval
 
 

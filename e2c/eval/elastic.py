@@ -19,7 +19,8 @@ import argparse
 import shlex
 import sys
 
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser
+from e2c.errors import UserError, fail
 
 TRUE = ("true", "1", "yes")
 FALSE = ("false", "0", "no")

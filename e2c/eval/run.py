@@ -30,11 +30,8 @@ from e2c.chain import FORMATS
 from e2c.cli import (
     DTYPES,
     ArgumentParser,
-    UserError,
     count_lines,
-    default_subfolder,
     exit_interrupted,
-    fail,
     interrupt_on_sigterm,
     plural,
     quiet_transformers,
@@ -43,9 +40,10 @@ from e2c.cli import (
 )
 from e2c.data.registry import load_benchmarks, valid_names
 from e2c.devices import gpu_count
+from e2c.errors import UserError, fail
 from e2c.eval.runner import MEDICAL_PROMPTS, EvalConfig, format_table, run_eval, tracker_payload
 from e2c.files import check_output_dir
-from e2c.models import RELEASED_REPO, ModelSpecError, model_context, resolve_model
+from e2c.models import RELEASED_REPO, ModelSpecError, default_subfolder, model_context, resolve_model
 from e2c.tracking import RESULTS_LOGGER_HELP, log_results, result_trackers
 
 # The paper's evaluation folder; each model and setting gets its own run folder inside it (resume needs that).

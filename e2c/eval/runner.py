@@ -27,8 +27,8 @@ from typing import Any
 
 from e2c import progress
 from e2c.chain import MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
-from e2c.cli import UserError
 from e2c.data.registry import Record, get_spec, options_of, question_text
+from e2c.errors import UserError
 from e2c.eval.compare import run_summary
 from e2c.eval.metrics import summarize
 from e2c.files import atomic_write_json

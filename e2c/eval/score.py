@@ -29,8 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from e2c.chain import FORMATS, get_format
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser
 from e2c.data.io import json_type, read_rows, write_jsonl
+from e2c.errors import UserError, fail
 from e2c.files import check_output_file
 from e2c.rewards.grader import KINDS, GradeResult, as_options, grade_many
 

@@ -12,8 +12,8 @@ import importlib.util
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
-from e2c.cli import UserError
 from e2c.devices import gpu_count
+from e2c.errors import UserError
 from e2c.generation.base import Completion, Generator, Sampling, Usage, derive_seed
 from e2c.generation.chains import ChainResult, chain_prompts, generate_chains
 from e2c.models import ResolvedModel, load_model_and_tokenizer, resolve_model

@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from e2c.cli import ArgumentParser, UserError
+from e2c.cli import ArgumentParser
+from e2c.errors import UserError
 from e2c.quickstart.config import (
     DEPENDS,
     ETA_SECONDS,

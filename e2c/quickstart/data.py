@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.files import atomic_write_json, atomic_write_text
 from e2c.quickstart.config import SPLIT_FRACTIONS, Config
 from e2c.quickstart.context import Context, rel

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.quickstart.config import DEPENDS, REQUIRES, STAGES
 
 ACTIONS = ("skip", "run", "redo", "missing")

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import UserError
 from e2c.data.passrate import PassRateFiles, format_histogram
+from e2c.errors import UserError
 from e2c.paths import project_root
 from e2c.quickstart.config import RL_SAVE_EVERY, SFT_SAVE_EVERY, Config, resolve_dtype
 

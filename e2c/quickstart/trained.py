@@ -18,7 +18,7 @@ from e2c.quickstart.config import Config
 
 def trained_model(out: Path) -> tuple[Path, str] | None:
     """``(model folder, "rl" | "sft")`` of the last finished training stage under ``out``, or None."""
-    from e2c.cli import UserError
+    from e2c.errors import UserError
     from e2c.quickstart.stages import Context, read_done, rl_model, sft_model
 
     ctx = Context(Config(), out)

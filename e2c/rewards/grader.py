@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from e2c.chain import E2C, ChainFormat, ParsedChain
-from e2c.rewards import countdown
+from e2c.rewards.countdown import check as countdown_check
+from e2c.rewards.countdown import parse_reference as countdown_reference
 from e2c.rewards.extract import extract_answer, reference_answer
 from e2c.rewards.math_equiv import DEFAULT_TIMEOUT, math_equal
 from e2c.rewards.mcq import LETTERS, extract_choice, reference_choice
@@ -168,10 +169,10 @@ def _grade(
             correct = pred == gold_s
             reason = "correct" if correct else "wrong"
     elif kind == "countdown":
-        ref = countdown.parse_reference(gold)
+        ref = countdown_reference(gold)
         gold_s = None if ref is None else str(gold if isinstance(gold, str) else json.dumps(gold))
         pred, method = extract_answer(region)
-        correct, check = countdown.check(pred, gold)
+        correct, check = countdown_check(pred, gold)
         if gold_s is None:
             reason = "unparseable_gold"
         elif pred is None:

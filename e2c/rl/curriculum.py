@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser
+from e2c.errors import UserError, fail
 from e2c.lora import add_lora_args, lora_flags, lora_overrides
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_names
 

@@ -620,7 +620,8 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from e2c.cli import ArgumentParser, fail
+    from e2c.cli import ArgumentParser
+    from e2c.errors import fail
 
     p = ArgumentParser(
         prog="python -m e2c.rl.health",

@@ -41,8 +41,9 @@ from pathlib import Path
 from typing import Any
 
 from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, restore_metrics
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser
 from e2c.devices import cpu_note, cpu_ranks, gpu_count, requested_gpus
+from e2c.errors import UserError, fail
 from e2c.files import ensure_output_dir
 from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root

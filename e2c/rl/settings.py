@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 
 GROUP = "e2c"  # the config key of the group
 
@@ -153,7 +153,7 @@ def _build(cls: type, group: Mapping[str, Any], prefix: str) -> Any:
 def e2c_settings(config: Any) -> E2CSettings:
     """The ``e2c`` group of a composed config (an OmegaConf node or a dict) as :class:`E2CSettings`.
 
-    Raises :class:`~e2c.cli.UserError` (one line) for an unknown key, naming every valid one, and for a value
+    Raises :class:`~e2c.errors.UserError` (one line) for an unknown key, naming every valid one, and for a value
     of the wrong type.
     """
     group = config.get(GROUP, None) if config is not None else None

@@ -49,8 +49,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 from verl.workers.utils.padding import response_to_nested
 
-from e2c.chain import get_format
-from e2c.chain_parse import parse_chain
+from e2c.chain import get_format, parse_chain
 from e2c.generation.base import eos_ids
 from e2c.rl import health, registry
 from e2c.rl.advantage import positive_only_mask, segment_mean, segment_stats, weight_advantages

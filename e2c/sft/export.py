@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.files import atomic_replace_dir, atomic_write_json
 from e2c.lora import LORA_META, merge_adapter_folder, merge_checkpoint_folder
 from e2c.paths import project_root

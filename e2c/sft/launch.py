@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from e2c.checkpoints import keep_metrics, restore_metrics
-from e2c.cli import UserError
 from e2c.devices import cpu_note, cpu_ranks, gpu_count, requested_gpus
+from e2c.errors import UserError
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset, preset_path
 from e2c.sft.export import META

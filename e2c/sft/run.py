@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from e2c.checkpoints import latest_checkpoint
-from e2c.cli import ArgumentParser, UserError, fail, quiet_transformers
+from e2c.cli import ArgumentParser, quiet_transformers
+from e2c.errors import UserError, fail
 from e2c.lora import add_lora_args, lora_overrides
 from e2c.paths import configs_dir
 from e2c.sft.export import export_final

@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from e2c.cli import UserError
+from e2c.errors import UserError
 from e2c.paths import project_root
 
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from e2c import progress
-from e2c.cli import UserError
 from e2c.data.registry import Record
+from e2c.errors import UserError
 from e2c.files import atomic_write_json
 from e2c.generation.base import check_fits, context_length
 from e2c.generation.batching import SharedGenerator, SharedHandle

@@ -17,7 +17,8 @@ from pathlib import Path
 # Run from tts/ with the checkout not installed: its e2c is the one next to this folder.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from e2c.cli import ArgumentParser, UserError, fail
+from e2c.cli import ArgumentParser
+from e2c.errors import UserError, fail
 
 NAME = "aime24"
 
