@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c import progress
+from e2c.budget import FLAG_NAMES, PhaseBudget
 from e2c.chain import MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
 from e2c.data.registry import Record, get_spec, options_of, question_text
 from e2c.errors import UserError
@@ -97,24 +99,17 @@ class EvalConfig:
         """Reject inconsistent settings with one line."""
         if self.samples < 1:
             raise UserError(f"--sample must be >= 1, got {self.samples}")
-        if self.execute_budget is not None and self.explore_budget is None:
-            raise UserError("--execute-budget needs --explore-budget (two-phase generation)")
-        for name in ("explore_budget", "execute_budget", "max_tokens", "limit"):
-            v = getattr(self, name)
-            if v is not None and v < 1:
-                raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
+        # A dataset's own default --max-tokens is checked with it, in generation_budget.
+        max_tokens = self.max_tokens if self.max_tokens is not None else sys.maxsize
+        PhaseBudget(max_tokens, self.explore_budget, self.execute_budget, names=FLAG_NAMES)
+        if self.limit is not None and self.limit < 1:
+            raise UserError(f"--limit must be >= 1, got {self.limit}")
         if not 0 <= self.temperature < float("inf"):  # NaN fails this too
             raise UserError(f"--temperature must be a number >= 0, got {self.temperature}")
         if not 0 < self.top_p <= 1:
             raise UserError(f"--top-p must be in (0, 1], got {self.top_p}")
         if self.chunk_size < 1:
             raise UserError(f"--chunk-size must be >= 1, got {self.chunk_size}")
-        fixed = self.max_tokens is not None and self.execute_budget is None
-        if fixed and self.explore_budget is not None and self.explore_budget >= self.max_tokens:
-            raise UserError(
-                f"--explore-budget {self.explore_budget} leaves nothing of --max-tokens {self.max_tokens} "
-                "for the execution; lower it or give --execute-budget"
-            )
         if self.ks is not None:
             bad = [k for k in self.ks if not 1 <= k <= self.samples]
             if bad or not self.ks:
@@ -149,15 +144,13 @@ def dataset_format(cfg: EvalConfig, name: str) -> ChainFormat:
 def generation_budget(cfg: EvalConfig, name: str) -> tuple[int, str]:
     """New tokens one chain of dataset ``name`` may take (both phases) and the flag that sets them."""
     max_tokens = cfg.max_tokens or get_spec(name).max_new_tokens
-    if cfg.explore_budget is None:
-        return max_tokens, "--max-tokens" if cfg.max_tokens else f"--max-tokens ({name}'s default)"
-    execute = cfg.execute_budget if cfg.execute_budget is not None else max_tokens - cfg.explore_budget
-    if execute < 1:
-        raise UserError(
-            f"--explore-budget {cfg.explore_budget} leaves nothing of {name}'s budget of {max_tokens} tokens "
-            "for the execution; lower it or give --execute-budget"
-        )
-    return cfg.explore_budget + execute, "--explore-budget + --execute-budget"
+    label = f"--max-tokens {max_tokens}" if cfg.max_tokens else f"{name}'s budget of {max_tokens} tokens"
+    budget = PhaseBudget(
+        max_tokens, cfg.explore_budget, cfg.execute_budget, names=FLAG_NAMES, max_label=label
+    )
+    if not budget.two_phase:
+        return budget.total, "--max-tokens" if cfg.max_tokens else f"--max-tokens ({name}'s default)"
+    return budget.total, "--explore-budget + --execute-budget"
 
 
 def check_context(gen: Any, data: dict[str, list[Record]], cfg: EvalConfig) -> None:

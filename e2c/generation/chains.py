@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from e2c.budget import PhaseBudget
 from e2c.chain import CLOSED_FOR_MODEL, E2C, ChainFormat, exploration_stop
 from e2c.generation.base import Completion, Generator, Sampling, derive_seed, tokens_until
 
@@ -96,15 +97,17 @@ def generate_chains(
 ) -> list[list[ChainResult]]:
     """Per problem, ``n`` chains (see the module docstring).
 
-    Two-phase mode when ``explore_budget`` is given (``execute_budget`` defaults to ``max_tokens -
-    explore_budget``); otherwise one call of ``max_tokens``. ``opener`` is written for the model at the
+    Two-phase mode when ``explore_budget`` is given; otherwise one call of ``max_tokens``. The phase limits
+    are :class:`e2c.budget.PhaseBudget`'s (``execute_budget`` defaults to what the exploration leaves of
+    ``max_tokens``); budgets that make no chain raise :class:`e2c.budget.BudgetError`, a ``ValueError``. ``opener`` is written for the model at the
     start of its exploration (e.g. "I need to make a step-by-step plan.") and steers models never
     trained on the format.
     """
     base = chain_prompts(gen.tokenizer, problems, fmt)
     prompts = [b + opener for b in base]
+    budget = PhaseBudget(max_tokens, explore_budget, execute_budget)  # raises BudgetError (a ValueError)
     sampling = Sampling(n, temperature=temperature, top_p=top_p)  # each phase sets its budget, stop and seed
-    if explore_budget is None:
+    if not budget.two_phase:
         full = sampling.replace(
             max_tokens=max_tokens, stop=fmt.stop_strings("full"), seed=derive_seed(seed, "full")
         )
@@ -122,14 +125,9 @@ def generate_chains(
             results.append(chains)
         return results
 
-    if explore_budget < 1:
-        raise ValueError(f"explore_budget must be >= 1, got {explore_budget}")
-    execute_budget = execute_budget if execute_budget is not None else max_tokens - explore_budget
-    if execute_budget < 1:
-        raise ValueError(f"execute_budget must be >= 1, got {execute_budget}")
     boundary = fmt.explore_boundary
     explore = sampling.replace(
-        max_tokens=explore_budget, stop=fmt.stop_strings("explore"), seed=derive_seed(seed, "explore")
+        max_tokens=budget.explore_limit, stop=fmt.stop_strings("explore"), seed=derive_seed(seed, "explore")
     )
     first = gen.generate(prompts, explore)
     heads, stops, counts, second_prompts = [], [], [], []
@@ -143,7 +141,10 @@ def generate_chains(
             counts.append(c.num_tokens)
             second_prompts.append(base[i] + head)
     execute = sampling.replace(
-        n=1, max_tokens=execute_budget, stop=fmt.stop_strings("execute"), seed=derive_seed(seed, "execute")
+        n=1,
+        max_tokens=budget.execute_limit(),
+        stop=fmt.stop_strings("execute"),
+        seed=derive_seed(seed, "execute"),
     )
     second = gen.generate(second_prompts, execute)
     flat = [

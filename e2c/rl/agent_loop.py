@@ -35,6 +35,7 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 from verl.utils.profiler import simple_timer
 
+from e2c.budget import PhaseBudget, from_config
 from e2c.chain import get_format, written_after_exploration
 from e2c.generation.base import eos_ids  # also imported from here by e2c.rl.reward
 from e2c.rl import registry
@@ -120,10 +121,11 @@ class E2CAgentLoop(AgentLoopBase):
         self.response_length = int(self.rollout_config.response_length)
         self.settings = e2c_settings(self.config).rollout
         self.fmt = get_format(self.settings.format)
+        elastic = from_config(self.settings.explore_budget) is not None  # the config writes "off" as 0
         enc = self.tokenizer.encode
         self.opener_ids = enc(self.fmt.assistant_prefix("full"), add_special_tokens=False)
         boundary = enc(self.fmt.explore_boundary, add_special_tokens=False)
-        if self.settings.explore_budget and len(boundary) != 1:
+        if elastic and len(boundary) != 1:
             raise ValueError(
                 f"elastic budgets need {self.fmt.explore_boundary!r} to be one token of the tokenizer; "
                 "train from a model with the E2C tags"
@@ -137,9 +139,7 @@ class E2CAgentLoop(AgentLoopBase):
         self.close_stop = close if len(close) == 1 else []
         model_path = (self.config.get("actor_rollout_ref", None) or {}).get("model", {}).get("path", None)
         self.eos_ids = (
-            eos_ids(self.tokenizer, model_generation_config(model_path))
-            if self.settings.explore_budget
-            else frozenset()
+            eos_ids(self.tokenizer, model_generation_config(model_path)) if elastic else frozenset()
         )
 
     async def _generate(self, prompt_ids: list[int], sampling_params: dict[str, Any], **extra: Any) -> Any:
@@ -158,11 +158,17 @@ class E2CAgentLoop(AgentLoopBase):
                 f"rollout.prompt_length={self.rollout_config.prompt_length}; raise data.max_prompt_length"
             )
         metrics: dict[str, Any] = {}
-        budget = self.settings.explore_budget
         cap = row_budget(kwargs.get("extra_info"), self.response_length)
+        # The response length (a row may lower it) bounds the whole chain: the phases are cut, not refused.
+        budget = PhaseBudget(
+            cap,
+            from_config(self.settings.explore_budget),
+            from_config(self.settings.execute_budget),
+            capped=True,
+        )
         with simple_timer("generate_sequences", metrics):
             requested = [int(t) for t in sampling_params.get("stop_token_ids") or ()]
-            if not budget:
+            if not budget.two_phase:
                 out = await self._generate(
                     prompt_ids, sampling_params, max_tokens=cap, stop_token_ids=[*requested, *self.close_stop]
                 )
@@ -176,7 +182,7 @@ class E2CAgentLoop(AgentLoopBase):
                 first = await self._generate(
                     prompt_ids,
                     sampling_params,
-                    max_tokens=min(budget, cap),
+                    max_tokens=budget.explore_limit,
                     stop_token_ids=[*requested, self.boundary_id],
                 )
                 explore_ids = list(first.token_ids)
@@ -187,8 +193,7 @@ class E2CAgentLoop(AgentLoopBase):
                 head, head_mask, _, forced = join_phases(
                     explore_ids, None, self.boundary_id, self.bridge_ids, [], None, stops
                 )
-                left = cap - len(head)
-                exec_budget = min(self.settings.execute_budget or left, left)
+                exec_budget = budget.execute_limit(explored=len(head))
                 exec_ids: list[int] = []
                 exec_lps = None
                 if exec_budget > 0:

@@ -153,7 +153,7 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         + ([f"{k}={v}" for k, v in cpu_preset(CPU_PRESET).items()] if gpus == 0 else []),
         overrides,
     )
-    from e2c.recipe_check import Cluster, check_sft
+    from e2c.batch_shapes import Cluster, check_sft
 
     # verl's batch arithmetic at this run's ranks and nodes (the GPU recipe's own check): one line now, not
     # a silently smaller batch or an assertion inside a rank.
