@@ -12,32 +12,36 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from e2c.chain import strip_prompt_suffix
-from e2c.rewards.extract import reference_answer
-from e2c.rewards.grader import Kind
-from e2c.rewards.mcq import LETTERS, reference_choice
+from e2c.rewards.kinds import ANSWER_KINDS, MATH, MCQ, AnswerKind, Kind, find_kind
+from e2c.rewards.mcq import LETTERS
 
-if TYPE_CHECKING:
-    from e2c.data.registry import DatasetSpec
-
-# Fallback field names, tried after a spec's own, so other copies of a set load too.
+# Fallback field names, tried after a spec's own, so other copies of a set load too. A reference's fields
+# depend on its kind: each kind's entry of the table of kinds names them (these two are its values).
 PROBLEM_KEYS = ("problem", "question", "Problem", "Question", "prompt", "input")
-ANSWER_KEYS = (
-    "answer",
-    "final_answer",
-    "Answer",
-    "expected_answer",
-    "ground_truth",
-    "target",
-    "solution",
-    "response",
-)
-MCQ_ANSWER_KEYS = ("answer_idx", "cop", "answer", "Answer", "label", "target", "response")
+ANSWER_KEYS = MATH.answer_keys
+MCQ_ANSWER_KEYS = MCQ.answer_keys
 # Keys of an answer given as a mapping (the release's medical files: ``gt['answer_idx']``), in order.
-MCQ_GOLD_KEYS = ("answer_idx", "answer", "label")
+MCQ_GOLD_KEYS = MCQ.gold_keys
 ID_KEYS = ("id", "unique_id", "realidx", "idx", "ID")
+
+
+class SpecFields(Protocol):
+    """What :func:`to_record` reads of a :class:`~e2c.data.registry.DatasetSpec` (a protocol, so that this
+    module, which the registry imports, needs no import of the registry)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def group(self) -> str: ...
+    @property
+    def kind(self) -> Kind: ...
+    @property
+    def problem_keys(self) -> tuple[str, ...]: ...
+    @property
+    def answer_keys(self) -> tuple[str, ...]: ...
 
 
 @dataclass
@@ -107,12 +111,14 @@ def _as_mapping(value: Any) -> Mapping[str, Any] | None:
     return value if isinstance(value, Mapping) else None
 
 
-def _gold_of(value: Any) -> Any:
-    """The reference inside an answer mapping (``answer_idx`` first), or the value itself."""
-    m = _as_mapping(value)
+def _gold_of(value: Any, keys: tuple[str, ...] = MCQ_GOLD_KEYS) -> Any:
+    """The reference inside an answer mapping (the first of ``keys`` set: ``answer_idx`` first by
+    default), or the value itself; with no ``keys`` (a kind whose reference is never such a mapping) the
+    value as it is."""
+    m = _as_mapping(value) if keys else None
     if m is None:
         return value
-    return next((m[k] for k in MCQ_GOLD_KEYS if m.get(k) not in (None, "")), None)
+    return next((m[k] for k in keys if m.get(k) not in (None, "")), None)
 
 
 _OPTION_LINE = re.compile(r"^\s*\(?([A-J])\s*[).:]\s*(\S.*?)\s*$")
@@ -151,8 +157,40 @@ def options_in_text(text: str) -> dict[str, str]:
     return {m.group(1): text[m.end() : e].strip() for m, e in zip(picked, ends, strict=True)}
 
 
-def to_record(row: Mapping[str, Any], spec: DatasetSpec, index: int) -> Record:
-    """Map one source row to a :class:`Record`; raises ValueError naming the missing or bad field."""
+def record_kind(row: Mapping[str, Any], spec: SpecFields) -> AnswerKind:
+    """The answer kind of a row: the spec's, except that a synthetic set's row may name its own."""
+    own = find_kind(row.get("kind")) if spec.group == "synthetic" else None
+    if own is not None:
+        return own
+    kind = find_kind(spec.kind)
+    if kind is None:
+        raise ValueError(
+            f"dataset {spec.name!r} has an unknown answer kind {spec.kind!r}; valid: {', '.join(ANSWER_KINDS)}"
+        )
+    return kind
+
+
+def record_options(row: Mapping[str, Any], raw_gold: Any, problem: str) -> list[str]:
+    """The option texts of a multiple-choice row: its columns, else the answer mapping's, else the lettered
+    options in the question text (the release sends only the question; they stay there)."""
+    choices = row_choices(row) or row_choices(_as_mapping(raw_gold) or {})
+    if len(choices) < 2:
+        choices = list(options_in_text(problem).values())
+    if len(choices) < 2:
+        raise ValueError(
+            "multiple-choice row without options (looked for options, choices, opa..opd, and "
+            "lettered options in the question text)"
+        )
+    return choices
+
+
+def to_record(row: Mapping[str, Any], spec: SpecFields, index: int) -> Record:
+    """Map one source row to a :class:`Record`; raises ValueError naming the missing or bad field.
+
+    The reference is read as the row's answer kind reads it (:mod:`e2c.rewards.kinds`): from the spec's
+    answer fields, then the kind's; unwrapped from an answer mapping by the kind's ``gold_keys``; for an
+    option kind, a letter of the row's options.
+    """
     _, raw_problem = _first(row, (*spec.problem_keys, *PROBLEM_KEYS))
     problem = _text(raw_problem)
     if problem is None or not problem.strip():
@@ -164,32 +202,18 @@ def to_record(row: Mapping[str, Any], spec: DatasetSpec, index: int) -> Record:
     rid = rid if rid.startswith(f"{spec.name}-") else f"{spec.name}-{rid}"
     # A suffix the file already carries would be sent twice (or next to another one): the format adds it.
     problem = strip_prompt_suffix(problem)
-    if spec.kind == "mcq":
-        akey, raw_gold = _first(row, (*spec.answer_keys, *MCQ_ANSWER_KEYS))
-        choices = row_choices(row) or row_choices(_as_mapping(raw_gold) or {})
-        if len(choices) < 2:
-            # The release sends only the question: its options are in the text, and stay there.
-            choices = list(options_in_text(problem).values())
-        if len(choices) < 2:
-            raise ValueError(
-                "multiple-choice row without options (looked for options, choices, opa..opd, and "
-                "lettered options in the question text)"
-            )
-        options = letter_options(choices)
-        gold = _gold_of(raw_gold)
-        letter = reference_choice(gold, options) if gold is not None else None
-        if letter is None or letter not in options:
-            raise ValueError(f"answer {gold!r} (field {akey}) is not one of the options {', '.join(options)}")
-        return Record(rid, problem, letter, "mcq", choices, spec.name)
-    if spec.group == "synthetic" and row.get("kind") == "countdown":
-        return Record(rid, problem, str(row["answer"]), "countdown", [], spec.name)
-    akey, gold = _first(row, (*spec.answer_keys, *ANSWER_KEYS))
-    answer = reference_answer(gold) if gold is not None else None
+    kind = record_kind(row, spec)
+    keys = tuple(dict.fromkeys((*spec.answer_keys, *kind.answer_keys)))
+    akey, raw_gold = _first(row, keys)
+    choices = record_options(row, raw_gold, problem) if kind.options else []
+    options = letter_options(choices) if kind.options else None
+    gold = _gold_of(raw_gold, kind.gold_keys)
+    answer = kind.reference(gold, options) if gold is not None else None
+    if options is not None and (answer is None or answer not in options):
+        raise ValueError(f"answer {gold!r} (field {akey}) is not one of the options {', '.join(options)}")
     if not answer:
-        raise ValueError(
-            f"no reference answer (looked for {', '.join(dict.fromkeys((*spec.answer_keys, *ANSWER_KEYS)))})"
-        )
-    return Record(rid, problem, answer, "math", [], spec.name)
+        raise ValueError(f"no reference answer (looked for {', '.join(keys)})")
+    return Record(rid, problem, answer, kind.name, choices, spec.name)
 
 
 def letter_options(choices: Sequence[str]) -> dict[str, str]:
@@ -198,16 +222,17 @@ def letter_options(choices: Sequence[str]) -> dict[str, str]:
 
 
 def options_of(record: Record) -> dict[str, str] | None:
-    """The lettered options of a multiple-choice record, ``None`` for any other."""
+    """The lettered options of a record with choices (an option kind's), ``None`` for any other."""
     return letter_options(record.choices) if record.choices else None
 
 
 def question_text(record: Record | Mapping[str, Any]) -> str:
-    """The text a model is asked: the problem, plus ``A. ...`` option lines for multiple choice (unless
+    """The text a model is asked: the problem, plus ``A. ...`` option lines for an option kind (unless
     the problem text already lists exactly these options, as the release's medical files do)."""
     r = record.to_dict() if isinstance(record, Record) else record
     choices = r.get("choices") or []
-    if r.get("kind") != "mcq" or not choices:
+    kind = find_kind(r.get("kind"))
+    if kind is None or not kind.options or not choices:
         return str(r["problem"])
     if options_in_text(str(r["problem"])) == {k: str(c).strip() for k, c in letter_options(choices).items()}:
         return str(r["problem"])

@@ -2,8 +2,9 @@
 
 Every benchmark, whatever its source, loads into :class:`Record`::
 
-    id, problem, answer, kind ("math" | "mcq"), choices (option texts, A.. order; empty for math),
-    data_source (the registry name)
+    id, problem, answer, kind (a name of e2c.rewards.kinds: "math" | "mcq" | "countdown"),
+    choices (option texts, A.. order; empty unless the kind's answers are options), data_source (the
+    registry name)
 
 For multiple choice ``answer`` is the option letter and ``problem`` is the stem only; use
 :func:`question_text` to get the text a model sees (stem plus lettered options).
@@ -53,7 +54,7 @@ from e2c.data.records import (  # noqa: F401
 )
 from e2c.errors import UserError
 from e2c.paths import data_dir as project_data_dir
-from e2c.rewards.grader import Kind
+from e2c.rewards.kinds import DEFAULT_KIND, Kind
 
 DATA_DIR_ENV = "E2C_DATA_DIR"
 
@@ -65,7 +66,8 @@ class DatasetSpec:
     Attributes:
         name: registry name (also the ``data_source`` of its records).
         group: ``math``, ``med`` or ``synthetic``.
-        kind: ``math`` (free-form answer) or ``mcq`` (option letter).
+        kind: the answer kind (:mod:`e2c.rewards.kinds`): ``math`` (free-form answer) or ``mcq`` (option
+            letter); a ``synthetic`` set's rows may name their own (``countdown``).
         hf_id / hf_config / split: the hub source; ``hf_id=None`` means local files only.
         problem_keys / answer_keys: the source's field names, tried before the common fallbacks.
         local_names: file stems accepted in a local folder, in order of preference.
@@ -203,6 +205,30 @@ ALIASES: dict[str, str] = {
     "aime": "aime24",
     "amc": "amc23",
 }
+
+
+def source_kinds(specs: Iterable[DatasetSpec] = SPECS) -> dict[str, str]:
+    """``{data-source fragment: kind}`` for the sets whose kind is not the default, sorted: what the
+    reward's fallback for rows that name no kind (:data:`e2c.rewards.source_kinds.SOURCE_KINDS`, a copy
+    the rewards can import) must say.
+
+    A set's fragments are its name, its local file stems and its hub repository's name, lower-cased (a
+    ``data_source`` is often one of them: ``medmcqa``, ``mmlu_anatomy``, ``cais/mmlu``); a fragment that
+    contains another of the same kind is left out, as the fallback matches fragments inside the source.
+
+    >>> source_kinds()["mmlu"], "mmlu_anatomy" in source_kinds(), "aime24" in source_kinds()
+    ('mcq', False, False)
+    """
+    frags: dict[str, str] = {}
+    for s in specs:
+        if s.kind == DEFAULT_KIND:
+            continue
+        names = [s.name, *s.local_names, *([s.hf_id.rsplit("/", 1)[-1]] if s.hf_id else [])]
+        for n in names:
+            frags[n.lower()] = s.kind
+    return {
+        f: k for f, k in sorted(frags.items()) if not any(g != f and g in f and frags[g] == k for g in frags)
+    }
 
 
 # --------------------------------------------------------------------------------------------- names

@@ -3,7 +3,9 @@
 =========  =====================================================================================
 kind       columns
 =========  =====================================================================================
-eval       id, problem, answer, kind (math|mcq|countdown), choices (list; >= 2 for mcq), data_source
+eval       id, problem, answer, kind (a name of e2c.rewards.kinds: math|mcq|countdown), choices (list;
+           >= 2 for a kind whose answers are options, mcq, and then the answer is one of their letters),
+           data_source
 sft        messages (chat list ending with the assistant's tagged chain), data_source, extra_info
 ef_sft     sft columns + loss_scope (``exploration``: train up to and including the closing
            exploration tag; ``full``: the whole chain)
@@ -25,7 +27,7 @@ from typing import Any
 from e2c.chain import E2C, ChainFormat
 from e2c.data.io import read_rows
 from e2c.errors import UserError
-from e2c.rewards.grader import KINDS
+from e2c.rewards.kinds import find_kind, kind_names, option_letters
 
 SCHEMAS = ("eval", "sft", "ef_sft", "rl")
 LOSS_SCOPES = ("exploration", "full")
@@ -63,18 +65,24 @@ def _check_eval(row: Mapping[str, Any], fmt: ChainFormat) -> tuple[str, str] | N
         err = _nonempty_str(row.get(f))
         if err:
             return f, err
-    if row.get("kind") not in KINDS:
-        return "kind", f"expected {' or '.join(KINDS)}, got {row.get('kind')!r}"
+    kind = find_kind(row.get("kind"))
+    if kind is None:
+        return "kind", _bad_kind(row.get("kind"))
     choices = row.get("choices")
     if not isinstance(choices, (list, tuple)):
         return "choices", f"expected a list, got {type(choices).__name__}"
-    if row["kind"] == "mcq":
+    if kind.options:
         if len(choices) < 2:
             return "choices", f"a multiple-choice row needs at least 2 options, got {len(choices)}"
-        letters = "ABCDEFGHIJ"[: len(choices)]
+        letters = option_letters(len(choices))
         if row["answer"] not in letters:
             return "answer", f"expected one of the option letters {', '.join(letters)}, got {row['answer']!r}"
     return None
+
+
+def _bad_kind(got: Any) -> str:
+    """The problem with a kind that is not in the table of answer kinds, naming the valid ones."""
+    return f"expected {' or '.join(kind_names())}, got {got!r}"
 
 
 def _check_sft(row: Mapping[str, Any], fmt: ChainFormat, scope: str = "full") -> tuple[str, str] | None:
@@ -126,8 +134,8 @@ def _check_rl(row: Mapping[str, Any], fmt: ChainFormat) -> tuple[str, str] | Non
         return "extra_info", f"expected a dict, got {type(info).__name__}"
     if not isinstance(info.get("index"), int):
         return "extra_info.index", f"expected an integer, got {type(info.get('index')).__name__}"
-    if info.get("kind") not in KINDS:
-        return "extra_info.kind", f"expected {' or '.join(KINDS)}, got {info.get('kind')!r}"
+    if find_kind(info.get("kind")) is None:
+        return "extra_info.kind", _bad_kind(info.get("kind"))
     return None
 
 

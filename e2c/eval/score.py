@@ -1,12 +1,13 @@
 """Re-score any JSONL (or parquet) of responses with the project's grader.
 
-    python -m e2c.eval.score FILE --response-key K --answer-key K [--kind math|mcq]
+    python -m e2c.eval.score FILE --response-key K --answer-key K [--kind KIND]
 
 Keys may be dotted paths (``reward_model.ground_truth``), with list indices (``solution.0``). Every
 response must be a string: a row whose response is a list, an object, a number or null stops the run
 with one line naming the row and the key (such a value means a wrong key or a broken file, and grading
-it would report a made-up accuracy). A reference may be a string, a number, a list (a multi-part
-answer) or null (counted as ``unparseable_gold``); an object only for ``--kind countdown``. Prints a
+it would report a made-up accuracy). ``--kind`` is an answer kind of :mod:`e2c.rewards.kinds` (math,
+mcq, countdown). A reference may be a string, a number, a list (a multi-part answer) or null (counted as
+``unparseable_gold``); an object only for a kind whose reference is one (``--kind countdown``). Prints a
 small table and, as its last line, one JSON object with ``n``, ``correct``, ``accuracy`` and the failure
 counts. ``--out`` must not be the input file, and is checked to be writable before grading starts.
 
@@ -33,7 +34,8 @@ from e2c.cli import ArgumentParser
 from e2c.data.io import json_type, read_rows, write_jsonl
 from e2c.errors import UserError, fail
 from e2c.files import check_output_file
-from e2c.rewards.grader import KINDS, GradeResult, as_options, grade_many
+from e2c.rewards.grader import GradeResult, as_options, grade_many
+from e2c.rewards.kinds import ANSWER_KINDS, DEFAULT_KIND, Kind, find_kind, kind_names
 
 _MISSING = object()
 _INDEX = re.compile(r"-?[0-9]+")
@@ -62,9 +64,10 @@ def _check_response(v: Any, where: str, key: str) -> str:
 
 
 def _check_gold(v: Any, where: str, key: str, kind: str) -> Any:
-    # A countdown reference is an object ({"target", "numbers"}); elsewhere an object or a boolean would
-    # be graded as its Python spelling, which no response should match.
-    bad = isinstance(v, bool) or (isinstance(v, dict) and kind != "countdown")
+    # A countdown reference is an object ({"target", "numbers"}: its kind's `object_gold`); elsewhere an
+    # object or a boolean would be graded as its Python spelling, which no response should match.
+    spec = find_kind(kind)
+    bad = isinstance(v, bool) or (isinstance(v, dict) and not (spec is not None and spec.object_gold))
     if isinstance(v, float) and math.isnan(v):  # JSON's NaN literal: no answer equals it
         raise UserError(f"{where}: --answer-key {key!r} is NaN, not an answer")
     if isinstance(v, (list, tuple)):
@@ -73,9 +76,10 @@ def _check_gold(v: Any, where: str, key: str, kind: str) -> Any:
         what = json_type(v)
         if isinstance(v, (list, tuple)):
             what += " with a nested value"
+        objects = " or ".join(f"--kind {k}" for k in kind_names(lambda k: k.object_gold))
         raise UserError(
             f"{where}: --answer-key {key!r} is {what}; a reference is a string, a number or a list of "
-            f"them (an object only for --kind countdown)"
+            f"them" + (f" (an object only for {objects})" if objects else "")
         )
     return v
 
@@ -84,7 +88,7 @@ def score_file(
     path: Path,
     response_key: str,
     answer_key: str,
-    kind: str = "math",
+    kind: Kind = DEFAULT_KIND,
     options_key: str = "options",
     chain_format: str = "e2c",
     fallback_number: bool = False,
@@ -118,7 +122,7 @@ def score_file(
     results = grade_many(
         responses,
         golds,
-        kind,  # type: ignore[arg-type]
+        kind,
         options=opts,
         fmt=fmt,
         fallback_number=fallback_number,
@@ -156,7 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(response.0) (default: response)",
     )
     p.add_argument("--answer-key", default="answer", help="field with the reference answer (default: answer)")
-    p.add_argument("--kind", default="math", choices=KINDS, help="answer kind (default: math)")
+    # Read when the parser is built: every kind of the table is a choice, with its own summary.
+    kinds = "; ".join(f"{k.name}: {k.summary}" for k in ANSWER_KINDS.values())
+    p.add_argument(
+        "--kind",
+        default=DEFAULT_KIND,
+        choices=kind_names(),
+        help=f"answer kind ({kinds}) (default: {DEFAULT_KIND})",
+    )
     p.add_argument(
         "--options-key", default="options", help="field with MCQ options {letter: text} (default: options)"
     )

@@ -14,22 +14,29 @@ always beats a wrong one.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 from e2c.chain import E2C, ChainFormat, ParsedChain
-from e2c.rewards.countdown import check as countdown_check
-from e2c.rewards.countdown import parse_reference as countdown_reference
-from e2c.rewards.extract import extract_answer, reference_answer
-from e2c.rewards.math_equiv import DEFAULT_TIMEOUT, math_equal
-from e2c.rewards.mcq import LETTERS, extract_choice, reference_choice
+
+# Every rule that depends on the answer kind lives in its entry of the table of kinds; the names and the
+# answer-length bound stay importable from here.
+from e2c.rewards.kinds import (  # noqa: F401
+    DEFAULT_KIND,
+    KINDS,
+    MAX_ANSWER_CHARS,
+    AnswerKind,
+    Kind,
+    get_kind,
+)
+from e2c.rewards.math_equiv import DEFAULT_TIMEOUT
+from e2c.rewards.mcq import LETTERS
 from e2c.rewards.plan import plan_adherence
 
-Kind = Literal["math", "mcq", "countdown"]
-KINDS = ("math", "mcq", "countdown")
+# A check's "how" that is also the result's reason (not a plain "wrong"): the grader could not decide.
+UNDECIDED = ("timeout", "error", "unparseable_gold")
 
 
 @dataclass(frozen=True)
@@ -60,9 +67,6 @@ def format_score(parsed: ParsedChain, has_answer: bool) -> float:
 
 PLAN_FLOOR = 0.5
 
-# Longest extracted answer that is compared; a longer "answer" is counted wrong without a check.
-MAX_ANSWER_CHARS = 2000
-
 
 def as_options(options: Any) -> dict[str, str] | None:
     """MCQ options as ``{letter: text}`` from a mapping, or from a list of choice texts (also a numpy
@@ -80,7 +84,7 @@ def as_options(options: Any) -> dict[str, str] | None:
 def grade(
     response: Any,
     gold: Any,
-    kind: Kind = "math",
+    kind: Kind = DEFAULT_KIND,
     *,
     options: Any = None,
     fmt: ChainFormat | None = E2C,
@@ -95,8 +99,8 @@ def grade(
         response: model output (the continuation after the prefilled tag, or a full tagged text).
         gold: reference answer: a string, number, list, GSM8K solution or boxed solution (math); a letter,
             index or option text (mcq).
-        kind: ``math``, ``mcq`` or ``countdown`` (gold ``{"target", "numbers"}``; the boxed expression must
-            use each number once and equal the target).
+        kind: a name in :data:`e2c.rewards.kinds.ANSWER_KINDS`: ``math``, ``mcq`` or ``countdown`` (gold
+            ``{"target", "numbers"}``; the boxed expression must use each number once and equal the target).
         options: the MCQ options ``{"A": text, ...}`` or a list of choice texts (lets option text count as
             an answer).
         fmt: the chain format to parse; ``None`` grades the raw text with no chain parsing.
@@ -123,10 +127,9 @@ def grade(
     >>> grade("\\boxed{6}", "5").reason
     'wrong'
     """
-    if kind not in KINDS:
-        raise ValueError(f"unknown answer kind {kind!r}; valid: {', '.join(KINDS)}")
+    spec = get_kind(kind)  # outside the try: an unknown kind is the caller's bug, not a sample's
     try:
-        return _grade(response, gold, kind, options, fmt, plan_bonus, fallback_number, timeout, prefilled)
+        return _grade(response, gold, spec, options, fmt, plan_bonus, fallback_number, timeout, prefilled)
     except Exception as e:  # a grader bug must cost one sample, never a file or an RL step
         return GradeResult(
             score=0.0,
@@ -142,7 +145,7 @@ def grade(
 def _grade(
     response: Any,
     gold: Any,
-    kind: str,
+    spec: AnswerKind,
     options: Mapping[str, str] | None,
     fmt: ChainFormat | None,
     plan_bonus: bool,
@@ -157,44 +160,12 @@ def _grade(
     region = parsed.answer_region if parsed is not None else response
     status = parsed.status if parsed is not None else "unparsed"
 
-    if kind == "mcq":
-        gold_s = reference_choice(gold, options)
-        pred, method = extract_choice(region, options)
-        check = "letter"
-        if gold_s is None:
-            correct, reason = False, "unparseable_gold"
-        elif pred is None:
-            correct, reason = False, "no_answer"
-        else:
-            correct = pred == gold_s
-            reason = "correct" if correct else "wrong"
-    elif kind == "countdown":
-        ref = countdown_reference(gold)
-        gold_s = None if ref is None else str(gold if isinstance(gold, str) else json.dumps(gold))
-        pred, method = extract_answer(region)
-        correct, check = countdown_check(pred, gold)
-        if gold_s is None:
-            reason = "unparseable_gold"
-        elif pred is None:
-            reason = "no_answer"
-        else:
-            reason = "correct" if correct else "wrong"
-    else:
-        gold_s = reference_answer(gold)
-        pred, method = extract_answer(region, fallback_number)
-        if gold_s is None:
-            correct, check, reason = False, "", "unparseable_gold"
-        elif pred is None:
-            correct, check, reason = False, "", "no_answer"
-        elif len(pred) > MAX_ANSWER_CHARS:
-            correct, check, reason = False, "too_long", "wrong"
-        else:
-            correct, check = math_equal(pred, gold_s, timeout=timeout)
-            reason = (
-                "correct"
-                if correct
-                else (check if check in ("timeout", "error", "unparseable_gold") else "wrong")
-            )
+    gold_s = spec.reference(gold, options)
+    pred, method = spec.extract(region, options, fallback_number)
+    correct, check = spec.check(pred, gold_s, timeout)
+    # No kind's check may call a missing answer or an unreadable reference correct.
+    correct = correct and gold_s is not None and pred is not None
+    reason = _reason(correct, check, gold_s, pred)
 
     fscore = format_score(parsed, pred is not None) if parsed is not None else 0.0
     adherence = None
@@ -209,7 +180,7 @@ def _grade(
         extracted=pred,
         gold=gold_s,
         reason=reason,
-        kind=kind,
+        kind=spec.name,
         method=method,
         check=check,
         chain_status=status,
@@ -218,10 +189,22 @@ def _grade(
     )
 
 
+def _reason(correct: bool, check: str, gold: str | None, pred: str | None) -> str:
+    """The result's reason, the same for every kind: an unreadable reference first, then a missing answer,
+    then the check's verdict (an undecided check keeps its own word)."""
+    if gold is None:
+        return "unparseable_gold"
+    if pred is None:
+        return "no_answer"
+    if correct:
+        return "correct"
+    return check if check in UNDECIDED else "wrong"
+
+
 def grade_many(
     responses: Sequence[str],
     golds: Sequence[Any],
-    kind: Kind = "math",
+    kind: Kind = DEFAULT_KIND,
     *,
     options: Sequence[Mapping[str, str] | None] | None = None,
     workers: int = 4,

@@ -11,28 +11,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from e2c.rewards.grader import KINDS, grade
-
-# Data sources whose answers are option letters. Anything else is graded as math.
-MCQ_SOURCES = (
-    "medqa",
-    "medmcqa",
-    "mmlu",
-    "anatomy",
-    "clinical_knowledge",
-    "college_biology",
-    "college_medicine",
-    "medical_genetics",
-    "professional_medicine",
-)
+from e2c.rewards.grader import grade
+from e2c.rewards.kinds import DEFAULT_KIND, find_kind
+from e2c.rewards.source_kinds import SOURCE_KINDS
 
 
 def kind_for_source(data_source: str | None, extra_info: Mapping[str, Any] | None = None) -> str:
-    """``math``, ``mcq`` or ``countdown`` for a sample: ``extra_info["kind"]`` if given, else by data source name."""
-    if extra_info and extra_info.get("kind") in KINDS:
+    """The answer kind of a sample: ``extra_info["kind"]`` when it names one, else the kind of the first
+    data-source fragment of :data:`~e2c.rewards.source_kinds.SOURCE_KINDS` (the registry's non-default
+    kinds) found in ``data_source`` (``mmlu_anatomy``, ``openlifescienceai/medmcqa``), else ``math``."""
+    if extra_info and find_kind(extra_info.get("kind")) is not None:
         return str(extra_info["kind"])
     src = (data_source or "").lower()
-    return "mcq" if any(s in src for s in MCQ_SOURCES) else "math"
+    return next((kind for frag, kind in SOURCE_KINDS.items() if frag in src), DEFAULT_KIND)
 
 
 def compute_score(
@@ -44,7 +35,7 @@ def compute_score(
 ) -> dict[str, Any]:
     """verl reward: a dict whose ``score`` is the reward and whose other keys become metrics.
 
-    ``extra_info`` (or keyword arguments) may carry ``kind`` (math|mcq|countdown), ``options`` or
+    ``extra_info`` (or keyword arguments) may carry ``kind`` (a name of :mod:`e2c.rewards.kinds`), ``options`` or
     ``choices`` (MCQ), ``plan_bonus`` (bool), ``require_format`` (bool), ``prefilled`` (bool; see
     :func:`e2c.rewards.grade`) and ``timeout`` (seconds). Never raises on model output.
 
@@ -60,7 +51,7 @@ def compute_score(
     res = grade(
         solution_str,
         ground_truth,
-        kind_for_source(data_source, info),  # type: ignore[arg-type]
+        kind_for_source(data_source, info),
         # Not `a or b`: parquet lists arrive as numpy arrays, whose truth value raises.
         options=info["options"] if info.get("options") is not None else info.get("choices"),
         plan_bonus=bool(info.get("plan_bonus", False)),

@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import lru_cache
 
-from e2c.rewards.math_equiv import math_equal, normalize, quick_equal
+from e2c.rewards.kinds import DEFAULT_KIND, Kind, find_kind, text_canon
+from e2c.rewards.math_equiv import math_equal, quick_equal
 
 CORRECT = 0
 """The class id shared by every correct answer."""
@@ -51,18 +52,15 @@ def _quick(a: str, b: str) -> bool | None:
 
 
 def _canon(answer: str, kind: str) -> str:
-    if kind == "mcq":
-        return answer.strip().upper()
-    try:
-        return normalize(answer)
-    except Exception:  # normalisation is a regex pass; a failure must not lose the vote
-        return " ".join(answer.split())
+    """The kind's canonical spelling; an unknown kind's is the normalised text."""
+    spec = find_kind(kind)
+    return spec.canon(answer) if spec is not None else text_canon(answer)
 
 
 def answer_classes(
     answers: Sequence[str | None],
     corrects: Sequence[bool],
-    kind: str = "math",
+    kind: Kind = DEFAULT_KIND,
     *,
     timeout: float = VOTE_CHECK_TIMEOUT,
     max_checks: int = MAX_CHECKS,
@@ -72,8 +70,10 @@ def answer_classes(
     Args:
         answers: the extracted answers, in sample order (``None`` or blank: no answer).
         corrects: whether each sample was graded correct.
-        kind: ``math`` (grader equivalence), ``mcq`` (letters) or ``countdown`` (normalised text: two
-            different wrong expressions are different answers even when their values agree).
+        kind: a name of :mod:`e2c.rewards.kinds`, whose ``canon`` spells the answers and whose
+            ``symbolic`` asks for the grader's equivalence: ``math`` (grader equivalence), ``mcq``
+            (letters) or ``countdown`` (normalised text: two different wrong expressions are different
+            answers even when their values agree).
         timeout: bound on each symbolic check, seconds.
         max_checks: most equivalence checks in one call; beyond it, string equality only.
 
@@ -85,6 +85,8 @@ def answer_classes(
     reps: list[tuple[str, str]] = []  # (answer, canonical) of each wrong class, class id = index + 1
     by_canon: dict[str, int] = {}
     checks = timeouts = 0
+    spec = find_kind(kind)
+    symbolic = spec is not None and spec.symbolic
     for ans, ok in zip(answers, corrects, strict=True):
         if ok:
             out.append(CORRECT)
@@ -98,7 +100,7 @@ def answer_classes(
             out.append(by_canon[c])
             continue
         found = None
-        if kind == "math":
+        if symbolic:
             # The in-process fast path first (bounded, no worker), then symbolic checks while in budget.
             found = next((i + 1 for i, (rep, _) in enumerate(reps) if _quick(a, rep)), None)
             for i, (rep, _) in enumerate(reps):

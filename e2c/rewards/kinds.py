@@ -1,0 +1,223 @@
+"""The table of answer kinds: every rule that depends on what an answer is lives in one entry here.
+
+An :class:`AnswerKind` says how to read the reference (``reference``), how to find the answer in a
+response (``extract``), how to compare the two (``check``), how to spell an answer for vote grouping
+(``canon``, ``symbolic``), and what the data layer needs to know (``answer_keys``, ``gold_keys``,
+``options``, ``object_gold``). Everything that branches on the kind is derived from :data:`ANSWER_KINDS`:
+
+- :func:`e2c.rewards.grader.grade` (dispatch, the valid names, the error for an unknown one);
+- :func:`e2c.rewards.vote.answer_classes` (canonical spelling, symbolic grouping);
+- :mod:`e2c.data.records` (gold fields, option handling) and :mod:`e2c.data.schema` (valid kinds, the
+  option-letter rule of an eval row);
+- :mod:`e2c.eval.score` (``--kind`` choices, which kinds take an object as reference).
+
+Adding a kind is one entry in :data:`ANSWER_KINDS` and its functions. Code reads the table when it runs
+(not a copy taken at import), so a test can add a throwaway kind with ``monkeypatch.setitem`` and see
+every derived place accept it.
+
+>>> sorted(ANSWER_KINDS)
+['countdown', 'math', 'mcq']
+>>> MCQ.extract("The answer is (B).", None, False), MCQ.reference(1, None), MCQ.check("B", "B", 5.0)
+(('B', 'phrase'), 'B', (True, 'letter'))
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from e2c.rewards.countdown import check as countdown_check
+from e2c.rewards.countdown import parse_reference as countdown_reference
+from e2c.rewards.extract import extract_answer, reference_answer
+from e2c.rewards.math_equiv import math_equal, normalize
+from e2c.rewards.mcq import LETTERS, extract_choice, reference_choice
+
+Kind: TypeAlias = str
+"""The name of an entry of :data:`ANSWER_KINDS` (checked when used, not by the type checker: a
+``Literal`` would be a second list of the names to keep in step)."""
+
+Options: TypeAlias = Mapping[str, str] | None
+
+# Longest extracted answer that is compared; a longer "answer" is counted wrong without a check.
+MAX_ANSWER_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class AnswerKind:
+    """One kind of answer and every rule that depends on it.
+
+    Attributes:
+        name: the kind's name (``kind`` of a record, ``extra_info.kind`` of an RL row, ``--kind``).
+        summary: one line for help texts: what the answer and its reference are.
+        reference: ``(gold, options) -> reference`` as a string, or None when the gold cannot be read
+            (graded ``unparseable_gold``). The string is what :class:`~e2c.rewards.grader.GradeResult`
+            reports as ``gold`` and what ``check`` receives.
+        extract: ``(answer region, options, fallback_number) -> (answer or None, method)``; never raises
+            on model output.
+        check: ``(answer, reference, timeout) -> (correct, how)``; called even when either side is None,
+            so a kind can report why (its ``how`` is :class:`GradeResult`'s ``check``). A ``how`` of
+            ``timeout``, ``error`` or ``unparseable_gold`` becomes the result's reason.
+        canon: an answer's canonical spelling: equal spellings are the same vote.
+        symbolic: different spellings may still be equal (math): voting groups wrong answers with the
+            grader's symbolic equivalence, not only by ``canon``.
+        answer_keys: source fields holding the reference, tried after a dataset's own.
+        gold_keys: keys of a reference given as a mapping (the release's medical ``{"answer_idx": ...}``),
+            in order; empty: a mapping is not unwrapped.
+        options: answers are option letters: a record needs at least two options and its reference must
+            be one of their letters; the question shows the options.
+        object_gold: a reference may be a JSON object (not only a string, a number or a list of them).
+    """
+
+    name: str
+    summary: str
+    reference: Callable[[Any, Options], str | None]
+    extract: Callable[[str, Options, bool], tuple[str | None, str]]
+    check: Callable[[str | None, str | None, float], tuple[bool, str]]
+    canon: Callable[[str], str]
+    symbolic: bool = False
+    answer_keys: tuple[str, ...] = ("answer",)
+    gold_keys: tuple[str, ...] = ()
+    options: bool = False
+    object_gold: bool = False
+
+
+# ---------------------------------------------------------------------------------------------- math
+def _math_reference(gold: Any, options: Options) -> str | None:
+    return reference_answer(gold)
+
+
+def _math_extract(region: str, options: Options, fallback_number: bool) -> tuple[str | None, str]:
+    return extract_answer(region, fallback_number)
+
+
+def _math_check(pred: str | None, ref: str | None, timeout: float) -> tuple[bool, str]:
+    """math-verify equivalence under a hard timeout; an over-long answer is wrong without a check (a
+    megabyte "answer" would only cost the symbolic check its whole bound)."""
+    if pred is None or ref is None:
+        return False, ""
+    if len(pred) > MAX_ANSWER_CHARS:
+        return False, "too_long"
+    return math_equal(pred, ref, timeout=timeout)
+
+
+def text_canon(answer: str) -> str:
+    """The normalised text of an answer (math-verify's normalisation; whitespace-folded if that fails)."""
+    try:
+        return normalize(answer)
+    except Exception:  # normalisation is a regex pass; a failure must not lose the vote
+        return " ".join(answer.split())
+
+
+# ----------------------------------------------------------------------------------------------- mcq
+def _mcq_extract(region: str, options: Options, fallback_number: bool) -> tuple[str | None, str]:
+    return extract_choice(region, options)
+
+
+def _mcq_check(pred: str | None, ref: str | None, timeout: float) -> tuple[bool, str]:
+    return pred is not None and ref is not None and pred == ref, "letter"
+
+
+def _letter_canon(answer: str) -> str:
+    return answer.strip().upper()
+
+
+# ----------------------------------------------------------------------------------------- countdown
+def _countdown_reference(gold: Any, options: Options) -> str | None:
+    """The reference as JSON text (a string as given), None unless it has an integer target and numbers."""
+    if countdown_reference(gold) is None:
+        return None
+    return gold if isinstance(gold, str) else json.dumps(gold)
+
+
+def _countdown_extract(region: str, options: Options, fallback_number: bool) -> tuple[str | None, str]:
+    # A number alone is never a countdown expression, so the number fallback does not apply.
+    return extract_answer(region)
+
+
+def _countdown_check(pred: str | None, ref: str | None, timeout: float) -> tuple[bool, str]:
+    return countdown_check(pred, ref)
+
+
+# ------------------------------------------------------------------------------------------- the table
+MATH = AnswerKind(
+    name="math",
+    summary="a free-form answer (boxed, '####', 'the answer is'), equal to the reference by math-verify",
+    reference=_math_reference,
+    extract=_math_extract,
+    check=_math_check,
+    canon=text_canon,
+    symbolic=True,
+    answer_keys=(
+        "answer",
+        "final_answer",
+        "Answer",
+        "expected_answer",
+        "ground_truth",
+        "target",
+        "solution",
+        "response",
+    ),
+)
+MCQ = AnswerKind(
+    name="mcq",
+    summary="an option letter; the reference is a letter, a 0-based index or an option's text",
+    reference=reference_choice,
+    extract=_mcq_extract,
+    check=_mcq_check,
+    canon=_letter_canon,
+    answer_keys=("answer_idx", "cop", "answer", "Answer", "label", "target", "response"),
+    gold_keys=("answer_idx", "answer", "label"),
+    options=True,
+)
+COUNTDOWN = AnswerKind(
+    name="countdown",
+    summary='a boxed arithmetic expression using each of the numbers once; reference {"target", "numbers"}',
+    reference=_countdown_reference,
+    extract=_countdown_extract,
+    check=_countdown_check,
+    canon=text_canon,
+    object_gold=True,
+)
+
+ANSWER_KINDS: dict[str, AnswerKind] = {k.name: k for k in (MATH, MCQ, COUNTDOWN)}
+"""Every answer kind by name: the one place a kind is defined."""
+
+DEFAULT_KIND: Kind = "math"
+"""The kind of an answer nothing says otherwise about."""
+
+KINDS: tuple[str, ...] = tuple(ANSWER_KINDS)
+"""The names at import time (for ``argparse`` choices and exports; code that checks a name reads
+:data:`ANSWER_KINDS` when it runs)."""
+
+
+def find_kind(name: object) -> AnswerKind | None:
+    """The entry of a kind name, None for anything else (also a non-string such as a list from a bad row).
+
+    >>> find_kind("mcq").options, find_kind("essay"), find_kind(["mcq"])
+    (True, None, None)
+    """
+    return ANSWER_KINDS.get(name) if isinstance(name, str) else None
+
+
+def get_kind(name: object) -> AnswerKind:
+    """The entry of a kind name; ``ValueError`` naming the valid ones for anything else (a caller bug)."""
+    kind = find_kind(name)
+    if kind is None:
+        raise ValueError(f"unknown answer kind {name!r}; valid: {', '.join(ANSWER_KINDS)}")
+    return kind
+
+
+def kind_names(where: Callable[[AnswerKind], bool] = lambda k: True) -> tuple[str, ...]:
+    """The names of the kinds (those ``where`` holds for), in table order, read now.
+
+    >>> kind_names(lambda k: k.object_gold)
+    ('countdown',)
+    """
+    return tuple(n for n, k in ANSWER_KINDS.items() if where(k))
+
+
+def option_letters(n: int) -> str:
+    """The letters naming ``n`` options, ``A`` first: how an option kind's reference is spelled."""
+    return LETTERS[:n]
