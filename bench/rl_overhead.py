@@ -1,6 +1,6 @@
 """Cost of the E2C trainer: GRPO with exploration-token weighting against plain verl GRPO, same tiny setup.
 
-    python bench/rl_overhead.py [--model tiny] [--steps 6] [--coef 2.0]
+    python bench/rl_overhead.py [--model tiny] [--steps 6] [--explore-adv-coef 2.0]
 
 Two real runs through ``python -m e2c.rl.launch`` on the same synthetic prompts, model, seed and CPU
 preset; they differ only in the trainer: ``e2c_sync`` (weighting x coef, segment metrics) against verl's
@@ -54,7 +54,15 @@ def arm(name: str, trainer_mode: str, args, data: Path, tmp: Path) -> list[dict]
     run_dir = tmp / name
     cmd = [sys.executable, "-m", "e2c.rl.launch", "--stage", "2", "--model", args.model]
     cmd += ["--train-data", str(data), "--val-data", str(data), "--output-dir", str(run_dir)]
-    cmd += ["--steps", str(args.steps), "--save-freq", "-1", "--explore-coef", str(args.coef), "--"]
+    cmd += [
+        "--steps",
+        str(args.steps),
+        "--save-freq",
+        "-1",
+        "--explore-adv-coef",
+        str(args.explore_adv_coef),
+        "--",
+    ]
     cmd += [f"trainer.v1.trainer_mode={trainer_mode}", f"actor_rollout_ref.rollout.seed={args.seed}"]
     cmd += [f"data.seed={args.seed}"]
     print(f"[rl_overhead] {name}: trainer {trainer_mode}, {args.steps} steps", flush=True)
@@ -75,7 +83,9 @@ def main() -> None:
     ap = ArgumentParser(prog="rl_overhead")
     ap.add_argument("--model", default="tiny", help="model spec (default: tiny)")
     ap.add_argument("--steps", type=int, default=6, help="steps per arm; the first is dropped (default: 6)")
-    ap.add_argument("--coef", type=float, default=2.0, help="exploration advantage weight (default: 2.0)")
+    ap.add_argument(
+        "--explore-adv-coef", type=float, default=2.0, help="exploration advantage weight (default: 2.0)"
+    )
     ap.add_argument("--seed", type=int, default=0, help="data and rollout seed (default: 0)")
     args = ap.parse_args()
     if args.steps < 2:
@@ -101,7 +111,7 @@ def main() -> None:
         "bench": "rl_overhead",
         "model": args.model,
         "steps": args.steps,
-        "coef": args.coef,
+        "explore_adv_coef": args.explore_adv_coef,
         "step_s_plain": round(p_step, 3),
         "step_s_weighted": round(w_step, 3),
         "step_ratio": round(w_step / p_step, 3),

@@ -29,6 +29,8 @@ FLAG_ALIASES: dict[str, tuple[str, ...]] = {
     "--max-tokens": ("--max_tokens",),
     "--explore-budget": ("--explore_budget",),
     "--execute-budget": ("--execute_budget",),
+    "--explore-adv-coef": ("--explore-coef",),
+    "--rl-explore-adv-coef": ("--rl-explore-coef",),
     "--steps": ("--total-steps", "--total_steps", "--total_training_steps", "--steps-per-stage"),
     "--output-dir": ("--output_dir", "--save-path", "--save_path"),
     "--trust-remote-code": ("--trust_remote_code",),

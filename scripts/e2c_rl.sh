@@ -7,6 +7,10 @@
 #   bash scripts/e2c_rl.sh --stage 1                 # warm-up only: n=32, T=1.3, coefficient 1.0, 1 epoch
 #   bash scripts/e2c_rl.sh --stage 2                 # n=8, T=1.0, exploration advantages x2, 2 epochs,
 #                                                    # from stage 1's latest checkpoint (fails if none)
+#   bash scripts/e2c_rl.sh --stage 2 --explore-adv-coef 1.5   # another exploration weight (e2c.explore_adv_coef;
+#                                                    # the old spelling --explore-coef still works)
+#   bash scripts/e2c_rl.sh --stage 2 -- e2c.explore_adv_rule=NAME   # a weighting rule registered in
+#                                                    # e2c/rl/advantage.py (default: paper)
 #   MODEL_PATH=tiny TOTAL_TRAINING_STEPS=2 bash scripts/e2c_rl.sh   # CPU smoke run of both stages
 #
 # Env (each has a default):

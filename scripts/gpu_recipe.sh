@@ -14,7 +14,7 @@
 # It runs in the environment named by E2C_VENV (default .venv), or the python on PATH when that has none:
 # build it from requirements-gpu.txt (scripts/setup_env.sh installs the CPU stack). Every step is one of the
 # toolkit's entry points (python -m e2c.data.prepare, e2c.sft.run, e2c.data.passrate, e2c.rl.launch,
-# e2c.eval.run, and tts/run_tts.py; each has --help), run from the checkout, so the relative paths below are
+# e2c.eval.run, and e2c.tts; each has --help), run from the checkout, so the relative paths below are
 # the checkout's.
 # Each step resumes when re-run (verl checkpoints, per-problem result files), so after a failure re-run
 # the same command with FROM set to the failed step.
@@ -189,5 +189,5 @@ if step tts; then
     read -r -a methods <<<"$TTS_METHODS"
     args+=(--methods "${methods[@]}")
   fi
-  run "$PY" tts/run_tts.py "${args[@]}"
+  run "$PY" -m e2c.tts "${args[@]}"
 fi

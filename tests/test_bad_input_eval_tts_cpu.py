@@ -23,6 +23,7 @@ ENTRY = {
     "eval": [sys.executable, "-m", "e2c.eval.run"],
     "eval.sh": ["bash", "scripts/eval.sh"],
     "tts": [sys.executable, "tts/run_tts.py"],
+    "tts-m": [sys.executable, "-m", "e2c.tts"],  # the package entry: the same program as the paper's shim
     "inference": [sys.executable, "example_inference.py"],
     "interactive": [sys.executable, "example_interactive.py"],
 }
@@ -154,6 +155,11 @@ CASES = [
     ("tts", ["--config", "{badyaml}"], "bad.yaml: not readable YAML"),
     ("tts", ["--output-dir", "{file}"], "file.txt is a file, not a folder"),
     ("tts", ["--model", "{noweights}"], "noweights has a config.json but no weights"),
+    # the same checks through the package entry
+    ("tts-m", ["--limit", "-1"], "--limit -1: give the number of problems, or 0 for all"),
+    ("tts-m", ["--set", "top_p=0"], "TTS setting top_p=0: expected a number above 0 and at most 1"),
+    ("tts-m", ["--output-dir", "{file}"], "file.txt is a file, not a folder"),
+    ("tts-m", ["--bogus"], "unrecognized arguments: --bogus (see python -m e2c.tts --help)"),
     # demos
     ("inference", ["--top_p", "2"], "--top-p must be in (0, 1], got 2.0"),
     ("inference", ["--temperature", "-1"], "--temperature must be a number >= 0, got -1.0"),
@@ -174,7 +180,7 @@ def test_bad_input_is_one_line_and_writes_nothing(
         pytest.skip("vllm not installed")
     if "/sys/" in " ".join(extra) and not Path("/sys").is_dir():
         pytest.skip("needs /sys (a folder nobody can write in, root included)")
-    if entry in ("eval", "eval.sh", "tts") and not BENCH_DIR.is_dir():
+    if entry in ("eval", "eval.sh", "tts", "tts-m") and not BENCH_DIR.is_dir():
         pytest.skip(f"benchmark copies not found at {BENCH_DIR}")
     where = fixtures(tmp_path)
     args = [a.format(**where) for a in extra]
@@ -183,6 +189,7 @@ def test_bad_input_is_one_line_and_writes_nothing(
         "eval": [*EVAL, "--save-path", str(out)],
         "eval.sh": [*EVAL, "--save-path", str(out)],
         "tts": [*TTS, "--output-dir", str(out)],
+        "tts-m": [*TTS, "--output-dir", str(out)],
         "inference": DEMO,
         "interactive": DEMO,
     }[entry]
@@ -273,7 +280,7 @@ def check_stopped(
     return last.split("; resume with: ", 1)[1]
 
 
-@pytest.mark.parametrize("entry", ["eval", "tts"])
+@pytest.mark.parametrize("entry", ["eval", "tts", "tts-m"])
 def test_interrupt_says_what_was_saved_and_the_printed_command_resumes(
     tmp_path: Path, bench_dir: Path, entry: str
 ) -> None:
@@ -324,5 +331,7 @@ def test_interrupt_says_what_was_saved_and_the_printed_command_resumes(
     rows = [json.loads(x) for x in final.decode().splitlines()]
     keys = [(x["index"], x["sample"]) if entry == "eval" else (x["method"], x["problem_id"]) for x in rows]
     assert len(keys) == len(set(keys)) == total  # nothing redone, nothing missing
-    if entry == "tts":
+    if entry in ("tts", "tts-m"):
         assert f"{len(second.splitlines())}/{total} results already in" in r.stdout
+    if entry.startswith("tts"):  # the printed command reruns the entry that was typed
+        assert f" {' '.join(ENTRY[entry])} --model " in command

@@ -154,6 +154,13 @@ CASES = {
         ["--", "+e2c.explore_coef=2"],
         "unknown key e2c.explore_coef in the e2c config group; valid keys: e2c.algo",
     ),
+    "rl-unknown-adv-rule": (
+        "e2c_rl.sh",
+        RL,
+        ["--", "e2c.explore_adv_rule=papers"],
+        "unknown e2c.explore_adv_rule 'papers' (did you mean 'paper'?); registered rules: paper",
+    ),
+    "rl-coef-not-finite": ("e2c_rl.sh", RL, ["--explore-coef", "inf"], "--explore-adv-coef must be a finite"),
     "rl-bad-bool": ("e2c_rl.sh", RL, ["--", "trainer.val_before_train=maybe"], "is not a boolean"),
     "dapo-unknown-key": (
         "e2c_dapo.sh",

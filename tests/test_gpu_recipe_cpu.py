@@ -82,7 +82,7 @@ def test_dry_run_prints_every_step_in_order() -> None:
         "e2c.rl.launch",
         "e2c.rl.launch",
         "e2c.eval.run",
-        "tts/run_tts.py",
+        "e2c.tts",
     ]
     rl1, rl2 = commands[2], commands[3]
     assert rl1[rl1.index("--stage") + 1] == "1" and rl2[rl2.index("--stage") + 1] == "2"
@@ -94,7 +94,7 @@ def test_dry_run_prints_every_step_in_order() -> None:
 
 def test_from_and_knobs_reach_the_commands() -> None:
     commands = _dry_run(FROM="rl2", RL2_STEPS="5", EVAL_MAX_TOKENS="1024", TTS_METHODS="")
-    assert [_entry(c) for c in commands] == ["e2c.rl.launch", "e2c.eval.run", "tts/run_tts.py"]
+    assert [_entry(c) for c in commands] == ["e2c.rl.launch", "e2c.eval.run", "e2c.tts"]
     assert commands[0][commands[0].index("--steps") + 1] == "5"
     assert commands[1][commands[1].index("--max-tokens") + 1] == "1024"
     assert "--methods" not in commands[2]

@@ -5,12 +5,22 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 from reference_impls import weight_advantages_reference
 
-from e2c.rl.advantage import segment_stats, weight_advantages
+from e2c.errors import UserError
+from e2c.rl.advantage import (
+    EXPLORE_ADV_RULES,
+    explore_adv_rule_names,
+    get_explore_adv_rule,
+    paper_rule,
+    register_explore_adv_rule,
+    segment_stats,
+    weight_advantages,
+)
 from e2c.rl.agent_loop import join_phases
 from e2c.rl.reward import overlong_penalty
 from e2c.verl_cpu.hf_rollout import max_new_tokens, sampling_key
@@ -65,9 +75,92 @@ def test_weight_advantages_random_against_reference_cpu() -> None:
         rows = [[rng.choice([1, 2, 3, B, C]) for _ in range(rng.randint(0, 12))] for _ in range(5)]
         ids, mask = _batch(rows, 12)
         adv = torch.randn(5, 12)
-        got, _ = weight_advantages(adv, ids, mask, B, 2.0, execute_coef=0.5)
+        got, _ = weight_advantages(adv, ids, mask, B, 2.0, execute_adv_coef=0.5)
         ref = weight_advantages_reference(adv.tolist(), ids.tolist(), mask.tolist(), B, 2.0, 0.5)
         assert torch.allclose(got, torch.tensor(ref), atol=1e-6)
+
+
+def _rule_batch(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Random rows with and without a boundary, padding, and advantages of both signs."""
+    rng = random.Random(seed)
+    rows = [[rng.choice([1, 2, 3, B, C]) for _ in range(rng.randint(0, 12))] for _ in range(6)]
+    ids, mask = _batch(rows, 12)
+    return torch.randn(6, 12, generator=torch.Generator().manual_seed(seed)), ids, mask
+
+
+def test_paper_rule_is_the_default_and_bit_identical_cpu() -> None:
+    """The default rule is the paper's: bit for bit the weights x advantages the trainer always applied."""
+    from e2c.chain import exploration_token_mask
+
+    assert explore_adv_rule_names()[0] == "paper" and get_explore_adv_rule("paper") is paper_rule
+    for seed in range(10):
+        adv, ids, mask = _rule_batch(seed)
+        for dtype in (torch.float32, torch.bfloat16):
+            a = adv.to(dtype)
+            # The formula before the registry, written out: where(explore, coef, execute) * valid, in a's dtype.
+            valid = mask.bool()
+            explore = exploration_token_mask(ids, B, valid)
+            before = a * (torch.where(explore, 2.0, 0.5) * valid.float()).to(dtype)
+            got, got_explore = weight_advantages(a, ids, mask, B, 2.0, 0.5)
+            named, _ = weight_advantages(a, ids, mask, B, 2.0, 0.5, explore_adv_rule="paper")
+            assert (
+                torch.equal(got, before) and torch.equal(named, before) and torch.equal(got_explore, explore)
+            )
+
+
+def _sign_aware_reference(
+    advantages: list[list[float]], responses: list[list[int]], response_mask: list[list[int]], coef: float
+) -> list[list[float]]:
+    """Plain loop for the test rule: only *positive* exploration advantages are scaled."""
+    out = []
+    for adv, ids, mask in zip(advantages, responses, response_mask, strict=True):
+        row, inside = [], B in ids
+        for a, t, m in zip(adv, ids, mask, strict=True):
+            row.append((a * coef if inside and a > 0 else a) if m else 0.0)
+            if t == B:
+                inside = False
+        out.append(row)
+    return out
+
+
+@pytest.fixture
+def sign_aware_rule() -> Any:
+    """A researcher's rule, as the advantage module's docstring shows it: one function, one name."""
+
+    @register_explore_adv_rule("test_positive_only")
+    def positive_only(advantages, explore_mask, response_mask, *, explore_adv_coef, execute_adv_coef):
+        weights = torch.where(explore_mask & (advantages > 0), explore_adv_coef, execute_adv_coef)
+        return advantages * (weights * response_mask.bool().float()).to(advantages.dtype)
+
+    yield positive_only
+    EXPLORE_ADV_RULES.pop("test_positive_only")
+
+
+def test_a_registered_rule_is_used_cpu(sign_aware_rule: Any) -> None:
+    assert "test_positive_only" in explore_adv_rule_names()
+    for seed in range(10):
+        adv, ids, mask = _rule_batch(seed)
+        got, explore = weight_advantages(adv, ids, mask, B, 2.0, explore_adv_rule="test_positive_only")
+        ref = _sign_aware_reference(adv.tolist(), ids.tolist(), mask.tolist(), 2.0)
+        assert torch.allclose(got, torch.tensor(ref), atol=1e-6)
+        paper, paper_explore = weight_advantages(adv, ids, mask, B, 2.0)
+        assert torch.equal(explore, paper_explore)  # every rule gets the same exploration mask
+        negative_explore = explore & (adv < 0)
+        if bool(negative_explore.any()):  # the rule, not the paper's, decided: negatives are not scaled
+            assert torch.equal(got[negative_explore], adv[negative_explore])
+            assert not torch.equal(got, paper)
+
+
+def test_rule_registry_refuses_clashes_and_unknown_names_cpu(sign_aware_rule: Any) -> None:
+    register_explore_adv_rule("test_positive_only")(sign_aware_rule)  # the same function again: fine
+    with pytest.raises(ValueError, match="already registered"):
+        register_explore_adv_rule("paper")(sign_aware_rule)
+    adv, ids, mask = _rule_batch(0)
+    with pytest.raises(UserError) as err:
+        weight_advantages(adv, ids, mask, B, 2.0, explore_adv_rule="papr")
+    assert str(err.value) == (
+        "unknown e2c.explore_adv_rule 'papr' (did you mean 'paper'?); registered rules: paper, test_positive_only"
+    )
 
 
 def test_segment_stats_cpu() -> None:

@@ -78,6 +78,14 @@ def test_composed_stage_configs_read_cpu() -> None:
         ({"rollout": {"explore_budget": 1.5}}, "e2c.rollout.explore_budget must be int, got 1.5"),
         ({"only_train_on_positive": "yes"}, "e2c.only_train_on_positive must be bool"),
         ({"rollout": 3}, "e2c.rollout must be a group of settings"),
+        (
+            {"rollout": {"execute_budget": 64}},
+            "e2c.rollout.execute_budget needs e2c.rollout.explore_budget (two-phase generation)",
+        ),
+        (
+            {"rollout": {"explore_budget": -8}},
+            "e2c.rollout.explore_budget must be 0 (off) or a positive number of tokens, got -8",
+        ),
     ],
 )
 def test_bad_keys_and_values_are_refused_in_one_line_cpu(group: dict, message: str) -> None:
@@ -96,3 +104,130 @@ def test_docstring_examples_run_cpu(module: str) -> None:
 
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
+
+
+# ---------------------------------------------------------------- launcher flags from the field metadata
+def _launch_overrides(argv: list[str]) -> list[str]:
+    """The launcher's Hydra overrides for ``argv`` (a GPU launch: no CPU preset, nothing composed)."""
+    from e2c.rl import launch
+
+    args = launch.parse_args(argv)
+    args.model_path, args.output_dir = "model", Path("/tmp/e2c-run")
+    return launch.build_overrides(args, gpus=1)
+
+
+def test_e2c_flags_are_generated_from_the_dataclass_cpu() -> None:
+    """Spelling, --help line and Hydra key of every E2C flag come from E2CSettings' field metadata, and the
+    lines are the launcher's (the flag help is short; the field's help is the config's comment)."""
+    from e2c.rl.launch import build_parser
+    from e2c.rl.settings import setting_flags
+
+    flags = {f.flag: (f.hydra_key, f.help, f.type) for f in setting_flags()}
+    assert flags == {
+        "--explore-adv-coef": (
+            "e2c.explore_adv_coef",
+            "exploration advantage weight (default: stage)",
+            float,
+        ),
+        "--explore-budget": (
+            "e2c.rollout.explore_budget",
+            "elastic exploration budget (0: single call)",
+            int,
+        ),
+        "--execute-budget": ("e2c.rollout.execute_budget", "elastic execution budget (0: the rest)", int),
+    }
+    text = " ".join(build_parser().format_help().split())
+    for flag, (_, help_line, _) in flags.items():
+        assert help_line in text and flag in text
+    # One knob, one name: the old spelling is an alias (e2c.cli.FLAG_ALIASES), shown next to the flag.
+    assert "--explore-adv-coef EXPLORE_ADV_COEF, --explore-coef EXPLORE_ADV_COEF" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        ([], {}),  # no flag: the stage's values stand (no override)
+        (["--explore-budget", "0"], {}),  # a budget at its flag default adds nothing, as before
+        (["--explore-adv-coef", "2"], {"e2c.explore_adv_coef": "2.0"}),
+        (["--explore-coef", "0.5"], {"e2c.explore_adv_coef": "0.5"}),  # the old spelling
+        (
+            ["--explore-budget", "16", "--execute-budget", "8"],
+            {"e2c.rollout.explore_budget": "16", "e2c.rollout.execute_budget": "8"},
+        ),
+    ],
+)
+def test_e2c_flags_reach_their_hydra_keys_cpu(argv: list[str], expected: dict[str, str]) -> None:
+    overrides = _launch_overrides(["--stage", "1", *argv])
+    got = {k: v for k, _, v in (o.partition("=") for o in overrides) if k.startswith("e2c.")}
+    assert got == expected
+
+
+def test_a_new_field_is_a_flag_without_another_edit_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A setting added to the dataclass (here in a subclass, top level and in the rollout group) is a launcher
+    flag with its help line and reaches its Hydra override; the settings reader accepts the key."""
+    from e2c.rl import launch
+    from e2c.rl.settings import setting
+
+    @dataclasses.dataclass(frozen=True)
+    class NewRollout(RolloutSettings):
+        plan_temperature: float = dataclasses.field(
+            default=1.0,
+            metadata=setting("Sampling temperature of the exploration phase.", flag="--plan-temperature"),
+        )
+
+    @dataclasses.dataclass(frozen=True)
+    class NewSettings(E2CSettings):
+        plan_bonus_weight: int = dataclasses.field(
+            default=0,
+            metadata=setting(
+                "Weight of a plan bonus, a knob that exists only in this test.",
+                flag="--plan-bonus-weight",
+                flag_help="plan bonus weight (0: off)",
+            ),
+        )
+        rollout: NewRollout = dataclasses.field(
+            default_factory=NewRollout, metadata=setting("The agent loop's settings (e2c.rollout.*).")
+        )
+
+    monkeypatch.setattr(launch, "SETTINGS", NewSettings)
+    text = " ".join(launch.build_parser().format_help().split())
+    assert "--plan-bonus-weight PLAN_BONUS_WEIGHT plan bonus weight (0: off)" in text
+    assert "--plan-temperature PLAN_TEMPERATURE Sampling temperature of the exploration phase." in text
+    overrides = _launch_overrides(["--stage", "1", "--plan-bonus-weight", "3", "--plan-temperature", "0.7"])
+    assert "e2c.plan_bonus_weight=3" in overrides and "e2c.rollout.plan_temperature=0.7" in overrides
+    assert "e2c.explore_adv_coef=2.0" in _launch_overrides(["--stage", "1", "--explore-adv-coef", "2"])
+    with pytest.raises(SystemExit):  # typed from the field: an int flag refuses 1.5
+        launch.parse_args(["--plan-bonus-weight", "1.5"])
+    got = e2c_settings({"e2c": {"plan_bonus_weight": 3, "rollout": {"plan_temperature": 0.7}}}, NewSettings)
+    assert (got.plan_bonus_weight, got.rollout.plan_temperature, got.explore_adv_rule) == (3, 0.7, "paper")
+    with pytest.raises(UserError, match=r"unknown key e2c\.plan_bonus_weight"):
+        e2c_settings({"e2c": {"plan_bonus_weight": 3}})  # the plain dataclass has no such key
+
+
+def test_a_non_finite_coefficient_is_refused_by_its_flag_cpu() -> None:
+    from e2c.rl import launch
+
+    with pytest.raises(UserError, match=r"^--explore-adv-coef must be a finite number, got nan$"):
+        launch.parse_args(["--stage", "1", "--explore-coef", "nan"])
+
+
+# ---------------------------------------------------------------- the weighting rule (e2c.explore_adv_rule)
+def test_explore_adv_rule_is_checked_against_the_registry_cpu() -> None:
+    from e2c.rl.advantage import EXPLORE_ADV_RULES, register_explore_adv_rule
+
+    assert E2CSettings().explore_adv_rule == "paper"
+    with pytest.raises(UserError) as err:
+        e2c_settings({"e2c": {"explore_adv_rule": "plan_only"}})
+    assert str(err.value) == "unknown e2c.explore_adv_rule 'plan_only'; registered rules: paper"
+
+    @register_explore_adv_rule("plan_only")
+    def plan_only(advantages, explore_mask, response_mask, *, explore_adv_coef, execute_adv_coef):
+        return advantages * (explore_mask * explore_adv_coef).to(advantages.dtype)
+
+    try:
+        got = e2c_settings(OmegaConf.create({"e2c": {"explore_adv_rule": "plan_only"}}))
+        assert got.explore_adv_rule == "plan_only"
+    finally:
+        EXPLORE_ADV_RULES.pop("plan_only")
+    with pytest.raises(UserError, match=r"registered rules: paper$"):
+        e2c_settings({"e2c": {"explore_adv_rule": "plan_only"}})

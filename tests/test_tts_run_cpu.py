@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -215,3 +218,174 @@ def test_budget_free_method_runs_once_per_problem_cpu(tmp_path: Path) -> None:
     assert len(gen.calls) == 2  # one greedy chain per problem, reused at every budget
     assert [(r["budget"], r["accuracy"]) for r in rows] == [(1, 1.0), (4, 1.0), (8, 1.0)]
     assert rows[0]["tokens_k"] == rows[2]["tokens_k"] > 0
+
+
+# ------------------------------------------------------------- the package entry and the paper's shim
+ENTRIES = {"package": [sys.executable, "-m", "e2c.tts"], "shim": [sys.executable, "tts/run_tts.py"]}
+PROGS = {"package": "python -m e2c.tts", "shim": "tts/run_tts.py"}
+
+
+def test_package_entry_and_shim_have_the_same_options_cpu() -> None:
+    """``python -m e2c.tts --help`` works and offers exactly the flags and help of ``tts/run_tts.py``; only
+    the program's name (and the usage lines' wrapping around it) differs."""
+    env = {**os.environ, "COLUMNS": "100"}  # one help width for both
+    seen = {}
+    for name, cmd in ENTRIES.items():
+        r = subprocess.run([*cmd, "--help"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+        assert r.returncode == 0 and not r.stderr, r.stderr[-2000:]
+        usage, rest = r.stdout.split("\n\n", 1)
+        assert usage.startswith(f"usage: {PROGS[name]} ")
+        seen[name] = (re.findall(r"\[(--?[\w-]+)", usage), rest)
+    assert seen["package"] == seen["shim"]
+    flags, rest = seen["package"]
+    assert "--methods" in flags and "--nested-budgets" in flags and "--config" in rest
+
+
+def test_shim_parses_and_loads_configs_as_the_package_cpu() -> None:
+    """The shim's ``parse_args`` / ``load_config`` (the paper's-command tests use them) are the package's."""
+    import importlib.util
+
+    from e2c.tts import __main__ as cli
+
+    spec = importlib.util.spec_from_file_location("run_tts_shim", ROOT / "tts" / "run_tts.py")
+    shim = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shim)
+    argv = ["--methods", "e2c_sc", "--budgets", "2", "--set", "explore_tokens=8", "--model", "tiny"]
+    assert shim.parse_args(argv) == cli.parse_args(argv)
+    assert shim.load_config(shim.parse_args(argv)) == cli.load_config(cli.parse_args(argv))
+    assert shim.load_config is cli.load_config
+
+
+@pytest.mark.parametrize("entry", list(ENTRIES))
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--bogus"], "unrecognized arguments: --bogus (see {prog} --help)"),
+        (["--methods", "beam_search"], "unknown TTS method(s) beam_search; valid: e2c_react_loop"),
+    ],
+)
+def test_bad_flag_is_one_error_line_through_both_entries_cpu(
+    tmp_path: Path, entry: str, extra: list[str], message: str
+) -> None:
+    r = subprocess.run(
+        [*ENTRIES[entry], "--model", "tiny", "--output-dir", str(tmp_path), *extra],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert r.returncode == 2 and "Traceback" not in r.stdout + r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), r.stderr[-2000:]
+    assert message.format(prog=PROGS[entry]) in lines[0]
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
+# ------------------------------------------------------ a new method: one decorated function, no lists
+@pytest.fixture
+def probe_methods() -> Iterator[dict[str, list[tuple[int, bool]]]]:
+    """Two throwaway methods registered for one test, the registry restored afterwards; each logs its
+    calls as ``(budget, got an embedder)``. ``probe_whole`` declares whole chains and no budget
+    dependence; ``probe_draws`` nestable budgets and an embedder."""
+    from e2c.tts.base import METHODS, TRAITS, register, weighted_vote
+    from e2c.tts.methods import execute, explore_counted, prefix_votes, sample_full
+
+    saved = dict(METHODS), dict(TRAITS)
+    calls: dict[str, list[tuple[int, bool]]] = {"probe_whole": [], "probe_draws": []}
+
+    @register("probe_whole", chains=True, budget_free=True)
+    def probe_whole(ctx, budget):
+        calls["probe_whole"].append((budget, ctx.embed is not None))
+        return sample_full(ctx, 1, 0.0, "probe")[0], {}
+
+    @register("probe_draws", nestable=True, needs_embedder=True)
+    def probe_draws(ctx, budget):
+        calls["probe_draws"].append((budget, ctx.embed is not None))
+        plans, tokens = explore_counted(ctx, budget)
+        cands = execute(ctx, plans, plan_tokens=tokens)
+        return weighted_vote(cands), {"prefix": prefix_votes(cands)}
+
+    try:
+        yield calls
+    finally:
+        METHODS.clear()
+        METHODS.update(saved[0])
+        TRAITS.clear()
+        TRAITS.update(saved[1])
+
+
+def test_a_registered_method_is_run_by_its_traits_with_no_other_edit_cpu(
+    probe_methods: dict[str, list[tuple[int, bool]]],
+    tmp_path: Path,
+    bench_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Registered in the test and nowhere else, the methods are offered by ``--methods`` and
+    ``--nested-budgets``, accepted, and run as their traits say: the budget-free one once per problem,
+    the nestable one at the largest budget only, the embedder loaded for the one that needs it."""
+    import numpy as np
+
+    import e2c.generation
+    import e2c.tts.run
+    from e2c.generation.scripted import ScriptedGenerator
+    from e2c.tts import __main__ as cli
+
+    help_text = " ".join(cli.build_parser().format_help().split())
+    assert "probe_draws" in help_text and "probe_whole" in help_text
+    assert "self_consistency, e2c_sc and probe_draws run at the largest budget only" in help_text
+
+    gen = ScriptedGenerator(lambda prompt, j: "add</EXPLORATION><EXECUTION>\\boxed{12}</EXECUTION>")
+    gen.max_context = 4096
+    monkeypatch.setattr(e2c.generation, "make_generator", lambda *a, **k: (gen, None))
+    embedders: list[str] = []
+
+    def load_embedder(name: str):
+        embedders.append(name)
+        return lambda texts: np.ones((len(texts), 2))
+
+    monkeypatch.setattr(e2c.tts.run, "load_embedder", load_embedder)
+    monkeypatch.setattr(cli, "interrupt_on_sigterm", lambda: None)  # keep pytest's own SIGTERM handling
+    args = [
+        *["--model", "tiny", "--backend", "hf", "--dataset", "gsm8k", "--data-dir", str(bench_dir)],
+        *["--limit", "2", "--budgets", "1", "2", "--methods", "probe_whole", "probe_draws"],
+        *["--nested-budgets", "--output-dir", str(tmp_path), *SMALL],
+    ]
+    assert cli.main(args) == 0
+    rows = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["summary"]
+    assert {(r["method"], r["budget"], r["problems"]) for r in rows} == {
+        (m, b, 2) for m in ("probe_whole", "probe_draws") for b in (1, 2)
+    }
+    assert [b for b, _ in probe_methods["probe_whole"]] == [1, 1]  # budget_free: once per problem
+    assert probe_methods["probe_draws"] == [(2, True), (2, True)]  # nestable: the largest budget only
+    assert len(embedders) == 1  # needs_embedder: loaded, once, and handed to the method
+    done = read_done(tmp_path / "gsm8k" / "tiny" / "records.jsonl").values()
+    assert {
+        r["details"].get("same_as_budget") for r in done if r["method"] == "probe_whole" and r["budget"] == 2
+    } == {1}
+    assert {
+        r["details"].get("nested_from") for r in done if r["method"] == "probe_draws" and r["budget"] == 1
+    } == {2}
+
+
+def test_context_check_sizes_a_registered_method_by_its_chains_trait_cpu(
+    probe_methods: dict[str, list[tuple[int, bool]]],
+) -> None:
+    """Whole-chain methods are checked against ``cot_tokens``; the others against explore + execute."""
+    from e2c.data.registry import Record
+    from e2c.errors import UserError
+    from e2c.generation.scripted import ScriptedGenerator
+    from e2c.tts import TTSSettings
+    from e2c.tts.run import check_context
+
+    gen = ScriptedGenerator(lambda prompt, j: "")
+    gen.max_context = 4096
+    recs = [Record(id="q", problem="What is 7 + 5?", answer="12", kind="math")]
+    long_chains = TTSSettings(cot_tokens=5000, explore_budget=100, execute_budget=100)
+    with pytest.raises(UserError, match=re.escape("cot_tokens (--set) is 5000")):
+        check_context(gen, recs, long_chains, ["probe_whole"])
+    check_context(gen, recs, long_chains, ["probe_draws"])  # no whole chains: cot_tokens does not apply
+    long_plans = TTSSettings(cot_tokens=100, explore_budget=5000, execute_budget=100)
+    with pytest.raises(UserError, match=re.escape("explore_budget + execute_budget (--set) is 5100")):
+        check_context(gen, recs, long_plans, ["probe_draws"])
+    check_context(gen, recs, long_plans, ["probe_whole"])  # whole chains only: cot_tokens decides

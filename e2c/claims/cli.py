@@ -124,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
             "rules the effect out)",
         ),
     )
-    g = p.add_argument_group("claim 2: test-time scaling (tts/run_tts.py on the RL model)")
+    g = p.add_argument_group("claim 2: test-time scaling (python -m e2c.tts on the RL model)")
     g.add_argument("--tts-problems", type=int, default=None, help=_help("tts_problems", "held-out problems"))
     g.add_argument("--tts-budgets", type=int, nargs="+", default=None, help=_help("tts_budgets", "K values"))
     g.add_argument("--tts-methods", nargs="+", default=None, help=_help("tts_methods", "methods"))

@@ -33,7 +33,7 @@ class ClaimsConfig:
 
     out: str = "outputs/claims"
     fast: bool = False
-    # the shared start: a quickstart run (data, SFT, pass-rate filter, GRPO stage 2 at rl_explore_coef,
+    # the shared start: a quickstart run (data, SFT, pass-rate filter, GRPO stage 2 at rl_explore_adv_coef,
     # seed 0, evaluations) in <out>/quickstart; its RL model is arm (2.0, seed 0) and the TTS/adapt model
     rl_steps: int = 4
     # 1. exploration weighting: GRPO stage 2 from the same SFT model per (coefficient, seed)

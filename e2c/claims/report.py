@@ -386,7 +386,7 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
         L += [
             "## 2. Test-time scaling",
             "",
-            f"The RL model (the quickstart's: coefficient {rep['quickstart_settings']['rl_explore_coef']:g}, seed "
+            f"The RL model (the quickstart's: coefficient {rep['quickstart_settings']['rl_explore_adv_coef']:g}, seed "
             f"{rep['quickstart_settings']['seed']}) on {t['problems']} held-out problems. Tokens are generated "
             "tokens per problem (every call: explorations, executions, judge, refinements, tree steps), as the "
             "paper counts them. Self-consistency samples whole chains in one call (its tokens are "

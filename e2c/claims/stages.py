@@ -3,7 +3,7 @@
 Each experiment keeps every unit of work (an RL arm, an evaluation, an SFT run) in its own folder with a
 ``DONE.json``, so an interrupted stage resumes at the unit it was in. The work itself goes through the
 toolkit's own entry points as subprocesses (``scripts/e2c_rl.sh``, ``scripts/e2c_sft.sh``,
-``scripts/ef-sft.sh``, ``python -m e2c.eval.run``, ``tts/run_tts.py``), as a user would run them.
+``scripts/ef-sft.sh``, ``python -m e2c.eval.run``, ``python -m e2c.tts``), as a user would run them.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def stage_start(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
 
     q = cc.quickstart
     rep.say(
-        f"quickstart run in {q.out} (RL {cc.qcfg.rl_steps} steps, coefficient {cc.qcfg.rl_explore_coef:g})"
+        f"quickstart run in {q.out} (RL {cc.qcfg.rl_steps} steps, coefficient {cc.qcfg.rl_explore_adv_coef:g})"
     )
     summary = run_quickstart(cc.qcfg, first_changed(q), False)
     model = rl_model(q)
@@ -208,13 +208,13 @@ def run_arm(cc: ClaimsContext, rep: Reporter, coef: float, seed: int) -> dict[st
     q = cc.quickstart
     name = arm_name(coef, seed)
     folder = cc.dir("weighting") / name
-    reused = coef == cc.qcfg.rl_explore_coef and seed == cc.qcfg.seed
+    reused = coef == cc.qcfg.rl_explore_adv_coef and seed == cc.qcfg.seed
     if reused:
         rl_dir, eval_dir = q.dir("rl"), q.dir("eval_rl")
         cmd: list[str] = []
     else:
         rl_dir, eval_dir = folder / "rl", folder / "eval"
-        qcfg = replace(cc.qcfg, seed=seed, rl_explore_coef=coef)
+        qcfg = replace(cc.qcfg, seed=seed, rl_explore_adv_coef=coef)
         cmd = rl_command(
             q, rl_dir, qcfg, [f"actor_rollout_ref.rollout.seed={ROLLOUT_SEED + SEED_STRIDE * seed}"]
         )

@@ -12,7 +12,7 @@ eval_sft   the baseline's evaluation on the SFT model (same problems, settings a
 rl         ``scripts/e2c_rl.sh --stage 2`` (GRPO with exploration-advantage weighting) from the SFT model on
            the RL split
 eval_rl    the same evaluation on the RL model
-tts        ``tts/run_tts.py``: self-consistency against E2C methods at small budgets on the trained model
+tts        ``python -m e2c.tts``: self-consistency against E2C methods at small budgets on the trained model
 report     ``report.md``, ``report.json`` and PNG plots from the files the stages wrote
 =========  ==================================================================================================
 

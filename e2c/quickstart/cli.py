@@ -219,10 +219,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=_help("rl_dr_grpo", "Dr. GRPO advantages (no division by the group's reward std)"),
     )
     g.add_argument(
-        "--rl-explore-coef",
+        "--rl-explore-adv-coef",
         type=float,
         default=None,
-        help=_help("rl_explore_coef", "advantage weight of exploration tokens (the paper's stage 2: 2.0)"),
+        help=_help(
+            "rl_explore_adv_coef", "advantage weight of exploration tokens (the paper's stage 2: 2.0)"
+        ),
     )
     g = p.add_argument_group(
         "equal-compute control (SFT from the SFT model for the RL stage's trained tokens)"
@@ -233,7 +235,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=_help("with_control", "run the control and its evaluation"),
     )
-    g = p.add_argument_group("test-time scaling (tts/run_tts.py)")
+    g = p.add_argument_group("test-time scaling (python -m e2c.tts)")
     g.add_argument(
         "--tts-problems", type=int, default=None, help=_help("tts_problems", "held-out problems (0: skip)")
     )
@@ -332,8 +334,8 @@ def validate(cfg: Config) -> None:
         raise UserError(f"--rl-temperature must be positive (RL samples), got {cfg.rl_temperature}")
     if cfg.rl_overlong_buffer < 0:
         raise UserError(f"--rl-overlong-buffer must be 0 (off) or more tokens, got {cfg.rl_overlong_buffer}")
-    if not math.isfinite(cfg.rl_explore_coef):
-        raise UserError(f"--rl-explore-coef must be a finite number, got {cfg.rl_explore_coef}")
+    if not math.isfinite(cfg.rl_explore_adv_coef):
+        raise UserError(f"--rl-explore-adv-coef must be a finite number, got {cfg.rl_explore_adv_coef}")
     if cfg.sft_lr <= 0 or cfg.rl_lr <= 0:
         raise UserError("--sft-lr and --rl-lr must be positive")
     if cfg.dtype not in ("auto", "float32", "bfloat16", "float16"):

@@ -98,7 +98,7 @@ class Config:
     rl_require_format: bool = True  # a right answer in a malformed chain scores 0
     rl_bypass: bool = False  # the rollout's (bf16) log-probs as the old ones: one forward pass less
     rl_dr_grpo: bool = True
-    rl_explore_coef: float = 2.0
+    rl_explore_adv_coef: float = 2.0
     # the equal-compute control: SFT from the same SFT model for as many trained tokens as the RL stage
     with_control: bool = False
     # test-time scaling
@@ -189,7 +189,7 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
         "rl_require_format",
         "rl_bypass",
         "rl_dr_grpo",
-        "rl_explore_coef",
+        "rl_explore_adv_coef",
     ),
     "eval_rl": ("seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
     "control": ("seed", "with_control", "sft_lr", "sft_batch", "sft_max_length"),

@@ -2,7 +2,7 @@
 its own folder, and returns what goes into its ``DONE.json`` (outputs, commands, a few facts).
 
 The stages call the toolkit's own entry points as subprocesses (``python -m e2c.eval.run``,
-``scripts/e2c_sft.sh``, ``scripts/e2c_rl.sh``, ``tts/run_tts.py``), exactly as a user would.
+``scripts/e2c_sft.sh``, ``scripts/e2c_rl.sh``, ``python -m e2c.tts``), exactly as a user would.
 """
 
 from __future__ import annotations
@@ -318,8 +318,8 @@ def rl_command(
         str(cfg.rl_steps),
         "--save-freq",
         str(min(RL_SAVE_EVERY, cfg.rl_steps)),
-        "--explore-coef",
-        f"{cfg.rl_explore_coef:g}",
+        "--explore-adv-coef",
+        f"{cfg.rl_explore_adv_coef:g}",
         *(["--dr-grpo"] if cfg.rl_dr_grpo else []),
         "--",
         *rl_overrides(cfg),
@@ -472,12 +472,13 @@ def tts_run_command(
     sets: Mapping[str, Any],
     nested: bool = False,
 ) -> list[str]:
-    """``tts/run_tts.py`` on the first ``problems`` held-out problems of the run's eval folder, with the run's
+    """``python -m e2c.tts`` on the first ``problems`` held-out problems of the run's eval folder, with the run's
     backend and dtype; ``sets`` become ``--set KEY=VALUE``; ``nested`` adds ``--nested-budgets``."""
     cfg = ctx.cfg
     return [
         sys.executable,
-        str(project_root() / "tts" / "run_tts.py"),
+        "-m",
+        "e2c.tts",
         "--model",
         model,
         "--dataset",

@@ -1,43 +1,132 @@
 """Exploration-token advantage weighting (E2C) and per-segment statistics: pure tensor functions.
 
 After GRPO (or DAPO) normalisation every response token carries its sequence's advantage. E2C multiplies the
-advantages of the *exploration* tokens (up to and including the first ``</EXPLORATION>``) by a coefficient
-(1.0 in stage 1, 2.0 in stage 2), so that the plan, which decides the execution, gets a stronger signal.
+advantages of the *exploration* tokens (up to and including the first ``</EXPLORATION>``) by a coefficient,
+``e2c.explore_adv_coef`` (1.0 in stage 1, 2.0 in stage 2), so that the plan, which decides the execution, gets
+a stronger signal.
+
+How the weighting is done is a *rule*, picked by ``e2c.explore_adv_rule`` from :data:`EXPLORE_ADV_RULES`, as
+verl picks its advantage estimator (``register_adv_est`` / ``get_adv_estimator_fn``). The default, ``paper``
+(:func:`paper_rule`), is the paper's: exploration tokens x ``explore_adv_coef``, the others x
+``execute_adv_coef`` (1.0 in the paper), whatever the advantage's sign and whatever the stage (stage 1 is the
+same rule at coefficient 1.0). A new rule is one function and one config key::
+
+    @register_explore_adv_rule("positive_only")
+    def positive_only_rule(advantages, explore_mask, response_mask, *, explore_adv_coef, execute_adv_coef):
+        weights = torch.where(explore_mask & (advantages > 0), explore_adv_coef, execute_adv_coef)
+        return advantages * (weights * response_mask.bool().float()).to(advantages.dtype)
+
+and ``-- e2c.explore_adv_rule=positive_only``. The rule must be registered in every process that reads the
+settings (the launcher checks the name before verl starts; the trainer applies it): define it here, or in a
+module that a verl plugin entry point imports.
 
 Departure from the paper's code: there, a response with no closing tag gets the exploration weight on every
 token, which rewards untagged responses in stage 2 whenever their advantage is positive. Here such a response
-keeps weight 1.0 everywhere and is counted (``untagged``) so the share can be watched.
+has no exploration tokens (:func:`e2c.chain.exploration_token_mask`, the mask every rule receives), so it
+keeps weight 1.0 everywhere under the paper's rule, and is counted (``untagged``) so the share can be watched.
 """
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Callable
 from typing import Any
 
 from e2c.chain import exploration_token_mask
+from e2c.errors import UserError
+
+# A weighting rule: (advantages, explore_mask, response_mask, *, explore_adv_coef, execute_adv_coef) ->
+# weighted advantages, every tensor (B, T). explore_mask is boolean (exploration tokens, never padding);
+# response_mask is 1 on trained tokens. The result must be 0 wherever response_mask is 0.
+ExploreAdvRule = Callable[..., Any]
+
+EXPLORE_ADV_RULES: dict[str, ExploreAdvRule] = {}  # name -> rule, in registration order
+DEFAULT_RULE = "paper"
+
+
+def register_explore_adv_rule(name: str) -> Callable[[ExploreAdvRule], ExploreAdvRule]:
+    """Decorator: register a weighting rule under ``name`` (the value of ``e2c.explore_adv_rule``).
+
+    Registering the same function again is a no-op; another function under a taken name raises
+    ``ValueError``, as verl's ``register_adv_est`` does, so two rules never silently share a name.
+    """
+
+    def decorator(fn: ExploreAdvRule) -> ExploreAdvRule:
+        if EXPLORE_ADV_RULES.get(name, fn) is not fn:
+            raise ValueError(f"explore_adv_rule {name!r} is already registered: {EXPLORE_ADV_RULES[name]}")
+        EXPLORE_ADV_RULES[name] = fn
+        return fn
+
+    return decorator
+
+
+def explore_adv_rule_names() -> tuple[str, ...]:
+    """The registered rules' names, in registration order (``paper`` first)."""
+    return tuple(EXPLORE_ADV_RULES)
+
+
+def get_explore_adv_rule(name: str) -> ExploreAdvRule:
+    """The rule registered as ``name``; an unknown name is one :class:`~e2c.errors.UserError` line that lists
+    the registered rules.
+
+    >>> get_explore_adv_rule("paper") is paper_rule
+    True
+    """
+    if name not in EXPLORE_ADV_RULES:
+        close = difflib.get_close_matches(name, list(EXPLORE_ADV_RULES), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UserError(
+            f"unknown e2c.explore_adv_rule {name!r}{hint}; registered rules: {', '.join(EXPLORE_ADV_RULES)}"
+        )
+    return EXPLORE_ADV_RULES[name]
+
+
+def _paper_weights(explore: Any, valid: Any, explore_adv_coef: float, execute_adv_coef: float) -> Any:
+    import torch
+
+    weights = torch.where(explore, float(explore_adv_coef), float(execute_adv_coef))
+    return weights * valid.float()
+
+
+@register_explore_adv_rule(DEFAULT_RULE)
+def paper_rule(
+    advantages: Any,
+    explore_mask: Any,
+    response_mask: Any,
+    *,
+    explore_adv_coef: float,
+    execute_adv_coef: float = 1.0,
+) -> Any:
+    """The paper's rule: exploration tokens x ``explore_adv_coef``, every other trained token x
+    ``execute_adv_coef``, padding 0. No sign or stage condition: a negative advantage is scaled as a positive
+    one, and stage 1 is this rule at coefficient 1.0."""
+    weights = _paper_weights(explore_mask, response_mask.bool(), explore_adv_coef, execute_adv_coef)
+    return advantages * weights.to(advantages.dtype)
 
 
 def exploration_weights(
-    responses: Any, response_mask: Any, boundary_id: int, coef: float, execute_coef: float = 1.0
+    responses: Any,
+    response_mask: Any,
+    boundary_id: int,
+    explore_adv_coef: float,
+    execute_adv_coef: float = 1.0,
 ) -> tuple[Any, Any]:
-    """Per-token advantage weights and the exploration mask.
+    """Per-token advantage weights of the paper's rule and the exploration mask.
 
     Args:
         responses: (B, T) response token ids (padding anywhere after the response is fine).
         response_mask: (B, T) 1 for trained response tokens; 0 on padding and on tokens the policy did not
             sample (an elastic budget's forced boundary, which still ends the exploration span).
         boundary_id: token id that closes the exploration.
-        coef: weight of exploration tokens.
-        execute_coef: weight of the other response tokens (1.0 in the paper).
+        explore_adv_coef: weight of exploration tokens (``e2c.explore_adv_coef``).
+        execute_adv_coef: weight of the other response tokens (``e2c.execute_adv_coef``; 1.0 in the paper).
 
     Returns:
         (weights, explore_mask): float (B, T) weights (0 on padding) and the boolean exploration mask.
     """
-    import torch
-
     valid = response_mask.bool()
     explore = exploration_token_mask(responses, boundary_id, valid)
-    weights = torch.where(explore, float(coef), float(execute_coef))
-    return weights * valid.float(), explore
+    return _paper_weights(explore, valid, explore_adv_coef, execute_adv_coef), explore
 
 
 def weight_advantages(
@@ -45,10 +134,12 @@ def weight_advantages(
     responses: Any,
     response_mask: Any,
     boundary_id: int,
-    coef: float,
-    execute_coef: float = 1.0,
+    explore_adv_coef: float,
+    execute_adv_coef: float = 1.0,
+    explore_adv_rule: str = DEFAULT_RULE,
 ) -> tuple[Any, Any]:
-    """``advantages`` with exploration tokens scaled by ``coef`` (see :func:`exploration_weights`).
+    """``advantages`` weighted by the rule ``explore_adv_rule`` (default: the paper's, exploration tokens x
+    ``explore_adv_coef``; see :func:`paper_rule`) over the exploration mask of ``responses``.
 
     Returns ``(weighted, explore_mask)``. Row 0 closes its exploration with the boundary (id 7): its first
     three tokens are doubled, the execution after them is not. Row 1 has no boundary: weight 1.0 throughout.
@@ -58,14 +149,22 @@ def weight_advantages(
     >>> adv = torch.tensor([[1.0, 1.0, 1.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.5, 0.5]])
     >>> ids = torch.tensor([[3, 4, 7, 5, 6], [3, 4, 5, 0, 0]])
     >>> mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]])
-    >>> weighted, explore = weight_advantages(adv, ids, mask, boundary_id=7, coef=2.0)
+    >>> weighted, explore = weight_advantages(adv, ids, mask, boundary_id=7, explore_adv_coef=2.0)
     >>> weighted.tolist()
     [[2.0, 2.0, 2.0, 1.0, 1.0], [0.5, 0.5, 0.5, 0.0, 0.0]]
     >>> explore.tolist()
     [[True, True, True, False, False], [False, False, False, False, False]]
     """
-    weights, explore = exploration_weights(responses, response_mask, boundary_id, coef, execute_coef)
-    return advantages * weights.to(advantages.dtype), explore
+    rule = get_explore_adv_rule(explore_adv_rule)
+    explore = exploration_token_mask(responses, boundary_id, response_mask.bool())
+    weighted = rule(
+        advantages,
+        explore,
+        response_mask,
+        explore_adv_coef=explore_adv_coef,
+        execute_adv_coef=execute_adv_coef,
+    )
+    return weighted, explore
 
 
 def positive_only_mask(advantages: Any, response_mask: Any) -> Any:

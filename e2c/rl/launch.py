@@ -48,6 +48,7 @@ from e2c.files import ensure_output_dir
 from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
+from e2c.rl.settings import E2CSettings, e2c_settings, setting_flags
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
 from e2c.verl_cpu.hf_rollout import SYNC_LOG, SYNC_LOG_ENV
 
@@ -66,6 +67,8 @@ MODEL_KEY = "actor_rollout_ref.model"
 VAL_GENERATIONS = 4  # a few chains per validation, as verl's log_val_generations
 VAL_DIR = "val_generations"
 RAY_RESOURCE_KEYS = ("ray_kwargs.ray_init.num_cpus", "ray_kwargs.ray_init.num_gpus")
+# The settings class whose field metadata declares the E2C flags (a test swaps in a subclass).
+SETTINGS: type[E2CSettings] = E2CSettings
 
 # The CPU set-up (a size preset, then what verl needs without an accelerator), under configs_dir().
 
@@ -207,8 +210,8 @@ MICRO_BATCH_KEYS = {
 def cpu_micro_batches(cfg: Any, named: set[str]) -> dict[str, str]:
     """The CPU preset's micro-batch sizes shrunk to fit each rank's share: with ``R`` ranks a rank holds
     ``ppo_mini_batch_size * n / R`` samples per update and its share of the step's (padded) samples for the
-    log-prob passes (:func:`e2c.recipe_check.padded_samples`), and a micro-batch must divide them. Keys the
-    user set (``named``) are left to the user and to :func:`e2c.recipe_check.check_rl`. Returns only the
+    log-prob passes (:func:`e2c.batch_shapes.padded_samples`), and a micro-batch must divide them. Keys the
+    user set (``named``) are left to the user and to :func:`e2c.batch_shapes.check_rl`. Returns only the
     keys that change.
 
     >>> from omegaconf import OmegaConf
@@ -221,7 +224,7 @@ def cpu_micro_batches(cfg: Any, named: set[str]) -> dict[str, str]:
     """
     from omegaconf import OmegaConf
 
-    from e2c.recipe_check import padded_samples
+    from e2c.batch_shapes import padded_samples
 
     world = int(cfg.trainer.n_gpus_per_node) * int(cfg.trainer.nnodes)
     n = int(cfg.actor_rollout_ref.rollout.n)
@@ -280,12 +283,7 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
         out["trainer.total_training_steps"] = str(args.steps)
     if args.save_freq is not None:
         out["trainer.save_freq"] = str(args.save_freq)
-    if args.explore_budget:
-        out["e2c.rollout.explore_budget"] = str(args.explore_budget)
-    if args.execute_budget:
-        out["e2c.rollout.execute_budget"] = str(args.execute_budget)
-    if args.explore_coef is not None:
-        out["e2c.explore_adv_coef"] = str(args.explore_coef)
+    out.update(setting_overrides(args, SETTINGS))
     if args.dr_grpo:
         out["algorithm.norm_adv_by_std_in_grpo"] = "false"
     return [f"{k}={v}" for k, v in out.items()]
@@ -314,7 +312,34 @@ def check_data(cfg: Any) -> None:
                 check_data_file(str(path), what, "rl", DATA_SUFFIXES, flag)
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def add_setting_flags(parser: argparse.ArgumentParser, cls: type = E2CSettings) -> None:
+    """The E2C flags, generated from the settings' field metadata (:func:`e2c.rl.settings.setting_flags`):
+    spelling, ``--help`` line, type, choices and default all come from the field, aliases from
+    :data:`e2c.cli.FLAG_ALIASES`."""
+    for f in setting_flags(cls):
+        kwargs: dict[str, Any] = {"default": f.default, "help": f.help}
+        if f.type is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        else:
+            kwargs["type"] = f.type
+        if f.choices is not None:
+            kwargs["choices"] = f.choices
+        parser.add_argument(f.flag, **kwargs)
+
+
+def setting_overrides(args: argparse.Namespace, cls: type = E2CSettings) -> dict[str, str]:
+    """The Hydra overrides of the E2C flags given (a flag at its default leaves the config's value):
+    ``--explore-adv-coef 2`` -> ``{"e2c.explore_adv_coef": "2.0"}``."""
+    out = {}
+    for f in setting_flags(cls):
+        value = getattr(args, f.dest)
+        if value != f.default:
+            out[f.hydra_key] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
+
+
+def build_parser() -> ArgumentParser:
+    """The launcher's command line (the E2C flags from :data:`SETTINGS`)."""
     p = ArgumentParser(
         prog="e2c_rl",
         description="E2C RL on verl (GRPO or DAPO, stage 1 or 2). Overrides after -- go to Hydra.",
@@ -367,13 +392,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="checkpoint every N steps and at the last (default: the config's; where that is -1, the last "
         "step only, so final/ exists); -1: never (--stage 1 or 2 only)",
     )
-    p.add_argument(
-        "--explore-budget", type=int, default=0, help="elastic exploration budget (0: single call)"
-    )
-    p.add_argument("--execute-budget", type=int, default=0, help="elastic execution budget (0: the rest)")
-    p.add_argument(
-        "--explore-coef", type=float, default=None, help="exploration advantage weight (default: stage)"
-    )
+    add_setting_flags(p, SETTINGS)
     p.add_argument(
         "--dr-grpo",
         action="store_true",
@@ -394,7 +413,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     add_lora_args(p)
     p.add_argument("--dry-run", action="store_true", help="print the verl command and exit")
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. trainer.total_epochs=3")
-    args = p.parse_args(argv)
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    args = build_parser().parse_args(argv)
     args.stages = STAGES if args.stage == "both" else (int(args.stage),)
     if args.nnodes is None:
         env = os.environ.get("NNODES", "1")
@@ -423,8 +446,10 @@ def check_numbers(args: argparse.Namespace) -> None:
         )
     if args.save_freq is not None and args.save_freq < -1:
         raise UserError(f"--save-freq must be a number of steps or -1 (never), got {args.save_freq}")
-    if args.explore_coef is not None and not math.isfinite(args.explore_coef):
-        raise UserError(f"--explore-coef must be a finite number, got {args.explore_coef}")
+    for f in setting_flags(SETTINGS):
+        value = getattr(args, f.dest)
+        if f.type is float and value is not None and not math.isfinite(value):
+            raise UserError(f"{f.flag} must be a finite number, got {value}")
     if args.stage1_dir and args.stages != (2,):
         raise UserError(
             "--stage1-dir is the start of --stage 2 alone; stage 1 (and both stages) start from --model "
@@ -529,13 +554,14 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     from omegaconf import OmegaConf
 
     from e2c.launch_checks import compose_checked
-    from e2c.rl.settings import e2c_settings
 
     cfg = compose_checked(
         configs_dir(), config_name(args.algo), [f"e2c_stage=stage{stage}", *overrides], args.overrides
     )
     check_data(cfg)
-    e2c_settings(cfg)  # an unknown or mistyped e2c.* key stops here, not inside a ray worker
+    # An unknown or mistyped e2c.* key, or an unregistered e2c.explore_adv_rule, stops here, not inside a
+    # ray worker.
+    e2c_settings(cfg, SETTINGS)
     if gpus == 0:
         named = {o.partition("=")[0].lstrip("+~") for o in args.overrides}
         fitted = cpu_micro_batches(cfg, named)
@@ -562,8 +588,8 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
 
 def check_shape(cfg: Any, args: argparse.Namespace, stage: int) -> None:
     """The batch arithmetic verl asserts only inside its workers, at this run's ranks and nodes
-    (:func:`e2c.recipe_check.check_rl`, the GPU recipe's own check): one line before ray starts."""
-    from e2c.recipe_check import Cluster, check_rl, stage_label
+    (:func:`e2c.batch_shapes.check_rl`, the GPU recipe's own check): one line before ray starts."""
+    from e2c.batch_shapes import Cluster, check_rl, stage_label
 
     cluster = Cluster(int(cfg.trainer.n_gpus_per_node), int(cfg.trainer.nnodes))
     check_rl(cfg, stage_label(f"rl{stage}", args.algo, cluster), cluster)

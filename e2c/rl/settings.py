@@ -8,6 +8,14 @@ unknown key or a value of the wrong type is refused in one line that names the v
 (:mod:`e2c.rl.trainer`), the agent loop (:mod:`e2c.rl.agent_loop`) and the launcher (:mod:`e2c.rl.launch`,
 before verl starts) all read it through here.
 
+Each field's metadata (:func:`setting`) is the single source of what the field means: its help line, its
+valid values, and, for the few settings the launcher offers as flags, the flag's spelling and ``--help``
+line. :func:`setting_flags` reads them, and ``python -m e2c.rl.launch`` builds its E2C flags and their Hydra
+overrides (``e2c.<key>=<value>``) from it, so a new setting is one field here (and its line in
+``configs/e2c_common.yaml``, which a test holds equal to this dataclass). TRL's ``GRPOConfig`` is the model:
+one dataclass that is the config, the command line and the docs. A flag's other spellings come from the one
+alias table, :data:`e2c.cli.FLAG_ALIASES` (``--explore-coef`` for ``--explore-adv-coef``).
+
 >>> from omegaconf import OmegaConf
 >>> s = e2c_settings(OmegaConf.create({"e2c": {"explore_adv_coef": 2, "rollout": {"explore_budget": 512}}}))
 >>> s.explore_adv_coef, s.rollout.explore_budget, s.rollout.execute_budget
@@ -17,17 +25,54 @@ before verl starts) all read it through here.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+import difflib
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from e2c.budget import BudgetNames, PhaseBudget, from_config
 from e2c.errors import UserError
+from e2c.rl.advantage import DEFAULT_RULE, explore_adv_rule_names
 
 GROUP = "e2c"  # the config key of the group
 
 
-def _help(text: str) -> dict[str, str]:
-    return {"help": text}
+def setting(
+    help: str,
+    *,
+    flag: str | None = None,
+    flag_help: str | None = None,
+    flag_default: Any = None,
+    choices: Sequence[str] | Callable[[], Sequence[str]] | None = None,
+    choices_label: str = "valid",
+) -> dict[str, Any]:
+    """A setting's field metadata: everything said about it, in one place.
+
+    Args:
+        help: what the setting does (the YAML comment in ``configs/e2c_common.yaml`` says the same).
+        flag: the launcher flag that sets it (``--explore-budget``); None: config only (``-- e2c.<key>=...``).
+        flag_help: the flag's ``--help`` line when it is shorter than ``help``.
+        flag_default: the flag's value when it is not given; the launcher adds the Hydra override only when
+            the value differs from it, so the config's (the stage's) value stands otherwise.
+        choices: the valid values, or a function returning them when they can grow at run time (a registry);
+            checked by :func:`e2c_settings` and by the flag's parser.
+        choices_label: how the one-line error names the valid values ("registered rules").
+    """
+    meta: dict[str, Any] = {"help": help}
+    if flag is not None:
+        meta.update(flag=flag, flag_help=flag_help or help, flag_default=flag_default)
+    if choices is not None:
+        meta.update(choices=choices, choices_label=choices_label)
+    return meta
+
+
+def setting_choices(metadata: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """A field's valid values now (a registry's names are read when asked), or None for any value."""
+    choices = metadata.get("choices")
+    if choices is None:
+        return None
+    return tuple(choices() if callable(choices) else choices)
 
 
 @dataclass(frozen=True)
@@ -35,18 +80,26 @@ class RolloutSettings:
     """``e2c.rollout``: how the E2C agent loop samples a chain."""
 
     format: str = field(
-        default="e2c", metadata=_help("Chain format (e2c.chain.get_format): its tags and prefilled opener.")
+        default="e2c", metadata=setting("Chain format (e2c.chain.get_format): its tags and prefilled opener.")
     )
     explore_budget: int = field(
         default=0,
-        metadata=_help(
+        metadata=setting(
             "Elastic exploration budget in tokens; > 0 turns on the two-phase rollout (the exploration is cut "
-            "here, its closing tag forced and masked out of the loss); 0: one call for the whole chain."
+            "here, its closing tag forced and masked out of the loss); 0: one call for the whole chain.",
+            flag="--explore-budget",
+            flag_help="elastic exploration budget (0: single call)",
+            flag_default=0,
         ),
     )
     execute_budget: int = field(
         default=0,
-        metadata=_help("Elastic execution budget in tokens; 0: what is left of the response length."),
+        metadata=setting(
+            "Elastic execution budget in tokens; 0: what is left of the response length.",
+            flag="--execute-budget",
+            flag_help="elastic execution budget (0: the rest)",
+            flag_default=0,
+        ),
     )
 
 
@@ -56,46 +109,58 @@ class E2CSettings:
 
     algo: str = field(
         default="grpo",
-        metadata=_help(
+        metadata=setting(
             "grpo | dapo: names the run (experiment name, default output folder); set by the config."
         ),
     )
     stage: int = field(
         default=1,
-        metadata=_help("1 (warm-up) | 2 (weighted): names the run; set by e2c_stage/stage<N>.yaml."),
+        metadata=setting("1 (warm-up) | 2 (weighted): names the run; set by e2c_stage/stage<N>.yaml."),
     )
     explore_adv_coef: float = field(
         default=1.0,
-        metadata=_help(
-            "Advantage multiplier on exploration tokens (up to and including the first boundary)."
+        metadata=setting(
+            "Advantage multiplier on exploration tokens (up to and including the first boundary).",
+            flag="--explore-adv-coef",
+            flag_help="exploration advantage weight (default: stage)",
         ),
     )
     execute_adv_coef: float = field(
-        default=1.0, metadata=_help("Advantage multiplier on every token after the exploration boundary.")
+        default=1.0, metadata=setting("Advantage multiplier on every token after the exploration boundary.")
+    )
+    explore_adv_rule: str = field(
+        default=DEFAULT_RULE,
+        metadata=setting(
+            "How the two multipliers weight the advantages: a rule registered in e2c.rl.advantage "
+            "(register_explore_adv_rule); paper: exploration tokens x explore_adv_coef, the rest x "
+            "execute_adv_coef.",
+            choices=explore_adv_rule_names,
+            choices_label="registered rules",
+        ),
     )
     boundary_token: str = field(
         default="</EXPLORATION>",
-        metadata=_help("The tag that ends the exploration; must be one token of the policy's tokenizer."),
+        metadata=setting("The tag that ends the exploration; must be one token of the policy's tokenizer."),
     )
     close_token: str = field(
         default="</EXECUTION>",
-        metadata=_help(
+        metadata=setting(
             "The tag that ends the execution, for the well-formed-chain metric; empty: no such metric."
         ),
     )
     only_train_on_positive: bool = field(
         default=False,
-        metadata=_help("e3: drop every token of a negative-advantage response from the loss."),
+        metadata=setting("e3: drop every token of a negative-advantage response from the loss."),
     )
     max_num_gen_batches: int = field(
         default=0,
-        metadata=_help(
+        metadata=setting(
             "DAPO dynamic sampling: after this many generation batches' worth of refill prompts in one step, "
             "groups are no longer filtered; 0: no bound (verl's behaviour)."
         ),
     )
     rollout: RolloutSettings = field(
-        default_factory=RolloutSettings, metadata=_help("The agent loop's settings (e2c.rollout.*).")
+        default_factory=RolloutSettings, metadata=setting("The agent loop's settings (e2c.rollout.*).")
     )
 
 
@@ -108,6 +173,50 @@ def setting_keys(cls: type = E2CSettings, prefix: str = "") -> Iterator[str]:
             yield from setting_keys(type(base), f"{prefix}{f.name}.")
         else:
             yield prefix + f.name
+
+
+@dataclass(frozen=True)
+class SettingFlag:
+    """A launcher flag, as a setting's field metadata declares it (:func:`setting`)."""
+
+    key: str  # the dotted key in the group: rollout.explore_budget
+    flag: str  # --explore-budget
+    help: str  # its --help line
+    type: type  # the field's type: int, float, str or bool
+    default: Any  # its value when not given (no override then)
+    choices: tuple[str, ...] | None
+
+    @property
+    def hydra_key(self) -> str:
+        """The override's key: ``e2c.rollout.explore_budget``."""
+        return f"{GROUP}.{self.key}"
+
+    @property
+    def dest(self) -> str:
+        """The argparse attribute: ``explore_budget`` (the flag's name, as argparse derives it)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+def setting_flags(cls: type = E2CSettings, prefix: str = "") -> Iterator[SettingFlag]:
+    """The settings of ``cls`` (nested groups included) that declare a launcher flag, in declaration order.
+
+    >>> [(f.flag, f.hydra_key) for f in setting_flags()][0]
+    ('--explore-adv-coef', 'e2c.explore_adv_coef')
+    """
+    default = cls()
+    for f in dataclasses.fields(cls):
+        base = getattr(default, f.name)
+        if dataclasses.is_dataclass(base):
+            yield from setting_flags(type(base), f"{prefix}{f.name}.")
+        elif "flag" in f.metadata:
+            yield SettingFlag(
+                key=prefix + f.name,
+                flag=f.metadata["flag"],
+                help=f.metadata["flag_help"],
+                type=type(base),
+                default=f.metadata["flag_default"],
+                choices=setting_choices(f.metadata),
+            )
 
 
 def _convert(key: str, value: Any, default: Any) -> Any:
@@ -127,42 +236,87 @@ def _convert(key: str, value: Any, default: Any) -> Any:
     return want(value)
 
 
-def _build(cls: type, group: Mapping[str, Any], prefix: str) -> Any:
-    names = [f.name for f in dataclasses.fields(cls)]
-    unknown = [k for k in group if k not in names]
+def _check_choice(key: str, value: Any, metadata: Mapping[str, Any]) -> None:
+    """One line naming the valid values (and the nearest one) when ``value`` is not among them."""
+    valid = setting_choices(metadata)
+    if valid is None or value in valid:
+        return
+    close = difflib.get_close_matches(str(value), list(valid), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise UserError(
+        f"unknown {GROUP}.{key} {value!r}{hint}; {metadata['choices_label']}: {', '.join(map(str, valid))}"
+    )
+
+
+def _build(cls: type, group: Mapping[str, Any], prefix: str, root: type) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = [k for k in group if k not in fields]
     if unknown:
         raise UserError(
             f"unknown key {GROUP}.{prefix}{unknown[0]} in the {GROUP} config group; valid keys: "
-            + ", ".join(f"{GROUP}.{k}" for k in setting_keys())
+            + ", ".join(f"{GROUP}.{k}" for k in setting_keys(root))
         )
     default = cls()
     values = {}
-    for name in names:
+    for name, f in fields.items():
         if name not in group:
             continue
         value, base = group[name], getattr(default, name)
         if dataclasses.is_dataclass(base):
             if value is not None and not isinstance(value, Mapping):
                 raise UserError(f"{GROUP}.{prefix}{name} must be a group of settings, got {value!r}")
-            values[name] = _build(type(base), value or {}, f"{prefix}{name}.")
+            values[name] = _build(type(base), value or {}, f"{prefix}{name}.", root)
         else:
             values[name] = _convert(prefix + name, value, base)
+            _check_choice(prefix + name, values[name], f.metadata)
     return cls(**values)
 
 
-def e2c_settings(config: Any) -> E2CSettings:
-    """The ``e2c`` group of a composed config (an OmegaConf node or a dict) as :class:`E2CSettings`.
+def e2c_settings(config: Any, cls: type[E2CSettings] = E2CSettings) -> E2CSettings:
+    """The ``e2c`` group of a composed config (an OmegaConf node or a dict) as :class:`E2CSettings` (or
+    ``cls``, a subclass with more settings).
 
-    Raises :class:`~e2c.errors.UserError` (one line) for an unknown key, naming every valid one, and for a value
-    of the wrong type.
+    Raises :class:`~e2c.errors.UserError` (one line) for an unknown key, naming every valid one, for a value
+    of the wrong type, and for a value outside a setting's choices (an unregistered
+    ``e2c.explore_adv_rule``), naming the valid ones.
     """
     group = config.get(GROUP, None) if config is not None else None
     if group is None:
-        return E2CSettings()
+        return cls()
     if not isinstance(group, Mapping):
         raise UserError(f"{GROUP} must be a group of settings, got {group!r}")
     if not isinstance(group, dict):  # an OmegaConf node: plain values, interpolations resolved
         from omegaconf import OmegaConf
 
         group = OmegaConf.to_container(group, resolve=True)
-    return _build(E2CSettings, group, "")
+    settings = _build(cls, group, "", cls)
+    check_rollout_budgets(settings.rollout)
+    return settings
+
+
+# How the rollout's budgets are named in error lines (the response length caps the whole chain).
+ROLLOUT_BUDGET_NAMES = BudgetNames(
+    f"{GROUP}.rollout.explore_budget", f"{GROUP}.rollout.execute_budget", "data.max_response_length"
+)
+
+
+def check_rollout_budgets(rollout: RolloutSettings) -> None:
+    """The elastic budgets through the one budget rule (:class:`e2c.budget.PhaseBudget`), read as the agent
+    loop reads them: 0 is off, an execution budget needs an exploration budget. One line, before verl starts
+    (the agent loop would raise inside a rollout worker)."""
+    for name, value in (
+        ("explore_budget", rollout.explore_budget),
+        ("execute_budget", rollout.execute_budget),
+    ):
+        if value < 0:
+            raise UserError(
+                f"{GROUP}.rollout.{name} must be 0 (off) or a positive number of tokens, got {value}"
+            )
+    # The response length is not known here; the agent loop caps each row's phases by it.
+    PhaseBudget(
+        sys.maxsize,
+        from_config(rollout.explore_budget),
+        from_config(rollout.execute_budget),
+        names=ROLLOUT_BUDGET_NAMES,
+        capped=True,
+    )

@@ -2,8 +2,9 @@
 
 Registered as ``trainer.v1.trainer_mode=e2c_sync``. Everything except the advantage step is verl's: after
 verl computes GRPO/DAPO advantages, :meth:`E2CTrainer._compute_advantage` reads the response ids and
-advantages back from verl's transfer queue, scales the exploration span (:mod:`e2c.rl.advantage`), applies
-the e3 ``only_train_on_positive`` switch, writes the advantages back, and logs per-segment metrics:
+advantages back from verl's transfer queue, weights the exploration span by the rule ``e2c.explore_adv_rule``
+(default ``paper``: x ``e2c.explore_adv_coef``; :mod:`e2c.rl.advantage`), applies the e3
+``only_train_on_positive`` switch, writes the advantages back, and logs per-segment metrics:
 
 ``e2c/explore_tokens_mean``, ``e2c/execute_tokens_mean``, ``e2c/untagged_share`` (responses with no closing
 exploration tag, which keep weight 1.0), ``e2c/well_formed_share``, ``e2c/explore_token_share``,
@@ -209,7 +210,7 @@ class E2CTrainer(PPOTrainerSync):
         responses, mask, adv = responses[:, :width], mask[:, :width], adv[:, :width]
 
         weighted, explore = weight_advantages(
-            adv, responses, mask, boundary, cfg.explore_adv_coef, cfg.execute_adv_coef
+            adv, responses, mask, boundary, cfg.explore_adv_coef, cfg.execute_adv_coef, cfg.explore_adv_rule
         )
         train_mask = None
         if cfg.only_train_on_positive:
@@ -223,7 +224,8 @@ class E2CTrainer(PPOTrainerSync):
         out["e2c/explore_adv_coef"] = cfg.explore_adv_coef
         out["e2c/adv_abs_before"] = segment_mean(adv.abs(), valid)
         out["e2c/adv_abs_after"] = segment_mean(weighted.abs(), valid)
-        # Realised scale per segment (|after| / |before|): coef on exploration tokens, 1 elsewhere.
+        # Realised scale per segment (|after| / |before|); under the paper's rule explore_adv_coef on
+        # exploration tokens and execute_adv_coef elsewhere, under another rule whatever it does.
         for name, seg in (("explore", explore), ("execute", valid & ~explore)):
             before = (adv.abs() * seg).sum()
             if float(before) > 0:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from e2c.budget import BudgetNames, PhaseBudget
 from e2c.chain import E2C, ChainFormat
 from e2c.data.registry import Record, question_text
 from e2c.generation.base import DEFAULT_SAMPLING, Completion, Generator, Sampling, Usage, derive_seed
@@ -49,6 +50,15 @@ class TTSSettings:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def phase_budget(self) -> PhaseBudget:
+        """The two-phase chain's budget (e2c.budget's one rule): an exploration of ``explore_budget``, then an
+        execution of ``execute_budget``; ``cot_tokens`` is the whole-chain limit of one-call methods."""
+        return PhaseBudget(self.cot_tokens, self.explore_budget, self.execute_budget, names=SETTING_NAMES)
+
+
+# How the budgets' error lines name them: TTS settings are set in the config or with --set.
+SETTING_NAMES = BudgetNames("explore_budget (--set)", "execute_budget (--set)", "cot_tokens (--set)")
 
 # Old spellings of TTS settings (a config file or ``--set``) -> the knob's one name, the snake_case of the
 # canonical flag (``--explore-budget``) that eval and the demos use for the same budget.
@@ -187,19 +197,71 @@ class Context:
 
 
 MethodFn = Callable[[Context, int], tuple[Candidate | None, dict[str, Any]]]
+
+
+@dataclass(frozen=True)
+class MethodTraits:
+    """What the runner and the command line need to know about a method, declared where it registers
+    (:func:`register`), so that a new method is one decorated function and no list elsewhere names it.
+    Every trait defaults to off: a method that only explores and executes declares nothing."""
+
+    # Generates whole chains of up to ``cot_tokens`` in one call (else an exploration of up to
+    # ``explore_budget``, then an execution of up to ``execute_budget``): the context check sizes its
+    # longest generation by this.
+    chains: bool = False
+    # Its result does not depend on the budget (greedy_cot: K/N = 1 always): the runner computes it once
+    # per problem and reuses it at every budget.
+    budget_free: bool = False
+    # Its budget-K run holds the budget-k result of every k < K (its first k independent draws, written to
+    # ``details["prefix"]`` by :func:`e2c.tts.methods.prefix_votes`): with ``--nested-budgets`` the runner
+    # runs the largest budget only and reads the others off it.
+    nestable: bool = False
+    # Needs ``Context.embed`` (the sentence-transformers model ``TTSSettings.embedder``): the entry point
+    # loads it only when a selected method asks for it.
+    needs_embedder: bool = False
+
+
 METHODS: dict[str, MethodFn] = {}
+# The traits of every registered method, keyed as METHODS and written only by register().
+TRAITS: dict[str, MethodTraits] = {}
 
 
-def register(name: str) -> Callable[[MethodFn], MethodFn]:
-    """Add a method to the registry under ``name``."""
+def register(name: str, **flags: bool) -> Callable[[MethodFn], MethodFn]:
+    """Add a method to the registry under ``name``; ``flags`` are its :class:`MethodTraits` (all off when
+    not given; a misspelt one is a TypeError at import).
+
+    >>> @register("doc_example", budget_free=True)
+    ... def doc_example(ctx, budget):
+    ...     return None, {}
+    >>> traits("doc_example").budget_free, traits("doc_example").chains
+    (True, False)
+    >>> _ = METHODS.pop("doc_example"), TRAITS.pop("doc_example")
+    """
+    method_traits = MethodTraits(**flags)
 
     def deco(fn: MethodFn) -> MethodFn:
         if name in METHODS:
             raise ValueError(f"TTS method {name!r} is registered twice")
         METHODS[name] = fn
+        TRAITS[name] = method_traits
         return fn
 
     return deco
+
+
+def traits(name: str) -> MethodTraits:
+    """The traits ``name`` registered with; a function put into :data:`METHODS` by hand (not through
+    :func:`register`) has the defaults, so the runner treats it as a plain explore-then-execute method."""
+    return TRAITS.get(name, MethodTraits())
+
+
+def methods_with(trait: str, names: Sequence[str] | None = None) -> list[str]:
+    """The methods of ``names`` (default: every registered one, in registration order) whose boolean
+    ``trait`` (a :class:`MethodTraits` field name) is on; ValueError naming the valid traits otherwise."""
+    valid = [f.name for f in fields(MethodTraits)]
+    if trait not in valid:
+        raise ValueError(f"unknown TTS method trait {trait!r}; valid: {', '.join(valid)}")
+    return [n for n in (METHODS if names is None else names) if getattr(traits(n), trait)]
 
 
 def weighted_vote(cands: Sequence[Candidate]) -> Candidate | None:

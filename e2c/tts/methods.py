@@ -7,6 +7,11 @@ Executions of a plan continue the chain after what the chain format writes for t
 exploration (:meth:`e2c.chain.ChainFormat.close_exploration`: ``</EXPLORATION><EXECUTION>`` for E2C, the
 rule eval's two-phase chains and the RL agent loop follow) and are decoded greedily
 (``execute_temperature``), as in the paper's TTS code.
+
+A method declares what the runner must know about it where it registers (``@register("name",
+chains=True, ...)``, the fields of :class:`~e2c.tts.base.MethodTraits`), so adding one is adding one
+decorated function here: the runner, ``python -m e2c.tts --methods`` and its config check all read the
+registry.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ def explore_counted(ctx: Context, k: int, tag: str = "explore") -> tuple[list[st
     the generated tokens of each."""
     s = ctx.settings
     stop = ctx.fmt.stop_strings("explore")
-    sampling = Sampling(k, s.explore_budget, s.temperature, s.top_p, stop, ctx.seed(tag))
+    sampling = Sampling(k, s.phase_budget.explore_limit, s.temperature, s.top_p, stop, ctx.seed(tag))
     outs = ctx.gen.generate([ctx.base_prompt()], sampling, role="explore")[0]
     return [s.opener + c.text for c in outs], [c.num_tokens for c in outs]
 
@@ -59,7 +64,9 @@ def execute(
     s, fmt = ctx.settings, ctx.fmt
     prompts = [fmt.render_prompt(ctx.gen.tokenizer, ctx.question, "execute", p) for p in plans]
     stop = fmt.stop_strings("execute")
-    sampling = Sampling(1, s.execute_budget, s.execute_temperature, s.top_p, stop, ctx.seed(tag))
+    sampling = Sampling(
+        1, s.phase_budget.execute_limit(), s.execute_temperature, s.top_p, stop, ctx.seed(tag)
+    )
     outs = ctx.gen.generate(prompts, sampling, role="execute")
     cands = []
     for p, row in zip(plans, outs, strict=True):
@@ -258,25 +265,21 @@ def kmeans(x: Any, k: int, seed: int = 0, iters: int = 50) -> tuple[Any, Any]:
 # ------------------------------------------------------------------------------------------------ methods
 
 
-# Methods whose result does not depend on the budget: the runner computes them once per problem.
-BUDGET_FREE = frozenset({"greedy_cot"})
-
-
-@register("greedy_cot")
+@register("greedy_cot", chains=True, budget_free=True)
 def greedy_cot(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """One whole chain decoded greedily (temperature 0). The budget does not apply: K/N = 1 always."""
     cand = sample_full(ctx, 1, 0.0, "greedy")[0]
     return cand, {"responses": 1}
 
 
-@register("self_consistency")
+@register("self_consistency", chains=True, nestable=True)
 def self_consistency(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """Self-consistency: N whole chains sampled at ``temperature``; the majority answer wins."""
     cands = sample_full(ctx, budget, ctx.settings.temperature, "sc")
     return weighted_vote(cands), {"votes": [c.key for c in cands], "prefix": prefix_votes(cands)}
 
 
-@register("e2c_sc")
+@register("e2c_sc", nestable=True)
 def e2c_sc(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """E2C self-consistency: K sampled explorations, each executed (greedy); the majority answer wins."""
     plans, plan_tokens = explore_counted(ctx, budget)
@@ -302,7 +305,7 @@ def e2c_select_lm_judge(ctx: Context, budget: int) -> tuple[Candidate | None, di
     return execute(ctx, [plans[i]])[0], {"picked": i, "judge_parsed": ok, "judge_ambiguous": ambiguous}
 
 
-@register("e2c_select_semantic_cluster")
+@register("e2c_select_semantic_cluster", needs_embedder=True)
 def e2c_select_semantic_cluster(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """E2C with semantic clustering: K sampled explorations are embedded (sentence-transformers),
     L2-normalised and clustered with k-means (``clusters``, 3 by default); the plan nearest each centroid is
@@ -456,7 +459,7 @@ def _tot_answer(ctx: Context, budget: int, tag: str) -> tuple[Candidate | None, 
     return best, {"leaves": len(leaves), "scores": [c.weight for c in cands]}
 
 
-@register("tree_of_thoughts")
+@register("tree_of_thoughts", chains=True)
 def tree_of_thoughts(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """Tree of Thoughts (Yao et al.) over whole chains: thoughts are steps of ``tree_step_tokens``; every
     node is valued by the model (1-10) and only the best ``tree_beam`` per level are expanded (BFS with
@@ -465,7 +468,7 @@ def tree_of_thoughts(ctx: Context, budget: int) -> tuple[Candidate | None, dict[
     return _tot_answer(ctx, budget, "tot")
 
 
-@register("forest_of_thought")
+@register("forest_of_thought", chains=True)
 def forest_of_thought(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """Forest of Thought: ``forest_trees`` independent trees (each a tree_of_thoughts with N / trees
     leaves, differently seeded); the trees' answers are combined by majority vote. (The paper's code never

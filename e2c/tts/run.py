@@ -1,4 +1,4 @@
-"""Run test-time-scaling methods over a benchmark and budgets (``python tts/run_tts.py`` is the entry).
+"""Run test-time-scaling methods over a benchmark and budgets (``python -m e2c.tts`` is the entry).
 
 Every (method, budget, problem) result is appended to ``records.jsonl`` in the run folder as soon as it
 exists, so a killed run restarted with the same settings skips what is done. At the end the folder gets
@@ -31,14 +31,8 @@ from e2c.generation.base import check_fits, context_length
 from e2c.generation.batching import SharedGenerator, SharedHandle
 from e2c.tracking import SAMPLE_CHAINS
 from e2c.tts import METHODS, TTSSettings, run_method
-from e2c.tts.base import canonical_settings
-from e2c.tts.methods import BUDGET_FREE
+from e2c.tts.base import canonical_settings, traits
 
-# Methods whose budget-K run holds the budget-k result of every k < K (its first k draws: details["prefix"]).
-NESTABLE = frozenset({"self_consistency", "e2c_sc"})
-
-# Methods that generate whole chains of up to ``cot_tokens`` (the others: an exploration, then an execution).
-CHAIN_METHODS = ("greedy_cot", "self_consistency", "tree_of_thoughts", "forest_of_thought")
 SUMMARY_KEYS = ("method", "budget", "problems", "accuracy", "tokens_k", "prompt_tokens_k", "calls", "seconds")
 
 
@@ -134,12 +128,10 @@ def check_context(gen: Any, records: Sequence[Record], settings: TTSSettings, me
     from e2c.tts.base import Context, Meter
 
     needs = []  # (the longest chain a method may generate, the settings that set it)
-    if any(m in CHAIN_METHODS for m in methods):
+    if any(traits(m).chains for m in methods):
         needs.append((settings.cot_tokens, "cot_tokens (--set)"))
-    if any(m not in CHAIN_METHODS for m in methods):
-        needs.append(
-            (settings.explore_budget + settings.execute_budget, "explore_budget + execute_budget (--set)")
-        )
+    if any(not traits(m).chains for m in methods):
+        needs.append((settings.phase_budget.total, "explore_budget + execute_budget (--set)"))
     budget, flag = max(needs)
     meter = Meter(gen)
     lengths = [
@@ -204,9 +196,9 @@ def check_run_config(path: Path, config: dict[str, Any]) -> None:
 
 def nested_records(res: dict[str, Any], budgets: Sequence[int]) -> list[dict[str, Any]]:
     """The results at every budget in ``budgets`` below ``res``'s, read off its first k draws
-    (``details["prefix"]``, written by the :data:`NESTABLE` methods). Generated tokens are exact (summed
-    over those draws); prompt tokens, calls and seconds are the run's scaled by k/K. Empty when ``res``
-    has no prefix."""
+    (``details["prefix"]``, written by the methods registered ``nestable``). Generated tokens are exact
+    (summed over those draws); prompt tokens, calls and seconds are the run's scaled by k/K. Empty when
+    ``res`` has no prefix."""
     prefix = (res.get("details") or {}).get("prefix") or []
     big = int(res["budget"])
     out = []
@@ -326,8 +318,9 @@ def run_tts(
 ) -> list[dict[str, Any]]:
     """Run every (method, budget, problem) not yet in ``out_dir/records.jsonl``; write the summaries.
 
-    With ``nested``, a :data:`NESTABLE` method runs at the largest budget only and its smaller budgets are
-    read off that run's first draws (:func:`nested_records`): 8 samples per problem instead of 1+2+4+8.
+    With ``nested``, a method registered ``nestable`` runs at the largest budget only and its smaller
+    budgets are read off that run's first draws (:func:`nested_records`): 8 samples per problem instead
+    of 1+2+4+8.
 
     With ``workers > 1`` that many runs go at once in threads sharing ``gen`` through
     :class:`e2c.generation.batching.SharedGenerator`, whose waiting calls reach the backend together (the
@@ -339,7 +332,7 @@ def run_tts(
     rec_path = out_dir / "records.jsonl"
     done = read_done(rec_path)
     top = max(budgets)
-    derive = {m for m in methods if nested and m in NESTABLE}
+    derive = {m for m in methods if nested and traits(m).nestable}
     todo = [
         (m, b, r)
         for m in methods
@@ -365,7 +358,7 @@ def run_tts(
                 (
                     v
                     for k, v in done.items()
-                    if m in BUDGET_FREE and k.startswith(f"{m}\t") and k.endswith(f"\t{r.id}")
+                    if traits(m).budget_free and k.startswith(f"{m}\t") and k.endswith(f"\t{r.id}")
                 ),
                 None,
             )
@@ -533,5 +526,5 @@ def tracker_payload(
     return scalars, samples
 
 
-if __name__ == "__main__":  # pragma: no cover - tts/run_tts.py is the entry point
-    sys.exit("run python tts/run_tts.py")
+if __name__ == "__main__":  # pragma: no cover - python -m e2c.tts is the entry point
+    sys.exit("run python -m e2c.tts (or python tts/run_tts.py)")

@@ -1,0 +1,298 @@
+"""Test-time scaling: accuracy against generated tokens for the registered search methods.
+
+    python -m e2c.tts [--methods ...] [--budgets 4 8 16 32] [--limit N] [--dataset aime24] [--model ...]
+                      [--backend ...] [--config tts/config/tts.yaml] [--set key=value ...]
+
+``python tts/run_tts.py`` (the paper's command) is the same program with the same flags. Defaults come
+from ``tts/config/tts.yaml``; flags override them, ``--set`` overrides method settings (``--set
+explore_budget=256``; the old names ``explore_tokens`` and ``execute_tokens`` are accepted). Results
+(records.jsonl, results.json, results.csv, accuracy_vs_tokens.png) go to ``<output_dir>/<dataset>/<model>/``;
+a rerun with the same settings resumes per (method, budget, problem); Ctrl-C or SIGTERM stops a run with one
+line naming what was saved and the command that resumes it (exit 130 / 143). The last line printed is one
+JSON object with the results' paths and the summary.
+
+Run it with the package installed (``pip install -e .``); relative paths of the config (its ``output_dir``)
+are the project's (:func:`e2c.paths.project_root`). The methods, their ``--methods`` names and what the
+runner does with each (whole chains, budget-free, nestable, needs an embedder) come from the registry
+(:func:`e2c.tts.base.register`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from e2c.cli import (
+    DTYPES,
+    ArgumentParser,
+    count_lines,
+    exit_interrupted,
+    interrupt_on_sigterm,
+    plural,
+    quiet_transformers,
+    resume_command,
+    slug,
+)
+from e2c.errors import UserError, fail
+from e2c.models import default_subfolder
+from e2c.paths import project_root
+from e2c.tracking import RESULTS_LOGGER_HELP, log_results, result_trackers
+from e2c.tts.base import METHODS, methods_with
+
+PROG = "python -m e2c.tts"
+ENTRY = ("-m", "e2c.tts")  # what follows the interpreter in the command that resumes a run
+
+
+def joined(names: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``: names as a sentence writes them."""
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+
+
+def build_parser(prog: str = PROG) -> ArgumentParser:
+    """The TTS command line; ``prog`` names the entry in usage and error lines (the shim passes its own).
+    The registered methods and the nestable ones are read from the registry, so a new method shows up
+    here with nothing else edited."""
+    p = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    p.add_argument(
+        "--config", default=None, help="defaults (YAML) (default: tts/config/tts.yaml of the project)"
+    )
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        default=None,
+        help=f"methods to run, of: {', '.join(sorted(METHODS))} (default: the config's ten)",
+    )
+    p.add_argument("--budgets", nargs="+", type=int, default=None, help="K/N values (default: 4 8 16 32)")
+    p.add_argument(
+        "--limit", type=int, default=None, help="first N problems (default: the config's; 0 = all)"
+    )
+    p.add_argument("--dataset", default=None, help="benchmark name (default: aime24)")
+    p.add_argument(
+        "--data-dir", default=None, help="folder with local benchmark files (default: the config's)"
+    )
+    p.add_argument(
+        "--model", default=None, help="model: HF id, folder, embedded, tiny (default: the released 8B)"
+    )
+    p.add_argument(
+        "--subfolder",
+        default=None,
+        help="model subfolder (default: 8B for the released checkpoint, else none)",
+    )
+    p.add_argument("--backend", default=None, help="auto, vllm or hf (default: auto)")
+    p.add_argument("--output-dir", default=None, help="results root (default: tts/outputs)")
+    p.add_argument("--dtype", default=None, help="model dtype: auto, float32, bfloat16 (default: auto)")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="problems run at once, their generation calls batched together (default: 16 on vllm, 1 on hf)",
+    )
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a method setting, e.g. explore_budget=256 (repeatable)",
+    )
+    p.add_argument(
+        "--nested-budgets",
+        action="store_true",
+        help=f"{joined(methods_with('nestable'))} run at the largest budget only; smaller budgets are read "
+        "off its first k samples (default: off, every budget sampled afresh)",
+    )
+    p.add_argument("--logger", default="", help=RESULTS_LOGGER_HELP)
+    return p
+
+
+def parse_args(argv: list[str] | None = None, prog: str = PROG):
+    """The flags of ``argv`` (default: the command line's)."""
+    return build_parser(prog).parse_args(argv)
+
+
+def load_config(args) -> dict:
+    """The config file with the flags on top; every value checked before anything is loaded or written."""
+    import yaml
+
+    from e2c.tts.base import SETTING_ALIASES, canonical_settings
+    from e2c.tts.run import check_budgets, check_methods_list
+
+    path = Path(args.config) if args.config else project_root() / "tts" / "config" / "tts.yaml"
+    if not path.is_file():
+        raise UserError(f"no TTS config at {path}")
+    try:
+        cfg = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
+        raise UserError(f"--config {path}: not readable YAML ({type(e).__name__})") from None
+    if not isinstance(cfg, dict):
+        raise UserError(f"--config {path}: expected a mapping of settings, got {type(cfg).__name__}")
+    if cfg.get("model_path"):  # the paper's README sets model_path (and subfolder) in this file
+        cfg["model"] = cfg["model_path"]
+    keys = (
+        "methods",
+        "budgets",
+        "limit",
+        "dataset",
+        "data_dir",
+        "model",
+        "subfolder",
+        "backend",
+        "output_dir",
+        "dtype",
+    )
+    for key in keys:
+        val = getattr(args, key)
+        if val is not None:
+            cfg[key] = val
+    limit = cfg.get("limit")
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+        raise UserError(f"--limit {limit!r}: give the number of problems, or 0 for all")
+    cfg["methods"] = check_methods_list(cfg.get("methods"))
+    cfg["budgets"] = check_budgets(cfg.get("budgets"))
+    if (cfg.get("dtype") or "auto") not in DTYPES:
+        raise UserError(f"--dtype {cfg['dtype']!r}; valid: {', '.join(DTYPES)}")
+    for key in ("dataset", "model"):
+        if not isinstance(cfg.get(key), str) or not cfg[key].strip():
+            raise UserError(f"--{key} is missing or empty (config {path})")
+    if args.workers is not None and args.workers < 1:
+        raise UserError(f"--workers must be at least 1, got {args.workers}")
+    settings = cfg.get("settings") or {}
+    if not isinstance(settings, dict):
+        raise UserError(f"--config {path}: 'settings' must be a mapping, got {type(settings).__name__}")
+    try:
+        settings = canonical_settings(settings)
+    except ValueError as e:
+        raise UserError(f"--config {path}: {e}") from None
+    for item in args.sets:
+        if "=" not in item:
+            raise UserError(f"--set {item!r}: expected KEY=VALUE")
+        k, v = item.split("=", 1)
+        key = SETTING_ALIASES.get(k.strip(), k.strip())  # an old name sets the same knob as its new one
+        settings[key] = set_value(key, v)
+    cfg["settings"] = settings
+    return cfg
+
+
+def set_value(key: str, text: str):
+    """A ``--set`` value: YAML for numbers, the text as written for text settings (an opener of ``1.``
+    or ``no`` stays text)."""
+    import yaml
+
+    from e2c.tts import TTSSettings
+
+    if isinstance(getattr(TTSSettings, key, None), str):
+        return text
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # reported by the setting's own check, with its name
+
+
+def out_root(path: str, from_flag: bool) -> Path:
+    """A relative --output-dir is taken from the working directory; the config's, from the repository."""
+    p = Path(path)
+    return p if p.is_absolute() or from_flag else project_root() / p
+
+
+def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] = ENTRY) -> int:
+    """The TTS run; ``prog`` and ``entry`` (what follows the interpreter in the printed resume command)
+    name the command the user typed: ``python -m e2c.tts`` here, ``tts/run_tts.py`` through the shim."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(argv, prog)
+    quiet_transformers()
+    interrupt_on_sigterm()
+    out_dir: Path | None = None
+    try:
+        from e2c.data.registry import load_benchmark
+        from e2c.files import check_output_dir
+        from e2c.generation import make_generator, pick_backend
+        from e2c.models import ModelSpecError
+        from e2c.tts.run import (
+            check_methods,
+            format_table,
+            load_embedder,
+            read_done,
+            run_tts,
+            selected_results,
+            settings_from,
+        )
+        from e2c.tts.run import tracker_payload as tts_payload
+
+        trackers = result_trackers(args.logger)
+        cfg = load_config(args)
+        cfg["subfolder"] = default_subfolder(cfg["model"], cfg.get("subfolder"))
+        methods = check_methods(cfg["methods"])
+        budgets = cfg["budgets"]
+        settings = settings_from(cfg["settings"])
+        backend = pick_backend(cfg.get("backend") or "auto")
+        records = load_benchmark(cfg["dataset"], cfg.get("data_dir"), cfg.get("limit") or None)
+        model_name = Path(cfg["model"]).name if Path(cfg["model"]).exists() else cfg["model"]
+        out_dir = (
+            out_root(cfg.get("output_dir") or "tts/outputs", from_flag=args.output_dir is not None)
+            / slug(cfg["dataset"])
+            / slug(model_name + (f"-{cfg['subfolder']}" if cfg.get("subfolder") else ""))
+        )
+        check_output_dir(out_dir, "--output-dir")
+        try:
+            gen, _ = make_generator(
+                backend,
+                cfg["model"],
+                cfg.get("subfolder") or None,
+                seed=settings.seed,
+                dtype=cfg.get("dtype") or "auto",
+            )
+        except ModelSpecError as e:
+            raise UserError(str(e)) from None
+        embed = load_embedder(settings.embedder) if methods_with("needs_embedder", methods) else None
+        run_cfg = {
+            "dataset": cfg["dataset"],
+            "model": cfg["model"],
+            "subfolder": cfg.get("subfolder"),
+            "backend": gen.name,
+            "limit": cfg.get("limit"),
+            "settings": settings.to_dict(),
+        }
+        if args.nested_budgets:  # recorded only when on, so earlier run folders keep resuming
+            run_cfg["nested_budgets"] = True
+        workers = args.workers if args.workers is not None else (16 if gen.name == "vllm" else 1)
+        rows = run_tts(
+            gen,
+            records,
+            methods,
+            budgets,
+            settings,
+            out_dir,
+            run_cfg,
+            embed,
+            workers=workers,
+            nested=args.nested_budgets,
+        )
+        if trackers:
+            results = selected_results(read_done(out_dir / "records.jsonl"), methods, budgets, records)
+            scalars, samples = tts_payload(rows, results)
+            log_results(trackers, out_dir, f"tts-{slug(cfg['dataset'])}", scalars, samples)
+    except UserError as e:
+        fail(str(e))
+    except KeyboardInterrupt as e:
+        rec = out_dir / "records.jsonl" if out_dir is not None else None
+        n = count_lines(rec) if rec is not None else 0
+        saved = f"{plural(n, 'result')} saved in {rec}" if n else "no results saved yet"
+        exit_interrupted(e, saved, resume_command(list(entry), argv))
+    print(format_table(rows))
+    print(
+        json.dumps(
+            {
+                "results": str(out_dir / "results.json"),
+                "csv": str(out_dir / "results.csv"),
+                "plot": str(out_dir / "accuracy_vs_tokens.png"),
+                "summary": rows,
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
