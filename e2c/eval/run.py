@@ -41,17 +41,14 @@ from e2c.cli import (
 from e2c.data.registry import load_benchmarks, valid_names
 from e2c.devices import gpu_count
 from e2c.errors import UserError, fail
-from e2c.eval.runner import MEDICAL_PROMPTS, EvalConfig, format_table, run_eval, tracker_payload
+from e2c.eval.runner import EvalConfig, chunk_size_for, format_table, run_eval, tracker_payload
 from e2c.files import check_output_dir
-from e2c.models import RELEASED_REPO, ModelSpecError, default_subfolder, model_context, resolve_model
+from e2c.flags import add_setting_flags, flag_values
+from e2c.models import ModelSpecError, default_subfolder, model_context, resolve_model
 from e2c.tracking import RESULTS_LOGGER_HELP, log_results, result_trackers
 
 # The paper's evaluation folder; each model and setting gets its own run folder inside it (resume needs that).
 EVAL_ROOT = Path("evaluation") / "e2c-eval"
-VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones
-# hf: sequences per call, in batches: rows that finish are refilled from the rest of the call (continuous
-# batching), so only the last quarter of a call runs with a part-empty batch; a resume redoes at most one call.
-HF_CHUNK_BATCHES = 4
 
 
 def default_save_path(cfg: EvalConfig) -> Path:
@@ -98,30 +95,10 @@ def saved_predictions(save: Path | None) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The run's settings are :class:`EvalConfig`'s flags (its fields' metadata); the rest say how to run."""
     p = ArgumentParser(prog="scripts/eval.sh", description=__doc__.split("\n\n")[0])
+    add_setting_flags(p, EvalConfig)
     a = p.add_argument
-    a(
-        "--model",
-        default=RELEASED_REPO,
-        help=f"model: HF id, folder, 'embedded' or 'tiny' (default: {RELEASED_REPO})",
-    )
-    a(
-        "--subfolder",
-        default=None,
-        help="subfolder of the model (8B, 4B, or a path) (default: 8B for the released checkpoint, else none)",
-    )
-    a(
-        "--dataset",
-        default="gsm8k",
-        help="benchmark, alias or group: gsm8k, math, aime24, aime25, amc23, all, medqa, medmcqa, med, ... "
-        "(comma-separated for several; default: gsm8k)",
-    )
-    a(
-        "--sample",
-        type=int,
-        default=1,
-        help="samples per problem (default: 1, as the paper's script; its reported numbers use --sample 8)",
-    )
     a(
         "--gpus",
         default=None,
@@ -142,8 +119,6 @@ def build_parser() -> argparse.ArgumentParser:
         "CPU); their predictions are merged, and equal one process's (chunks are seeded, not workers)",
     )
     a("--shard", default=None, help=argparse.SUPPRESS)  # RANK/WORLD: set by the parent for its workers
-    a("--temperature", type=float, default=1.0, help="sampling temperature; 0 = greedy (default: 1.0)")
-    a("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0)")
     a(
         "--output-dir",
         type=Path,
@@ -151,59 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run folder (default: evaluation/e2c-eval/<model>/<settings>, under the paper's folder)",
     )
     a(
-        "--backend",
-        default="auto",
-        help="auto, vllm or hf (transformers) (default: auto: vllm when installed, GPU or CPU, else hf)",
-    )
-    a("--limit", type=int, default=None, help="first N problems of each dataset (default: all)")
-    a("--max-tokens", type=int, default=None, help="new tokens per sample (default: 8192 math, 1500 medical)")
-    a(
-        "--explore-budget",
-        type=int,
-        default=None,
-        help="two-phase: exploration budget in tokens (default: off)",
-    )
-    a(
-        "--execute-budget",
-        type=int,
-        default=None,
-        help="two-phase: execution budget (default: max tokens minus the exploration budget)",
-    )
-    a("--seed", type=int, default=0, help="random seed (default: 0)")
-    a("--data-dir", default=None, help="folder with local benchmark files, searched first (default: none)")
-    a("--format", default="e2c", choices=list(FORMATS), help="chain format (default: e2c)")
-    a("--opener", default="", help="text that starts the exploration for the model (default: none)")
-    a(
-        "--no-prefill",
-        action="store_true",
-        help="the release's evaluation prompt: question + suffix, assistant turn not prefilled with "
-        "<EXPLORATION> (default: prefilled, as the release's RL and TTS)",
-    )
-    a(
-        "--medical-prompt",
-        default="none",
-        choices=list(MEDICAL_PROMPTS),
-        help="medical sets: 'release' adds the release's medical system prompt and question suffix "
-        "(default: none, as in the release)",
-    )
-    a(
         "--batch-size",
         type=int,
         default=16,
         help="transformers backend: rows decoded at once (default: 16)",
-    )
-    a(
-        "--chunk-size",
-        type=int,
-        default=None,
-        help=f"sequences per generation call and per resume unit (default: {HF_CHUNK_BATCHES} x batch size for hf, {VLLM_CHUNK} for vllm)",
-    )
-    a(
-        "--k",
-        type=int,
-        nargs="+",
-        default=None,
-        help="k values for pass@k and maj@k (default: 1, 2, 4, ..., samples)",
     )
     a(
         "--dtype",
@@ -319,27 +245,14 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
     gpus = parse_gpus(args.gpus)
     backend = pick_backend(args.backend)
     cfg = EvalConfig(
-        model=args.model,
-        subfolder=default_subfolder(args.model, args.subfolder),
-        dataset=args.dataset,
-        samples=args.sample,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_tokens=args.max_tokens,
-        explore_budget=args.explore_budget,
-        execute_budget=args.execute_budget,
-        seed=args.seed,
-        backend=backend,
-        format=args.format,
-        opener=args.opener,
-        prefill=not args.no_prefill,
-        medical_prompt=args.medical_prompt,
-        chunk_size=args.chunk_size
-        if args.chunk_size is not None
-        else (VLLM_CHUNK if backend == "vllm" else HF_CHUNK_BATCHES * args.batch_size),
-        limit=args.limit,
-        data_dir=args.data_dir,
-        ks=args.k,
+        **{
+            **flag_values(args, EvalConfig),
+            "subfolder": default_subfolder(args.model, args.subfolder),
+            "backend": backend,
+            "chunk_size": args.chunk_size
+            if args.chunk_size is not None
+            else chunk_size_for(backend, args.batch_size),
+        }
     )
     cfg.check()
     names = [n.strip() for n in args.dataset.split(",") if n.strip()]

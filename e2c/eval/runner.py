@@ -28,14 +28,16 @@ from typing import Any
 
 from e2c import progress
 from e2c.budget import FLAG_NAMES, PhaseBudget
-from e2c.chain import MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
+from e2c.chain import FORMATS, MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
 from e2c.data.registry import Record, get_spec, options_of, question_text
 from e2c.errors import UserError
 from e2c.eval.compare import run_summary
 from e2c.eval.metrics import summarize
 from e2c.files import atomic_write_json
+from e2c.flags import setting
 from e2c.generation.base import check_fits, context_length, derive_seed
 from e2c.generation.chains import ChainResult, generate_chains
+from e2c.models import RELEASED_REPO
 from e2c.rewards.grader import grade_many
 from e2c.runinfo import git_commit, versions
 from e2c.tracking import SAMPLE_CHAINS
@@ -64,31 +66,131 @@ FIELD_DEFAULTS: dict[str, Any] = {"prefill": True, "medical_prompt": "none"}
 # --medical-prompt: "none" (the release's default) or "release" (its optional medical system prompt and
 # question suffix, for the medical sets only).
 MEDICAL_PROMPTS = ("none", "release")
+VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones
+# hf: sequences per call, in batches: rows that finish are refilled from the rest of the call (continuous
+# batching), so only the last quarter of a call runs with a part-empty batch; a resume redoes at most one call.
+HF_CHUNK_BATCHES = 4
+
+
+def chunk_size_for(backend: str, batch_size: int) -> int:
+    """Sequences per generation call (and per resume unit) when ``--chunk-size`` is not given."""
+    return VLLM_CHUNK if backend == "vllm" else HF_CHUNK_BATCHES * batch_size
 
 
 @dataclass
 class EvalConfig:
-    """Settings of one evaluation run (the CLI's flags)."""
+    """Settings of one evaluation run. A field with a flag in its metadata is a flag of ``scripts/eval.sh``
+    (:func:`e2c.flags.add_setting_flags`): its spelling, ``--help`` line and command-line default live here."""
 
-    model: str
-    subfolder: str | None = None
-    dataset: str = "gsm8k"
-    samples: int = 8
-    temperature: float = 1.0
-    top_p: float = 1.0
-    max_tokens: int | None = None  # None: each dataset's budget (8192 math, 1500 medical)
-    explore_budget: int | None = None  # set: two-phase generation
-    execute_budget: int | None = None
-    seed: int = 0
-    backend: str = "hf"
-    format: str = "e2c"
-    opener: str = ""
-    chunk_size: int = 16  # sequences per generation call
-    prefill: bool = True  # False: the release's evaluation prompt (no <EXPLORATION> written for the model)
-    medical_prompt: str = "none"  # "release": the release's medical system prompt and suffix (medical sets)
-    limit: int | None = None
-    data_dir: str | None = None
-    ks: list[int] | None = None
+    model: str = field(
+        metadata=setting(
+            "model: HF id, folder, 'embedded' or 'tiny'",
+            flag="--model",
+            flag_help=f"model: HF id, folder, 'embedded' or 'tiny' (default: {RELEASED_REPO})",
+            flag_default=RELEASED_REPO,
+        )
+    )
+    subfolder: str | None = field(
+        default=None,
+        metadata=setting(
+            "subfolder of the model (8B, 4B, or a path) (default: 8B for the released checkpoint, else none)",
+            flag="--subfolder",
+        ),
+    )
+    dataset: str = field(
+        default="gsm8k",
+        metadata=setting(
+            "benchmark, alias or group: gsm8k, math, aime24, aime25, amc23, all, medqa, medmcqa, med, ... "
+            "(comma-separated for several; default: gsm8k)",
+            flag="--dataset",
+        ),
+    )
+    samples: int = field(
+        default=8,
+        metadata=setting(
+            "samples per problem (default: 1, as the paper's script; its reported numbers use --sample 8)",
+            flag="--sample",
+            flag_default=1,
+        ),
+    )
+    temperature: float = field(
+        default=1.0, metadata=setting("sampling temperature; 0 = greedy (default: 1.0)", flag="--temperature")
+    )
+    top_p: float = field(
+        default=1.0, metadata=setting("nucleus sampling mass (default: 1.0)", flag="--top-p")
+    )
+    max_tokens: int | None = field(
+        default=None,  # None: each dataset's budget (8192 math, 1500 medical)
+        metadata=setting("new tokens per sample (default: 8192 math, 1500 medical)", flag="--max-tokens"),
+    )
+    explore_budget: int | None = field(
+        default=None,  # set: two-phase generation (e2c.budget)
+        metadata=setting("two-phase: exploration budget in tokens (default: off)", flag="--explore-budget"),
+    )
+    execute_budget: int | None = field(
+        default=None,
+        metadata=setting(
+            "two-phase: execution budget (default: max tokens minus the exploration budget)",
+            flag="--execute-budget",
+        ),
+    )
+    seed: int = field(default=0, metadata=setting("random seed (default: 0)", flag="--seed"))
+    backend: str = field(
+        default="hf",
+        metadata=setting(
+            "auto, vllm or hf (transformers) (default: auto: vllm when installed, GPU or CPU, else hf)",
+            flag="--backend",
+            flag_default="auto",  # the run resolves it (e2c.generation.pick_backend) before this is set
+        ),
+    )
+    format: str = field(
+        default="e2c",
+        metadata=setting("chain format (default: e2c)", flag="--format", choices=tuple(FORMATS)),
+    )
+    opener: str = field(
+        default="",
+        metadata=setting("text that starts the exploration for the model (default: none)", flag="--opener"),
+    )
+    chunk_size: int = field(
+        default=16,
+        metadata=setting(
+            "sequences per generation call and per resume unit (default: "
+            f"{HF_CHUNK_BATCHES} x batch size for hf, {VLLM_CHUNK} for vllm)",
+            flag="--chunk-size",
+            flag_default=None,  # the run derives it from the backend (chunk_size_for)
+        ),
+    )
+    prefill: bool = field(
+        default=True,
+        metadata=setting(
+            "the release's evaluation prompt: question + suffix, assistant turn not prefilled with "
+            "<EXPLORATION> (default: prefilled, as the release's RL and TTS)",
+            flag="--no-prefill",
+            negate=True,
+        ),
+    )
+    medical_prompt: str = field(
+        default="none",
+        metadata=setting(
+            "medical sets: 'release' adds the release's medical system prompt and question suffix "
+            "(default: none, as in the release)",
+            flag="--medical-prompt",
+            choices=MEDICAL_PROMPTS,
+        ),
+    )
+    limit: int | None = field(
+        default=None, metadata=setting("first N problems of each dataset (default: all)", flag="--limit")
+    )
+    data_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "folder with local benchmark files, searched first (default: none)", flag="--data-dir"
+        ),
+    )
+    ks: list[int] | None = field(
+        default=None,
+        metadata=setting("k values for pass@k and maj@k (default: 1, 2, 4, ..., samples)", flag="--k"),
+    )
     grade_timeout: float = 5.0
     extra: dict[str, Any] = field(default_factory=dict)  # recorded, not compared (e.g. resolved model path)
 

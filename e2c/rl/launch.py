@@ -45,10 +45,11 @@ from e2c.cli import ArgumentParser
 from e2c.devices import cpu_note, cpu_ranks, gpu_count, requested_gpus
 from e2c.errors import UserError, fail
 from e2c.files import ensure_output_dir
+from e2c.flags import add_setting_flags
 from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
-from e2c.rl.settings import E2CSettings, e2c_settings, setting_flags
+from e2c.rl.settings import GROUP, E2CSettings, e2c_settings, setting_flags
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
 from e2c.verl_cpu.hf_rollout import SYNC_LOG, SYNC_LOG_ENV
 
@@ -312,21 +313,6 @@ def check_data(cfg: Any) -> None:
                 check_data_file(str(path), what, "rl", DATA_SUFFIXES, flag)
 
 
-def add_setting_flags(parser: argparse.ArgumentParser, cls: type = E2CSettings) -> None:
-    """The E2C flags, generated from the settings' field metadata (:func:`e2c.rl.settings.setting_flags`):
-    spelling, ``--help`` line, type, choices and default all come from the field, aliases from
-    :data:`e2c.cli.FLAG_ALIASES`."""
-    for f in setting_flags(cls):
-        kwargs: dict[str, Any] = {"default": f.default, "help": f.help}
-        if f.type is bool:
-            kwargs["action"] = argparse.BooleanOptionalAction
-        else:
-            kwargs["type"] = f.type
-        if f.choices is not None:
-            kwargs["choices"] = f.choices
-        parser.add_argument(f.flag, **kwargs)
-
-
 def setting_overrides(args: argparse.Namespace, cls: type = E2CSettings) -> dict[str, str]:
     """The Hydra overrides of the E2C flags given (a flag at its default leaves the config's value):
     ``--explore-adv-coef 2`` -> ``{"e2c.explore_adv_coef": "2.0"}``."""
@@ -392,7 +378,7 @@ def build_parser() -> ArgumentParser:
         help="checkpoint every N steps and at the last (default: the config's; where that is -1, the last "
         "step only, so final/ exists); -1: never (--stage 1 or 2 only)",
     )
-    add_setting_flags(p, SETTINGS)
+    add_setting_flags(p, SETTINGS, group=GROUP)
     p.add_argument(
         "--dr-grpo",
         action="store_true",

@@ -27,52 +27,17 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from e2c import flags
 from e2c.budget import BudgetNames, PhaseBudget, from_config
 from e2c.errors import UserError
+from e2c.flags import SettingFlag, setting, setting_choices
 from e2c.rl.advantage import DEFAULT_RULE, explore_adv_rule_names
 
 GROUP = "e2c"  # the config key of the group
-
-
-def setting(
-    help: str,
-    *,
-    flag: str | None = None,
-    flag_help: str | None = None,
-    flag_default: Any = None,
-    choices: Sequence[str] | Callable[[], Sequence[str]] | None = None,
-    choices_label: str = "valid",
-) -> dict[str, Any]:
-    """A setting's field metadata: everything said about it, in one place.
-
-    Args:
-        help: what the setting does (the YAML comment in ``configs/e2c_common.yaml`` says the same).
-        flag: the launcher flag that sets it (``--explore-budget``); None: config only (``-- e2c.<key>=...``).
-        flag_help: the flag's ``--help`` line when it is shorter than ``help``.
-        flag_default: the flag's value when it is not given; the launcher adds the Hydra override only when
-            the value differs from it, so the config's (the stage's) value stands otherwise.
-        choices: the valid values, or a function returning them when they can grow at run time (a registry);
-            checked by :func:`e2c_settings` and by the flag's parser.
-        choices_label: how the one-line error names the valid values ("registered rules").
-    """
-    meta: dict[str, Any] = {"help": help}
-    if flag is not None:
-        meta.update(flag=flag, flag_help=flag_help or help, flag_default=flag_default)
-    if choices is not None:
-        meta.update(choices=choices, choices_label=choices_label)
-    return meta
-
-
-def setting_choices(metadata: Mapping[str, Any]) -> tuple[str, ...] | None:
-    """A field's valid values now (a registry's names are read when asked), or None for any value."""
-    choices = metadata.get("choices")
-    if choices is None:
-        return None
-    return tuple(choices() if callable(choices) else choices)
 
 
 @dataclass(frozen=True)
@@ -123,6 +88,7 @@ class E2CSettings:
             "Advantage multiplier on exploration tokens (up to and including the first boundary).",
             flag="--explore-adv-coef",
             flag_help="exploration advantage weight (default: stage)",
+            flag_default=None,  # no override unless given: each stage's config sets its own
         ),
     )
     execute_adv_coef: float = field(
@@ -175,48 +141,13 @@ def setting_keys(cls: type = E2CSettings, prefix: str = "") -> Iterator[str]:
             yield prefix + f.name
 
 
-@dataclass(frozen=True)
-class SettingFlag:
-    """A launcher flag, as a setting's field metadata declares it (:func:`setting`)."""
-
-    key: str  # the dotted key in the group: rollout.explore_budget
-    flag: str  # --explore-budget
-    help: str  # its --help line
-    type: type  # the field's type: int, float, str or bool
-    default: Any  # its value when not given (no override then)
-    choices: tuple[str, ...] | None
-
-    @property
-    def hydra_key(self) -> str:
-        """The override's key: ``e2c.rollout.explore_budget``."""
-        return f"{GROUP}.{self.key}"
-
-    @property
-    def dest(self) -> str:
-        """The argparse attribute: ``explore_budget`` (the flag's name, as argparse derives it)."""
-        return self.flag.lstrip("-").replace("-", "_")
-
-
-def setting_flags(cls: type = E2CSettings, prefix: str = "") -> Iterator[SettingFlag]:
+def setting_flags(cls: type = E2CSettings) -> Iterator[SettingFlag]:
     """The settings of ``cls`` (nested groups included) that declare a launcher flag, in declaration order.
 
     >>> [(f.flag, f.hydra_key) for f in setting_flags()][0]
     ('--explore-adv-coef', 'e2c.explore_adv_coef')
     """
-    default = cls()
-    for f in dataclasses.fields(cls):
-        base = getattr(default, f.name)
-        if dataclasses.is_dataclass(base):
-            yield from setting_flags(type(base), f"{prefix}{f.name}.")
-        elif "flag" in f.metadata:
-            yield SettingFlag(
-                key=prefix + f.name,
-                flag=f.metadata["flag"],
-                help=f.metadata["flag_help"],
-                type=type(base),
-                default=f.metadata["flag_default"],
-                choices=setting_choices(f.metadata),
-            )
+    return flags.setting_flags(cls, group=GROUP)
 
 
 def _convert(key: str, value: Any, default: Any) -> Any:

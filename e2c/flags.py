@@ -1,0 +1,177 @@
+"""A settings dataclass is its own command line: each field's metadata declares its flag.
+
+TRL's ``GRPOConfig`` is the model: one dataclass that is the config, the command line and the docs. A field
+says what it is once, with :func:`setting` (its help line, its valid values and, when the command line
+offers it, the flag's spelling, ``--help`` line and default); :func:`add_setting_flags` adds those flags
+to a parser and :func:`flag_values` reads the parsed values back as field values. A new setting is then
+one field: the RL launcher's E2C flags (:class:`e2c.rl.settings.E2CSettings`) and eval's
+(:class:`e2c.eval.runner.EvalConfig`) are both built this way. A flag's other spellings come from the one
+alias table, :data:`e2c.cli.FLAG_ALIASES`, which the toolkit's parser adds to every flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["FIELD_DEFAULT", "SettingFlag", "add_setting_flags", "flag_values", "setting", "setting_choices"]
+
+
+class _FieldDefault:
+    def __repr__(self) -> str:
+        return "FIELD_DEFAULT"
+
+
+FIELD_DEFAULT: Any = _FieldDefault()
+"""``flag_default`` of a flag whose value when not given is the field's own default."""
+
+
+def setting(
+    help: str,
+    *,
+    flag: str | None = None,
+    flag_help: str | None = None,
+    flag_default: Any = FIELD_DEFAULT,
+    choices: Sequence[str] | Callable[[], Sequence[str]] | None = None,
+    choices_label: str = "valid",
+    nargs: str | None = None,
+    negate: bool = False,
+) -> dict[str, Any]:
+    """A setting's field metadata: everything said about it, in one place.
+
+    Args:
+        help: what the setting does.
+        flag: the command-line flag that sets it (``--explore-budget``); None: no flag.
+        flag_help: the flag's ``--help`` line when it differs from ``help``.
+        flag_default: the flag's value when it is not given (default: the field's default). The RL
+            launcher adds a Hydra override only for a value that differs from it, so the config's stands.
+        choices: the valid values, or a function returning them when they can grow at run time (a registry).
+        choices_label: how a one-line error names the valid values ("registered rules").
+        nargs: argparse's ``nargs`` for a list field (``"+"``).
+        negate: a boolean field set to False by its flag (``--no-prefill`` sets ``prefill``).
+    """
+    meta: dict[str, Any] = {"help": help}
+    if flag is not None:
+        meta.update(
+            flag=flag, flag_help=flag_help or help, flag_default=flag_default, nargs=nargs, negate=negate
+        )
+    if choices is not None:
+        meta.update(choices=choices, choices_label=choices_label)
+    return meta
+
+
+def setting_choices(metadata: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """A field's valid values now (a registry's names are read when asked), or None for any value."""
+    choices = metadata.get("choices")
+    if choices is None:
+        return None
+    return tuple(choices() if callable(choices) else choices)
+
+
+@dataclass(frozen=True)
+class SettingFlag:
+    """A command-line flag, as a field's metadata declares it (:func:`setting`)."""
+
+    key: str  # the field's dotted path: rollout.explore_budget
+    flag: str  # --explore-budget
+    help: str  # its --help line
+    type: type  # the value's type: int, float, str or bool (a list field: its items')
+    default: Any  # its value when not given
+    choices: tuple[str, ...] | None
+    nargs: str | None = None
+    negate: bool = False
+    group: str = ""  # the config group the key lives in (RL: "e2c"); part of hydra_key
+
+    @property
+    def dest(self) -> str:
+        """The argparse attribute: ``explore_budget`` (the flag's name, as argparse derives it)."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+    @property
+    def hydra_key(self) -> str:
+        """The key with its group: ``e2c.rollout.explore_budget``."""
+        return f"{self.group}.{self.key}" if self.group else self.key
+
+
+def _value_type(hint: Any) -> tuple[type, bool]:
+    """``int | None`` -> (int, False); ``list[int] | None`` -> (int, True)."""
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1:
+        hint = args[0]
+    if typing.get_origin(hint) is list:
+        return typing.get_args(hint)[0], True
+    return hint, False
+
+
+def _field_default(f: dataclasses.Field) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
+
+
+def _field_type(cls: type, f: dataclasses.Field) -> tuple[type, bool]:
+    """A field's value type: its default's, else (a None or list default) its resolved annotation's."""
+    default = _field_default(f)
+    if default is not None and default is not dataclasses.MISSING and not isinstance(default, list):
+        return type(default), False
+    return _value_type(typing.get_type_hints(cls)[f.name])
+
+
+def setting_flags(cls: type, prefix: str = "", group: str = "") -> Iterator[SettingFlag]:
+    """The fields of ``cls`` (nested settings dataclasses included) that declare a flag, in declaration
+    order."""
+    for f in dataclasses.fields(cls):
+        kind, is_list = _field_type(cls, f)
+        if dataclasses.is_dataclass(kind):
+            yield from setting_flags(kind, f"{prefix}{f.name}.", group)
+        elif "flag" in f.metadata:
+            meta = f.metadata
+            default = _field_default(f) if meta["flag_default"] is FIELD_DEFAULT else meta["flag_default"]
+            if default is dataclasses.MISSING:
+                raise TypeError(f"{cls.__name__}.{f.name}: a required field's flag needs a flag_default")
+            yield SettingFlag(
+                key=prefix + f.name,
+                flag=meta["flag"],
+                help=meta["flag_help"],
+                type=kind,
+                default=default,
+                choices=setting_choices(meta),
+                nargs=meta["nargs"] or ("+" if is_list else None),
+                negate=meta["negate"],
+                group=group,
+            )
+
+
+def add_setting_flags(parser: argparse.ArgumentParser, cls: type, group: str = "") -> list[SettingFlag]:
+    """Add the flags ``cls``'s fields declare to ``parser`` (spelling, ``--help`` line, type, choices and
+    default from the field); returns them."""
+    flags = list(setting_flags(cls, group=group))
+    for f in flags:
+        kwargs: dict[str, Any] = {"default": f.default, "help": f.help}
+        if f.type is bool:
+            kwargs["action"] = "store_true" if f.negate else argparse.BooleanOptionalAction
+            if f.negate:
+                kwargs["default"] = False
+        else:
+            kwargs["type"] = f.type
+        if f.nargs is not None:
+            kwargs["nargs"] = f.nargs
+        if f.choices is not None:
+            kwargs["choices"] = list(f.choices)
+        parser.add_argument(f.flag, **kwargs)
+    return flags
+
+
+def flag_values(args: argparse.Namespace, cls: type, group: str = "") -> dict[str, Any]:
+    """The parsed flags of ``cls`` as field values by dotted key (a negated flag given: its field False)."""
+    return {
+        f.key: (not getattr(args, f.dest)) if f.negate else getattr(args, f.dest)
+        for f in setting_flags(cls, group=group)
+    }

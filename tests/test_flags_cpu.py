@@ -1,0 +1,95 @@
+"""Settings dataclasses are their command lines (e2c.flags): eval's flags come from EvalConfig's fields."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import pytest
+
+from e2c.cli import ArgumentParser
+from e2c.flags import add_setting_flags, flag_values, setting, setting_flags
+
+
+@dataclass
+class Toy:
+    name: str = field(metadata=setting("the name", flag="--name", flag_default="x"))
+    steps: int = field(default=3, metadata=setting("steps", flag="--steps"))
+    rate: float | None = field(default=None, metadata=setting("rate (default: none)", flag="--rate"))
+    ks: list[int] | None = field(default=None, metadata=setting("k values", flag="--k"))
+    prefill: bool = field(default=True, metadata=setting("no prefill", flag="--no-prefill", negate=True))
+    mode: str = field(default="a", metadata=setting("mode", flag="--mode", choices=("a", "b")))
+    hidden: int = 7  # no metadata: not a flag
+
+
+def _parse(argv: list[str]) -> dict:
+    p = ArgumentParser(prog="toy")
+    add_setting_flags(p, Toy)
+    return flag_values(p.parse_args(argv), Toy)
+
+
+def test_flags_follow_the_fields_cpu() -> None:
+    assert [f.flag for f in setting_flags(Toy)] == [
+        "--name",
+        "--steps",
+        "--rate",
+        "--k",
+        "--no-prefill",
+        "--mode",
+    ]
+    assert _parse([]) == {"name": "x", "steps": 3, "rate": None, "ks": None, "prefill": True, "mode": "a"}
+    got = _parse(
+        ["--name", "y", "--steps", "5", "--rate", "0.5", "--k", "1", "4", "--no-prefill", "--mode", "b"]
+    )
+    assert got == {"name": "y", "steps": 5, "rate": 0.5, "ks": [1, 4], "prefill": False, "mode": "b"}
+    Toy(**got)  # the values build the dataclass
+
+
+@pytest.mark.parametrize("argv", [["--steps", "1.5"], ["--rate", "x"], ["--k"], ["--mode", "c"]])
+def test_a_flag_is_typed_from_its_field_cpu(argv: list[str], capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as e:
+        _parse(argv)
+    assert e.value.code == 2 and capsys.readouterr().err.startswith("error: ")
+
+
+def test_a_required_field_needs_a_flag_default_cpu() -> None:
+    @dataclass
+    class Bad:
+        model: str = field(metadata=setting("model", flag="--model"))
+
+    with pytest.raises(TypeError, match="needs a flag_default"):
+        list(setting_flags(Bad))
+
+
+def test_eval_flags_are_evalconfig_fields_cpu() -> None:
+    from e2c.eval.run import build_parser
+    from e2c.eval.runner import EvalConfig
+
+    flagged = {f.key for f in setting_flags(EvalConfig)}
+    assert flagged == {f.name for f in dataclasses.fields(EvalConfig)} - {"grade_timeout", "extra"}
+    args = build_parser().parse_args(
+        ["--model", "tiny", "--sample", "4", "--explore-budget", "32", "--no-prefill", "--k", "1", "2"]
+    )
+    values = flag_values(args, EvalConfig)
+    assert values["model"] == "tiny" and values["samples"] == 4 and values["explore_budget"] == 32
+    assert values["prefill"] is False and values["ks"] == [1, 2] and values["execute_budget"] is None
+    assert EvalConfig(**values).samples == 4
+
+
+def test_a_new_evalconfig_field_is_an_eval_flag_without_another_edit_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from e2c.eval import run
+    from e2c.eval.runner import EvalConfig
+
+    @dataclass
+    class Wider(EvalConfig):
+        min_p: float = field(
+            default=0.0, metadata=setting("min-p sampling floor (default: 0)", flag="--min-p")
+        )
+
+    monkeypatch.setattr(run, "EvalConfig", Wider)
+    parser = run.build_parser()
+    assert "min-p sampling floor (default: 0)" in " ".join(parser.format_help().split())
+    values = flag_values(parser.parse_args(["--min-p", "0.05"]), Wider)
+    assert values["min_p"] == 0.05 and Wider(**values).min_p == 0.05
