@@ -6,7 +6,7 @@
 #     -> 3. exploration-only adaptation: EF-SFT vs full SFT vs nothing on a family held out of SFT and RL
 #     -> report: each claim's table, interval and verdict (supported / not supported / not resolvable)
 #
-#   bash scripts/claims.sh                # embedded SmolLM2-135M: outputs/claims/report.md (README: its time)
+#   bash scripts/claims.sh                # embedded SmolLM2-135M: outputs/claims/report.md (docs/results.md: its time)
 #   bash scripts/claims.sh --fast         # the tiny test model at tiny sizes (CI)
 #   bash scripts/claims.sh --from tts     # redo the TTS experiment and the report
 #   bash scripts/claims.sh --help         # every flag, with its default

@@ -31,6 +31,7 @@ DOC_PAGES = {
     "bad-input.md",
     "verified-where.md",
     "results.md",
+    "extending.md",
 }
 
 # Programs the docs may name that are not part of this repository.

@@ -1,7 +1,7 @@
 """The reward's format gate (``require_format``): a right answer counts only in a well-formed chain.
 
 Without it, a small policy's right answers written with fragments of the tags' spelling instead of the tag
-tokens were rewarded, and the quickstart's GRPO taught the model to drop its tags (README "Quickstart")."""
+tokens were rewarded, and the quickstart's GRPO taught the model to drop its tags (docs/results.md, "RL at this scale")."""
 
 from __future__ import annotations
 

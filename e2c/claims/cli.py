@@ -46,6 +46,7 @@ from e2c.errors import UserError
 from e2c.quickstart.context import read_done
 from e2c.quickstart.progress import Reporter
 from e2c.quickstart.runner import Pipeline, main_of, out_folder, run_pipeline
+from e2c.tts import methods_with
 
 
 def stage_report(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
@@ -134,7 +135,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=_help(
             "tts_nested",
-            "self_consistency and e2c_sc: smaller budgets read off the largest one's first draws",
+            f"{' and '.join(methods_with('nestable'))}: smaller budgets read off the largest one's first draws",
         ),
     )
     g.add_argument(

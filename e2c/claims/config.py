@@ -127,7 +127,7 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
 
 # First duration estimates in seconds (the default run on a 2-core CPU; --fast on the tiny model): the
 # whole stage for start, adapt and report; per RL arm for weighting and per TTS problem for tts, measured on
-# 2026-11-25 (README "The paper's claims at laptop scale").
+# 2026-11-25 (docs/results.md, "The paper's claims at laptop scale").
 TTS_SECONDS_PER_PROBLEM = 62.0  # five methods at K = 1, 2, 4, 8 with nested budgets, vLLM on 2 cores
 ETA_SECONDS = {
     False: {"start": 1380, "weighting": 512, "tts": TTS_SECONDS_PER_PROBLEM, "adapt": 880, "report": 5},

@@ -17,6 +17,7 @@ from e2c.eval.compare import per_problem_scores
 from e2c.files import atomic_write_json, atomic_write_text
 from e2c.quickstart.context import read_done
 from e2c.quickstart.report import system_info
+from e2c.tts import METHODS, methods_with, traits
 
 PAPER = {
     "weighting": "stage 2 weights the advantage of exploration tokens x2 (coefficient 2.0 vs 1.0)",
@@ -143,8 +144,7 @@ def tts_table(records: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]
             def role_mean(*names: str, rr=rr, n=n) -> float:
                 return sum(sum(x.get(k, 0) for k in names) for x in rr) / n
 
-            # e2c_tot's tree steps are exploration prefixes: its exploration tokens
-            explore_roles = ("explore", "tree") if m == "e2c_tot" else ("explore",)
+            explore_roles = traits(m).explore_roles if m in METHODS else ("explore",)
             known = {*explore_roles, "execute", "full"}
             rows.append(
                 {
@@ -392,8 +392,8 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
             "paper counts them. Self-consistency samples whole chains in one call (its tokens are "
             "whole-chain tokens)."
             + (
-                " Budgets below the largest of self_consistency and e2c_sc are read off the largest run's first "
-                "k draws (tts/run_tts.py --nested-budgets)."
+                f" Budgets below the largest of {' and '.join(methods_with('nestable'))} are read off the largest "
+                "run's first k draws (python -m e2c.tts --nested-budgets)."
                 if t["nested"]
                 else ""
             ),

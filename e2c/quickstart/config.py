@@ -85,7 +85,7 @@ class Config:
     filter_k: int = 4
     filter_band: str = "learnable"
     filter_candidates: int = 96  # RL prompts the filter samples (0: all of them)
-    # RL: GRPO stage 2 (departures from the paper's stage 2 are chosen by measurement; README "Quickstart")
+    # RL: GRPO stage 2 (departures from the paper's stage 2 are chosen by measurement; docs/quickstart.md, "The RL settings")
     rl_steps: int = 6
     rl_lr: float = 5e-5
     rl_batch: int = 4
@@ -209,7 +209,7 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 # A first estimate of each stage's duration in seconds (before its own progress gives a better one): the
-# default run measured on a 2-core CPU on 2026-11-24 with vLLM (README), and the --fast run's order of magnitude.
+# default run measured on a 2-core CPU on 2026-11-24 with vLLM (docs/results.md), and the --fast run's order of magnitude.
 ETA_SECONDS = {
     False: {
         "data": 27,

@@ -201,7 +201,7 @@ def rl_overrides(cfg: Config) -> list[str]:
             if cfg.rl_overlong_buffer > 0
             else ["reward.reward_kwargs.overlong_buffer_cfg.enable=false"]
         ),
-        # Stage 2's plan-adherence bonus (off by default here: see README "Quickstart").
+        # Stage 2's plan-adherence bonus (off by default here: see docs/quickstart.md, "The RL settings").
         f"reward.custom_reward_function.reward_kwargs.plan_bonus={str(cfg.rl_plan_bonus).lower()}",
         # A right answer counts only in a well-formed chain (e2c.rewards.verl_score: require_format).
         f"reward.custom_reward_function.reward_kwargs.require_format={str(cfg.rl_require_format).lower()}",
@@ -210,7 +210,7 @@ def rl_overrides(cfg: Config) -> list[str]:
         # Bypass mode takes the rollout's log-probs as the old ones (saves a forward pass, ~11 s a step).
         # The rollout decodes in bf16, the actor in fp32: the PPO ratio pi_fp32 / pi_bf16 is then off 1 exactly
         # where the margins are thin (the tag tokens), and clipping cuts the positive updates there but not
-        # the negative ones. Off by default (README "Quickstart": the tags collapsed in two runs with it).
+        # the negative ones. Off by default (docs/results.md, "RL at this scale": the tags collapsed in two runs with it).
         *(["algorithm.rollout_correction.bypass_mode=true"] if cfg.rl_bypass else []),
     ]
 

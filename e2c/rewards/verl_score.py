@@ -44,7 +44,7 @@ def compute_score(
     correctness term), ``answer_correct`` the answer alone and ``correct_malformed`` 1.0 for a right answer in
     a malformed chain, which scores 0. Why: a small policy sampled at T 0.7 writes a third of its chains with
     fragments of the tags' spelling instead of the tag tokens and still gets some answers right; rewarding
-    those taught the quickstart's GRPO to drop the tags (held-out format 99% -> 0%, README "Quickstart").
+    those taught the quickstart's GRPO to drop the tags (held-out format 99% -> 0%, docs/results.md, "RL at this scale").
     """
     info = dict(extra_info or {})
     info.update(kwargs)

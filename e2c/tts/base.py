@@ -219,6 +219,13 @@ class MethodTraits:
     # Needs ``Context.embed`` (the sentence-transformers model ``TTSSettings.embedder``): the entry point
     # loads it only when a selected method asks for it.
     needs_embedder: bool = False
+    # Its steps are exploration prefixes (e2c_tot's tree steps): reports count those tokens as exploration.
+    tree_explores: bool = False
+
+    @property
+    def explore_roles(self) -> tuple[str, ...]:
+        """The token roles (:class:`Meter`'s) a report counts as exploration for this method."""
+        return ("explore", "tree") if self.tree_explores else ("explore",)
 
 
 METHODS: dict[str, MethodFn] = {}

@@ -425,7 +425,7 @@ def _tree_search(
     return best_leaves(leaves, max(leaves_wanted, 1))
 
 
-@register("e2c_tot")
+@register("e2c_tot", tree_explores=True)
 def e2c_tot(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """E2C tree of thoughts: a beam search over exploration prefixes (steps of ``tree_step_tokens``, scored
     by the model, best ``tree_beam`` kept) until K explorations are complete; the best-scored complete
