@@ -319,7 +319,9 @@ def test_text_formats_in_both_modes(fmt) -> None:
 
 def test_budget_errors() -> None:
     gen = ScriptedGenerator(lambda p, j: "x")
-    with pytest.raises(ValueError, match="explore_budget 10 leaves nothing of max_tokens 10 for the execution"):
+    with pytest.raises(
+        ValueError, match="explore_budget 10 leaves nothing of max_tokens 10 for the execution"
+    ):
         generate_chains(gen, ["Q"], explore_budget=10, max_tokens=10)
     with pytest.raises(ValueError, match="execute_budget must be >= 1, got 0"):
         generate_chains(gen, ["Q"], explore_budget=10, execute_budget=0)

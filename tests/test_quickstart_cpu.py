@@ -424,3 +424,22 @@ def test_foreign_output_folder_is_never_cleared(tmp_path: Path) -> None:
         f"error: {out / 'data'} exists and was not made by the quickstart; pick another --out (nothing was changed)"
     ]
     assert (out / "data" / "mine.txt").read_text() == "keep me" and sorted(out.iterdir()) == [out / "data"]
+
+
+def test_a_stage_recorded_under_an_old_setting_name_is_still_complete_cpu(tmp_path: Path) -> None:
+    """--rl-explore-coef became --rl-explore-adv-coef: a run folder finished before the rename resumes."""
+    import json
+    from types import SimpleNamespace
+
+    from e2c.quickstart.plan import select_stages
+    from e2c.quickstart.runner import stage_states
+
+    (tmp_path / "rl").mkdir()
+    old = {"seed": 0, "rl_explore_coef": 2.0}
+    (tmp_path / "rl" / "DONE.json").write_text(json.dumps({"settings": old, "seconds": 1.0}))
+    (tmp_path / "rl" / "STARTED.json").write_text(json.dumps(old))
+    states = stage_states(SimpleNamespace(stages=("rl",)), SimpleNamespace(dir=lambda s: tmp_path / s))
+    now = {"rl": {"seed": 0, "rl_explore_adv_coef": 2.0}}
+    assert select_stages(states, now, stages=("rl",), depends={}) == {"rl": "skip"}
+    with pytest.raises(UserError, match="other settings"):  # a changed value is still a change
+        select_stages(states, {"rl": {"seed": 0, "rl_explore_adv_coef": 1.0}}, stages=("rl",), depends={})

@@ -38,8 +38,28 @@ class Pipeline:
     eta: Mapping[str, float]
 
 
+# Settings recorded under an earlier name -> their name now: a finished stage recorded before a rename is
+# still recognised as the same settings.
+RENAMED_SETTINGS = {"rl_explore_coef": "rl_explore_adv_coef"}
+
+
+def renamed(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """Recorded settings under today's names.
+
+    >>> renamed({"rl_explore_coef": 2.0, "seed": 0})
+    {'rl_explore_adv_coef': 2.0, 'seed': 0}
+    """
+    return {RENAMED_SETTINGS.get(k, k): v for k, v in settings.items()}
+
+
 def stage_states(p: Pipeline, ctx: Any) -> dict[str, StageState]:
-    return {s: StageState(read_done(ctx.dir(s)), read_started(ctx.dir(s))) for s in p.stages}
+    states = {}
+    for s in p.stages:
+        done, started = read_done(ctx.dir(s)), read_started(ctx.dir(s))
+        if done is not None and isinstance(done.get("settings"), Mapping):
+            done = {**done, "settings": renamed(done["settings"])}
+        states[s] = StageState(done, renamed(started) if started is not None else None)
+    return states
 
 
 def wipe_stage(ctx: Any, stage: str) -> None:
