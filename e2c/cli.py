@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from e2c.errors import Interrupted, fail
+from e2c.argtypes import ValueType
+from e2c.errors import Interrupted, UserError, fail
 
 # canonical flag -> the other spellings it also accepts (the paper's scripts use underscores).
 FLAG_ALIASES: dict[str, tuple[str, ...]] = {
@@ -78,6 +79,16 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def add_mutually_exclusive_group(self, **kwargs):  # type: ignore[override]
         return _with_aliases(super().add_mutually_exclusive_group(**kwargs))
+
+    def _get_value(self, action: argparse.Action, arg_string: str):  # type: ignore[override]
+        """A value of a declared type (:mod:`e2c.argtypes`) is refused as ``--flag must be ..., got ...``."""
+        if isinstance(action.type, ValueType):
+            try:
+                return action.type.parse(arg_string)
+            except UserError as e:
+                name = action.option_strings[0] if action.option_strings else action.dest
+                self.error(f"{name} {e}")
+        return super()._get_value(action, arg_string)
 
     def error(self, message: str) -> NoReturn:
         fail(f"{message} (see {self.prog} --help)")

@@ -110,11 +110,14 @@ def atomic_replace_dir(path: str | Path, fill: Callable[[Path], None]) -> Path:
 
 
 def is_special(path: Path) -> bool:
-    """A device, a pipe, or a name under /dev or /proc (``/dev/stdout`` links to whatever stdout is):
-    written in place, since renaming a file over it would replace the system's entry."""
+    """A device, a pipe, or an existing name under /dev or /proc (``/dev/stdout`` links to whatever stdout
+    is): written in place, since renaming a file over it would replace the system's entry. A name there
+    that does not exist is not special: nothing can create it, and the write check says so."""
+    if not os.path.lexists(path):
+        return False
     if path.absolute().parts[1:2] in (("dev",), ("proc",)):
         return True
-    return path.exists() and not path.is_file() and not path.is_dir()
+    return not path.is_file() and not path.is_dir()
 
 
 def temp_sibling(path: Path) -> Path:

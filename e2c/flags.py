@@ -19,7 +19,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FIELD_DEFAULT", "SettingFlag", "add_setting_flags", "flag_values", "setting", "setting_choices"]
+from e2c.argtypes import ValueType
+
+__all__ = [
+    "FIELD_DEFAULT",
+    "SettingFlag",
+    "add_setting_flags",
+    "check_settings",
+    "flag_values",
+    "setting",
+    "setting_choices",
+]
 
 
 class _FieldDefault:
@@ -41,6 +51,7 @@ def setting(
     choices_label: str = "valid",
     nargs: str | None = None,
     negate: bool = False,
+    value: ValueType | None = None,
 ) -> dict[str, Any]:
     """A setting's field metadata: everything said about it, in one place.
 
@@ -54,8 +65,11 @@ def setting(
         choices_label: how a one-line error names the valid values ("registered rules").
         nargs: argparse's ``nargs`` for a list field (``"+"``).
         negate: a boolean field set to False by its flag (``--no-prefill`` sets ``prefill``).
+        value: the values it takes, as one of :mod:`e2c.argtypes`' types (``whole(1)``): the flag parses
+            with it and a value from elsewhere (a Hydra override, a config) is checked with it
+            (:func:`check_settings`).
     """
-    meta: dict[str, Any] = {"help": help}
+    meta: dict[str, Any] = {"help": help, "value": value}
     if flag is not None:
         meta.update(
             flag=flag, flag_help=flag_help or help, flag_default=flag_default, nargs=nargs, negate=negate
@@ -82,6 +96,7 @@ class SettingFlag:
     help: str  # its --help line
     type: type  # the value's type: int, float, str or bool (a list field: its items')
     default: Any  # its value when not given
+    value: ValueType | None  # the values it takes (e2c.argtypes); None: any value of its type
     choices: tuple[str, ...] | None
     nargs: str | None = None
     negate: bool = False
@@ -142,6 +157,7 @@ def setting_flags(cls: type, prefix: str = "", group: str = "") -> Iterator[Sett
                 help=meta["flag_help"],
                 type=kind,
                 default=default,
+                value=meta.get("value"),
                 choices=setting_choices(meta),
                 nargs=meta["nargs"] or ("+" if is_list else None),
                 negate=meta["negate"],
@@ -160,7 +176,7 @@ def add_setting_flags(parser: argparse.ArgumentParser, cls: type, group: str = "
             if f.negate:
                 kwargs["default"] = False
         else:
-            kwargs["type"] = f.type
+            kwargs["type"] = f.value or f.type
         if f.nargs is not None:
             kwargs["nargs"] = f.nargs
         if f.choices is not None:
@@ -175,3 +191,19 @@ def flag_values(args: argparse.Namespace, cls: type, group: str = "") -> dict[st
         f.key: (not getattr(args, f.dest)) if f.negate else getattr(args, f.dest)
         for f in setting_flags(cls, group=group)
     }
+
+
+def check_settings(obj: Any, prefix: str = "") -> None:
+    """Check every field of a settings dataclass (nested ones too) that declares its values (``value=``)
+    with that type: one :class:`e2c.errors.UserError` line naming the key (``prefix`` + the dotted
+    field path), however the value arrived (a flag, a Hydra override, a config file)."""
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            check_settings(v, f"{prefix}{f.name}.")
+            continue
+        kind = f.metadata.get("value")
+        if kind is None or v is None:
+            continue
+        for item in v if isinstance(v, list) else [v]:
+            kind.check(item, f"{prefix}{f.name}")

@@ -294,19 +294,3 @@ def _missing_column(path: Path, message: str) -> str | None:
     if column in names:
         return None
     return f"{path} has no column {column!r} (columns: {', '.join(names) or 'none'})"
-
-
-def check_model_folder(path: str) -> None:
-    """A folder a trainer can start from: what :func:`e2c.models.check_model_folder` asks of any model
-    (a readable config.json, weights) and a tokenizer (verl would fail minutes later, inside a worker,
-    without them)."""
-    from e2c.models import ModelSpecError
-    from e2c.models import check_model_folder as check_loadable
-
-    folder = Path(path)
-    try:
-        check_loadable(folder)
-    except ModelSpecError as e:
-        raise UserError(str(e)) from None
-    if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json", "vocab.json")):
-        raise UserError(f"model folder {folder} has no tokenizer (tokenizer.json or tokenizer_config.json)")

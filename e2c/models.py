@@ -25,7 +25,9 @@ from typing import Any
 
 from e2c import progress
 from e2c.chain import E2C, ChainFormat
+from e2c.errors import UserError
 from e2c.files import atomic_replace_dir
+from e2c.paths import cache_dir
 
 RELEASED_REPO = "TingheOliver/Explore-Execute-Chain-Qwen"
 
@@ -64,7 +66,7 @@ CHATML_TEMPLATE = (
 )
 
 
-class ModelSpecError(ValueError):
+class ModelSpecError(UserError, ValueError):
     """A model spec that cannot be resolved; the message is one line for the user."""
 
 
@@ -75,11 +77,6 @@ class ResolvedModel:
     path: str
     source: str  # tiny | embedded | local | hub
     description: str
-
-
-def cache_dir() -> Path:
-    """Root of the toolkit's cache (``$E2C_CACHE`` or ``~/.cache/e2c``)."""
-    return Path(os.environ.get("E2C_CACHE", Path.home() / ".cache" / "e2c"))
 
 
 def resolve_model(
@@ -106,14 +103,63 @@ def resolve_model(
         folder = p / subfolder if subfolder else p
         check_model_folder(folder)
         return ResolvedModel(str(folder), "local", str(folder))
-    if re.fullmatch(r"[\w.\-]+/[\w.\-]+", spec) and not spec.startswith((".", "/")):
+    if is_hub_id(spec):
         return _resolve_hub(spec, subfolder, local_files_only)
     raise ModelSpecError(f"unknown model {spec!r}: not a folder and not an HF id; use {SPEC_FORMS}")
 
 
-def check_model_folder(folder: Path) -> None:
-    """Refuse, in one line naming ``folder``, a local model folder transformers could not load: no
-    ``config.json``, one that is not a JSON object, or no weight files."""
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+CHAT_TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
+_MAX_HEADER = 100 << 20  # a safetensors header larger than this is not a real one
+
+
+def safetensors_header_error(path: Path) -> str | None:
+    """Why ``path`` is not a safetensors file (its 8-byte length and JSON header), or None. Reads the
+    header only, not the weights: a truncated download or a file of another format is caught in
+    milliseconds instead of a minute into a trainer."""
+    try:
+        size = path.stat().st_size
+        with path.open("rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                return "shorter than a safetensors header"
+            n = int.from_bytes(head, "little")
+            if n < 2 or n > min(_MAX_HEADER, size - 8):
+                return "not a safetensors file (its header length does not fit the file)"
+            header = json.loads(f.read(n).decode("utf-8"))
+    except OSError as e:
+        return f"cannot read it ({e.strerror or e})"
+    except (UnicodeDecodeError, ValueError):
+        return "not a safetensors file (its header is not JSON)"
+    if not isinstance(header, dict):
+        return "not a safetensors file (its header is not a JSON object)"
+    end = max((v.get("data_offsets", [0, 0])[1] for v in header.values() if isinstance(v, dict)), default=0)
+    if not isinstance(end, int) or 8 + n + end > size:
+        return f"truncated: its header describes {end} bytes of tensors, the file has {size - 8 - n}"
+    return None
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    return [p for pattern in WEIGHT_PATTERNS for p in sorted(folder.glob(pattern))]
+
+
+def is_hub_id(spec: str) -> bool:
+    """Whether ``spec`` has the form of an HF hub id ``owner/name``.
+
+    >>> is_hub_id("TingheOliver/Explore-Execute-Chain-Qwen"), is_hub_id("./x/y"), is_hub_id("a b/c")
+    (True, False, False)
+    """
+    return bool(re.fullmatch(r"[\w.\-]+/[\w.\-]+", spec)) and not spec.startswith((".", "/"))
+
+
+def check_model_folder(folder: Path, *, chat_template: bool = False) -> None:
+    """Refuse, in one line naming ``folder``, a local model folder that cannot be loaded, before any work
+    (and before verl or ray start): no ``config.json`` or one that is not a JSON object, no weights,
+    safetensors files whose header does not parse or that are cut short, no tokenizer, and (when a chat
+    format is asked for, ``chat_template=True``) no chat template. Reads headers only: milliseconds."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise ModelSpecError(f"{folder} is not a model folder (not a folder); use {SPEC_FORMS}")
     cfg = folder / "config.json"
     if not cfg.is_file():
         raise ModelSpecError(f"{folder} is not a model folder (no config.json); use {SPEC_FORMS}")
@@ -124,11 +170,36 @@ def check_model_folder(folder: Path) -> None:
         raise ModelSpecError(f"{folder}: cannot read config.json ({why})") from None
     if not isinstance(data, dict):
         raise ModelSpecError(f"{folder}: config.json is not a JSON object")
-    if not any(next(folder.glob(pattern), None) for pattern in WEIGHT_PATTERNS):
+    weights = _weight_files(folder)
+    if not weights:
         raise ModelSpecError(
             f"{folder} has a config.json but no weights ({', '.join(WEIGHT_PATTERNS)}); "
             "an unfinished save or export? point --model at a complete model folder"
         )
+    for path in weights:
+        why = safetensors_header_error(path) if path.suffix == ".safetensors" else None
+        if why:
+            raise ModelSpecError(
+                f"{folder}: weights file {path.name} is {why}; re-save or re-download the model"
+            )
+    if not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        raise ModelSpecError(f"model folder {folder} has no tokenizer ({' or '.join(TOKENIZER_FILES[:2])})")
+    if chat_template and not has_chat_template(folder):
+        raise ModelSpecError(
+            f"model folder {folder} has no chat template (tokenizer_config.json 'chat_template' or "
+            "chat_template.jinja), which the chat prompt format needs"
+        )
+
+
+def has_chat_template(folder: Path) -> bool:
+    """Whether a model folder's tokenizer carries a chat template (a file, or its config's key)."""
+    if any((folder / f).is_file() for f in CHAT_TEMPLATE_FILES):
+        return True
+    try:
+        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
+    return isinstance(config, dict) and bool(config.get("chat_template"))
 
 
 def model_context(config: Any) -> int | None:

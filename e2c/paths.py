@@ -26,6 +26,11 @@ def _is_project(folder: Path) -> bool:
     return (folder / MARKER).is_file()
 
 
+def cache_dir() -> Path:
+    """Root of the toolkit's cache (``$E2C_CACHE`` or ``~/.cache/e2c``): built models, error logs."""
+    return Path(os.environ.get("E2C_CACHE", Path.home() / ".cache" / "e2c"))
+
+
 def project_root() -> Path:
     """The project folder (see the module docstring)."""
     home = os.environ.get("E2C_HOME")

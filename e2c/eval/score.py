@@ -29,10 +29,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import OUTPUT_FILE, TEXT, positive, whole
 from e2c.chain import FORMATS, get_format
 from e2c.cli import ArgumentParser
 from e2c.data.io import json_type, read_rows, write_jsonl
-from e2c.errors import UserError, fail
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 from e2c.files import check_output_file
 from e2c.rewards.grader import GradeResult, as_options, grade_many
 from e2c.rewards.kinds import ANSWER_KINDS, DEFAULT_KIND, Kind, find_kind, kind_names
@@ -156,10 +158,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--response-key",
         default="response",
+        type=TEXT,
         help="field with the response text; every value must be a string, a dotted path picks a list item "
         "(response.0) (default: response)",
     )
-    p.add_argument("--answer-key", default="answer", help="field with the reference answer (default: answer)")
+    p.add_argument(
+        "--answer-key", default="answer", type=TEXT, help="field with the reference answer (default: answer)"
+    )
     # Read when the parser is built: every kind of the table is a choice, with its own summary.
     kinds = "; ".join(f"{k.name}: {k.summary}" for k in ANSWER_KINDS.values())
     p.add_argument(
@@ -169,7 +174,10 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"answer kind ({kinds}) (default: {DEFAULT_KIND})",
     )
     p.add_argument(
-        "--options-key", default="options", help="field with MCQ options {letter: text} (default: options)"
+        "--options-key",
+        default="options",
+        type=TEXT,
+        help="field with MCQ options {letter: text} (default: options)",
     )
     p.add_argument(
         "--format",
@@ -183,60 +191,45 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept the last number when no explicit answer is found (for reference solutions)",
     )
     p.add_argument(
-        "--timeout", type=float, default=5.0, help="hard bound per symbolic check, seconds (default: 5)"
+        "--timeout", type=positive(), default=5.0, help="hard bound per symbolic check, seconds (default: 5)"
     )
-    p.add_argument("--workers", type=int, default=4, help="concurrent grading threads (default: 4)")
-    p.add_argument("--limit", type=int, default=None, help="grade only the first N rows (default: all)")
     p.add_argument(
-        "--out", type=Path, default=None, help="write per-row results as JSONL here (default: none)"
+        "--workers", type=whole(1, 1024), default=4, help="concurrent grading threads (default: 4)"
     )
-    p.add_argument("--show-wrong", type=int, default=0, help="print up to N wrong rows (default: 0)")
+    p.add_argument("--limit", type=whole(1), default=None, help="grade only the first N rows (default: all)")
+    p.add_argument(
+        "--out", type=OUTPUT_FILE, default=None, help="write per-row results as JSONL here (default: none)"
+    )
+    p.add_argument("--show-wrong", type=whole(0), default=0, help="print up to N wrong rows (default: 0)")
     return p
 
 
-def check_args(ap: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    """Refuse flag values argparse's types let through, and an --out that would lose data."""
-    if not (math.isfinite(args.timeout) and args.timeout > 0):
-        ap.error(f"--timeout must be a positive number of seconds, got {args.timeout}")
-    if args.workers < 1:
-        ap.error(f"--workers must be >= 1, got {args.workers}")
-    if args.limit is not None and args.limit < 1:
-        ap.error(f"--limit must be >= 1, got {args.limit}")
-    if args.show_wrong < 0:
-        ap.error(f"--show-wrong must be >= 0, got {args.show_wrong}")
-    if args.out is not None:
-        try:  # before grading, so that a bad path costs no work and never a file
-            check_output_file(args.out, "--out", [args.file])
-        except UserError as e:
-            fail(str(e))
+def check_args(args: argparse.Namespace) -> None:
+    """An --out that would overwrite the input (the flags' values are checked by their types)."""
+    if args.out is not None:  # before grading, so that a bad path costs no work and never a file
+        check_output_file(args.out, "--out", [args.file])
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = build_parser()
-    args = ap.parse_args(argv)
-    check_args(ap, args)
+    args = build_parser().parse_args(argv)
+    check_args(args)
+    checks_done()
     t0 = time.perf_counter()
-    try:
-        _, results = score_file(
-            args.file,
-            args.response_key,
-            args.answer_key,
-            kind=args.kind,
-            options_key=args.options_key,
-            chain_format=args.format,
-            fallback_number=args.fallback_number,
-            timeout=args.timeout,
-            workers=args.workers,
-            limit=args.limit,
-        )
-    except UserError as e:
-        fail(str(e))
+    _, results = score_file(
+        args.file,
+        args.response_key,
+        args.answer_key,
+        kind=args.kind,
+        options_key=args.options_key,
+        chain_format=args.format,
+        fallback_number=args.fallback_number,
+        timeout=args.timeout,
+        workers=args.workers,
+        limit=args.limit,
+    )
     secs = time.perf_counter() - t0
     if args.out:
-        try:
-            write_jsonl(({"row": i, **r.to_dict()} for i, r in enumerate(results)), args.out)
-        except UserError as e:
-            fail(str(e))
+        write_jsonl(({"row": i, **r.to_dict()} for i, r in enumerate(results)), args.out)
     s = summarize(results)
     print(f"{'file':<14}{args.file.name}")
     for k in ("n", "correct", "no_answer", "timeout", "unparseable_gold", "error", "well_formed"):
@@ -262,4 +255,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -175,9 +175,9 @@ def resolve_model_path(spec: str) -> str:
         path = os.path.abspath(resolve_model(spec).path)
     except ModelSpecError as e:
         raise UserError(str(e)) from e
-    from e2c.launch_checks import check_model_folder
+    from e2c.models import check_model_folder
 
-    check_model_folder(path)
+    check_model_folder(Path(path))
     return path
 
 

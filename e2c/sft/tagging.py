@@ -22,15 +22,14 @@ def tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None = None
     (made once, atomically, then reused). Returns (folder, note)."""
     from transformers import AutoTokenizer
 
-    from e2c.launch_checks import check_model_folder
-    from e2c.models import ModelSpecError, missing_chain_tokens, resolve_model
+    from e2c.models import ModelSpecError, check_model_folder, missing_chain_tokens, resolve_model
 
     try:
         res = resolve_model(spec, subfolder)
     except ModelSpecError as e:
         raise UserError(str(e)) from None
     path = os.path.abspath(res.path)  # the trainer runs in the repository, not in the caller's folder
-    check_model_folder(path)
+    check_model_folder(Path(path))
     try:
         tok = AutoTokenizer.from_pretrained(path)
     except (OSError, ValueError) as e:

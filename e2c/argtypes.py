@@ -1,0 +1,329 @@
+"""One set of value types for every flag, setting and override: a value's check is declared once.
+
+A type here is what argparse calls with the flag's text (``type=whole(1)``), what a settings dataclass
+declares in its field metadata (``setting(..., value=probability())``, so the RL launcher checks a Hydra
+override of that key with the same rule) and what the generated bad-input test asks for the values that
+must be refused (:meth:`ValueType.bad_values`): a new flag with a type is covered by construction.
+
+- :func:`finite`, :func:`positive`, :func:`at_least`, :func:`probability`: floats (``nan`` and ``inf``
+  are refused everywhere);
+- :func:`whole`: an integer in a range, optionally with special values outside it (``-1``: never);
+- :data:`EXISTING_FILE`, :data:`EXISTING_DIR`, :data:`OUTPUT_DIR`, :data:`OUTPUT_FILE`: paths, checked
+  before any work and without writing anything that stays;
+- :data:`MODEL`: a model reference (``tiny``, ``embedded``, a folder, an HF id);
+- :data:`TEXT`: a non-empty string.
+
+Every check is a pure function of the text (and of the file system, for paths); errors are one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from e2c.errors import UserError
+
+__all__ = [
+    "EXISTING_DIR",
+    "EXISTING_FILE",
+    "MODEL",
+    "NON_UTF8",
+    "OUTPUT_DIR",
+    "OUTPUT_FILE",
+    "TEXT",
+    "BadValueContext",
+    "Number",
+    "ValueType",
+    "at_least",
+    "check_value",
+    "finite",
+    "positive",
+    "probability",
+    "whole",
+]
+
+# What a command line holds for an argument that is not UTF-8 (Python decodes argv with surrogateescape).
+NON_UTF8 = os.fsdecode(b"\xff\xfe")
+INT_MAX = 2**31 - 1  # seeds, counts and sizes go to C ints (numpy, torch, vLLM) somewhere
+
+
+@dataclass(frozen=True)
+class BadValueContext:
+    """Paths the generated test makes for path-valued flags: an existing file, a folder with a file in it,
+    a model folder whose weights are broken, and a place no process can create anything in."""
+
+    file: str
+    folder: str
+    broken_model: str
+    unwritable: str = "/proc/e2c-no-such/out"
+
+
+class ValueType:
+    """A flag's value type: argparse's ``type=``, a setting's check, and its own bad values."""
+
+    name = "a value"  # how an error line says what is wanted
+
+    def parse(self, text: str) -> Any:  # pragma: no cover - every type overrides it
+        raise NotImplementedError
+
+    def __call__(self, text: str) -> Any:
+        """argparse's entry (the toolkit's parser calls :meth:`parse` itself, to name the flag first:
+        ``--limit must be >= 1, got 0``)."""
+        try:
+            return self.parse(text)
+        except UserError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+
+    def check(self, value: Any, what: str) -> Any:
+        """A value that did not come from text (a Hydra override, a config file), named ``what``."""
+        try:
+            return self.parse(value if isinstance(value, str) else repr(value))
+        except UserError as e:
+            raise UserError(f"{what} {e}") from None
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        """Texts this type must refuse (the generated bad-input test tries each one)."""
+        return ["", NON_UTF8]
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _shown(text: object) -> str:
+    """A value as an error line shows it: bare when it reads unambiguously, quoted otherwise."""
+    s = str(text)
+    return s if s and s == s.strip() and s.isprintable() and len(s) <= 80 else repr(s[:80])
+
+
+def _wanted(t: ValueType, text: object) -> UserError:
+    return UserError(f"must be {t.name}, got {_shown(text)}")
+
+
+@dataclass(frozen=True, repr=False)
+class Number(ValueType):
+    """A finite int or float in ``[low, high]`` (``low_open``: ``(low, high]``), or one of ``special``."""
+
+    kind: type = float
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    special: tuple[float, ...] = ()
+    meaning: str = ""  # what the special values mean, for the error line ("-1: never")
+
+    label: str = ""  # a name for the whole range ("a positive number"), instead of its bounds
+
+    def _bounds(self) -> str:
+        """The range in comparisons: ``>= 1``, ``> 0``, ``in [0, 1]``, ``>= 2 and <= 8``."""
+        high = None if self.high == INT_MAX else self.high  # the C-int cap of a count is not worth a word
+        low = None if self.low is None else f"{self.low:g}"
+        if low is not None and high is not None and not self.low_open:
+            return f"in [{low}, {high:g}]"
+        parts = []
+        if low is not None:
+            parts.append(f"{'>' if self.low_open else '>='} {low}")
+        if high is not None:
+            parts.append(f"<= {high:g}")
+        return " and ".join(parts)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        noun = "a whole number" if self.kind is int else "a finite number"
+        text = self.label or " ".join(filter(None, (noun, self._bounds())))
+        return text + (f" (or {self.meaning})" if self.meaning else "")
+
+    def _in_range(self, v: float) -> bool:
+        if v in self.special:
+            return True
+        if self.low is not None and (v <= self.low if self.low_open else v < self.low):
+            return False
+        return self.high is None or v <= self.high
+
+    def parse(self, text: str) -> int | float:
+        s = str(text).strip()
+        try:
+            v: int | float = int(s) if self.kind is int else float(s)
+        except (ValueError, OverflowError):
+            raise _wanted(self, text) from None
+        if isinstance(v, float) and not math.isfinite(v):
+            raise _wanted(self, text)
+        if not self._in_range(v):
+            # a number out of range is told its bounds only: "--limit must be >= 1, got 0"
+            wanted = self.label or self._bounds()
+            raise UserError(
+                f"must be {wanted}{f' (or {self.meaning})' if self.meaning else ''}, got {_shown(text)}"
+            )
+        return v
+
+    def check(self, value: Any, what: str) -> Any:
+        integral = isinstance(value, float) and value.is_integer()
+        if isinstance(value, bool) or (self.kind is int and isinstance(value, float) and not integral):
+            raise UserError(f"{what} must be {self.name}, got {value!r}")
+        try:
+            return self.parse(str(int(value) if self.kind is int and integral else value))
+        except UserError as e:
+            raise UserError(f"{what} {e}") from None
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        out = ["", NON_UTF8, "x", "nan", "inf", "-inf", "1e999"]
+        if self.kind is int:
+            out += ["1.5", "9" * 5000]
+        step = 1 if self.kind is int else 1e-9
+        if self.low is not None:
+            below = self.low if self.low_open else self.low - step
+            out.append(_fmt(below, self.kind))
+            out.append(_fmt(self.low - 1e6, self.kind))
+        if self.high is not None:
+            out.append(_fmt(self.high + step if self.kind is int else self.high * 1.001 + 1e-6, self.kind))
+        return [v for v in out if v not in {_fmt(s, self.kind) for s in self.special}]
+
+
+def _fmt(v: float, kind: type) -> str:
+    return str(int(v)) if kind is int else repr(float(v))
+
+
+def finite() -> Number:
+    """Any finite number (``nan`` and ``inf`` refused)."""
+    return Number(float)
+
+
+def positive() -> Number:
+    """A finite number > 0 (learning rates, timeouts)."""
+    return Number(float, low=0.0, low_open=True, label="a positive number")
+
+
+def at_least(low: float, high: float | None = None) -> Number:
+    """A finite number >= ``low`` (and <= ``high``)."""
+    return Number(float, low=low, high=high)
+
+
+def probability(open_zero: bool = False) -> Number:
+    """A number in [0, 1] (``open_zero``: (0, 1], as top-p)."""
+    return Number(float, low=0.0, high=1.0, low_open=open_zero)
+
+
+def whole(low: int = 0, high: int | None = INT_MAX, special: Sequence[int] = (), meaning: str = "") -> Number:
+    """A whole number in ``[low, high]`` or one of ``special`` (``meaning`` says what they mean)."""
+    return Number(int, low=low, high=high, special=tuple(special), meaning=meaning)
+
+
+@dataclass(frozen=True, repr=False)
+class Text(ValueType):
+    """A non-empty string (names, labels)."""
+
+    name = "a non-empty text"
+
+    def parse(self, text: str) -> str:
+        s = str(text)
+        if not s.strip():
+            raise _wanted(self, text)
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UserError(f"must be UTF-8 text, got {s!r}") from None
+        return s
+
+
+_PATH_NAMES = {
+    "file": "an existing file",
+    "dir": "an existing folder",
+    "out_dir": "a folder this process can write",
+    "out_file": "a file path this process can write",
+}
+
+
+@dataclass(frozen=True, repr=False)
+class PathType(ValueType):
+    """A path. ``mode``: ``file`` / ``dir`` (must exist), ``out_dir`` / ``out_file`` (must be creatable and
+    writable; nothing stays behind from the check)."""
+
+    mode: str = "file"
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return _PATH_NAMES[self.mode]
+
+    def parse(self, text: str) -> Path:
+        from e2c.files import check_output_dir, check_output_file
+
+        s = str(text)
+        if not s.strip():
+            raise UserError(f"must be {self.name}, got an empty path")
+        if "\0" in s:
+            raise UserError(f"must be {self.name}, got a path with a NUL byte")
+        path = Path(s).expanduser()
+        if self.mode == "file":
+            if path.is_dir():
+                raise UserError(f"{s} is a folder; give a file")
+            if not path.is_file():
+                raise UserError(f"{s} does not exist" if not path.exists() else f"{s} is not a plain file")
+        elif self.mode == "dir":
+            if not path.is_dir():
+                raise UserError(f"{s} is not a folder" if path.exists() else f"{s} does not exist")
+        elif self.mode == "out_dir":
+            if os.path.lexists(path) and not path.is_dir():
+                raise UserError(f"{s} exists and is not a folder")
+            check_output_dir(path, "folder")
+        else:
+            check_output_file(path, "file")
+        return path
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        if self.mode == "file":
+            return ["", NON_UTF8 + "/x", ctx.folder, "/nonexistent/e2c/file.jsonl", "/proc/self/task"]
+        if self.mode == "dir":
+            return ["", NON_UTF8 + "/x", ctx.file, "/nonexistent/e2c/folder"]
+        if self.mode == "out_dir":  # a name that is not UTF-8 is a valid folder name on Linux
+            return ["", ctx.file, ctx.file + "/sub", ctx.unwritable]
+        return ["", ctx.folder, ctx.unwritable]
+
+
+@dataclass(frozen=True, repr=False)
+class ModelRef(ValueType):
+    """A model reference: ``tiny``, ``embedded``, an HF id ``owner/name``, or a local model folder (its
+    config, weight headers and tokenizer are checked now: :func:`e2c.models.check_model_folder`). A
+    folder with no ``config.json`` may hold the model in a ``--subfolder``: it is checked at resolution."""
+
+    name = "a model: 'tiny', 'embedded', a local model folder or an HF id 'owner/name'"
+    extra: tuple[str, ...] = ()  # more names this entry point resolves itself ("auto")
+
+    def parse(self, text: str) -> str:
+        from e2c.models import SPEC_FORMS, check_model_folder, is_hub_id
+
+        s = str(text)
+        if not s.strip():
+            raise UserError(f"empty model; use {SPEC_FORMS}")
+        if "\0" in s:
+            raise UserError("a model path with a NUL byte")
+        if s in ("tiny", "embedded", *self.extra):
+            return s
+        p = Path(s).expanduser()
+        if p.is_file():
+            raise UserError(f"model {s} is a file; give a model folder (config.json, weights, tokenizer)")
+        if p.is_dir():
+            if (p / "config.json").exists():
+                check_model_folder(p)
+            return s
+        if is_hub_id(s):
+            return s
+        raise UserError(f"unknown model {s!r}: not a folder and not an HF id; use {SPEC_FORMS}")
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return ["", NON_UTF8, ctx.file, ctx.broken_model, "/nonexistent/e2c/model", "no such model"]
+
+
+EXISTING_FILE = PathType("file")
+EXISTING_DIR = PathType("dir")
+OUTPUT_DIR = PathType("out_dir")
+OUTPUT_FILE = PathType("out_file")
+MODEL = ModelRef()
+TEXT = Text()
+
+
+def check_value(value: Any, kind: ValueType | None, what: str) -> Any:
+    """``kind.check(value, what)``; a value with no declared type passes as it is."""
+    return value if kind is None else kind.check(value, what)
