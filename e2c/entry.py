@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
+from e2c.cli import resume_command
 from e2c.errors import Interrupted, UserError
 from e2c.paths import cache_dir
 
@@ -81,8 +82,9 @@ def _say(line: str) -> None:
         pass
 
 
-def guarded(main: Callable[[], int | None], prog: str) -> int:
-    """Run ``main()`` under the contract above; returns the exit status (SystemExit passes through)."""
+def guarded(main: Callable[[], int | None], prog: str, rerun: str | None = None) -> int:
+    """Run ``main()`` under the contract above; returns the exit status (SystemExit passes through).
+    ``rerun``: the command that runs it again (named when an interrupt stops it)."""
     try:
         code = main()
     except UserError as e:
@@ -90,7 +92,8 @@ def guarded(main: Callable[[], int | None], prog: str) -> int:
         return 2
     except KeyboardInterrupt as e:
         name, status = ("SIGTERM", 143) if isinstance(e, Interrupted) else ("Ctrl-C", 130)
-        _say(f"interrupted ({name}): {prog} stopped; rerun the same command to start again")
+        again = f"; rerun with: {rerun}" if rerun else "; rerun the same command to start again"
+        _say(f"interrupted ({name}): {prog} stopped{again}")
         return status
     except BrokenPipeError:
         # stdout went away (`| head`); point it at devnull so the interpreter's own flush stays quiet
@@ -119,5 +122,7 @@ def guarded(main: Callable[[], int | None], prog: str) -> int:
 def run_main(main: Callable[[], int | None], prog: str | None = None) -> NoReturn:
     """``sys.exit(guarded(main))``: the last line of every entry point's module."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    name = prog or (spec.name.removesuffix(".__main__") if spec else Path(sys.argv[0]).name) or "e2c"
-    raise SystemExit(guarded(main, name))
+    module = spec.name.removesuffix(".__main__") if spec and spec.name else None
+    name = prog or module or Path(sys.argv[0]).name or "e2c"
+    entry = ["-m", module] if module else [sys.argv[0]]
+    raise SystemExit(guarded(main, name, resume_command(entry, sys.argv[1:])))
