@@ -20,11 +20,25 @@ import time
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import (
+    EXISTING_DIR,
+    MODEL,
+    NON_UTF8,
+    OUTPUT_DIR,
+    TEXT,
+    BadValueContext,
+    ValueType,
+    whole,
+)
 from e2c.cli import DTYPES, ArgumentParser
-from e2c.eval.compare import run_summary
-from e2c.eval.runner import read_predictions
+from e2c.data.registry import find_local, get_spec, resolve_names, search_dirs
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 
 DEFAULT_ARMS = "hf:float32,hf:bfloat16,vllm:bfloat16"
+BACKENDS = ("hf", "vllm")
+# New tokens per response: no model this toolkit runs has a context past 128K tokens.
+MAX_NEW_TOKENS = 131_072
 
 
 def parse_arms(text: str) -> list[tuple[str, str]]:
@@ -32,16 +46,57 @@ def parse_arms(text: str) -> list[tuple[str, str]]:
     arms = []
     for item in filter(None, (a.strip() for a in text.split(","))):
         backend, _, dtype = item.partition(":")
-        if backend not in ("hf", "vllm"):
-            raise SystemExit(
-                f"error: unknown backend {backend!r} in --arms; valid: hf, vllm (as BACKEND:DTYPE)"
+        if backend not in BACKENDS:
+            raise UserError(
+                f"has an unknown backend {backend!r}; valid: {', '.join(BACKENDS)} (as BACKEND:DTYPE)"
             )
         if dtype and dtype not in DTYPES:
-            raise SystemExit(f"error: unknown dtype {dtype!r} in {item!r}; valid: {', '.join(DTYPES)}")
+            raise UserError(f"has an unknown dtype {dtype!r} in {item!r}; valid: {', '.join(DTYPES)}")
         arms.append((backend, dtype or "auto"))
     if len(arms) < 2:
-        raise SystemExit("error: --arms needs at least two arms to compare, e.g. hf:float32,hf:bfloat16")
+        raise UserError("needs at least two arms to compare, e.g. hf:float32,hf:bfloat16")
+    if len(set(arms)) < len(arms):
+        raise UserError(f"names an arm twice in {text!r}; each arm is one run folder")
     return arms
+
+
+class Arms(ValueType):
+    """``--arms``: two or more ``BACKEND:DTYPE`` evaluations, compared against the first."""
+
+    name = "two or more BACKEND:DTYPE arms"
+
+    def parse(self, text: str) -> list[tuple[str, str]]:
+        return parse_arms(str(text))
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return ["", NON_UTF8, ",", "hf:float32", "warp:float32,hf", "hf:int3,hf", "hf,hf:auto"]
+
+
+class Datasets(ValueType):
+    """``--dataset``: benchmark names, groups or aliases, comma-separated (as ``python -m e2c.eval.run``)."""
+
+    name = "comma-separated dataset names"
+
+    def parse(self, text: str) -> str:
+        TEXT.parse(text)
+        resolve_names(str(text))
+        return str(text)
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return ["", NON_UTF8, ",", "no-such-set", "gsm8k,no-such-set"]
+
+
+def check_datasets(spec: str, data_dir: Path) -> list[str]:
+    """The benchmark names of ``--dataset``, each with a local file in ``--data-dir`` (the arms evaluate
+    with ``--no-hub``): refused here, before the first arm runs, instead of inside it."""
+    names = resolve_names(spec)
+    dirs = search_dirs(data_dir)
+    for name in names:
+        if find_local(get_spec(name), dirs) is None:
+            raise UserError(
+                f"--dataset {name}: no local file for it in --data-dir {data_dir} (the arms run with --no-hub)"
+            )
+    return names
 
 
 def run_arm(backend: str, dtype: str, args: Any, out: Path) -> float:
@@ -59,7 +114,8 @@ def run_arm(backend: str, dtype: str, args: Any, out: Path) -> float:
         "--dtype",
         dtype,
     ]
-    cmd += ["--dataset", args.dataset, "--data-dir", args.data_dir, "--temperature", "0", "--sample", "1"]
+    cmd += ["--dataset", args.dataset, "--data-dir", str(args.data_dir)]
+    cmd += ["--temperature", "0", "--sample", "1"]
     cmd += ["--max-tokens", str(args.max_tokens), "--output-dir", str(out), "--no-hub", "--quiet"]
     cmd += ["--batch-size", str(args.batch_size)]
     if args.limit:
@@ -89,26 +145,56 @@ def compare(base: dict[int, dict], other: dict[int, dict]) -> dict[str, Any]:
 
 def summary(run_dir: Path, dataset: str) -> dict[str, Any]:
     """Accuracy and mean generated tokens of one dataset, as the run's ``results.json`` reports them."""
+    from e2c.eval.compare import run_summary
+
     e = run_summary(run_dir)[dataset]
     return {"accuracy": e["accuracy"], "mean_tokens": round(e["explore_tokens"] + e["execute_tokens"], 1)}
 
 
-def main() -> None:
-    ap = ArgumentParser(prog="dtype_numerics")
-    ap.add_argument("--model", default="embedded", help="model spec or folder (default: embedded)")
-    ap.add_argument("--data-dir", required=True, help="folder with the datasets' files (required)")
-    ap.add_argument("--dataset", default="synthetic,gsm8k", help="datasets (default: synthetic,gsm8k)")
-    ap.add_argument("--limit", type=int, default=None, help="first N problems of each (default: all)")
-    ap.add_argument("--max-tokens", type=int, default=320, help="new tokens per response (default: 320)")
-    ap.add_argument("--batch-size", type=int, default=16, help="hf rows decoded at once (default: 16)")
-    ap.add_argument("--arms", default=DEFAULT_ARMS, help=f"BACKEND:DTYPE list (default: {DEFAULT_ARMS})")
+def build_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog="bench/dtype_numerics.py", description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--out", default="outputs/dtype_numerics", help="run folders (default: outputs/dtype_numerics)"
+        "--model", type=MODEL, default="embedded", help="model spec or folder (default: embedded)"
     )
-    args = ap.parse_args()
-    arms = parse_arms(args.arms)
+    ap.add_argument(
+        "--data-dir", type=EXISTING_DIR, required=True, help="folder with the datasets' files (required)"
+    )
+    ap.add_argument(
+        "--dataset",
+        type=Datasets(),
+        default="synthetic,gsm8k",
+        help="datasets (default: synthetic,gsm8k)",
+    )
+    ap.add_argument("--limit", type=whole(1), default=None, help="first N problems of each (default: all)")
+    ap.add_argument(
+        "--max-tokens",
+        type=whole(1, MAX_NEW_TOKENS),
+        default=320,
+        help="new tokens per response (default: 320)",
+    )
+    ap.add_argument(
+        "--batch-size", type=whole(1, 4096), default=16, help="hf rows decoded at once (default: 16)"
+    )
+    ap.add_argument(
+        "--arms", type=Arms(), default=DEFAULT_ARMS, help=f"BACKEND:DTYPE list (default: {DEFAULT_ARMS})"
+    )
+    ap.add_argument(
+        "--out",
+        type=OUTPUT_DIR,
+        default="outputs/dtype_numerics",
+        help="run folders (default: outputs/dtype_numerics)",
+    )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    arms = args.arms
     root = Path(args.out)
-    names = [n.strip() for n in args.dataset.split(",") if n.strip()]
+    names = check_datasets(args.dataset, args.data_dir)
+    checks_done()
+    from e2c.eval.runner import read_predictions
+
     seconds = {f"{b}:{d}": run_arm(b, d, args, root / f"{b}-{d}") for b, d in arms}
     preds = {
         f"{b}:{d}": {n: read_predictions(root / f"{b}-{d}" / "predictions" / f"{n}.jsonl") for n in names}
@@ -137,7 +223,8 @@ def main() -> None:
                 f"{name:<12}{key:<18}{row['accuracy']:>9.3f}{row['mean_tokens']:>8}{ident:>11}{flips:>11}{secs:>8}"
             )
     print(json.dumps(report))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

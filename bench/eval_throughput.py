@@ -34,13 +34,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import EXISTING_DIR, MODEL, NON_UTF8, OUTPUT_FILE, BadValueContext, ValueType, whole
 from e2c.cli import DTYPES, ArgumentParser
+from e2c.data.registry import find_local, get_spec, search_dirs
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 from e2c.paths import project_root
 
 # The benchmark files shared beside the checkout (``../shared/data/benchmarks``).
 DEFAULT_DATA = project_root().parent / "shared" / "data" / "benchmarks"
 DEFAULT_ARMS = "loop:float32,hf:float32,hf:auto,transformers-cb:auto,vllm:auto"
 ARM_NAMES = ("loop", "hf", "transformers-cb", "vllm")
+# New tokens per response: no model this toolkit runs has a context past 128K tokens.
+MAX_NEW_TOKENS = 131_072
 
 
 def peak_rss_mib() -> float:
@@ -56,13 +62,34 @@ def parse_arms(text: str) -> list[tuple[str, str]]:
     for item in filter(None, (a.strip() for a in text.split(","))):
         name, _, dtype = item.partition(":")
         if name not in ARM_NAMES:
-            raise SystemExit(f"error: unknown arm {name!r}; valid: {', '.join(ARM_NAMES)} (as NAME[:DTYPE])")
+            raise UserError(f"has an unknown arm {name!r}; valid: {', '.join(ARM_NAMES)} (as NAME[:DTYPE])")
         if dtype and dtype not in DTYPES:
-            raise SystemExit(f"error: unknown dtype {dtype!r} in {item!r}; valid: {', '.join(DTYPES)}")
+            raise UserError(f"has an unknown dtype {dtype!r} in {item!r}; valid: {', '.join(DTYPES)}")
         arms.append((name, dtype or "auto"))
     if not arms:
-        raise SystemExit("error: --arms is empty; valid arms: " + ", ".join(ARM_NAMES))
+        raise UserError("is empty; valid arms: " + ", ".join(ARM_NAMES))
     return arms
+
+
+class Arms(ValueType):
+    """``--arms`` (and the internal ``--worker``): ``NAME[:DTYPE]`` arms, run in order."""
+
+    name = "NAME[:DTYPE] arms"
+
+    def parse(self, text: str) -> list[tuple[str, str]]:
+        return parse_arms(str(text))
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return ["", NON_UTF8, ",", "warp", "loop,warp:float32", "hf:int3"]
+
+
+def check_data(data_dir: Path) -> None:
+    """GSM8K must be in ``--data-dir`` (every arm reads it there, never from the hub): refused here rather
+    than by every arm's worker in turn."""
+    if not Path(data_dir).is_dir():  # the default is not checked by the flag's type
+        raise UserError(f"--data-dir {data_dir} does not exist; pass the folder with gsm8k.jsonl")
+    if find_local(get_spec("gsm8k"), search_dirs(data_dir)) is None:
+        raise UserError(f"--data-dir {data_dir} has no gsm8k.jsonl (nor gsm8k.parquet)")
 
 
 def timed(fn: Any) -> tuple[Any, float]:
@@ -165,7 +192,7 @@ def worker(args: Any) -> None:
     """Run one arm in this process and print its result as one JSON line."""
     from e2c.data.registry import load_benchmark, question_text
 
-    name, dtype = parse_arms(args.worker)[0]
+    name, dtype = args.worker[0]
     records = load_benchmark("gsm8k", args.data_dir, args.problems, use_hub=False)
     prompts_text = [question_text(r) for r in records]
     if name == "transformers-cb":
@@ -194,30 +221,55 @@ def run_arm(name: str, dtype: str, args: Any) -> dict[str, Any] | None:
     return json.loads(lines[-1][len("RESULT ") :])
 
 
-def main() -> None:
-    ap = ArgumentParser(prog="eval_throughput")
-    ap.add_argument("--model", default="embedded", help="model spec (default: embedded)")
+def build_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog="bench/eval_throughput.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", type=MODEL, default="embedded", help="model spec (default: embedded)")
     ap.add_argument(
-        "--data-dir", default=str(DEFAULT_DATA), help="folder with gsm8k.jsonl (default: ../shared)"
+        "--data-dir",
+        type=EXISTING_DIR,
+        default=DEFAULT_DATA,
+        help="folder with gsm8k.jsonl (default: ../shared)",
     )
-    ap.add_argument("--problems", type=int, default=16, help="GSM8K problems (default: 16)")
-    ap.add_argument("--samples", type=int, default=4, help="samples per problem (default: 4)")
-    ap.add_argument("--max-tokens", type=int, default=128, help="new tokens per sample (default: 128)")
+    ap.add_argument("--problems", type=whole(1, 100_000), default=16, help="GSM8K problems (default: 16)")
+    ap.add_argument("--samples", type=whole(1, 1024), default=4, help="samples per problem (default: 4)")
     ap.add_argument(
-        "--batch-size", type=int, default=64, help="rows decoded at once by the hf arms (default: 64)"
+        "--max-tokens",
+        type=whole(1, MAX_NEW_TOKENS),
+        default=128,
+        help="new tokens per sample (default: 128)",
     )
-    ap.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
     ap.add_argument(
-        "--arms", default=DEFAULT_ARMS, help=f"NAME:DTYPE list, run in order (default: {DEFAULT_ARMS})"
+        "--batch-size",
+        type=whole(1, 4096),
+        default=64,
+        help="rows decoded at once by the hf arms (default: 64)",
     )
-    ap.add_argument("--json", default=None, help="also write the results to this JSON file (default: none)")
-    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    ap.add_argument("--seed", type=whole(0), default=0, help="sampling seed (default: 0)")
+    ap.add_argument(
+        "--arms",
+        type=Arms(),
+        default=DEFAULT_ARMS,
+        help=f"NAME:DTYPE list, run in order (default: {DEFAULT_ARMS})",
+    )
+    ap.add_argument(
+        "--json",
+        type=OUTPUT_FILE,
+        default=None,
+        help="also write the results to this JSON file (default: none)",
+    )
+    ap.add_argument("--worker", type=Arms(), default=None, help=argparse.SUPPRESS)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    check_data(args.data_dir)
+    checks_done()
     if args.worker:
         worker(args)
-        return
+        return 0
 
-    arms = parse_arms(args.arms)
+    arms = args.arms
     results = {f"{n}:{d}": run_arm(n, d, args) for n, d in arms}
     print(
         f"model {args.model}; {args.problems} GSM8K problems x {args.samples} samples, <= {args.max_tokens} "
@@ -247,7 +299,8 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
     print(json.dumps(out))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

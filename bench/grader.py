@@ -18,49 +18,88 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
+from e2c.argtypes import EXISTING_DIR, Number, whole
 from e2c.cli import ArgumentParser
-from e2c.errors import fail
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 from e2c.paths import benchmarks_dir
 from e2c.rewards import grade, last_boxed, reference_answer
 from e2c.rewards.math_equiv import _inner, verify_symbolic
 from e2c.rewards.pool import HardTimeoutPool
 
 DEFAULT_DATA = benchmarks_dir()
+# A bound per check: the pool waits on it with select() and math-verify turns it into an alarm, and both
+# overflow long before a float does; an hour per check is already no bound at all.
+TIMEOUT = Number(float, low=0.0, high=3600.0, low_open=True)
+MAX_PAIRS = 100_000  # every pair is timed four times: hours of symbolic checks already
 
 
-def load_answers(data_dir: Path) -> list[str]:
+def read_column(path: Path, pick: Callable[[dict], str | None]) -> list[str]:
+    """``pick(row)`` of every JSONL row of ``path`` that yields an answer; a missing file or a row that is
+    not what the benchmark copies hold is refused in one line naming the file and line."""
+    if not path.is_file():
+        raise UserError(
+            f"{path} not found; pass --data-dir with the benchmark copies (gsm8k, minerva_math, olympiadbench)"
+        )
     out: list[str] = []
-    for name, fn in (
-        ("minerva_math.jsonl", lambda r: last_boxed(r["solution"])),
-        ("olympiadbench.jsonl", lambda r: reference_answer(r["final_answer"])),
-    ):
-        path = data_dir / name
-        if not path.is_file():
-            fail(f"{path} not found; pass --data-dir with the benchmark copies (minerva_math, olympiadbench)")
-        for line in path.open():
-            a = fn(json.loads(line))
-            if a:
-                out.append(a)
+    try:
+        with path.open(encoding="utf-8") as f:
+            for i, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    a = pick(json.loads(line))
+                except (ValueError, KeyError, TypeError, AttributeError) as e:
+                    raise UserError(
+                        f"{path} line {i}: not a benchmark row ({type(e).__name__}: {e})"
+                    ) from None
+                if a:
+                    out.append(a)
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}") from None
+    if not out:
+        raise UserError(f"{path} holds no answers")
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = ArgumentParser(prog="bench/grader.py", description="Grader throughput, serial and pooled.")
-    p.add_argument("--n", type=int, default=400, help="number of answer pairs (default: 400)")
-    p.add_argument(
-        "--workers", type=int, default=os.cpu_count() or 2, help="pool processes (default: CPU count)"
-    )
-    p.add_argument("--timeout", type=float, default=5.0, help="per-check bound in seconds (default: 5)")
-    p.add_argument(
-        "--data-dir", type=Path, default=DEFAULT_DATA, help=f"benchmark copies (default: {DEFAULT_DATA})"
-    )
-    args = p.parse_args(argv)
+def load_answers(data_dir: Path) -> list[str]:
+    """LaTeX answers of Minerva Math and OlympiadBench (the symbolic pairs)."""
+    return [
+        *read_column(data_dir / "minerva_math.jsonl", lambda r: last_boxed(r["solution"])),
+        *read_column(data_dir / "olympiadbench.jsonl", lambda r: reference_answer(r["final_answer"])),
+    ]
 
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="bench/grader.py", description="Grader throughput, serial and pooled.")
+    p.add_argument("--n", type=whole(1, MAX_PAIRS), default=400, help="number of answer pairs (default: 400)")
+    p.add_argument(
+        "--workers",
+        type=whole(1, 1024),
+        default=os.cpu_count() or 2,
+        help="pool processes (default: CPU count)",
+    )
+    p.add_argument("--timeout", type=TIMEOUT, default=5.0, help="per-check bound in seconds (default: 5)")
+    p.add_argument(
+        "--data-dir",
+        type=EXISTING_DIR,
+        default=DEFAULT_DATA,
+        help=f"benchmark copies (default: {DEFAULT_DATA})",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    # The inputs are read before the clock starts: a missing or foreign file is one line, not a traceback.
     answers = load_answers(args.data_dir)
+    gsm_all = read_column(args.data_dir / "gsm8k.jsonl", lambda r: reference_answer(r["answer"]))
+    checks_done()
+
     pairs = []
     for i in range(args.n):
         a = answers[i % len(answers)]
@@ -75,9 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     t_grade = time.perf_counter() - t
 
-    gsm = [reference_answer(json.loads(line)["answer"]) for line in (args.data_dir / "gsm8k.jsonl").open()][
-        : args.n
-    ]
+    gsm = gsm_all[: args.n]
     t = time.perf_counter()
     numeric = [
         grade(f"x</EXPLORATION><EXECUTION>\\boxed{{{g}}}</EXECUTION>", gsm[(i + i % 2) % len(gsm)])
@@ -129,4 +166,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -14,28 +14,39 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 import time
 from collections import Counter
 
+from e2c.argtypes import Number, whole
 from e2c.cli import ArgumentParser
+from e2c.entry import checks_done, run_main
 from e2c.rewards import grade
 from e2c.rewards.hostile import hostile_corpus
 from e2c.rewards.math_equiv import default_pool
 
 REASONS = {"correct", "wrong", "no_answer", "timeout", "unparseable_gold"}
+# The grader's bound per symbolic check: the pool waits on it with select() and math-verify turns it into
+# an alarm, and a negative one waited forever; an hour per check is already no bound at all.
+TIMEOUT = Number(float, low=0.0, high=3600.0, low_open=True)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="bench/grader_hostile.py", description="Worst-case grading time on a hostile corpus."
     )
     p.add_argument(
-        "--timeout", type=float, default=5.0, help="grader timeout per symbolic check, s (default: 5)"
+        "--timeout", type=TIMEOUT, default=5.0, help="grader timeout per symbolic check, s (default: 5)"
     )
-    p.add_argument("--repeat", type=int, default=1, help="grade the corpus this many times (default: 1)")
-    p.add_argument("--top", type=int, default=12, help="slowest cases to list (default: 12)")
-    args = p.parse_args(argv)
+    p.add_argument(
+        "--repeat", type=whole(1, 1000), default=1, help="grade the corpus this many times (default: 1)"
+    )
+    p.add_argument("--top", type=whole(0), default=12, help="slowest cases to list (default: 12)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    checks_done()
 
     t = time.perf_counter()
     corpus = hostile_corpus()
@@ -45,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     times: dict[str, float] = {}
     reasons: dict[str, str] = {}
     raised = 0
-    for _ in range(max(1, args.repeat)):
+    for _ in range(args.repeat):
         for c in corpus:
             t = time.perf_counter()
             try:
@@ -84,4 +95,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -26,10 +26,31 @@ from typing import Any
 
 import psutil
 
+from e2c.argtypes import MODEL, NON_UTF8, OUTPUT_DIR, BadValueContext, ValueType, whole
 from e2c.cli import ArgumentParser
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 from e2c.paths import project_root
 
 ARMS = ("sft", "sft-lora", "grpo", "grpo-lora")
+
+
+class ArmNames(ValueType):
+    """``--arms``: some of :data:`ARMS`, comma-separated, run in order."""
+
+    name = f"comma-separated arms from {', '.join(ARMS)}"
+
+    def parse(self, text: str) -> list[str]:
+        arms = [a.strip() for a in str(text).split(",") if a.strip()]
+        bad = [a for a in arms if a not in ARMS]
+        if bad:
+            raise UserError(f"has an unknown arm {bad[0]!r}; valid: {', '.join(ARMS)}")
+        if not arms:
+            raise UserError(f"names no arm; valid: {', '.join(ARMS)}")
+        return arms
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return ["", NON_UTF8, ",", "sft,warp"]
 
 
 class TreePeak:
@@ -143,26 +164,42 @@ def trainable_params(model: str, rank: int) -> int:
     return sum(p.numel() for p in m.parameters() if p.requires_grad)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="python bench/lora_cost.py", description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", default="embedded", help="model: tiny|embedded|folder (default: embedded)")
-    p.add_argument("--steps", type=int, default=4, help="optimizer steps per arm (default: 4)")
     p.add_argument(
-        "--rank", type=int, default=16, help="LoRA rank of the -lora arms; alpha is 2 x rank (default: 16)"
+        "--model", type=MODEL, default="embedded", help="model: tiny|embedded|folder (default: embedded)"
     )
     p.add_argument(
-        "--arms", default=",".join(ARMS), help=f"comma-separated, from {', '.join(ARMS)} (default: all)"
+        "--steps",
+        type=whole(2, 100_000),
+        default=4,
+        help="optimizer steps per arm, at least 2: the first is not timed (default: 4)",
     )
     p.add_argument(
-        "--out", default="bench_results/lora_cost", help="results folder (default: bench_results/lora_cost)"
+        "--rank",
+        type=whole(1, 4096),
+        default=16,
+        help="LoRA rank of the -lora arms; alpha is 2 x rank (default: 16)",
     )
-    args = p.parse_args(argv)
-    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
-    bad = [a for a in arms if a not in ARMS]
-    if bad:
-        raise SystemExit(f"error: unknown arm {bad[0]!r}; valid: {', '.join(ARMS)}")
-    if args.steps < 2:
-        raise SystemExit("error: --steps must be at least 2 (the first step is not timed)")
+    p.add_argument(
+        "--arms",
+        type=ArmNames(),
+        default=",".join(ARMS),
+        help=f"comma-separated, from {', '.join(ARMS)} (default: all)",
+    )
+    p.add_argument(
+        "--out",
+        type=OUTPUT_DIR,
+        default="bench_results/lora_cost",
+        help="results folder (default: bench_results/lora_cost)",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    arms = args.arms
+    checks_done()
     out = Path(args.out).resolve()
     data = write_data(out / "data")
     results = []
@@ -197,4 +234,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -15,8 +15,10 @@ import json
 import random
 from collections.abc import Callable
 
-from e2c.cli import ArgumentParser
-from e2c.generation import make_generator
+from e2c.argtypes import MODEL, whole
+from e2c.cli import DTYPES, ArgumentParser
+from e2c.entry import checks_done, run_main
+from e2c.generation import ALIASES, BACKENDS, make_generator, pick_backend
 from e2c.generation.base import Sampling
 
 SHOTS = "3 + 4 = 7\n12 - 5 = 7\n6 * 7 = 42\n25 + 18 = 43\n"
@@ -40,17 +42,35 @@ def value(a: int, op: str, b: int) -> int:
     return {"+": a + b, "-": a - b, "*": a * b}[op]
 
 
-def main() -> None:
-    ap = ArgumentParser(description=__doc__.split("\n\n")[0])
+def build_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog="bench/model_arithmetic.py", description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--model", default="embedded", help="tiny, embedded, or a model folder (default embedded)"
+        "--model", type=MODEL, default="embedded", help="tiny, embedded, or a model folder (default embedded)"
     )
-    ap.add_argument("--per-kind", type=int, default=50, help="questions per kind of operation (default 50)")
-    ap.add_argument("--backend", default="auto", help="generation backend: auto, vllm or hf (default auto)")
-    ap.add_argument("--dtype", default="auto", help="model dtype (default auto: bf16 where the CPU has it)")
-    ap.add_argument("--seed", type=int, default=0, help="seed of the operands (default 0)")
-    a = ap.parse_args()
-    gen, _ = make_generator(a.backend, a.model, dtype=a.dtype, seed=a.seed)
+    ap.add_argument(
+        "--per-kind", type=whole(1, 100_000), default=50, help="questions per kind of operation (default 50)"
+    )
+    ap.add_argument(
+        "--backend",
+        choices=(*BACKENDS, *ALIASES),
+        default="auto",
+        help="generation backend: auto, vllm or hf (default auto)",
+    )
+    ap.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="auto",
+        help="model dtype (default auto: bf16 where the CPU has it)",
+    )
+    ap.add_argument("--seed", type=whole(0), default=0, help="seed of the operands (default 0)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = build_parser().parse_args(argv)
+    backend = pick_backend(a.backend)  # vllm asked for and not installed: one line now, not after loading
+    checks_done()
+    gen, _ = make_generator(backend, a.model, dtype=a.dtype, seed=a.seed)
     rng = random.Random(a.seed)
     questions = [(kind, *KINDS[kind](rng)) for kind in KINDS for _ in range(a.per_kind)]
     prompts = [f"{SHOTS}{x} {op} {y} =" for _, x, op, y in questions]
@@ -64,7 +84,8 @@ def main() -> None:
     for k, v in acc.items():
         print(f"{k:<28} {100 * v:5.1f}%")
     print(json.dumps({"model": a.model, "backend": gen.name, "per_kind": a.per_kind, "accuracy": acc}))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

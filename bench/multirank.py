@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -28,11 +27,31 @@ from typing import Any
 
 import psutil
 
+from e2c.argtypes import NON_UTF8, OUTPUT_DIR, BadValueContext, ValueType
 from e2c.cli import ArgumentParser
-from e2c.errors import UserError, fail
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ("sft1", "sft4", "grpo1", "grpo4", "nodes2")
+
+
+class RunNames(ValueType):
+    """``--runs``: some of :data:`RUNS`, comma-separated, run in order."""
+
+    name = f"comma-separated runs from {', '.join(RUNS)}"
+
+    def parse(self, text: str) -> list[str]:
+        runs = [r.strip() for r in str(text).split(",") if r.strip()]
+        bad = [r for r in runs if r not in RUNS]
+        if bad:
+            raise UserError(f"has an unknown run {bad[0]!r}; valid: {', '.join(RUNS)}")
+        if not runs:
+            raise UserError(f"names no run; valid: {', '.join(RUNS)}")
+        return runs
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return ["", NON_UTF8, ",", "sft1,warp"]
 
 
 class PeakMemory:
@@ -154,23 +173,29 @@ def agreement(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="python bench/multirank.py", description=__doc__.split("\n\n")[0])
     p.add_argument(
-        "--out", default="outputs/bench_multirank", help="results folder (default: outputs/bench_multirank)"
+        "--out",
+        type=OUTPUT_DIR,
+        default="outputs/bench_multirank",
+        help="results folder (default: outputs/bench_multirank)",
     )
     p.add_argument(
-        "--runs", default=",".join(RUNS), help=f"runs, comma-separated (default: {','.join(RUNS)})"
+        "--runs",
+        type=RunNames(),
+        default=",".join(RUNS),
+        help=f"runs, comma-separated (default: {','.join(RUNS)})",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    runs = args.runs
+    out = Path(args.out).resolve()
+    checks_done()
     try:
-        runs = [r.strip() for r in args.runs.split(",") if r.strip()]
-        bad = [r for r in runs if r not in RUNS]
-        if bad or not runs:
-            raise UserError(
-                f"unknown run {bad[0] if bad else '(none)'!r} in --runs; valid: {', '.join(RUNS)}"
-            )
-        out = Path(args.out).resolve()
         out.mkdir(parents=True, exist_ok=True)
         data = {"sft": sft_data(out), "rl": rl_data(out)}
         results: dict[str, Any] = {}
@@ -187,12 +212,12 @@ def main(argv: list[str] | None = None) -> int:
             "runs": {k: {kk: v[kk] for kk in ("wall_s", "peak_pss_gib")} for k, v in results.items()},
             "agreement": agreement(results),
         }
-    except (UserError, OSError) as e:
-        fail(str(e))
-    (out / "results.json").write_text(json.dumps(summary, indent=1))
+        (out / "results.json").write_text(json.dumps(summary, indent=1))
+    except OSError as e:  # a full disk or a folder taken away mid-run: one line naming the file
+        raise UserError(str(e)) from None
     print(json.dumps(summary, indent=1))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

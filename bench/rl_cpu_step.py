@@ -25,24 +25,49 @@ import tempfile
 import time
 from pathlib import Path
 
+from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, whole
 from e2c.cli import ArgumentParser
 from e2c.data.io import write_parquet
 from e2c.data.paper import rl_rows
+from e2c.data.records import Record
 from e2c.data.registry import load_benchmark
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 from e2c.paths import project_root
 
 ROOT = project_root()
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "benchmarks"
 TARGET_S = 60.0
+# New tokens per response: no model this toolkit runs has a context past 128K tokens.
+MAX_NEW_TOKENS = 131_072
 
 
-def gsm8k_rl_parquet(data_dir: str, n: int, path: Path) -> Path:
-    """``n`` GSM8K problems as verl RL rows (the project's E2C prompt and grader fields)."""
+def gsm8k_records(data_dir: Path, n: int) -> list[Record]:
+    """The first ``n`` GSM8K problems of ``data_dir``; fewer is refused (one epoch must hold every step)."""
     records = load_benchmark("gsm8k", data_dir, n, use_hub=False)
+    if len(records) < n:
+        raise UserError(
+            f"--prompts x --steps asks for {n} GSM8K problems; {data_dir} holds {len(records)} "
+            "(one epoch must hold every step)"
+        )
+    return records
+
+
+def gsm8k_rl_parquet(records: list[Record], path: Path) -> Path:
+    """GSM8K problems as verl RL rows (the project's E2C prompt and grader fields)."""
     rows, _ = rl_rows(
         [{"question": r.problem, "answer": r.answer, "data_source": "gsm8k"} for r in records], source="gsm8k"
     )
     return write_parquet(rows, path)
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """Hydra overrides have the form ``key=value`` (``+key=value``, ``~key``); anything else would only be
+    refused by the launcher, with its words buried in the run's log."""
+    for o in overrides:
+        key = o.split("=", 1)[0].lstrip("+~")
+        if not key.strip() or ("=" not in o and not o.startswith("~")):
+            raise UserError(f"override {o!r} is not KEY=VALUE (give Hydra overrides after --)")
 
 
 def read_steps(metrics: Path) -> list[dict]:
@@ -73,28 +98,44 @@ def run(args: list[str], env: dict[str, str], log: Path) -> int:
         return subprocess.call(args, stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
 
 
-def main() -> None:
-    ap = ArgumentParser(prog="rl_cpu_step")
-    ap.add_argument("--model", default="embedded", help="model spec (default: embedded SmolLM2-135M)")
+def build_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog="bench/rl_cpu_step.py", description=__doc__.split("\n\n")[0])
     ap.add_argument(
-        "--data-dir", default=str(DEFAULT_DATA), help="folder with gsm8k.jsonl (default: ../shared)"
+        "--model", type=MODEL, default="embedded", help="model spec (default: embedded SmolLM2-135M)"
     )
-    ap.add_argument("--prompts", type=int, default=8, help="prompts per step (default: 8)")
-    ap.add_argument("--n", type=int, default=4, help="samples per prompt (default: 4)")
-    ap.add_argument("--max-tokens", type=int, default=100, help="max response tokens (default: 100)")
-    ap.add_argument("--steps", type=int, default=3, help="training steps (default: 3)")
+    ap.add_argument(
+        "--data-dir",
+        type=EXISTING_DIR,
+        default=DEFAULT_DATA,
+        help="folder with gsm8k.jsonl (default: ../shared)",
+    )
+    ap.add_argument("--prompts", type=whole(1, 100_000), default=8, help="prompts per step (default: 8)")
+    ap.add_argument("--n", type=whole(1, 1024), default=4, help="samples per prompt (default: 4)")
+    ap.add_argument(
+        "--max-tokens", type=whole(1, MAX_NEW_TOKENS), default=100, help="max response tokens (default: 100)"
+    )
+    ap.add_argument("--steps", type=whole(1, 100_000), default=3, help="training steps (default: 3)")
     ap.add_argument("--algo", choices=("grpo", "dapo"), default="grpo", help="algorithm (default: grpo)")
     ap.add_argument(
         "--stage", type=int, choices=(1, 2), default=2, help="config stage (default: 2, weighted)"
     )
-    ap.add_argument("--keep", default="", help="keep the run folder here (default: a temp folder)")
+    ap.add_argument(
+        "--keep", type=OUTPUT_DIR, default=None, help="keep the run folder here (default: a temp folder)"
+    )
     ap.add_argument("overrides", nargs="*", help="extra Hydra overrides for the run, after --")
-    args = ap.parse_args()
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    check_overrides(args.overrides)
+    # One epoch must hold every step (stage 2 runs 2 epochs; verl stops when the data runs out).
+    records = gsm8k_records(args.data_dir, args.prompts * args.steps)
+    checks_done()
 
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="e2c_rl_bench_"))
     tmp.mkdir(parents=True, exist_ok=True)
-    # One epoch must hold every step (stage 2 runs 2 epochs; verl stops when the data runs out).
-    data = gsm8k_rl_parquet(args.data_dir, args.prompts * args.steps, tmp / "gsm8k_rl.parquet")
+    data = gsm8k_rl_parquet(records, tmp / "gsm8k_rl.parquet")
     run_dir = tmp / "run"
     cmd = [sys.executable, "-m", "e2c.rl.launch", "--algo", args.algo, "--stage", str(args.stage)]
     cmd += ["--model", args.model, "--train-data", str(data), "--val-data", str(data)]
@@ -150,7 +191,8 @@ def main() -> None:
         "wall_s": round(wall, 1),
     }
     print(json.dumps(result))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -25,8 +25,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from e2c.argtypes import MODEL, at_least, whole
 from e2c.cli import ArgumentParser
 from e2c.data.io import write_parquet
+from e2c.entry import checks_done, run_main
 from e2c.paths import project_root
 
 ROOT = project_root()
@@ -79,17 +81,28 @@ def median_of(steps: list[dict], key: str) -> float:
     return statistics.median(float(s.get(key, 0.0)) for s in later)
 
 
-def main() -> None:
-    ap = ArgumentParser(prog="rl_overhead")
-    ap.add_argument("--model", default="tiny", help="model spec (default: tiny)")
-    ap.add_argument("--steps", type=int, default=6, help="steps per arm; the first is dropped (default: 6)")
+def build_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog="bench/rl_overhead.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", type=MODEL, default="tiny", help="model spec (default: tiny)")
     ap.add_argument(
-        "--explore-adv-coef", type=float, default=2.0, help="exploration advantage weight (default: 2.0)"
+        "--steps",
+        type=whole(2, 100_000),
+        default=6,
+        help="steps per arm, at least 2: the first is warm-up and is dropped (default: 6)",
     )
-    ap.add_argument("--seed", type=int, default=0, help="data and rollout seed (default: 0)")
-    args = ap.parse_args()
-    if args.steps < 2:
-        sys.exit("rl_overhead: --steps must be at least 2 (the first step is warm-up and is dropped)")
+    ap.add_argument(
+        "--explore-adv-coef",
+        type=at_least(0.0),
+        default=2.0,
+        help="exploration advantage weight (default: 2.0)",
+    )
+    ap.add_argument("--seed", type=whole(0), default=0, help="data and rollout seed (default: 0)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    checks_done()
 
     tmp = Path(tempfile.mkdtemp(prefix="e2c_rl_overhead_"))
     data = synthetic_rl_parquet(tmp / "rl.parquet")
@@ -121,7 +134,8 @@ def main() -> None:
         "adv_overhead_share_of_step": round((w_adv - p_adv) / w_step, 4),
     }
     print(json.dumps(result))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -11,20 +11,50 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 
+from e2c.argtypes import MODEL, BadValueContext, Number, whole
 from e2c.cli import ArgumentParser
 from e2c.data import efsft
 from e2c.data.synthetic.generate import generate, rows_by_split
+from e2c.entry import checks_done, run_main
 
 
-def main() -> None:
-    ap = ArgumentParser(prog="synthetic_data")
-    ap.add_argument("--n", type=int, default=5000, help="problems to generate (default 5000)")
-    ap.add_argument("--workers", type=int, default=2, help="tracer subprocesses in parallel (default 2)")
-    ap.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    ap.add_argument("--reg-frac", type=float, default=0.05, help="EF-SFT full-chain share (default 0.05)")
-    ap.add_argument("--tokenizer", default="embedded", help="tokenizer for token counts (default embedded)")
-    args = ap.parse_args()
+@dataclass(frozen=True, repr=False)
+class Share(Number):
+    """A share in [0, 1): EF-SFT's full-chain share, where 1 would leave no exploration-only rows (and
+    :func:`e2c.data.efsft.build` refuses it)."""
+
+    kind: type = float
+    low: float | None = 0.0
+    high: float | None = 1.0
+    label: str = "a share >= 0 and < 1"
+
+    def _in_range(self, v: float) -> bool:
+        return 0.0 <= v < 1.0
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return [*super().bad_values(ctx), "1", "1.0"]
+
+
+def build_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog="bench/synthetic_data.py", description=__doc__.split("\n\n")[0])
+    # Every sample, with its trace, is held in memory until the EF-SFT rows are built.
+    ap.add_argument("--n", type=whole(1, 500_000), default=5000, help="problems to generate (default 5000)")
+    ap.add_argument(
+        "--workers", type=whole(1, 1024), default=2, help="tracer subprocesses in parallel (default 2)"
+    )
+    ap.add_argument("--seed", type=whole(0), default=0, help="seed (default 0)")
+    ap.add_argument("--reg-frac", type=Share(), default=0.05, help="EF-SFT full-chain share (default 0.05)")
+    ap.add_argument(
+        "--tokenizer", type=MODEL, default="embedded", help="tokenizer for token counts (default embedded)"
+    )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    checks_done()
 
     t0 = time.perf_counter()
     samples, report = generate(args.n, seed=args.seed, workers=args.workers)
@@ -63,7 +93,8 @@ def main() -> None:
             }
         )
     )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

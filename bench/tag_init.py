@@ -17,10 +17,15 @@ import time
 
 import torch
 
+from e2c.argtypes import Number, whole
 from e2c.chain import E2C, tag_token_ids
 from e2c.cli import ArgumentParser
 from e2c.data.synthetic.generate import generate, sft_row
+from e2c.entry import checks_done, run_main
 from e2c.models import load_model_and_tokenizer, tag_init_rows
+
+# AdamW's step size: above 1 the embedded model's weights are noise after one step, which measures nothing.
+LR = Number(float, low=0.0, high=1.0, low_open=True)
 
 
 def chains(tok, n: int, seed: int) -> list[tuple[list[int], int]]:
@@ -94,12 +99,14 @@ def run(init: str, steps: int, batch: int, lr: float, seed: int) -> dict:
     return res
 
 
-def main() -> None:
-    ap = ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=8, help="training steps per arm (default: 8)")
-    ap.add_argument("--batch", type=int, default=8, help="chains per step (default: 8)")
-    ap.add_argument("--lr", type=float, default=2e-4, help="AdamW learning rate (default: 2e-4)")
-    ap.add_argument("--seed", type=int, default=0, help="seed (default: 0)")
+def build_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog="bench/tag_init.py", description=__doc__.splitlines()[0])
+    # steps x batch chains are generated up front and a batch is one padded forward pass: the caps keep a
+    # slip of the keyboard from asking for millions of chains or a batch no memory holds.
+    ap.add_argument("--steps", type=whole(1, 10_000), default=8, help="training steps per arm (default: 8)")
+    ap.add_argument("--batch", type=whole(1, 256), default=8, help="chains per step (default: 8)")
+    ap.add_argument("--lr", type=LR, default=2e-4, help="AdamW learning rate (default: 2e-4)")
+    ap.add_argument("--seed", type=whole(0), default=0, help="seed (default: 0)")
     ap.add_argument(
         "--inits",
         nargs="+",
@@ -107,7 +114,12 @@ def main() -> None:
         choices=["spelling", "mean"],
         help="initialisations to compare (default: spelling mean)",
     )
-    args = ap.parse_args()
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    checks_done()
     results = [run(i, args.steps, args.batch, args.lr, args.seed) for i in args.inits]
     print(
         f"{'init':>9} | {'log-prob before':>15} | {'rank before':>11} | {'log-prob after':>14} | {'rank after':>10}"
@@ -119,7 +131,8 @@ def main() -> None:
             f"{a['median_rank']:>10}"
         )
     print(json.dumps({"steps": args.steps, "batch": args.batch, "lr": args.lr, "results": results}))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

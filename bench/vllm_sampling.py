@@ -12,27 +12,49 @@ line per setting, then one JSON line with tok/s per setting. Needs vLLM (``scrip
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import time
 
-from e2c.cli import ArgumentParser
-from e2c.errors import fail
+from e2c.argtypes import MODEL, whole
+from e2c.cli import DTYPES, ArgumentParser
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
+
+NO_VLLM = "vLLM is not installed: bash scripts/setup_env.sh --vllm"
+# New tokens per response: no model this toolkit runs has a context past 128K tokens.
+MAX_NEW_TOKENS = 131_072
 
 
-def main() -> None:
+def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="bench/vllm_sampling.py", description=__doc__.splitlines()[0])
     p.add_argument(
-        "--model", default="embedded", help="embedded, tiny, a folder or an HF id (default: embedded)"
+        "--model",
+        type=MODEL,
+        default="embedded",
+        help="embedded, tiny, a folder or an HF id (default: embedded)",
     )
-    p.add_argument("--prompts", type=int, default=64, help="prompts decoded together (default: 64)")
-    p.add_argument("--tokens", type=int, default=150, help="new tokens per prompt (default: 150)")
     p.add_argument(
-        "--dtype", default="auto", help="auto (bf16 where the CPU has it), bfloat16, float32 (default: auto)"
+        "--prompts", type=whole(1, 100_000), default=64, help="prompts decoded together (default: 64)"
     )
-    args = p.parse_args()
-    if args.prompts < 1 or args.tokens < 1:
-        fail("--prompts and --tokens must be at least 1")
+    p.add_argument(
+        "--tokens", type=whole(1, MAX_NEW_TOKENS), default=150, help="new tokens per prompt (default: 150)"
+    )
+    p.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default="auto",
+        help="auto (bf16 where the CPU has it), bfloat16, float32, float16 (default: auto)",
+    )
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if importlib.util.find_spec("vllm") is None:  # before the model is built, not after
+        raise UserError(NO_VLLM)
+    checks_done()
     from e2c.generation.vllm import cpu_engine_env, engine_kwargs
     from e2c.models import resolve_model
 
@@ -40,8 +62,8 @@ def main() -> None:
         os.environ.setdefault(k, v)
     try:
         from vllm import LLM, SamplingParams
-    except ImportError:
-        fail("vLLM is not installed: bash scripts/setup_env.sh --vllm")
+    except ImportError as e:  # installed but broken (a CUDA build beside the CPU torch)
+        raise UserError(f"vLLM does not import ({e}); {NO_VLLM}") from None
     # the engine settings of the toolkit's CPU backend (eager, bf16 where native, whole prefills)
     llm = LLM(model=resolve_model(args.model).path, seed=0, **engine_kwargs(True, args.dtype, None))
     prompts = [f"Question {i}: what is {i} times {i + 3}? Think step by step." for i in range(args.prompts)]
@@ -68,7 +90,8 @@ def main() -> None:
         rates[name] = round(n / dt, 1)
         print(f"{name:<40} {n:>7} tokens {dt:>7.1f} s {n / dt:>7.0f} tok/s", flush=True)
     print(json.dumps({"model": args.model, "prompts": args.prompts, "tokens": args.tokens, "tok_s": rates}))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

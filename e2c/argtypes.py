@@ -119,15 +119,17 @@ class Number(ValueType):
 
     def _bounds(self) -> str:
         """The range in comparisons: ``>= 1``, ``> 0``, ``in [0, 1]``, ``>= 2 and <= 8``."""
-        high = None if self.high == INT_MAX else self.high  # the C-int cap of a count is not worth a word
-        low = None if self.low is None else f"{self.low:g}"
+        # the C-int cap of a count is not worth a word; whole-number bounds print whole (1000000, not 1e+06)
+        show = (lambda v: str(int(v))) if self.kind is int else (lambda v: f"{v:g}")
+        high = None if self.high in (None, INT_MAX) else show(self.high)
+        low = None if self.low is None else show(self.low)
         if low is not None and high is not None and not self.low_open:
-            return f"in [{low}, {high:g}]"
+            return f"in [{low}, {high}]"
         parts = []
         if low is not None:
             parts.append(f"{'>' if self.low_open else '>='} {low}")
         if high is not None:
-            parts.append(f"<= {high:g}")
+            parts.append(f"<= {high}")
         return " and ".join(parts)
 
     @property

@@ -53,7 +53,8 @@ def test_bad_arm_is_one_line() -> None:
     proc = bench("--arms", "loop,warp:float32")
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines()[-1] == (
-        "error: unknown arm 'warp'; valid: loop, hf, transformers-cb, vllm (as NAME[:DTYPE])"
+        "error: --arms has an unknown arm 'warp'; valid: loop, hf, transformers-cb, vllm (as NAME[:DTYPE]) "
+        "(see bench/eval_throughput.py --help)"
     )
     proc = bench("--arms", "hf:int3")
     assert proc.returncode != 0 and "unknown dtype 'int3'" in proc.stderr
