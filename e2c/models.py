@@ -108,7 +108,8 @@ def resolve_model(
     raise ModelSpecError(f"unknown model {spec!r}: not a folder and not an HF id; use {SPEC_FORMS}")
 
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
+# A vocabulary a tokenizer loads from (fast, BPE, sentencepiece, wordpiece); tokenizer_config.json alone is none.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.json", "tokenizer.model", "spiece.model", "vocab.txt")
 CHAT_TEMPLATE_FILES = ("chat_template.jinja", "chat_template.json")
 _MAX_HEADER = 100 << 20  # a safetensors header larger than this is not a real one
 

@@ -7,6 +7,7 @@
 #   FROM=rl1 bash scripts/gpu_recipe.sh             # start at GRPO stage 1 (data and SFT already done)
 #   DRY_RUN=1 bash scripts/gpu_recipe.sh            # check the configs at this size, print each step's
 #                                                   # command and time estimate, run nothing
+#   E2C_CHECK_ONLY=1 bash scripts/gpu_recipe.sh     # check the knobs and the sizes, print nothing more
 #   DRY_RUN=1 N_GPUS=8 NNODES=2 bash scripts/gpu_recipe.sh   # the same check for 2 nodes of 8 GPUs
 #   BASE_MODEL=Qwen/Qwen3-4B NNODES=2 bash scripts/gpu_recipe.sh
 #   PASS_RATE_FILTER=1 bash scripts/gpu_recipe.sh   # RL on the prompts the SFT model solves sometimes
@@ -32,7 +33,7 @@ cd "$ROOT"
 e2c_checkout_first
 
 # ---------------------------------------------------------------------------------------------- knobs
-DRY_RUN="${DRY_RUN:-0}"                 # 1: print the commands instead of running them
+DRY_RUN="${DRY_RUN:-0}"                 # 1 (true, yes): print the commands instead of running them
 FROM="${FROM:-data}"                    # first step to run: data, sft, filter, rl1, rl2, eval, tts
 BASE_MODEL="${BASE_MODEL:-Qwen/Qwen3-8B}"   # the paper's base model (the release also has a 4B)
 NNODES="${NNODES:-1}"                   # nodes
@@ -84,11 +85,74 @@ TTS_EXPLORE_BUDGET="${TTS_EXPLORE_BUDGET:-512}"
 TTS_EXECUTE_BUDGET="${TTS_EXECUTE_BUDGET:-16384}"
 TTS_DIR="${TTS_DIR:-tts/outputs}"
 
+# ------------------------------------------------------------------------------------- check the knobs
+# Every knob is checked here, before anything runs and the same way with DRY_RUN=1: a dry run never prints
+# commands for values the real run would refuse hours later. One error line, exit 2.
+knob_error() { echo "error: $1" >&2; exit 2; }
+# knob_bool NAME: NAME becomes 1 or 0 from the usual spellings (1/true/yes/on, 0/false/no/off, any case);
+# anything else is refused, so that DRY_RUN=true is a dry run and never the real thing.
+knob_bool() {
+  local v="${!1}"
+  case "${v,,}" in
+    1|true|yes|on) printf -v "$1" 1 ;;
+    0|false|no|off) printf -v "$1" 0 ;;
+    *) knob_error "$1 must be 1/true/yes or 0/false/no, got ${v@Q}" ;;
+  esac
+}
+# knob_whole NAME LOW [optional]: NAME is a whole number >= LOW (or empty, when optional).
+knob_whole() {
+  local v="${!1}"
+  if [ -z "$v" ] && [ "${3:-}" = optional ]; then return 0; fi
+  if ! [[ "$v" =~ ^[0-9]{1,9}$ ]] || [ "$((10#$v))" -lt "$2" ]; then
+    knob_error "$1 must be a whole number >= $2${3:+ (or empty)}, got ${v@Q}"
+  fi
+}
 STEPS=(data sft filter rl1 rl2 eval tts)
 case " ${STEPS[*]} " in
   *" $FROM "*) ;;
-  *) echo "error: FROM must be one of: ${STEPS[*]}; got '$FROM'" >&2; exit 2 ;;
+  *) knob_error "FROM must be one of: ${STEPS[*]}; got ${FROM@Q}" ;;
 esac
+knob_bool DRY_RUN
+knob_bool DATA_MIRROR
+knob_bool PASS_RATE_FILTER
+case "$RL_ALGO" in
+  grpo|dapo) ;;
+  *) knob_error "RL_ALGO must be grpo or dapo, got ${RL_ALGO@Q}" ;;
+esac
+knob_whole NNODES 1
+knob_whole N_GPUS 1 optional
+knob_whole SEED 0
+knob_whole SYNTHETIC 0
+knob_whole SFT_STEPS 1 optional
+knob_whole RL1_STEPS 1 optional
+knob_whole RL2_STEPS 1 optional
+knob_whole PASS_RATE_K 2
+knob_whole PASS_RATE_MAX_TOKENS 1 optional
+knob_whole EVAL_SAMPLES 1
+knob_whole EVAL_MAX_TOKENS 1 optional
+if ! [[ "$EVAL_TEMPERATURE" =~ ^([0-9]+(\.[0-9]*)?|\.[0-9]+)$ ]]; then
+  knob_error "EVAL_TEMPERATURE must be a number >= 0, got ${EVAL_TEMPERATURE@Q}"
+fi
+knob_whole TTS_EXPLORE_BUDGET 1
+knob_whole TTS_EXECUTE_BUDGET 1
+read -r -a budgets <<<"$TTS_BUDGETS"
+bad_budget="$([ "${#budgets[@]}" -gt 0 ] || echo none)"
+for b in "${budgets[@]}"; do
+  if ! [[ "$b" =~ ^[0-9]{1,9}$ ]] || [ "$((10#$b))" -lt 1 ]; then bad_budget="$b"; fi
+done
+if [ -n "$bad_budget" ]; then
+  knob_error "TTS_BUDGETS must be whole numbers >= 1 separated by spaces (e.g. '1 4 8'), got ${TTS_BUDGETS@Q}"
+fi
+if [ "$PASS_RATE_FILTER" = 1 ]; then  # the filter runs after SFT: its band is checked now, not then
+  "$PY" -c 'import sys
+from e2c.data.passrate import parse_band
+from e2c.errors import UserError, fail
+try:
+    parse_band(sys.argv[1])
+except UserError as e:
+    fail(f"PASS_RATE_BAND: {e}")' "$PASS_RATE_BAND"
+fi
+
 started=0
 # step NAME: whether NAME runs (it is FROM or comes after it).
 step() {
@@ -105,10 +169,10 @@ run() {
 rl_model() {
   if [ "$DRY_RUN" = 1 ]; then echo "$RL2_DIR/global_step_LATEST/actor/huggingface"; return; fi
   # latest_hf_checkpoint also merges a LoRA run's adapter into that folder.
-  "$PY" -c 'import sys; from e2c.cli import UserError; from e2c.rl.launch import latest_hf_checkpoint
+  "$PY" -c 'import sys; from e2c.cli import UserError, fail; from e2c.rl.launch import latest_hf_checkpoint
 from pathlib import Path
 try: print(latest_hf_checkpoint(Path(sys.argv[1])))
-except UserError as e: sys.exit(str(e))' "$RL2_DIR"
+except UserError as e: fail(str(e))' "$RL2_DIR"
 }
 
 # ------------------------------------------------------------------------------- check and estimate
@@ -123,7 +187,12 @@ check=(--gpus "$([ "$DRY_RUN" = 1 ] && echo "${N_GPUS:-8}" || echo auto)" --nnod
 [ -n "$RL2_STEPS" ] && check+=(--rl2-steps "$RL2_STEPS")
 [ -n "$EVAL_MAX_TOKENS" ] && check+=(--eval-max-tokens "$EVAL_MAX_TOKENS")
 [ "$PASS_RATE_FILTER" = 1 ] && check+=(--filter-k "$PASS_RATE_K")
-"$PY" -m e2c.recipe_check "${check[@]}" >&2
+# (E2C_CHECK_ONLY is this script's: the check runs in full either way)
+E2C_CHECK_ONLY= "$PY" -m e2c.recipe_check "${check[@]}" >&2
+# E2C_CHECK_ONLY=1: every knob and the sizes are checked; stop before the first step (as every entry point)
+case "${E2C_CHECK_ONLY:-}" in
+  1|[Tt]rue|TRUE|[Yy]es|YES|[Oo]n|ON) echo "checks passed" >&2; exit 0 ;;
+esac
 
 # 1. data: download (resumable, verified) and convert (time: unknown, bound by the download)
 if step data; then
@@ -182,7 +251,6 @@ fi
 # an ETA per problem)
 if step tts; then
   model="$(rl_model)"
-  read -r -a budgets <<<"$TTS_BUDGETS"
   args=(--model "$model" --dataset "$TTS_DATASET" --budgets "${budgets[@]}" --output-dir "$TTS_DIR"
         --set "explore_budget=$TTS_EXPLORE_BUDGET" --set "execute_budget=$TTS_EXECUTE_BUDGET")
   if [ -n "$TTS_METHODS" ]; then

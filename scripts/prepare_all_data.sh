@@ -80,19 +80,33 @@ if [ -z "$PR_MODEL" ]; then
   exec "$PY" -m e2c.data.prepare "${PREP_ARGS[@]}"
 fi
 
-# Refuse bad filter settings now, not after the whole preparation.
+# Refuse bad filter settings now, not after the whole preparation: the model too (a folder is checked for
+# config, weights and tokenizer; an HF id is fetched when the filter runs).
 "$PY" -c 'import sys
+from e2c.argtypes import MODEL
 from e2c.cli import UserError, fail
 from e2c.data.passrate import parse_band
-args = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+from e2c.generation import ALIASES, BACKENDS
+args = dict(zip(sys.argv[2::2], sys.argv[3::2]))
 for flag, least in (("--k", 2), ("--max-tokens", 1)):
     v = args.get(flag, str(least))
     if not v.isdigit() or int(v) < least:
         fail(f"--pass-rate-{flag[2:]} must be an integer >= {least}, got {v!r}")
+backend, backends = args.get("--backend", "auto"), ", ".join((*BACKENDS, *ALIASES))
+if backend not in (*BACKENDS, *ALIASES):
+    fail(f"--pass-rate-backend must be one of {backends}, got {backend!r}")
 try:
     parse_band(args.get("--band", "learnable"))
 except UserError as e:
-    fail(f"--pass-rate-band: {e}")' "${PR_ARGS[@]}"
+    fail(f"--pass-rate-band: {e}")
+try:
+    MODEL.parse(sys.argv[1])
+except UserError as e:
+    fail(f"--pass-rate-filter {e}")' "$PR_MODEL" "${PR_ARGS[@]}"
+if [[ "${E2C_CHECK_ONLY:-}" =~ ^(1|[Tt]rue|TRUE|[Yy]es|YES|[Oo]n|ON)$ ]]; then
+  # check-only: the filter's settings above, prepare's own checks next (it stops there, "checks passed")
+  exec "$PY" -m e2c.data.prepare "${PREP_ARGS[@]}"
+fi
 
 # prepare's --out default: data/processed of the project (e2c.paths), as e2c.data.prepare resolves it
 if [ -z "$OUT_DIR" ]; then

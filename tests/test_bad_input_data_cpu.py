@@ -77,7 +77,7 @@ def test_prepare_names_a_non_utf8_benchmark_file(bad_data_dir: Path, tmp_path: P
 PREPARE_CASES = {
     "out_is_a_file": (
         lambda d: ["--out", str(touch(d / "processed"))],
-        ["--out", "is a file, not a folder"],
+        ["--out", "processed exists and is not a folder"],
     ),
     "out_under_a_file": (
         lambda d: ["--out", str(touch(d / "plain") / "processed")],
@@ -104,15 +104,18 @@ PREPARE_CASES = {
         lambda d: ["--data-dir", str(touch(d / "bench"))],
         ["--data-dir", "not a folder"],
     ),
-    "data_dir_missing": (lambda d: ["--data-dir", str(d / "none")], ["--data-dir", "no such folder"]),
+    "data_dir_missing": (lambda d: ["--data-dir", str(d / "none")], ["--data-dir", "none does not exist"]),
     "synthetic_negative": (lambda d: ["--synthetic", "-1"], ["--synthetic must be >= 0"]),
-    "synthetic_not_a_number": (lambda d: ["--synthetic", "many"], ["invalid int value: 'many'"]),
-    "val_frac_nan": (lambda d: ["--val-frac", "nan"], ["--val-frac and --reg-frac must be in [0, 1)"]),
+    "synthetic_not_a_number": (
+        lambda d: ["--synthetic", "many"],
+        ["--synthetic must be a whole number >= 0, got many"],
+    ),
+    "val_frac_nan": (lambda d: ["--val-frac", "nan"], ["--val-frac must be a finite number", "got nan"]),
     "reg_frac_one": (lambda d: ["--reg-frac", "1"], ["must be in [0, 1)"]),
     "unknown_flag": (lambda d: ["--datasets", "eval"], ["unrecognized arguments: --datasets eval"]),
     "tokenizer_unknown": (
         lambda d: ["--tokenizer", "nope", "--synthetic", "5"],
-        ["--tokenizer: unknown model 'nope'"],
+        ["--tokenizer unknown model 'nope'"],
     ),
     "tokenizer_not_a_model": (
         lambda d: ["--tokenizer", str(make_dir(d / "tok")), "--synthetic", "5"],
@@ -186,8 +189,8 @@ DOWNLOAD_CASES = {
     ),
     "endpoint_with_space": (["--endpoint", "http://hub example"], ["is not an http(s) URL"]),
     "repo_not_an_id": (["--repo", "bad repo"], ["--repo 'bad repo' is not a repository id"]),
-    "revision_empty": (["--revision", " "], ["--revision is empty"]),
-    "out_is_a_file": (["--out", "{tmp}/raw"], ["--out", "is a file, not a folder"]),
+    "revision_empty": (["--revision", " "], ["--revision must be a non-empty text"]),
+    "out_is_a_file": (["--out", "{tmp}/raw"], ["--out", "raw exists and is not a folder"]),
     "out_under_a_file": (["--out", "{tmp}/raw/sub"], ["is a file, not a folder"]),
     "out_unwritable": (["--out", str(UNWRITABLE / "raw")], ["cannot write in /sys/kernel"]),
     "hub_answers_html": (["--repo", "html/repo"], ["did not return the hub's file list"]),

@@ -323,7 +323,7 @@ def test_tts_table_splits_tokens_by_role_cpu() -> None:
     [
         (["--weight-coefs", "2"], "at least two different coefficients"),
         (["--weight-coefs", "2", "2"], "at least two different coefficients"),
-        (["--weight-coefs", "2", "-1"], "finite and >= 0"),
+        (["--weight-coefs", "2", "-1"], "--weight-coefs must be >= 0, got -1"),
         (["--weight-seeds", "0", "0"], "distinct"),
         (["--weight-seeds", "3"], "at least two"),
         (["--tts-methods", "self_consistency", "e2c_sc"], "must include e2c_react_loop"),
@@ -331,7 +331,7 @@ def test_tts_table_splits_tokens_by_role_cpu() -> None:
         (["--tts-methods", "e2c_sc"], "must include self_consistency"),
         (["--adapt-family", "arithmetic"], "trained on in SFT and RL"),
         (["--adapt-family", "gcd"], "unknown family 'gcd'"),
-        (["--rl-steps", "0"], "--rl-steps must be at least 1"),
+        (["--rl-steps", "0"], "--rl-steps must be >= 1, got 0"),
         (["--adapt-reg-frac", "1"], "--adapt-reg-frac"),
         (["--from", "tss"], "did you mean tts"),
     ],

@@ -17,8 +17,22 @@ RECIPE = ROOT / "scripts" / "gpu_recipe.sh"
 
 # Runs each command's entry point with argparse stopped right after parsing: PARSED when every flag was
 # accepted, else argparse's own error (exit 2) or the unknown flags left over by parse_known_args.
+# A dry run names models and files that earlier steps make (the SFT model, stage 2's checkpoint, the
+# prepared data): the flag types' check that they exist is the real run's, at each step; here every other
+# check of a value (numbers, choices, text, output paths) still applies.
 CHECK = r"""
 import argparse, json, runpy, sys
+from e2c import argtypes
+
+def made_by_an_earlier_step(original):
+    def parse(self, text):
+        if str(text).strip() and getattr(self, "mode", "file") in ("file", "dir"):
+            return text
+        return original(self, text)
+    return parse
+
+argtypes.PathType.parse = made_by_an_earlier_step(argtypes.PathType.parse)
+argtypes.ModelRef.parse = made_by_an_earlier_step(argtypes.ModelRef.parse)
 
 class Parsed(BaseException):  # not an Exception: no entry point's handler may swallow it
     pass

@@ -86,6 +86,6 @@ def test_prepare_bad_flags() -> None:
     r = _run("--synthetic", "-3", "--skip-download")
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--synthetic must be >= 0" in r.stderr
     r = _run("--skip-download", "--data-dir", "/nonexistent")
-    assert r.returncode == 2 and "no such folder" in r.stderr
+    assert r.returncode == 2 and "--data-dir /nonexistent does not exist" in r.stderr
     r = _run("--bogus")
     assert r.returncode == 2 and "unrecognized arguments: --bogus" in r.stderr

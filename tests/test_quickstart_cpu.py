@@ -389,12 +389,15 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
             "error: --families: unknown family 'geometry'; valid: arithmetic, "
             "linear_equation, modular, gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic",
         ),
-        (["--filter-k", "1"], "error: --filter-k must be at least 2 (a pass rate needs two samples), got 1"),
+        (["--filter-k", "1"], "error: --filter-k must be >= 2, got 1 (see scripts/quickstart.sh --help)"),
         (
             ["--rl-overlong-buffer", "-1"],
-            "error: --rl-overlong-buffer must be 0 (off) or more tokens, got -1",
+            "error: --rl-overlong-buffer must be >= 0, got -1 (see scripts/quickstart.sh --help)",
         ),
-        (["--rl-temperature", "0"], "error: --rl-temperature must be positive (RL samples), got 0.0"),
+        (
+            ["--rl-temperature", "0"],
+            "error: --rl-temperature must be a positive number, got 0 (see scripts/quickstart.sh --help)",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:

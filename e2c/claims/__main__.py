@@ -1,7 +1,6 @@
 """``python -m e2c.claims``: see :mod:`e2c.claims.cli`."""
 
-import sys
-
 from e2c.claims.cli import main
+from e2c.entry import run_main
 
-sys.exit(main())
+run_main(main)

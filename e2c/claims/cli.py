@@ -13,13 +13,22 @@ each claim's verdict.
 from __future__ import annotations
 
 import argparse
-import math
 import shutil
-import sys
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import (
+    OUTPUT_DIR,
+    TEXT,
+    ValueType,
+    at_least,
+    check_value,
+    positive,
+    probability,
+    whole,
+)
 from e2c.claims.config import (
     CLAIM_METHOD,
     DEPENDS,
@@ -42,6 +51,7 @@ from e2c.claims.stages import (
     stage_weighting,
 )
 from e2c.cli import ArgumentParser
+from e2c.entry import run_main
 from e2c.errors import UserError
 from e2c.quickstart.context import read_done
 from e2c.quickstart.progress import Reporter
@@ -70,6 +80,36 @@ def _show(v: Any) -> str:
     return " ".join(map(str, v)) if isinstance(v, (tuple, list)) else str(v)
 
 
+# The value type of every ClaimsConfig field that is a flag with a value: the parser checks a flag with it,
+# and validate() checks a whole config (the --fast preset's values) with the same rule.
+TYPES: dict[str, ValueType] = {
+    "out": OUTPUT_DIR,
+    "rl_steps": whole(1),  # the claims start from an RL model
+    "weight_coefs": at_least(0),  # 0 masks the exploration out of the policy gradient
+    "weight_seeds": whole(0),
+    "delta": probability(open_zero=True),  # an accuracy effect, as a fraction
+    "tts_problems": whole(1),
+    "tts_budgets": whole(1),
+    "tts_methods": TEXT,
+    "tts_explore_budget": whole(1),
+    "tts_execute_budget": whole(1),
+    "tts_judge_tokens": whole(1),
+    "tts_tree_step_tokens": whole(1),
+    "tts_tree_branching": whole(1),
+    "ratio_delta": at_least(0),
+    "adapt_family": TEXT,
+    "adapt_level": whole(1, 3),
+    "adapt_max_chain_tokens": whole(1),
+    "adapt_eval_max_tokens": whole(1),
+    "adapt_train": whole(1),
+    "adapt_eval": whole(1),
+    "adapt_steps": whole(1),
+    "adapt_batch": whole(1),
+    "adapt_lr": positive(),
+    "adapt_reg_frac": probability(),  # and < 1 (validate): a share of 1 leaves no exploration-only rows
+}
+
+
 def _help(key: str, text: str) -> str:
     d = getattr(ClaimsConfig(), key)
     fast = f"; --fast: {_show(FAST[key])}" if key in FAST else ""
@@ -84,51 +124,44 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Stages, in order: {', '.join(STAGES)}. Outputs: <out>/<stage>/, <out>/report.md, "
         "<out>/report.json.",
     )
+
+    def flag(group: Any, key: str, text: str, **kwargs: Any) -> None:
+        """``--key`` with the field's value type (None default: only a flag given explicitly is set)."""
+        group.add_argument(
+            f"--{key.replace('_', '-')}", type=TYPES[key], default=None, help=_help(key, text), **kwargs
+        )
+
     a = p.add_argument
-    a("--out", default=None, help=_help("out", "output folder"))
+    flag(p, "out", "output folder")
     a("--fast", action="store_true", help="the same stages on the tiny test model at tiny sizes (CI)")
     a(
         "--from",
         dest="from_stage",
         default=None,
+        type=TEXT,
         metavar="STAGE",
         help=f"redo this stage and every later one ({', '.join(STAGES)}; default: none)",
     )
     a("--force", action="store_true", help="redo every stage, discarding earlier results (default: off)")
-    a("--rl-steps", type=int, default=None, help=_help("rl_steps", "GRPO steps of every RL run"))
+    flag(p, "rl_steps", "GRPO steps of every RL run")
     g = p.add_argument_group("claim 1: exploration weighting")
-    g.add_argument(
-        "--weight-coefs",
-        type=float,
+    flag(
+        g,
+        "weight_coefs",
+        "exploration advantage coefficients (the first is the claim's; 0 masks "
+        "the exploration out of the policy gradient)",
         nargs="+",
-        default=None,
-        help=_help(
-            "weight_coefs",
-            "exploration advantage coefficients (the first is the claim's; 0 masks "
-            "the exploration out of the policy gradient)",
-        ),
     )
-    g.add_argument(
-        "--weight-seeds",
-        type=int,
-        nargs="+",
-        default=None,
-        help=_help("weight_seeds", "seeds per coefficient (data order and rollout sampling)"),
-    )
-    g.add_argument(
-        "--delta",
-        type=float,
-        default=None,
-        help=_help(
-            "delta",
-            "smallest accuracy effect that matters, as a fraction (an interval below it "
-            "rules the effect out)",
-        ),
+    flag(g, "weight_seeds", "seeds per coefficient (data order and rollout sampling)", nargs="+")
+    flag(
+        g,
+        "delta",
+        "smallest accuracy effect that matters, as a fraction (an interval below it rules the effect out)",
     )
     g = p.add_argument_group("claim 2: test-time scaling (python -m e2c.tts on the RL model)")
-    g.add_argument("--tts-problems", type=int, default=None, help=_help("tts_problems", "held-out problems"))
-    g.add_argument("--tts-budgets", type=int, nargs="+", default=None, help=_help("tts_budgets", "K values"))
-    g.add_argument("--tts-methods", nargs="+", default=None, help=_help("tts_methods", "methods"))
+    flag(g, "tts_problems", "held-out problems")
+    flag(g, "tts_budgets", "K values", nargs="+")
+    flag(g, "tts_methods", "methods", nargs="+")
     g.add_argument(
         "--tts-nested",
         action=argparse.BooleanOptionalAction,
@@ -138,67 +171,27 @@ def build_parser() -> argparse.ArgumentParser:
             f"{' and '.join(methods_with('nestable'))}: smaller budgets read off the largest one's first draws",
         ),
     )
-    g.add_argument(
-        "--tts-explore-budget", type=int, default=None, help=_help("tts_explore_budget", "exploration tokens")
-    )
-    g.add_argument(
-        "--tts-execute-budget", type=int, default=None, help=_help("tts_execute_budget", "execution tokens")
-    )
-    g.add_argument(
-        "--tts-judge-tokens",
-        type=int,
-        default=None,
-        help=_help("tts_judge_tokens", "judge / scorer reply tokens"),
-    )
-    g.add_argument(
-        "--tts-tree-step-tokens",
-        type=int,
-        default=None,
-        help=_help("tts_tree_step_tokens", "e2c_tot step tokens"),
-    )
-    g.add_argument(
-        "--tts-tree-branching",
-        type=int,
-        default=None,
-        help=_help("tts_tree_branching", "e2c_tot children per expanded node"),
-    )
-    g.add_argument(
-        "--ratio-delta",
-        type=float,
-        default=None,
-        help=_help(
-            "ratio_delta",
-            "smallest token saving that matters: a ratio interval below 1 + this rules a saving out",
-        ),
+    flag(g, "tts_explore_budget", "exploration tokens")
+    flag(g, "tts_execute_budget", "execution tokens")
+    flag(g, "tts_judge_tokens", "judge / scorer reply tokens")
+    flag(g, "tts_tree_step_tokens", "e2c_tot step tokens")
+    flag(g, "tts_tree_branching", "e2c_tot children per expanded node")
+    flag(
+        g,
+        "ratio_delta",
+        "smallest token saving that matters: a ratio interval below 1 + this rules a saving out",
     )
     g = p.add_argument_group("claim 3: exploration-only adaptation to a held-out family")
-    g.add_argument(
-        "--adapt-family", default=None, help=_help("adapt_family", "synthetic family (not in SFT/RL)")
-    )
-    g.add_argument("--adapt-level", type=int, default=None, help=_help("adapt_level", "its level (1-3)"))
-    g.add_argument(
-        "--adapt-max-chain-tokens",
-        type=int,
-        default=None,
-        help=_help("adapt_max_chain_tokens", "longest new-family chain kept, in the model's tokens"),
-    )
-    g.add_argument(
-        "--adapt-eval-max-tokens",
-        type=int,
-        default=None,
-        help=_help("adapt_eval_max_tokens", "new tokens per chain in the new-family evaluations"),
-    )
-    g.add_argument("--adapt-train", type=int, default=None, help=_help("adapt_train", "training problems"))
-    g.add_argument("--adapt-eval", type=int, default=None, help=_help("adapt_eval", "held-out problems"))
-    g.add_argument("--adapt-steps", type=int, default=None, help=_help("adapt_steps", "SFT steps per method"))
-    g.add_argument("--adapt-batch", type=int, default=None, help=_help("adapt_batch", "rows per step"))
-    g.add_argument("--adapt-lr", type=float, default=None, help=_help("adapt_lr", "learning rate"))
-    g.add_argument(
-        "--adapt-reg-frac",
-        type=float,
-        default=None,
-        help=_help("adapt_reg_frac", "EF-SFT: share of problems kept as full chains"),
-    )
+    flag(g, "adapt_family", "synthetic family (not in SFT/RL)")
+    flag(g, "adapt_level", "its level (1-3)")
+    flag(g, "adapt_max_chain_tokens", "longest new-family chain kept, in the model's tokens")
+    flag(g, "adapt_eval_max_tokens", "new tokens per chain in the new-family evaluations")
+    flag(g, "adapt_train", "training problems")
+    flag(g, "adapt_eval", "held-out problems")
+    flag(g, "adapt_steps", "SFT steps per method")
+    flag(g, "adapt_batch", "rows per step")
+    flag(g, "adapt_lr", "learning rate")
+    flag(g, "adapt_reg_frac", "EF-SFT: share of problems kept as full chains")
     return p
 
 
@@ -207,7 +200,10 @@ CONFIG_FLAGS = tuple(f for f in field_names() if f != "fast")
 
 def config_from_args(args: argparse.Namespace) -> ClaimsConfig:
     given = {k: getattr(args, k) for k in CONFIG_FLAGS if getattr(args, k) is not None}
-    given = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items()}
+    # paths as the config keeps them (text); lists as tuples
+    given = {
+        k: tuple(v) if isinstance(v, list) else str(v) if isinstance(v, Path) else v for k, v in given.items()
+    }
     cfg = with_fast(ClaimsConfig(), set(given)) if args.fast else ClaimsConfig()
     cfg = replace(cfg, **given)
     validate(cfg)
@@ -215,23 +211,24 @@ def config_from_args(args: argparse.Namespace) -> ClaimsConfig:
 
 
 def validate(cfg: ClaimsConfig) -> None:
-    """One UserError line for a setting out of range."""
+    """One UserError line for a setting out of range: every field with a value type (:data:`TYPES`, the
+    flags' own rule), then what one value cannot say alone."""
     from e2c.data.synthetic.families import FAMILIES
     from e2c.quickstart.config import DEFAULT_FAMILIES
     from e2c.tts import METHODS
 
-    if cfg.rl_steps < 1:
-        raise UserError(
-            f"--rl-steps must be at least 1 (the claims start from an RL model), got {cfg.rl_steps}"
-        )
+    for key, kind in TYPES.items():
+        if key == "out":  # checked where it is used, before any work
+            continue
+        value = getattr(cfg, key)
+        for v in value if isinstance(value, tuple) else (value,):
+            check_value(v, kind, f"--{key.replace('_', '-')}")
     if len(cfg.weight_coefs) < 2 or len(set(cfg.weight_coefs)) != len(cfg.weight_coefs):
         raise UserError(
             f"--weight-coefs needs at least two different coefficients, got {list(cfg.weight_coefs)}"
         )
-    if not all(math.isfinite(c) and c >= 0 for c in cfg.weight_coefs):
-        raise UserError(f"--weight-coefs must be finite and >= 0, got {list(cfg.weight_coefs)}")
     seeds = cfg.weight_seeds
-    if len(seeds) < 2 or len(set(seeds)) != len(seeds) or min(seeds) < 0:
+    if len(seeds) < 2 or len(set(seeds)) != len(seeds):
         raise UserError(
             "--weight-seeds must be at least two distinct non-negative seeds (seed-to-seed variation is part "
             f"of the interval), got {list(seeds)}"
@@ -245,8 +242,6 @@ def validate(cfg: ClaimsConfig) -> None:
     ):
         if need not in cfg.tts_methods:
             raise UserError(f"--tts-methods must include {need} ({why})")
-    if not cfg.tts_budgets or min(cfg.tts_budgets) < 1:
-        raise UserError(f"--tts-budgets must be positive, got {list(cfg.tts_budgets)}")
     if cfg.adapt_family not in FAMILIES:
         raise UserError(f"--adapt-family: unknown family {cfg.adapt_family!r}; valid: {', '.join(FAMILIES)}")
     if cfg.adapt_family in DEFAULT_FAMILIES:
@@ -254,28 +249,8 @@ def validate(cfg: ClaimsConfig) -> None:
         raise UserError(
             f"--adapt-family {cfg.adapt_family} is trained on in SFT and RL; pick a held-out one: {', '.join(held)}"
         )
-    if not 1 <= cfg.adapt_level <= 3:
-        raise UserError(f"--adapt-level must be 1, 2 or 3, got {cfg.adapt_level}")
-    for k in (
-        "tts_problems",
-        "tts_explore_budget",
-        "tts_execute_budget",
-        "tts_judge_tokens",
-        "tts_tree_step_tokens",
-        "tts_tree_branching",
-        "adapt_train",
-        "adapt_eval",
-        "adapt_max_chain_tokens",
-        "adapt_eval_max_tokens",
-        "adapt_steps",
-        "adapt_batch",
-    ):
-        if getattr(cfg, k) < 1:
-            raise UserError(f"--{k.replace('_', '-')} must be at least 1, got {getattr(cfg, k)}")
-    if not 0 <= cfg.adapt_reg_frac < 1:
+    if cfg.adapt_reg_frac >= 1:
         raise UserError(f"--adapt-reg-frac must be in [0, 1), got {cfg.adapt_reg_frac}")
-    if cfg.adapt_lr <= 0 or cfg.delta <= 0 or cfg.ratio_delta < 0:
-        raise UserError("--adapt-lr and --delta must be positive, --ratio-delta at least 0")
 
 
 # ------------------------------------------------------------------------------------------------ runner
@@ -295,16 +270,19 @@ def run(cfg: ClaimsConfig, from_stage: str | None, force: bool) -> dict[str, Any
     out = out_folder(cfg.out)
     cc = make_context(cfg, out)
     q = out / "quickstart"
+    # --force redoes the shared start too; a folder there that no quickstart made is never removed (checked
+    # with the pipeline's own checks, before any of them can stop a check-only run)
+    clear = force and q.exists()
+    if clear and not any(
+        (q / s / n).is_file() for s in ("data", "sft") for n in ("STARTED.json", "DONE.json")
+    ):
+        raise UserError(
+            f"{q} exists and was not made by a quickstart run; pick another --out (nothing was changed)"
+        )
 
     def clear_quickstart() -> None:
-        # --force redoes the shared start too; a folder there that no quickstart made is never removed
-        if not (force and q.exists()):
-            return
-        if not any((q / s / n).is_file() for s in ("data", "sft") for n in ("STARTED.json", "DONE.json")):
-            raise UserError(
-                f"{q} exists and was not made by a quickstart run; pick another --out (nothing was changed)"
-            )
-        shutil.rmtree(q)
+        if clear:
+            shutil.rmtree(q)
 
     header = f"{'--fast, ' if cfg.fast else ''}backend {cc.qcfg.backend}"
     run_pipeline(pipeline(cfg), cc, from_stage, force, header, before=clear_quickstart)
@@ -321,4 +299,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run_main(main)

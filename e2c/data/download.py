@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -25,8 +24,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from e2c import progress
+from e2c.argtypes import OUTPUT_DIR, TEXT
+from e2c.cli import ArgumentParser
+from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
-from e2c.files import atomic_write_text
+from e2c.files import atomic_write_text, check_output_dir
 
 DATA_REPO = "TingheOliver/Explore-Execute-Chain-Datasets"
 OFFICIAL = "https://huggingface.co"
@@ -70,17 +72,46 @@ def _check_url(url: str, source: str) -> str:
     return url.rstrip("/")
 
 
+def hf_token() -> str | None:
+    """``$HF_TOKEN`` when set, checked: a token is one word of printable characters.
+
+    A token with a space or a line break in it (a copy-paste slip) would otherwise reach the HTTP layer,
+    whose error quotes the header, token included, into the "cannot reach" line and any log of it; it is
+    refused here in one line that never shows the value.
+    """
+    token = os.environ.get("HF_TOKEN")
+    if not token:
+        return None
+    if any(c.isspace() or not c.isprintable() for c in token):
+        raise DownloadError(
+            f"HF_TOKEN holds whitespace or a line break ({len(token)} characters; the value is not shown); "
+            "set it to the token alone, e.g. HF_TOKEN=hf_..."
+        )
+    return token
+
+
+def redact(text: str) -> str:
+    """``text`` with the value of ``$HF_TOKEN`` (and each word of it) replaced by ``***``: no message of
+    ours quotes a secret, whatever a library put into its exception."""
+    token = os.environ.get("HF_TOKEN") or ""
+    for part in sorted({token.strip(), *token.split()}, key=len, reverse=True):
+        if len(part) >= 4:
+            text = text.replace(part, "***").replace(repr(part)[1:-1], "***")
+    return text
+
+
 def _open(url: str, headers: dict[str, str] | None = None, timeout: float = 30.0) -> Any:
     req = urllib.request.Request(url, headers={"User-Agent": "e2c-toolkit", **(headers or {})})
-    token = os.environ.get("HF_TOKEN")
+    token = hf_token()
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     return urllib.request.urlopen(req, timeout=timeout)
 
 
 def _unreachable(base: str, e: Exception) -> DownloadError:
+    reason = redact(" ".join(str(getattr(e, "reason", e)).split()))
     return DownloadError(
-        f"cannot reach {base} ({type(e).__name__}: {getattr(e, 'reason', e)}); check the network, use --mirror "
+        f"cannot reach {base} ({type(e).__name__}: {reason}); check the network, use --mirror "
         f"(hf-mirror.com) or HF_ENDPOINT=URL, or work offline with `prepare_all_data.sh --skip-download`"
     )
 
@@ -286,33 +317,36 @@ def download(
     return got
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from e2c.cli import ArgumentParser
-    from e2c.errors import fail
-    from e2c.files import check_output_dir
+def build_parser() -> ArgumentParser:
+    """The command line of ``python -m e2c.data.download`` (``bash scripts/download_datasets.sh``)."""
+    p = ArgumentParser(prog="download_datasets", description=f"Download {DATA_REPO} (resumable, verified).")
+    p.add_argument("--dataset", default="all", choices=list(SELECTIONS), help="what to fetch (default: all)")
+    p.add_argument("--mirror", action="store_true", help=f"use the mirror {MIRROR}")
+    p.add_argument(
+        "--endpoint", default=None, type=TEXT, help="hub base URL (default: $HF_ENDPOINT or huggingface.co)"
+    )
+    p.add_argument("--repo", default=DATA_REPO, type=TEXT, help=f"dataset repository (default: {DATA_REPO})")
+    p.add_argument("--revision", default="main", type=TEXT, help="branch, tag or commit (default: main)")
+    p.add_argument(
+        "--out", default="data/raw", type=OUTPUT_DIR, help="where raw files land (default: data/raw)"
+    )
+    return p
 
-    ap = ArgumentParser(prog="download_datasets", description=f"Download {DATA_REPO} (resumable, verified).")
-    ap.add_argument("--dataset", default="all", choices=list(SELECTIONS), help="what to fetch (default: all)")
-    ap.add_argument("--mirror", action="store_true", help=f"use the mirror {MIRROR}")
-    ap.add_argument("--endpoint", default=None, help="hub base URL (default: $HF_ENDPOINT or huggingface.co)")
-    ap.add_argument("--repo", default=DATA_REPO, help=f"dataset repository (default: {DATA_REPO})")
-    ap.add_argument("--revision", default="main", help="branch, tag or commit (default: main)")
-    ap.add_argument("--out", default="data/raw", help="where raw files land (default: data/raw)")
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = build_parser()
     args = ap.parse_args(argv)
     if not _REPO_ID.fullmatch(args.repo):
         ap.error(f"--repo {args.repo!r} is not a repository id (owner/name), e.g. {DATA_REPO}")
-    if not args.revision.strip():
-        ap.error("--revision is empty; give a branch, tag or commit (default: main)")
-    try:
-        base = endpoint(args.mirror, args.endpoint)
-        check_output_dir(args.out, "--out")  # before the network: a bad folder costs no download
-        paths = download(args.dataset, args.out, args.repo, base, args.revision)
-    except UserError as e:
-        fail(str(e))
+    base = endpoint(args.mirror, args.endpoint)
+    hf_token()
+    check_output_dir(args.out, "--out")  # before the network: a bad folder costs no download
+    checks_done()
+    paths = download(args.dataset, args.out, args.repo, base, args.revision)
     for p in paths:
         print(f"wrote {p}")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

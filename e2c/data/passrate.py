@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 
 # ----------------------------------------------------------------------------------------------- bands
@@ -242,6 +243,8 @@ def format_histogram(counts: Sequence[int]) -> str:
 
 # ------------------------------------------------------------------------------------------- settings
 DEFAULT_K = 8
+DEFAULT_MODEL = "models/checkpoints/sft/final"  # the RL configs' start model
+DEFAULT_INPUT = "data/processed/rl/e2c_rl_train.parquet"
 # the RL rollout's temperature (actor_rollout_ref.rollout.temperature in configs/e2c_common.yaml)
 DEFAULT_TEMPERATURE = 1.0
 FALLBACK_RESPONSE_LENGTH = 8192  # data.max_response_length of the paper's RL configs
@@ -739,46 +742,63 @@ def default_batch_size(backend: str, k: int) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from e2c.argtypes import EXISTING_FILE, MODEL, OUTPUT_FILE, TEXT, positive, probability, whole
     from e2c.chain import FORMATS
     from e2c.cli import DTYPES, ArgumentParser
+    from e2c.generation import ALIASES, BACKENDS
+    from e2c.runtypes import ANY_TEXT
 
     p = ArgumentParser(prog="python -m e2c.data.passrate", description=__doc__.split("\n\n")[0])
     a = p.add_argument
     a(
         "--model",
-        default="models/checkpoints/sft/final",
+        default=None,
+        type=MODEL,
         help="the model RL starts from: folder, HF id, 'embedded' or 'tiny' "
         "(default: models/checkpoints/sft/final, the RL configs' start model)",
     )
     a(
         "--subfolder",
         default=None,
+        type=ANY_TEXT,  # '' means none (not the release's 8B), as in eval and TTS
         help="subfolder of the model (default: 8B for the released checkpoint, else none)",
     )
     a(
         "--input",
-        default="data/processed/rl/e2c_rl_train.parquet",
+        default=None,
+        type=EXISTING_FILE,
         help="RL parquet in verl's schema (default: data/processed/rl/e2c_rl_train.parquet)",
     )
     a(
         "--output",
         default=None,
+        type=OUTPUT_FILE,
         help="kept rows (.parquet); the report, plot and samples file go beside it as "
         "<name>.passrate.{json,png,jsonl} (default: <input name>.filtered.parquet beside the input)",
     )
-    a("--k", type=int, default=DEFAULT_K, help=f"samples per prompt, at least 2 (default: {DEFAULT_K})")
-    a("--band", default=DEFAULT_BAND, help=f"pass rates to keep: {band_choices()} (default: {DEFAULT_BAND})")
+    a("--k", type=whole(2), default=DEFAULT_K, help=f"samples per prompt, at least 2 (default: {DEFAULT_K})")
+    a(
+        "--band",
+        default=DEFAULT_BAND,
+        type=TEXT,
+        help=f"pass rates to keep: {band_choices()} (default: {DEFAULT_BAND})",
+    )
     a(
         "--temperature",
-        type=float,
+        type=positive(),
         default=DEFAULT_TEMPERATURE,
         help=f"sampling temperature, > 0 (default: {DEFAULT_TEMPERATURE:g}, the RL rollout's)",
     )
-    a("--top-p", type=float, default=1.0, help="nucleus sampling mass (default: 1.0, the RL rollout's)")
+    a(
+        "--top-p",
+        type=probability(open_zero=True),
+        default=1.0,
+        help="nucleus sampling mass (default: 1.0, the RL rollout's)",
+    )
     length = rl_response_length()
     a(
         "--max-tokens",
-        type=int,
+        type=whole(1),
         default=length,
         help=f"new tokens per sample; give the RL run's data.max_response_length (default: {length}, "
         "configs/e2c_common.yaml's; a sample cut there is graded as the rollout's would be)",
@@ -787,11 +807,12 @@ def build_parser() -> argparse.ArgumentParser:
     a(
         "--backend",
         default="auto",
+        choices=[*BACKENDS, *ALIASES],
         help="auto, vllm or hf (transformers) (default: auto: vllm when installed, GPU or CPU, else hf)",
     )
     a(
         "--batch-size",
-        type=int,
+        type=whole(1),
         default=None,
         help=f"prompts per generation call, each call one unit of resume (default: {VLLM_ROWS} // k on vllm, "
         f"{HF_ROWS} // k on hf, whose rows of a call decode together)",
@@ -799,6 +820,7 @@ def build_parser() -> argparse.ArgumentParser:
     a(
         "--gpus",
         default=None,
+        type=TEXT,
         help="GPU count or device ids 0,1,..; vLLM tensor parallel size (default: all visible)",
     )
     a(
@@ -807,8 +829,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=DTYPES,
         help="model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)",
     )
-    a("--seed", type=int, default=0, help="random seed of the sampling (default: 0)")
-    a("--limit", type=int, default=None, help="first N prompts of the input only (default: all)")
+    a("--seed", type=whole(0), default=0, help="random seed of the sampling (default: 0)")
+    a("--limit", type=whole(1), default=None, help="first N prompts of the input only (default: all)")
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
     a("--quiet", action="store_true", help="no progress lines")
     return p
@@ -843,8 +865,6 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     from e2c.models import resolve_model
 
     quiet_transformers()
-    if args.batch_size is not None and args.batch_size < 1:
-        raise UserError(f"--batch-size must be >= 1, got {args.batch_size}")
     backend = pick_backend(args.backend)
     cfg = config_from_args(args, backend)
     cfg.check()
@@ -858,6 +878,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
         gpus = parse_gpus(args.gpus)
     # The model after the data: a bad input is named before minutes of model loading.
     res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[cfg.format])
+    checks_done()
     gen, _ = make_generator(
         backend,
         res.path,
@@ -883,17 +904,18 @@ def one_line(message: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from e2c.cli import count_lines, exit_interrupted, interrupt_on_sigterm, resume_command
-    from e2c.errors import fail
-    from e2c.models import ModelSpecError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    # None in the parser, so that a missing default is named when it is checked, not while parsing
+    args.model = args.model or DEFAULT_MODEL
+    args.input = str(args.input or DEFAULT_INPUT)
     interrupt_on_sigterm()
     log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
     try:
         report = run(args, log)
-    except (UserError, ModelSpecError) as e:
-        fail(one_line(str(e)))
+    except UserError as e:  # a library's message may span lines: the guard shows one, so all of it on one
+        raise UserError(one_line(str(e))) from None
     except KeyboardInterrupt as e:
         output = Path(args.output) if args.output else default_output(args.input)
         samples = PassRateFiles.of(output).samples
@@ -922,4 +944,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -21,20 +21,23 @@ Exit status 0 when every requested step succeeded, 1 otherwise (what succeeded i
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from e2c import progress
+from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, probability, whole
 from e2c.chain import E2C
 from e2c.cli import ArgumentParser
 from e2c.data import efsft, paper, registry
-from e2c.data.download import DATA_REPO, download, endpoint
+from e2c.data.download import DATA_REPO, download, endpoint, hf_token
 from e2c.data.io import read_rows, write_parquet
 from e2c.data.schema import validate_file
 from e2c.data.synthetic.generate import generate, rows_by_split
-from e2c.errors import UserError, fail
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 from e2c.files import check_output_dir
 from e2c.models import ModelSpecError
 from e2c.paths import data_dir
@@ -202,24 +205,57 @@ def prepare_synthetic(run: Run, out: Path, n: int, seed: int, workers: int = 2) 
     return rows["sft"]
 
 
-def prepare_efsft(
-    run: Run, out: Path, sft_rows: list[dict], reg_frac: float, seed: int, tokenizer: str
-) -> None:
+# Any tokenizer with a vocabulary makes tokens of this; one without makes none.
+PROBE_TEXT = "Explore first, then execute: 12 + 30 = 42."
+
+
+def load_tokenizer(spec: str) -> Any:
+    """The tokenizer EF-SFT counts tokens with, loaded and tried before any work: a model folder whose
+    tokenizer files hold no vocabulary (a bare ``tokenizer_config.json``) loads as a tokenizer that turns
+    every text into no tokens, and EF-SFT data built with it would say "trained tokens 0 of 0". UserError
+    naming ``--tokenizer`` otherwise."""
     from transformers import AutoTokenizer
 
     from e2c.models import resolve_model
 
-    tok = AutoTokenizer.from_pretrained(resolve_model(tokenizer).path)
+    try:
+        path = resolve_model(spec).path
+    except ModelSpecError as e:
+        raise UserError(f"--tokenizer: {e}") from None
+    try:
+        tok = AutoTokenizer.from_pretrained(path)
+        n = efsft.tokenizer_counter(tok)(PROBE_TEXT)
+    except Exception as e:  # transformers raises anything (ValueError, OSError, KeyError) for a bad folder
+        detail = " ".join(str(e).split())[:200]
+        raise UserError(
+            f"--tokenizer {spec}: cannot load its tokenizer ({type(e).__name__}: {detail})"
+        ) from None
+    if not n:
+        raise UserError(
+            f"--tokenizer {spec}: its tokenizer turns text into no tokens (no vocabulary: tokenizer.json, "
+            "vocab.json or tokenizer.model missing?); EF-SFT token counts need a complete tokenizer"
+        )
+    return tok
+
+
+def prepare_efsft(
+    run: Run, out: Path, sft_rows: list[dict], reg_frac: float, seed: int, tokenizer: str, tok: Any = None
+) -> None:
+    """EF-SFT rows from ``sft_rows``, counted with ``tok`` (loaded from ``tokenizer`` when not given)."""
+    tok = tok if tok is not None else load_tokenizer(tokenizer)
     rows, stats = efsft.build(sft_rows, efsft.tokenizer_counter(tok), reg_frac=reg_frac, seed=seed)
     run.write(rows, out / "ef_sft" / "ef_sft.parquet", "ef_sft")
     print(stats.line(), flush=True)
     run.notes.append(stats.line() + f" [tokenizer: {tokenizer}]")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> ArgumentParser:
+    """The command line of ``python -m e2c.data.prepare`` (``bash scripts/prepare_all_data.sh``)."""
     ap = ArgumentParser(prog="prepare_all_data", description="Prepare SFT, RL, EF-SFT and eval data.")
     ap.add_argument("--mirror", action="store_true", help="download from hf-mirror.com")
-    ap.add_argument("--endpoint", default=None, help="hub base URL (default: $HF_ENDPOINT or huggingface.co)")
+    ap.add_argument(
+        "--endpoint", default=None, type=TEXT, help="hub base URL (default: $HF_ENDPOINT or huggingface.co)"
+    )
     ap.add_argument("--skip-download", action="store_true", help="use only files already on disk")
     ap.add_argument("--skip-rl", action="store_true", help="do not download or convert the RL prompts")
     ap.add_argument(
@@ -230,65 +266,79 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument(
         "--num-workers",
-        type=int,
+        type=whole(1, 256),
         default=2,
         help="parallel processes that verify the synthetic problems by running their traces (default 2)",
     )
     ap.add_argument(
         "--synthetic",
-        type=int,
+        type=whole(0),
         default=2000,
         metavar="N",
         help="synthetic problems to generate (0: none; default 2000)",
     )
-    ap.add_argument("--seed", type=int, default=0, help="seed for synthetic data and splits (default 0)")
+    ap.add_argument("--seed", type=whole(0), default=0, help="seed for synthetic data and splits (default 0)")
     ap.add_argument(
-        "--val-frac", type=float, default=0.02, help="validation share of the paper's data (default 0.02)"
+        "--val-frac",
+        type=probability(),
+        default=0.02,
+        help="validation share of the paper's data, in [0, 1) (default 0.02)",
     )
     ap.add_argument(
-        "--reg-frac", type=float, default=0.05, help="share of full chains in EF-SFT (default 0.05)"
+        "--reg-frac",
+        type=probability(),
+        default=0.05,
+        help="share of full chains in EF-SFT, in [0, 1) (default 0.05)",
     )
     ap.add_argument(
         "--tokenizer",
         default="embedded",
+        type=MODEL,
         help="tokenizer for EF-SFT token counts: tiny, embedded, a folder or a hub id (default embedded)",
     )
     ap.add_argument(
         "--data-dir",
         default=None,
+        type=EXISTING_DIR,
         help=f"local benchmark files <name>.jsonl|parquet (default ${registry.DATA_DIR_ENV})",
     )
-    ap.add_argument("--raw", default=str(data_dir() / "raw"), help="raw download folder (default data/raw)")
+    # --raw is only read with --skip-download (a read-only folder is fine then), so it is checked below
     ap.add_argument(
-        "--out", default=str(data_dir() / "processed"), help="output folder (default data/processed)"
+        "--raw", default=str(data_dir() / "raw"), type=TEXT, help="raw download folder (default data/raw)"
     )
-    args = ap.parse_args(argv)
-    if args.synthetic < 0:
-        ap.error(f"--synthetic must be >= 0, got {args.synthetic}")
-    if args.num_workers < 1:
-        ap.error(f"--num-workers must be at least 1, got {args.num_workers}")
-    if not 0.0 <= args.val_frac < 1.0 or not 0.0 <= args.reg_frac < 1.0:
-        ap.error("--val-frac and --reg-frac must be in [0, 1)")
-    if args.data_dir and not Path(args.data_dir).is_dir():
-        what = "not a folder" if Path(args.data_dir).exists() else "no such folder"
-        ap.error(f"--data-dir {args.data_dir}: {what}")
-    raw, out = Path(args.raw), Path(args.out)
-    try:  # before any work: a bad output folder would otherwise fail every step, one by one
-        check_output_dir(out, "--out")
-        if not args.skip_download:
-            check_output_dir(raw, "--raw")
-            endpoint(args.mirror, args.endpoint)
-        elif raw.exists() and not raw.is_dir():
-            raise UserError(f"--raw {raw}: {raw.absolute()} is a file, not a folder")
-    except UserError as e:
-        fail(str(e))
-    if args.synthetic or not (args.skip_download or args.skip_sft) or raw_files(raw, "sft"):
-        from e2c.models import resolve_model
+    ap.add_argument(
+        "--out",
+        default=str(data_dir() / "processed"),
+        type=OUTPUT_DIR,
+        help="output folder (default data/processed)",
+    )
+    return ap
 
-        try:  # EF-SFT runs last: a bad --tokenizer is refused now, not after every other step
-            resolve_model(args.tokenizer)
-        except ModelSpecError as e:
-            fail(f"--tokenizer: {e}")
+
+def check_args(args: argparse.Namespace) -> Any:
+    """Everything the flags' types cannot see, before any work (a bad output folder would otherwise fail
+    every step, one by one); returns the EF-SFT tokenizer when a step will need it, else None."""
+    for flag in ("val_frac", "reg_frac"):  # a share of 1 leaves nothing on the other side
+        if getattr(args, flag) >= 1.0:
+            raise UserError(f"--{flag.replace('_', '-')} must be in [0, 1), got {getattr(args, flag)}")
+    raw, out = Path(args.raw), Path(args.out)
+    check_output_dir(out, "--out")
+    if not args.skip_download:
+        check_output_dir(raw, "--raw")
+        endpoint(args.mirror, args.endpoint)
+        hf_token()
+    elif raw.exists() and not raw.is_dir():
+        raise UserError(f"--raw {raw}: {raw.absolute()} is a file, not a folder")
+    if args.synthetic or not (args.skip_download or args.skip_sft) or raw_files(raw, "sft"):
+        return load_tokenizer(args.tokenizer)  # EF-SFT runs last: a bad tokenizer is refused now
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    tok = check_args(args)
+    checks_done()
+    raw, out = Path(args.raw), Path(args.out)
 
     run = Run()
     if not args.skip_download:
@@ -323,8 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ef_source = results.get("paper data") or synth_sft
     if ef_source:
         try:
-            prepare_efsft(run, out, ef_source, args.reg_frac, args.seed, args.tokenizer)
-        except (UserError, ModelSpecError) as e:
+            prepare_efsft(run, out, ef_source, args.reg_frac, args.seed, args.tokenizer, tok)
+        except UserError as e:
             run.fail("ef_sft", str(e))
 
     print("\nsummary:")
@@ -338,4 +388,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

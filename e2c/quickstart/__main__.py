@@ -1,7 +1,6 @@
 """``python -m e2c.quickstart``: see :mod:`e2c.quickstart.cli`."""
 
-import sys
-
+from e2c.entry import run_main
 from e2c.quickstart.cli import main
 
-sys.exit(main())
+run_main(main)

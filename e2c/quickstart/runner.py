@@ -5,6 +5,7 @@ its own folder with ``STARTED.json`` / ``DONE.json``, and its time across interr
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -12,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from e2c.entry import checks_done
 from e2c.errors import UserError, fail
-from e2c.files import atomic_write_json
+from e2c.files import atomic_write_json, check_output_dir
 from e2c.quickstart.context import read_done, read_started
 from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, select_stages
 from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
@@ -151,7 +153,9 @@ def run_pipeline(
     before: Callable[[], None] | None = None,
 ) -> float:
     """Plan (refusing bad input before anything is changed), then run the stages in order; returns the
-    seconds this invocation took. ``before`` runs after every check and before anything is written."""
+    seconds this invocation took. ``before`` runs after every check (and ``checks_done``: with
+    ``E2C_CHECK_ONLY=1`` the run stops there) and before anything is written."""
+    check_out(ctx.out)
     if from_stage is not None:
         check_stage_name(from_stage, stages=p.stages)
     states = stage_states(p, ctx)
@@ -159,6 +163,7 @@ def run_pipeline(
     actions = select_stages(states, wanted, from_stage, force, stages=p.stages, depends=p.depends)
     check_inputs(actions, states, stages=p.stages, requires=p.requires)
     check_foreign(p, ctx, actions)
+    checks_done()
     if before is not None:
         before()
     ctx.out.mkdir(parents=True, exist_ok=True)
@@ -185,6 +190,14 @@ def run_pipeline(
     return elapsed
 
 
+def check_out(out: Path) -> None:
+    """UserError when ``--out`` cannot hold the run: a file there or on its way, or a place this process
+    cannot create anything in (``/proc``, a read-only mount). Creates nothing."""
+    if os.path.lexists(out) and not out.is_dir():
+        raise UserError(f"--out {out} exists and is not a folder")
+    check_output_dir(out, "--out")
+
+
 def out_folder(out: str) -> Path:
     """The ``--out`` folder as an absolute path (a relative one is taken from the working directory)."""
     p = Path(out).expanduser()
@@ -198,13 +211,12 @@ def main_of(
     run: Callable[[Any, str | None, bool], dict[str, Any]],
 ) -> int:
     """A pipeline tool's ``main``: parse, run, print the summary as the last line (one JSON object); bad
-    input, a failed stage and an interrupt each end with one line and their exit status (2, 1, 130)."""
+    input (raised to the entry guard, :func:`e2c.entry.run_main`), a failed stage and an interrupt each end
+    with one line and their exit status (2, 1, 130)."""
     args = parser.parse_args(argv)
+    cfg = config_from_args(args)
     try:
-        cfg = config_from_args(args)
         summary = run(cfg, args.from_stage, args.force)
-    except UserError as e:
-        fail(str(e))
     except StageFailed as e:
         fail(f"{e}; fix it and rerun the same command to resume", 1)
     except KeyboardInterrupt:

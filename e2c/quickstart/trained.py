@@ -8,17 +8,20 @@ the untrained embedded model.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
+from e2c.argtypes import TEXT
 from e2c.cli import ArgumentParser
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 from e2c.paths import project_root
 from e2c.quickstart.config import Config
 
 
 def trained_model(out: Path) -> tuple[Path, str] | None:
     """``(model folder, "rl" | "sft")`` of the last finished training stage under ``out``, or None."""
-    from e2c.errors import UserError
     from e2c.quickstart.stages import Context, read_done, rl_model, sft_model
 
     ctx = Context(Config(), out)
@@ -46,13 +49,23 @@ def first_heldout(out: Path) -> tuple[str, str] | None:
     return (str(df["problem"].iloc[0]), str(df["answer"].iloc[0])) if len(df) else None
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="python -m e2c.quickstart.trained", description=__doc__.splitlines()[0])
-    p.add_argument("--out", default=Config().out, help="quickstart output folder (default: %(default)s)")
+    # TEXT, not an existing folder: no quickstart run yet is an answer (nothing printed), not an error
+    p.add_argument(
+        "--out", default=Config().out, type=TEXT, help="quickstart output folder (default: %(default)s)"
+    )
     p.add_argument("--with-problem", action="store_true", help="also print --problem and --answer")
-    args = p.parse_args(argv)
-    out = Path(args.out)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = Path(args.out).expanduser()
     out = out if out.is_absolute() else project_root() / out
+    if os.path.lexists(out) and not out.is_dir():
+        raise UserError(f"--out {args.out} exists and is not a folder; give a quickstart output folder")
+    checks_done()
     found = trained_model(out)
     if found is None:
         return 0
@@ -70,4 +83,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)
