@@ -9,12 +9,17 @@ naming the count it reached when ``--timeout`` seconds pass first.
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable
 
+from e2c.argtypes import TEXT, Number, whole
 from e2c.cli import ArgumentParser
-from e2c.errors import fail
+from e2c.devices import MAX_NODES
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError, fail
+
+# Long enough for any cluster to come up; a longer wait is a typo (and time.sleep's limit is near).
+MAX_TIMEOUT_S = 7 * 24 * 3600
 
 
 def live_nodes(address: str) -> int:
@@ -58,14 +63,31 @@ def wait_for_nodes(
         time.sleep(every_s)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> ArgumentParser:
+    """The command line (``--timeout`` bounded: nan or inf would never compare as passed)."""
     p = ArgumentParser(prog="python -m e2c.cluster", description=__doc__.split("\n\n")[0])
-    p.add_argument("--address", required=True, help="the ray head, HOST:PORT")
-    p.add_argument("--nodes", type=int, default=1, help="live nodes to wait for (default: 1)")
-    p.add_argument("--timeout", type=float, default=120.0, help="seconds before giving up (default: 120)")
-    args = p.parse_args(argv)
-    if args.nodes < 1:
-        fail(f"--nodes {args.nodes}: at least 1")
+    p.add_argument("--address", type=TEXT, required=True, help="the ray head, HOST:PORT")
+    p.add_argument("--nodes", type=whole(1, MAX_NODES), default=1, help="live nodes to wait for (default: 1)")
+    p.add_argument(
+        "--timeout",
+        type=Number(float, low=0.0, high=MAX_TIMEOUT_S, low_open=True),
+        default=120.0,
+        help="seconds before giving up (default: 120)",
+    )
+    return p
+
+
+def check_address(address: str) -> None:
+    """``HOST:PORT`` with a port ray can listen on (a bad one would read as a head that never comes up)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not host.strip() or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise UserError(f"--address must be the ray head as HOST:PORT (port 1-65535), got {address!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    check_address(args.address)
+    checks_done()
     have = wait_for_nodes(lambda: live_nodes(args.address), args.nodes, args.timeout)
     if have < args.nodes:
         fail(
@@ -75,4 +97,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -12,14 +12,99 @@ import contextlib
 import difflib
 import importlib.util
 import os
+import re
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import NON_UTF8, BadValueContext, ValueType
 from e2c.errors import UserError
 
 VERL_PKG_CONFIG = "pkg://verl.trainer.config"
 _TYPE_NAMES = {bool: "a boolean (true/false)", int: "an integer", float: "a float"}
+
+
+# ------------------------------------------------------------------------------------------------ values
+# What Hydra's override grammar reads unquoted exactly as written (and what a path usually is): anything else
+# (a space, a letter outside ASCII, a comma, a quote, brackets) goes in quotes.
+_PLAIN_VALUE = re.compile(r"[A-Za-z0-9_./:+@%~-]+")
+
+
+def hydra_value(text: str, suffix: str = "") -> str:
+    """``text`` as the value of a Hydra override that reads back as ``text`` (then ``suffix``, which is
+    Hydra syntax of the launcher's own, e.g. ``/${now:%H}``): as it is when Hydra reads it plainly, else in
+    single quotes, so that researchers' folders (a space, an accented letter) reach verl intact. A literal
+    ``${`` in ``text`` is escaped, so a path never turns into an interpolation.
+
+    >>> hydra_value("/data/x.parquet"), hydra_value("/home/Zoë/my data")
+    ('/data/x.parquet', "'/home/Zoë/my data'")
+    """
+    if _PLAIN_VALUE.fullmatch(text):
+        return text + suffix
+    escaped = text.replace("${", "\\${")
+    body = escaped.replace("'", "\\'")
+    # Backslashes right before the closing quote would escape it: Hydra reads a doubled run as one.
+    trailing = len(body) - len(body.rstrip("\\"))
+    if trailing and not suffix:
+        body += "\\" * trailing
+    quoted = f"'{body}{suffix}'"
+    # What Hydra reads back must be the text: a value it would read otherwise is refused, not passed on.
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        [override] = OverridesParser.create().parse_overrides([f"key={quoted}"])
+        same = override.value() == escaped + suffix
+    except HydraException:
+        same = False
+    if not same:
+        raise UserError(f"Hydra cannot take the path {text!r} as a value: rename it (quotes and backslashes)")
+    return quoted
+
+
+def hydra_list(items: Sequence[str]) -> str:
+    """Several values as one Hydra list (``[a,'b c']``); one value as itself."""
+    if len(items) == 1:
+        return hydra_value(items[0])
+    return "[" + ",".join(hydra_value(i) for i in items) + "]"
+
+
+@dataclass(frozen=True, repr=False)
+class DataFiles(ValueType):
+    """``--train-data`` / ``--val-data``: one or more data files, comma-separated (``none_ok``: or ``none``,
+    no validation). The text is checked here (it names at least one file, UTF-8, no NUL); the files
+    themselves (present, of a format the trainer reads, of the right schema) when the launcher plans the
+    run, before anything starts."""
+
+    none_ok: bool = False
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return "data files, comma-separated" + (" (or 'none')" if self.none_ok else "")
+
+    def parse(self, text: str) -> str:
+        s = str(text)
+        if "\0" in s:
+            raise UserError(f"must be {self.name}, got a path with a NUL byte")
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UserError(f"must be UTF-8 paths (the trainer takes them as text), got {s!r}") from None
+        if self.none_ok and s.strip().lower() == "none":
+            return "none"
+        files = [p.strip() for p in s.split(",") if p.strip()]
+        if not files:
+            raise UserError(f"must be {self.name}, got {s!r}, which names no file")
+        return ",".join(files)
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        # The last two pass this type; the launcher's file checks refuse them before anything starts.
+        return ["", ",", " , ", NON_UTF8 + "/x.parquet", ctx.folder, "/nonexistent/e2c/data.parquet"]
+
+
+DATA_FILES = DataFiles()
+DATA_FILES_OR_NONE = DataFiles(none_ok=True)
 
 
 # ------------------------------------------------------------------------------------------------ Hydra
@@ -175,6 +260,14 @@ def _fixed_problem(fixed: Sequence[str]) -> str | None:
         if override.is_sweep_override():
             return f"Hydra reads the commas in {line!r} as a sweep: use a path without commas"
     return None
+
+
+def check_launcher_overrides(lines: Sequence[str]) -> None:
+    """The overrides a launcher writes itself (paths of the user's among them) parse as Hydra will parse
+    them in the trainer: one line naming the first that does not, before anything starts."""
+    problem = _fixed_problem(lines)
+    if problem:
+        raise UserError(problem)
 
 
 def compose_checked(config_dir: Path, config_name: str, fixed: Sequence[str], user: Sequence[str]) -> Any:

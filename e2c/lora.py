@@ -311,20 +311,23 @@ LORA_TARGETS_DEFAULT = "all-linear"
 
 def add_lora_args(parser: Any) -> None:
     """``--lora-rank``, ``--lora-alpha``, ``--lora-targets``: the same three knobs on SFT and RL."""
+    from e2c.argtypes import TEXT, whole
+
     parser.add_argument(
         "--lora-rank",
-        type=int,
+        type=whole(0, 65536),
         default=0,
         help="LoRA rank; 0 trains every weight (default: 0). Adapters are merged into the exported models",
     )
     parser.add_argument(
         "--lora-alpha",
-        type=int,
+        type=whole(1),
         default=None,
         help="LoRA alpha, the adapter's scale x rank (default: 2 x rank)",
     )
     parser.add_argument(
         "--lora-targets",
+        type=TEXT,
         default=LORA_TARGETS_DEFAULT,
         help=f"modules that get adapters, comma-separated (e.g. q_proj,v_proj; default: {LORA_TARGETS_DEFAULT}, "
         "every linear layer but the output head)",

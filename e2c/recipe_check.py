@@ -57,7 +57,6 @@ import contextlib
 import dataclasses
 import io
 import json
-import math
 import sys
 import traceback
 import warnings
@@ -66,6 +65,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import MODEL, TEXT, BadValueContext, Number, ValueType, positive, probability, whole
 from e2c.batch_shapes import (  # noqa: F401  (re-exported: the recipe check's public names)
     ALGO_NAMES,
     Cluster,
@@ -83,7 +83,9 @@ from e2c.batch_shapes import (  # noqa: F401  (re-exported: the recipe check's p
     world_fix,
 )
 from e2c.cli import ArgumentParser
-from e2c.errors import UserError, fail
+from e2c.devices import MAX_NODES
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 
 # ------------------------------------------------------------------------------------------------ constants
 # Peak dense bf16 tensor-core throughput of one H100 SXM (NVIDIA's datasheet, without sparsity).
@@ -560,34 +562,24 @@ def _filter_step(opts: Options, params: float | None, a: Assumptions) -> tuple[s
 
 
 # ------------------------------------------------------------------------------------------------ CLI
-def _positive_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected at least 1, got {n}")
-    return n
+GPU_COUNT = whole(1, 1024)
 
 
-def _fraction(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not 0 < x <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {x}")
-    return x
+@dataclass(frozen=True, repr=False)
+class GpusOrAuto(ValueType):
+    """``--gpus``: GPUs per node, or ``auto`` (the ones a launcher would use)."""
 
+    count: Number = GPU_COUNT
 
-def _positive(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {value!r}") from None
-    if not x > 0 or not math.isfinite(x):
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {x}")
-    return x
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"{self.count.name} or 'auto'"
+
+    def parse(self, text: str) -> int | str:
+        return "auto" if str(text).strip() == "auto" else int(self.count.parse(text))
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return self.count.bad_values(ctx)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -599,74 +591,98 @@ def build_parser() -> argparse.ArgumentParser:
     a = p.add_argument
     a(
         "--gpus",
+        type=GpusOrAuto(),
         default="8",
         help="GPUs per node, or 'auto' for the visible ones (scripts: N_GPUS; default 8)",
     )
-    a("--nnodes", type=_positive_int, default=1, help="nodes (NNODES; default 1)")
+    a("--nnodes", type=whole(1, MAX_NODES), default=1, help="nodes (NNODES; default 1)")
     a("--algo", choices=sorted(ALGO_NAMES), default="grpo", help="RL algorithm (RL_ALGO; default grpo)")
-    a("--model", default="Qwen/Qwen3-8B", help="base model, for the parameter count (BASE_MODEL)")
-    a("--params", type=_positive, default=None, help="parameter count, e.g. 8.2e9 (default: from --model)")
+    a("--model", type=MODEL, default="Qwen/Qwen3-8B", help="base model, for the parameter count (BASE_MODEL)")
+    a("--params", type=positive(), default=None, help="parameter count, e.g. 8.2e9 (default: from --model)")
     a("--from", dest="start", choices=STEPS, default="data", help="first recipe step (FROM; default data)")
     a(
         "--sft-steps",
-        type=_positive_int,
+        type=whole(1),
         default=None,
         help="SFT optimizer steps (SFT_STEPS; default: epochs)",
     )
-    a("--rl1-steps", type=_positive_int, default=None, help="RL stage 1 steps (RL1_STEPS; default: epochs)")
-    a("--rl2-steps", type=_positive_int, default=None, help="RL stage 2 steps (RL2_STEPS; default: epochs)")
+    a("--rl1-steps", type=whole(1), default=None, help="RL stage 1 steps (RL1_STEPS; default: epochs)")
+    a("--rl2-steps", type=whole(1), default=None, help="RL stage 2 steps (RL2_STEPS; default: epochs)")
     a(
         "--sft-rows",
-        type=_positive_int,
+        type=whole(1),
         default=None,
         help=f"SFT rows (default: {SFT_TRAIN_FILE}'s, else 58k)",
     )
     a(
         "--rl-prompts",
-        type=_positive_int,
+        type=whole(1),
         default=None,
         help="RL prompts (default: --rl-train-data's, else 14k)",
     )
     a(
         "--rl-train-data",
+        type=TEXT,  # may not exist yet (the recipe's data step writes it): then the paper's count is used
         default=RL_TRAIN_FILE,
         help=f"RL training parquet, for its rows (default {RL_TRAIN_FILE})",
     )
     a(
         "--filter-k",
-        type=int,
+        type=whole(0),
         default=0,
         help="pass-rate filter samples per prompt; 0: no filter step (default)",
     )
-    a("--eval-datasets", default="all", help="EVAL_DATASETS (default all: the 8 math sets)")
-    a("--eval-samples", type=_positive_int, default=8, help="EVAL_SAMPLES (default 8)")
-    a("--eval-max-tokens", type=_positive_int, default=None, help="EVAL_MAX_TOKENS (default: each set's)")
+    a("--eval-datasets", type=TEXT, default="all", help="EVAL_DATASETS (default all: the 8 math sets)")
+    a("--eval-samples", type=whole(1), default=8, help="EVAL_SAMPLES (default 8)")
+    a("--eval-max-tokens", type=whole(1), default=None, help="EVAL_MAX_TOKENS (default: each set's)")
     a(
         "--length-fraction",
-        type=_fraction,
+        type=probability(open_zero=True),
         default=LENGTH_FRACTION,
         help=f"mean length / max (default {LENGTH_FRACTION})",
     )
-    a("--mfu-train", type=_fraction, default=MFU_TRAIN, help=f"assumed training MFU (default {MFU_TRAIN})")
-    a("--mfu-decode", type=_fraction, default=MFU_DECODE, help=f"assumed decoding MFU (default {MFU_DECODE})")
+    a(
+        "--mfu-train",
+        type=probability(open_zero=True),
+        default=MFU_TRAIN,
+        help=f"assumed training MFU (default {MFU_TRAIN})",
+    )
+    a(
+        "--mfu-decode",
+        type=probability(open_zero=True),
+        default=MFU_DECODE,
+        help=f"assumed decoding MFU (default {MFU_DECODE})",
+    )
     a(
         "--peak-tflops",
-        type=_positive,
+        type=positive(),
         default=H100_PEAK_FLOPS / 1e12,
         help="GPU bf16 dense peak (default 989, H100)",
     )
     a(
         "--dapo-gen-batches",
-        type=_positive,
+        type=positive(),
         default=DAPO_GEN_BATCHES,
         help="DAPO generation batches a step (default 2)",
     )
-    a("--sft-override", action="append", default=[], help="Hydra override for the SFT config (repeatable)")
-    a("--rl-override", action="append", default=[], help="Hydra override for both RL stages (repeatable)")
+    a(
+        "--sft-override",
+        type=TEXT,
+        action="append",
+        default=[],
+        help="Hydra override for the SFT config (repeatable)",
+    )
+    a(
+        "--rl-override",
+        type=TEXT,
+        action="append",
+        default=[],
+        help="Hydra override for both RL stages (repeatable)",
+    )
     return p
 
 
-def resolve_gpus(value: str) -> int:
+def resolve_gpus(value: str | int) -> int:
     """``--gpus``: a count, or ``auto``: the GPUs a launcher would use (:mod:`e2c.devices`; 0 with none)."""
     if value == "auto":
         from e2c.devices import gpu_count, requested_gpus
@@ -715,27 +731,28 @@ def options(args: argparse.Namespace, gpus: int) -> Options:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Print one line per recipe step (``ok`` and the estimate), or one ``error:`` line and exit 2."""
-    try:
-        args = build_parser().parse_args(argv)
-        gpus = resolve_gpus(args.gpus)
-        if gpus == 0:
-            print("[recipe-check] no GPU visible: the steps run their CPU set-up; nothing to check")
-            return 0
-        opts = options(args, gpus)
-        params, source = (opts.params, "--params") if opts.params else model_params(opts.model)
-        shown = f"{params:.3g} parameters ({source})" if params else source
-        a = opts.assumptions
-        print(
-            f"[recipe-check] {opts.cluster} = {opts.cluster.world} GPUs, {opts.algo}, {opts.model}: {shown}",
-            flush=True,
-        )
-        total = 0.0
-        for step, line, seconds in run(opts):
-            print(f"[recipe-check] {step}: {line}", flush=True)
-            total += seconds or 0.0
-    except UserError as e:
-        fail(str(e))
+    """Print one line per recipe step (``ok`` and the estimate), or one ``error:`` line and exit 2.
+
+    The flags are checked before ``checks_done()``; the recipe's configs are this command's work (with
+    ``E2C_CHECK_ONLY=1`` it stops before composing them)."""
+    args = build_parser().parse_args(argv)
+    gpus = resolve_gpus(args.gpus)
+    checks_done()
+    if gpus == 0:
+        print("[recipe-check] no GPU visible: the steps run their CPU set-up; nothing to check")
+        return 0
+    opts = options(args, gpus)
+    params, source = (opts.params, "--params") if opts.params else model_params(opts.model)
+    shown = f"{params:.3g} parameters ({source})" if params else source
+    a = opts.assumptions
+    print(
+        f"[recipe-check] {opts.cluster} = {opts.cluster.world} GPUs, {opts.algo}, {opts.model}: {shown}",
+        flush=True,
+    )
+    total = 0.0
+    for step, line, seconds in run(opts):
+        print(f"[recipe-check] {step}: {line}", flush=True)
+        total += seconds or 0.0
     if total:
         print(
             f"[recipe-check] estimated total ~{duration(total)}: an ESTIMATE from a FLOPs model (6N/2N FLOPs per "
@@ -747,4 +764,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

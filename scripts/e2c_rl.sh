@@ -30,13 +30,10 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 # Whole numbers, named here: past this point the error would name the flag, not the variable.
-for var in TOTAL_TRAINING_STEPS NNODES N_GPUS; do
-  val="${!var:-}"
-  if [ -n "$val" ] && ! [[ "$val" =~ ^-?[0-9]+$ ]]; then
-    echo "error: $var must be a whole number, got '$val'" >&2
-    exit 2
-  fi
-done
+source "$(dirname "${BASH_SOURCE[0]}")/_launch_checks.sh"
+e2c_check_whole TOTAL_TRAINING_STEPS 1
+e2c_check_whole NNODES 1 4096  # e2c.devices.MAX_NODES
+e2c_check_whole N_GPUS 0
 ALGO="${E2C_ALGO:-grpo}"
 ARGS=(--algo "$ALGO")
 [ -n "${MODEL_PATH:-}" ] && ARGS+=(--model "$MODEL_PATH")

@@ -25,13 +25,11 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 # Whole numbers, named here: past this point the error would name the flag, not the variable.
-for var in TOTAL_TRAINING_STEPS NNODES NODE_RANK N_GPUS; do
-  val="${!var:-}"
-  if [ -n "$val" ] && ! [[ "$val" =~ ^-?[0-9]+$ ]]; then
-    echo "error: $var must be a whole number, got '$val'" >&2
-    exit 2
-  fi
-done
+source "$(dirname "${BASH_SOURCE[0]}")/_launch_checks.sh"
+e2c_check_whole TOTAL_TRAINING_STEPS 1
+e2c_check_whole NNODES 1 4096  # e2c.devices.MAX_NODES
+e2c_check_whole NODE_RANK 0
+e2c_check_whole N_GPUS 0
 # Run from the caller's folder, so relative paths (TRAIN_DATA, OUTPUT_DIR, --model) mean what they say there;
 # this checkout's e2c comes first on the path.
 e2c_checkout_first

@@ -76,9 +76,14 @@ CASES = {
         "e2c_rl.sh",
         {**RL, "TOTAL_TRAINING_STEPS": "-1"},
         [],
-        "--steps must be at least 1",
+        "TOTAL_TRAINING_STEPS must be a whole number >= 1, got '-1'",
     ),
-    "rl-steps-zero": ("e2c_rl.sh", {**RL, "TOTAL_TRAINING_STEPS": "0"}, [], "--steps must be at least 1"),
+    "rl-steps-zero": (
+        "e2c_rl.sh",
+        {**RL, "TOTAL_TRAINING_STEPS": "0"},
+        [],
+        "TOTAL_TRAINING_STEPS must be a whole number >= 1, got '0'",
+    ),
     "rl-unknown-key": ("e2c_rl.sh", RL, ["--", "nonexistent.key=1"], "unknown config key 'nonexistent.key'"),
     "rl-bad-float": (
         "e2c_rl.sh",
@@ -110,7 +115,7 @@ CASES = {
         "e2c_sft.sh",
         {**SFT, "TOTAL_TRAINING_STEPS": "-1"},
         [],
-        "--steps must be at least 1",
+        "TOTAL_TRAINING_STEPS must be a whole number >= 1, got '-1'",
     ),
     # --- beyond it
     "rl-corrupt-parquet": ("e2c_rl.sh", {**RL, "TRAIN_DATA": "{corrupt}"}, [], "not a readable parquet file"),
@@ -133,7 +138,7 @@ CASES = {
         "e2c_rl.sh",
         {**RL, "OUTPUT_DIR": "/sys/kernel"},  # the parent of the stage folders
         [],
-        "output folder /sys/kernel/stage1-warmup: cannot write in /sys/kernel",
+        "--root-dir folder /sys/kernel: cannot write in /sys/kernel",
     ),
     "rl-data-is-a-folder": (
         "e2c_rl.sh",
@@ -190,7 +195,7 @@ CASES = {
         "e2c_curriculum.sh",
         CUR,
         ["--model", "tiny", "--steps", "-1"],
-        "--steps must be 0",
+        "--steps must be >= 0, got -1",
     ),
     "curriculum-unknown-key": (
         "e2c_curriculum.sh",

@@ -290,8 +290,8 @@ def test_lora_flags_reach_both_trainers_cpu(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "args, needle",
     [
-        (["--lora-rank", "-2"], "--lora-rank -2"),
-        (["--lora-rank", "8", "--lora-alpha", "0"], "--lora-alpha 0"),
+        (["--lora-rank", "-2"], "--lora-rank must be in [0, 65536], got -2"),
+        (["--lora-rank", "8", "--lora-alpha", "0"], "--lora-alpha must be >= 1, got 0"),
         (["--lora-rank", "8", "--lora-targets", "q_proj v_proj"], "--lora-targets"),
     ],
 )

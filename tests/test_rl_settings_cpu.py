@@ -5,6 +5,7 @@ line."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -204,11 +205,16 @@ def test_a_new_field_is_a_flag_without_another_edit_cpu(monkeypatch: pytest.Monk
         e2c_settings({"e2c": {"plan_bonus_weight": 3}})  # the plain dataclass has no such key
 
 
-def test_a_non_finite_coefficient_is_refused_by_its_flag_cpu() -> None:
+def test_a_non_finite_coefficient_is_refused_by_its_flag_cpu(capsys: pytest.CaptureFixture[str]) -> None:
     from e2c.rl import launch
 
-    with pytest.raises(UserError, match=r"^--explore-adv-coef must be a finite number, got nan$"):
+    with pytest.raises(SystemExit) as stop:  # the flag's type refuses it: one line, exit 2
         launch.parse_args(["--stage", "1", "--explore-coef", "nan"])
+    assert stop.value.code == 2
+    assert re.fullmatch(
+        r"error: --explore-adv-coef must be a finite number, got nan \(see e2c_rl --help\)\n",
+        capsys.readouterr().err,
+    )
 
 
 # ---------------------------------------------------------------- the weighting rule (e2c.explore_adv_rule)

@@ -155,8 +155,8 @@ def test_a_finished_run_is_not_repeated(runs: dict, data) -> None:
         (["--model", "no-such-model"], "unknown model 'no-such-model'"),
         (["--train-data", "/no/such.parquet"], "training data file not found: /no/such.parquet"),
         (["--bogus"], "unrecognized argument '--bogus'"),
-        (["--steps", "0", "--dry-run"], "--steps must be at least 1"),
-        (["--total-steps", "0", "--dry-run"], "--steps must be at least 1"),  # the old spelling, an alias
+        (["--steps", "0", "--dry-run"], "--steps must be >= 1, got 0"),
+        (["--total-steps", "0", "--dry-run"], "--steps must be >= 1, got 0"),  # the old spelling, an alias
         (["--logger", "console,tensorbored", "--dry-run"], "--logger 'tensorbored': unknown tracker; valid:"),
     ],
 )

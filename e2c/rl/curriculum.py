@@ -15,13 +15,15 @@ The curriculum is resumable: verl resumes a killed stage from its latest checkpo
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import EXISTING_FILE, MODEL, OUTPUT_DIR, TEXT, at_least, whole
 from e2c.cli import ArgumentParser
-from e2c.errors import UserError, fail
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
+from e2c.launch_checks import DATA_FILES
 from e2c.lora import add_lora_args, lora_flags, lora_overrides
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_names
 
@@ -88,16 +90,18 @@ def validate_curriculum(cfg: Mapping[str, Any], source: str) -> None:
             raise UserError(f"{source}: stage name {st['name']!r} is used twice")
         names.add(st["name"])
         budget = st.get("max_response_length")
-        if not isinstance(budget, int) or budget <= 0:
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget <= 0:
             raise UserError(f"{source}: stage {st['name']!r} needs a positive integer max_response_length")
         band = st.get("difficulty")
         if band is not None and not isinstance(band, list | Mapping):
             raise UserError(
                 f"{source}: stage {st['name']!r}: difficulty must be a list of values or {{min, max}}, got {band!r}"
             )
-    factor = cfg.get("val_budget_factor", 2)
-    if not isinstance(factor, int | float) or factor < 1:
-        raise UserError(f"{source}: val_budget_factor must be a number >= 1, got {factor!r}")
+    # The same types as flags: nan, inf and booleans are refused (nan < 1 is False, so nan would pass a
+    # plain comparison and become a validation budget of nan tokens).
+    at_least(1).check(cfg.get("val_budget_factor", 2), f"{source}: val_budget_factor")
+    if "test_freq" in cfg:
+        whole(1).check(cfg["test_freq"], f"{source}: test_freq")
     if cfg.get("stage", 2) not in (1, 2):
         raise UserError(f"{source}: stage must be 1 or 2 (the e2c_stage settings), got {cfg.get('stage')!r}")
     if cfg.get("algo", "grpo") not in ("grpo", "dapo"):
@@ -178,14 +182,12 @@ def check_inputs(cfg: Mapping[str, Any], args: Any) -> None:
     data files, the start model, every stage's overrides (composed as that stage's launch will) and the
     output folder."""
     from e2c.devices import gpu_count
-    from e2c.files import ensure_output_dir
+    from e2c.files import check_output_dir
     from e2c.launch_checks import check_data_file, compose_checked
     from e2c.paths import configs_dir
     from e2c.rl.launch import DATA_SUFFIXES, cpu_overrides, resolve_model_path
     from e2c.rl.settings import e2c_settings
 
-    if args.steps < 0:
-        raise UserError(f"--steps must be 0 (the config's epochs) or more, got {args.steps}")
     for value, what, flag in (
         (args.train_data, "training data", "--train-data (TRAIN_DATA)"),
         (args.val_data, "validation data", "--val-data (VAL_DATA)"),
@@ -211,7 +213,7 @@ def check_inputs(cfg: Mapping[str, Any], args: Any) -> None:
             e2c_settings(composed)
         except UserError as e:
             raise UserError(f"stage {stage['name']!r}: {e}") from None
-    ensure_output_dir(Path(args.output_dir), "output folder")
+    check_output_dir(Path(args.output_dir), "output folder")  # made by the first stage's launch
 
 
 def run_curriculum(
@@ -280,58 +282,73 @@ def with_defaults(args: Any) -> None:
     args.output_dir = args.output_dir or str(project_root() / "models" / "checkpoints" / "rl" / "curriculum")
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> ArgumentParser:
+    """The curriculum's command line; every valued flag has its type (:mod:`e2c.argtypes`)."""
     p = ArgumentParser(prog="e2c_curriculum", description=__doc__.splitlines()[0])
     p.add_argument(
-        "--config", default=None, help="curriculum YAML (default: configs/e2c_curriculum.yaml, e3's)"
+        "--config",
+        type=EXISTING_FILE,
+        default=None,
+        help="curriculum YAML (default: configs/e2c_curriculum.yaml, e3's)",
     )
     p.add_argument(
         "--model",
+        type=MODEL,
         default=None,
         help="stage-1 start model: tiny|embedded|folder|HF id (default models/checkpoints/sft/final)",
     )
     p.add_argument(
-        "--train-data", default=None, help="RL parquet(s) (default data/processed/rl/e2c_rl_train.parquet)"
+        "--train-data",
+        type=DATA_FILES,
+        default=None,
+        help="RL parquet(s) (default data/processed/rl/e2c_rl_train.parquet)",
     )
     p.add_argument(
         "--val-data",
+        type=DATA_FILES,
         default=None,
         help="validation parquet(s) (default data/processed/rl/e2c_rl_val.parquet)",
     )
     p.add_argument(
         "--output-dir",
+        type=OUTPUT_DIR,
         default=None,
         help="one sub-folder per stage (default models/checkpoints/rl/curriculum)",
     )
     p.add_argument(
-        "--steps", type=int, default=0, help="stop each stage after N steps (0: the config's epochs)"
+        "--steps",
+        type=whole(0),
+        default=0,
+        help="stop each stage after N steps (0: the config's epochs)",
     )
-    p.add_argument("--logger", default=DEFAULT_LOGGERS, help=LOGGER_HELP)
+    p.add_argument("--logger", type=TEXT, default=DEFAULT_LOGGERS, help=LOGGER_HELP)
     add_lora_args(p)
     p.add_argument("overrides", nargs="*", help="Hydra overrides for every stage, after --")
-    args = p.parse_args(argv)
-    try:
-        tracker_names(args.logger)
-        lora_overrides(args, "actor_rollout_ref.model")  # bad LoRA values: one line before any stage
-        with_defaults(args)
-        cfg = load_curriculum(args.config)
-        check_inputs(cfg, args)
-        runs = run_curriculum(
-            cfg,
-            args.model,
-            args.train_data,
-            args.val_data,
-            Path(args.output_dir).resolve(),
-            args.steps,
-            args.overrides,
-            logger=args.logger,
-            lora=lora_flags(args),
-        )
-    except UserError as e:
-        fail(str(e))
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    tracker_names(args.logger)
+    lora_overrides(args, "actor_rollout_ref.model")  # bad LoRA values: one line before any stage
+    with_defaults(args)
+    cfg = load_curriculum(args.config)
+    check_inputs(cfg, args)
+    checks_done()
+    runs = run_curriculum(
+        cfg,
+        args.model,
+        args.train_data,
+        args.val_data,
+        Path(args.output_dir).resolve(),
+        args.steps,
+        args.overrides,
+        logger=args.logger,
+        lora=lora_flags(args),
+    )
     print(f"[e2c-curriculum] finished {len(runs)} stages; last checkpoint in {runs[-1]}", flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

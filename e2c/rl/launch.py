@@ -12,10 +12,15 @@ that make the same config run here:
   ``--`` replaces.
 
 Before verl starts, the launcher composes the config with every override in-process and checks the data
-files (the rl schema) and the model folder (:mod:`e2c.launch_checks`), the ``e2c`` settings group
-(:mod:`e2c.rl.settings`) and the output folder (:func:`e2c.files.ensure_output_dir`): bad input is one
-``error:`` line and exit 2, never a traceback from inside verl minutes later. Hydra's own files go to
-``<output-dir>/hydra/<time>``.
+files (the rl schema) and the model folder (config, weight headers, a tokenizer that loads, a chat
+template; :mod:`e2c.launch_checks`), the ``e2c`` settings group with each key's declared type
+(:mod:`e2c.rl.settings`: a Hydra override of an ``e2c.*`` key is checked like its flag), that the config
+runs the algorithm and stage asked for and an advantage estimator verl has, the sizes and worker counts
+(:mod:`e2c.batch_shapes`) and the output folder (:func:`e2c.files.check_output_dir`; created when the stage
+starts): bad input is one ``error:`` line and exit 2 (``E2C_CHECK_ONLY=1``: stop there, "checks passed"),
+never a traceback from inside verl minutes later. Paths go into the overrides quoted where Hydra would not
+read them plainly (a space, an accented letter: :func:`e2c.launch_checks.hydra_value`). Hydra's own files go
+to ``<output-dir>/hydra/<time>``.
 
 Stages and folders, as the paper's ``e2c_rl.sh``: with no ``--stage`` both stages run in order. Each stage's
 run folder is ``<root>/stage1-warmup`` or ``<root>/stage2-main`` (root: ``--root-dir``, the scripts'
@@ -37,15 +42,19 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import MODEL, OUTPUT_DIR, TEXT, whole
 from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, restore_metrics
 from e2c.cli import ArgumentParser
-from e2c.devices import cpu_note, cpu_ranks, gpu_count, requested_gpus
-from e2c.errors import UserError, fail
-from e2c.files import ensure_output_dir
+from e2c.devices import MAX_NODES, cpu_note, cpu_ranks, env_count, gpu_count, requested_gpus
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
+from e2c.files import check_output_dir, ensure_output_dir
 from e2c.flags import add_setting_flags
+from e2c.launch_checks import DATA_FILES, hydra_list, hydra_value
 from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
@@ -70,6 +79,7 @@ VAL_DIR = "val_generations"
 RAY_RESOURCE_KEYS = ("ray_kwargs.ray_init.num_cpus", "ray_kwargs.ray_init.num_gpus")
 # The settings class whose field metadata declares the E2C flags (a test swaps in a subclass).
 SETTINGS: type[E2CSettings] = E2CSettings
+NODES = whole(1, MAX_NODES)  # --nnodes and NNODES
 
 # The CPU set-up (a size preset, then what verl needs without an accelerator), under configs_dir().
 
@@ -168,17 +178,29 @@ def plain_lora_checkpoints(run_dir: Path) -> None:
 
 def resolve_model_path(spec: str) -> str:
     """tiny | embedded | a folder | an HF id -> a loadable folder (one line on failure)."""
-    from e2c.models import ModelSpecError, resolve_model
+    from e2c.models import resolve_model
 
-    try:
-        # Absolute: verl runs in the project folder, not the caller's.
-        path = os.path.abspath(resolve_model(spec).path)
-    except ModelSpecError as e:
-        raise UserError(str(e)) from e
+    # Absolute: verl runs in the project folder, not the caller's.
+    path = os.path.abspath(resolve_model(spec).path)
+    check_policy_folder(Path(path))
+    return path
+
+
+def check_policy_folder(folder: Path) -> None:
+    """A start model verl can load, checked before ray starts (inside its workers a broken folder is pages
+    of ray output): config, weight headers, a tokenizer that loads, and the chat template the RL dataset
+    and the agent loop apply to every prompt."""
     from e2c.models import check_model_folder
 
-    check_model_folder(Path(path))
-    return path
+    check_model_folder(folder, chat_template=True)
+    try:
+        from transformers import AutoTokenizer
+
+        AutoTokenizer.from_pretrained(str(folder))
+    except Exception as e:  # tokenizers raises plain Exceptions (and KeyErrors) for a broken file
+        text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        why = text if isinstance(e, OSError | ValueError) and text else f"{type(e).__name__}: {text}"
+        raise UserError(f"model folder {folder}: its tokenizer does not load ({why})") from None
 
 
 def cpu_shape(ranks: int, nnodes: int, joins_cluster: bool) -> dict[str, str]:
@@ -260,26 +282,29 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
     else:
         out["trainer.n_gpus_per_node"] = str(gpus)
         out["trainer.nnodes"] = str(args.nnodes)
-    out[f"{MODEL_KEY}.path"] = args.model_path
+    # Paths go in quotes where Hydra would not read them plainly (a space, an accented letter).
+    out[f"{MODEL_KEY}.path"] = hydra_value(str(args.model_path))
     out.update(lora_overrides(args, MODEL_KEY))
-    out["trainer.default_local_dir"] = str(args.output_dir)
+    out["trainer.default_local_dir"] = hydra_value(str(args.output_dir))
     # Per-step metrics as JSON lines next to the checkpoints (verl's file logger runs in the task runner and
     # truncates the file: main() keeps earlier launches' steps in metrics_history.jsonl and merges them back).
     trackers = tracker_names(args.logger)
     out["trainer.logger"] = logger_override(trackers)
-    out["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = str(args.output_dir / METRICS)
+    out["+ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH"] = hydra_value(
+        str(args.output_dir / METRICS)
+    )
     env = {**tracker_env(trackers, args.output_dir), SYNC_LOG_ENV: str(args.output_dir / SYNC_LOG)}
     for key, value in env.items():
-        out[f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}"] = value
+        out[f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}"] = hydra_value(value)
     # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
-    out["hydra.run.dir"] = str(args.output_dir / "hydra" / "${now:%Y-%m-%d_%H-%M-%S}")
+    out["hydra.run.dir"] = hydra_value(str(args.output_dir / "hydra"), "/${now:%Y-%m-%d_%H-%M-%S}")
     if args.train_data:
-        out["data.train_files"] = args.train_data
+        out["data.train_files"] = hydra_list(data_files(args.train_data))
     if args.val_data:
-        out["data.val_files"] = args.val_data
+        out["data.val_files"] = hydra_list(data_files(args.val_data))
     if args.val_generations:
         out["trainer.log_val_generations"] = str(args.val_generations)
-        out["trainer.validation_data_dir"] = str(args.output_dir / VAL_DIR)
+        out["trainer.validation_data_dir"] = hydra_value(str(args.output_dir / VAL_DIR))
     if args.steps is not None:
         out["trainer.total_training_steps"] = str(args.steps)
     if args.save_freq is not None:
@@ -340,40 +365,49 @@ def build_parser() -> ArgumentParser:
     )
     p.add_argument(
         "--model",
+        type=MODEL,
         default=None,
         help="stage 1 (and both): tiny|embedded|folder|HF id (default models/checkpoints/sft/final); "
         "--stage 2: default is stage 1's latest checkpoint",
     )
     p.add_argument(
         "--stage1-dir",
+        type=TEXT,  # a missing folder is told what to run first (latest_hf_checkpoint), not only refused
         default=None,
         help="--stage 2: stage 1's run folder to start from (default <root>/stage1-warmup; not with --model)",
     )
     p.add_argument(
         "--root-dir",
+        type=OUTPUT_DIR,
         default=None,
         help="parent of the stage folders stage1-warmup/ and stage2-main/ (the scripts' OUTPUT_DIR; default "
         "models/checkpoints/rl, DAPO: models/checkpoints/rl/dapo)",
     )
     p.add_argument(
-        "--train-data", default=None, help="RL parquet(s), comma-separated (default: the config's)"
+        "--train-data",
+        type=DATA_FILES,
+        default=None,
+        help="RL parquet(s), comma-separated (default: the config's)",
     )
-    p.add_argument("--val-data", default=None, help="validation parquet(s) (default: the config's)")
+    p.add_argument(
+        "--val-data", type=DATA_FILES, default=None, help="validation parquet(s) (default: the config's)"
+    )
     p.add_argument(
         "--output-dir",
+        type=OUTPUT_DIR,
         default=None,
         help="one stage's run folder, exactly (--stage 1 or 2 only; default <root>/stage1-warmup or "
         "<root>/stage2-main)",
     )
     p.add_argument(
         "--steps",
-        type=int,
+        type=whole(1),
         default=None,
         help="stop after this many steps, at least 1 (default: the config's epochs)",
     )
     p.add_argument(
         "--save-freq",
-        type=int,
+        type=whole(1, special=(-1, 0), meaning="-1 or 0: never"),
         default=None,
         help="checkpoint every N steps and at the last (default: the config's; where that is -1, the last "
         "step only, so final/ exists); -1: never (--stage 1 or 2 only)",
@@ -387,11 +421,11 @@ def build_parser() -> ArgumentParser:
         "group becomes a full-size advantage. The loss stays token-mean (Dr. GRPO's constant normaliser: "
         "-- actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum-norm). Default: off (the paper's GRPO)",
     )
-    p.add_argument("--nnodes", type=int, default=None, help="nodes (default $NNODES or 1)")
-    p.add_argument("--logger", default=DEFAULT_LOGGERS, help=LOGGER_HELP)
+    p.add_argument("--nnodes", type=NODES, default=None, help="nodes (default $NNODES or 1)")
+    p.add_argument("--logger", type=TEXT, default=DEFAULT_LOGGERS, help=LOGGER_HELP)
     p.add_argument(
         "--val-generations",
-        type=int,
+        type=whole(0),
         default=VAL_GENERATIONS,
         help="validation chains logged to the trackers as text, with reward and parse status; every "
         f"validation generation also goes to OUTPUT_DIR/{VAL_DIR}/<step>.jsonl (default: {VAL_GENERATIONS}; 0: neither)",
@@ -406,11 +440,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = build_parser().parse_args(argv)
     args.stages = STAGES if args.stage == "both" else (int(args.stage),)
     if args.nnodes is None:
-        env = os.environ.get("NNODES", "1")
-        try:
-            args.nnodes = int(env)
-        except ValueError:
-            raise UserError(f"NNODES must be a whole number of nodes, got {env!r}") from None
+        args.nnodes = env_count("NNODES", NODES, 1)
     check_numbers(args)
     tracker_names(args.logger)  # an unknown tracker is one line before anything starts
     lora_overrides(args, MODEL_KEY)
@@ -418,24 +448,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    """Numbers that parse but make no run (verl would train 0 steps or fail inside a worker)."""
-    if args.steps is not None and args.steps < 1:
-        raise UserError(f"--steps must be at least 1 (TOTAL_TRAINING_STEPS), got {args.steps}")
-    if args.nnodes < 1:
-        raise UserError(f"--nnodes (NNODES) must be at least 1, got {args.nnodes}")
-    for flag, value in (("--explore-budget", args.explore_budget), ("--execute-budget", args.execute_budget)):
-        if value < 0:
-            raise UserError(f"{flag} must be 0 (off) or a positive number of tokens, got {value}")
-    if args.val_generations < 0:
-        raise UserError(
-            f"--val-generations must be 0 (off) or a number of chains, got {args.val_generations}"
-        )
-    if args.save_freq is not None and args.save_freq < -1:
-        raise UserError(f"--save-freq must be a number of steps or -1 (never), got {args.save_freq}")
-    for f in setting_flags(SETTINGS):
-        value = getattr(args, f.dest)
-        if f.type is float and value is not None and not math.isfinite(value):
-            raise UserError(f"{f.flag} must be a finite number, got {value}")
+    """Flags that contradict each other (each flag's own values are checked by its type, e2c.argtypes)."""
     if args.stage1_dir and args.stages != (2,):
         raise UserError(
             "--stage1-dir is the start of --stage 2 alone; stage 1 (and both stages) start from --model "
@@ -511,6 +524,7 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
             raise UserError(str(e)) from None
     else:
         gpus = requested_gpus(gpus)
+    args.gpus = gpus
     args.output_dir = (
         Path(args.output_dir).expanduser().resolve()
         if args.output_dir and len(args.stages) == 1
@@ -520,6 +534,7 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
         args.model_path = start
     elif stage == 2 and (args.model is None or len(args.stages) > 1):
         args.model_path = str(latest_hf_checkpoint(stage1_dir(args)))
+        check_policy_folder(Path(args.model_path))  # a checkpoint cut short by a kill
         print(f"[e2c-rl] stage 2 starts from stage 1's checkpoint {args.model_path}", flush=True)
     else:
         spec = args.model or str(default_sft_model())
@@ -545,9 +560,14 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
         configs_dir(), config_name(args.algo), [f"e2c_stage=stage{stage}", *overrides], args.overrides
     )
     check_data(cfg)
-    # An unknown or mistyped e2c.* key, or an unregistered e2c.explore_adv_rule, stops here, not inside a
-    # ray worker.
-    e2c_settings(cfg, SETTINGS)
+    # An unknown or mistyped e2c.* key, a value outside its type (nan, a negative budget), an unregistered
+    # e2c.explore_adv_rule or chain format stops here, not inside a ray worker.
+    settings = e2c_settings(cfg, SETTINGS)
+    check_algorithm(cfg, settings, args.algo, stage)
+    from e2c.batch_shapes import RL_COUNTS, check_counts
+
+    # Before the CPU preset's micro-batches are fitted to the batch (a batch of 0 would divide by zero).
+    check_counts(cfg, shape_label(cfg, args, stage), RL_COUNTS)
     if gpus == 0:
         named = {o.partition("=")[0].lstrip("+~") for o in args.overrides}
         fitted = cpu_micro_batches(cfg, named)
@@ -559,7 +579,7 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
         # The CPU preset saves nothing; every stage still ends with a checkpoint, so final/ (and stage 2's
         # start) exist.
         overrides.append(f"{SAVE_FREQ_KEY}={LAST_STEP_ONLY}")
-    ensure_output_dir(args.output_dir, "output folder")
+    check_output_dir(args.output_dir, "output folder")  # created when the stage starts (run_stage)
     return [
         sys.executable,
         "-m",
@@ -572,13 +592,68 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     ]
 
 
+# The script that runs each algorithm (what a contradicting override is told to use instead).
+SCRIPTS = {"grpo": "scripts/e2c_rl.sh", "dapo": "scripts/e2c_dapo.sh"}
+# verl's advantage estimator in both configs: known without importing verl.
+CONFIG_ADV_ESTIMATOR = "grpo"
+
+
+def check_algorithm(cfg: Any, settings: E2CSettings, algo: str, stage: int) -> None:
+    """The composed config runs what the command says: ``e2c.algo`` and ``e2c.stage`` agree with ``--algo``
+    (the script) and ``--stage`` (an override that contradicts them would mix one algorithm's settings with
+    another's name and folders), and ``algorithm.adv_estimator`` is one verl has registered (verl looks it up
+    only when the first batch is scored, minutes in)."""
+    if settings.algo != algo:
+        raise UserError(
+            f"e2c.algo={settings.algo} contradicts --algo {algo} ({SCRIPTS[algo]} runs {algo}); drop the "
+            f"override, or run {SCRIPTS[settings.algo]} for {settings.algo}"
+        )
+    if settings.stage != stage:
+        raise UserError(
+            f"e2c.stage={settings.stage} contradicts --stage {stage}; pick the stage with --stage (its "
+            "settings come from configs/e2c_stage/)"
+        )
+    from omegaconf import OmegaConf
+
+    estimator = OmegaConf.select(cfg, "algorithm.adv_estimator", default=CONFIG_ADV_ESTIMATOR)
+    if estimator == CONFIG_ADV_ESTIMATOR:
+        return
+    known = adv_estimators()
+    if str(estimator) not in known:
+        from e2c.launch_checks import closest_key
+
+        near = closest_key(str(estimator), known)
+        hint = f" (did you mean {near}?)" if near else ""
+        raise UserError(
+            f"unknown algorithm.adv_estimator {estimator!r}{hint}; verl's estimators: {', '.join(known)}"
+        )
+
+
+def adv_estimators() -> list[str]:
+    """The advantage estimators verl has registered (``verl.trainer.ppo.core_algos``), with those of the
+    verl plugins its import loads; its import prints warnings, which are kept off the terminal."""
+    from e2c.launch_checks import _quiet_fds
+
+    with _quiet_fds():
+        from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
+    return sorted(ADV_ESTIMATOR_REGISTRY)
+
+
 def check_shape(cfg: Any, args: argparse.Namespace, stage: int) -> None:
     """The batch arithmetic verl asserts only inside its workers, at this run's ranks and nodes
     (:func:`e2c.batch_shapes.check_rl`, the GPU recipe's own check): one line before ray starts."""
-    from e2c.batch_shapes import Cluster, check_rl, stage_label
+    from e2c.batch_shapes import Cluster, check_rl
 
     cluster = Cluster(int(cfg.trainer.n_gpus_per_node), int(cfg.trainer.nnodes))
-    check_rl(cfg, stage_label(f"rl{stage}", args.algo, cluster), cluster)
+    check_rl(cfg, shape_label(cfg, args, stage), cluster)
+
+
+def shape_label(cfg: Any, args: argparse.Namespace, stage: int) -> str:
+    """How an error line names the run: ``GRPO stage 1 at 1x1 GPUs``."""
+    from e2c.batch_shapes import Cluster, stage_label
+
+    cluster = Cluster(int(cfg.trainer.n_gpus_per_node), int(cfg.trainer.nnodes))
+    return stage_label(f"rl{stage}", args.algo, cluster)
 
 
 def synthetic_fallback(args: argparse.Namespace) -> None:
@@ -604,15 +679,39 @@ def synthetic_fallback(args: argparse.Namespace) -> None:
                 args._said_synthetic = True
 
 
+def stage_env(gpus: int, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of verl's driver. On a CPU run (``gpus`` 0) ray gets logical GPUs (one per CPU rank),
+    which it refuses to start with when ``CUDA_VISIBLE_DEVICES`` is set and lists none (``CUDA_VISIBLE_DEVICES=``,
+    a common way to say "no GPU"): the launcher has already read that, so the variable is left out, and
+    ``E2C_FORCE_CPU=1`` keeps every process on the CPU platform, as the SFT launcher does.
+
+    >>> sorted(k for k in stage_env(0, {"CUDA_VISIBLE_DEVICES": ""}) if "CUDA" in k or "CPU" in k)
+    ['E2C_FORCE_CPU']
+    >>> stage_env(0, {"E2C_FORCE_CPU": ""})["E2C_FORCE_CPU"]
+    '1'
+    >>> stage_env(2, {"CUDA_VISIBLE_DEVICES": "0,1"})["CUDA_VISIBLE_DEVICES"]
+    '0,1'
+    """
+    out = dict(os.environ if env is None else env)
+    out.setdefault("HYDRA_FULL_ERROR", "1")
+    out.setdefault("RAY_DEDUP_LOGS", "0")
+    if gpus == 0:
+        out["E2C_FORCE_CPU"] = "1"
+        visible = out.get("CUDA_VISIBLE_DEVICES")
+        if visible is not None:
+            ids = [d.strip() for d in visible.split(",") if d.strip()]
+            if not ids or ids[0] == "-1":
+                del out["CUDA_VISIBLE_DEVICES"]
+    return out
+
+
 def run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
     """Run one stage's verl command; keep its metrics, merge LoRA adapters and link ``final``."""
-    env = dict(os.environ)
-    env.setdefault("HYDRA_FULL_ERROR", "1")
-    env.setdefault("RAY_DEDUP_LOGS", "0")
+    ensure_output_dir(args.output_dir, "output folder")
     print(f"[e2c-rl] {args.algo} stage {args.stage} -> {args.output_dir}", flush=True)
     keep_metrics(args.output_dir)
     try:
-        rc = subprocess.call(cmd, env=env, cwd=project_root())
+        rc = subprocess.call(cmd, env=stage_env(args.gpus), cwd=project_root())
     finally:
         restore_metrics(args.output_dir)
         plain_lora_checkpoints(args.output_dir)
@@ -623,17 +722,15 @@ def run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = parse_args(argv)
-        if note := cpu_note("configs/cpu/rl.yaml"):
-            print(f"[e2c-rl] {note}", flush=True)
-        both = len(args.stages) > 1
-        first = command(args)
-        # Both stages: check stage 2's configuration now, with the start model it will have.
-        planned = f"{stage1_dir(args)}/global_step_LATEST/actor/huggingface"
-        second = command(argparse.Namespace(**vars(args)), 2, start=planned) if both else None
-    except UserError as e:
-        fail(str(e))
+    args = parse_args(argv)
+    if note := cpu_note("configs/cpu/rl.yaml"):
+        print(f"[e2c-rl] {note}", flush=True)
+    both = len(args.stages) > 1
+    first = command(args)
+    # Both stages: check stage 2's configuration now, with the start model it will have.
+    planned = f"{stage1_dir(args)}/global_step_LATEST/actor/huggingface"
+    second = command(argparse.Namespace(**vars(args)), 2, start=planned) if both else None
+    checks_done()
     if args.dry_run:
         for cmd in (first, second):
             if cmd is not None:
@@ -642,12 +739,8 @@ def main(argv: list[str] | None = None) -> int:
     rc = run_stage(args, first)
     if rc != 0 or not both:
         return rc
-    try:
-        cmd = command(args, 2)
-    except UserError as e:
-        fail(str(e))
-    return run_stage(args, cmd)
+    return run_stage(args, command(args, 2))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -24,10 +24,12 @@ skipped and a failed one is tried again.
 
 from __future__ import annotations
 
+import argparse
 import logging
 from collections.abc import Callable
 
 from e2c import verl_cpu
+from e2c.entry import checks_done, run_main
 
 logger = logging.getLogger(__name__)
 
@@ -98,11 +100,24 @@ def require() -> list[str]:
     return REGISTERED
 
 
-def main() -> int:
-    """``python -m e2c.rl.plugin``: load verl (and with it this plugin, as every process does) and say what is
-    registered; one line and exit status 1 when something is not."""
+def build_parser() -> argparse.ArgumentParser:
+    """``python -m e2c.rl.plugin``: no flags, only ``--help``."""
+    from e2c.cli import ArgumentParser
+
+    return ArgumentParser(
+        prog="python -m e2c.rl.plugin",
+        description="Check this machine's install: import verl (which loads its plugins, this one among "
+        "them, as every trainer process does) and say what the E2C plugin registered.",
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Load verl (and with it this plugin, as every process does) and say what is registered; one line and
+    exit status 1 when something is not (a broken install, not a bad input)."""
     import sys
 
+    build_parser().parse_args(argv)
+    checks_done()
     import verl  # noqa: F401  (loads the verl.plugins entry points)
 
     import e2c.rl.plugin as plugin  # the instance verl loaded, not this __main__ copy
@@ -110,13 +125,13 @@ def main() -> int:
     try:
         names = plugin.require()
     except RuntimeError as e:
-        print(e, file=sys.stderr)
+        print(f"error: {e}", file=sys.stderr)
         return 1
     print("e2c verl plugin registered: " + ", ".join(names))
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)
 else:  # imported, by verl's entry points or directly: register now
     register()

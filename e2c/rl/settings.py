@@ -32,12 +32,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from e2c import flags
+from e2c.argtypes import INT_MAX, TEXT, Number, finite, whole
 from e2c.budget import BudgetNames, PhaseBudget, from_config
+from e2c.chain import FORMATS
 from e2c.errors import UserError
-from e2c.flags import SettingFlag, setting, setting_choices
+from e2c.flags import SettingFlag, check_settings, setting, setting_choices
 from e2c.rl.advantage import DEFAULT_RULE, explore_adv_rule_names
 
 GROUP = "e2c"  # the config key of the group
+ALGOS = ("grpo", "dapo")
+# A rollout budget: 0 is off (the agent loop's reading), else tokens.
+TOKEN_BUDGET = Number(int, low=0, high=INT_MAX, label="0 (off) or a positive number of tokens")
+
+
+def format_names() -> tuple[str, ...]:
+    """The chain formats a rollout can use (:data:`e2c.chain.FORMATS`)."""
+    return tuple(FORMATS)
 
 
 @dataclass(frozen=True)
@@ -45,7 +55,12 @@ class RolloutSettings:
     """``e2c.rollout``: how the E2C agent loop samples a chain."""
 
     format: str = field(
-        default="e2c", metadata=setting("Chain format (e2c.chain.get_format): its tags and prefilled opener.")
+        default="e2c",
+        metadata=setting(
+            "Chain format (e2c.chain.get_format): its tags and prefilled opener.",
+            choices=format_names,
+            choices_label="chain formats",
+        ),
     )
     explore_budget: int = field(
         default=0,
@@ -55,6 +70,7 @@ class RolloutSettings:
             flag="--explore-budget",
             flag_help="elastic exploration budget (0: single call)",
             flag_default=0,
+            value=TOKEN_BUDGET,
         ),
     )
     execute_budget: int = field(
@@ -64,6 +80,7 @@ class RolloutSettings:
             flag="--execute-budget",
             flag_help="elastic execution budget (0: the rest)",
             flag_default=0,
+            value=TOKEN_BUDGET,
         ),
     )
 
@@ -75,12 +92,16 @@ class E2CSettings:
     algo: str = field(
         default="grpo",
         metadata=setting(
-            "grpo | dapo: names the run (experiment name, default output folder); set by the config."
+            "grpo | dapo: names the run (experiment name, default output folder); set by the config.",
+            choices=ALGOS,
+            choices_label="algorithms",
         ),
     )
     stage: int = field(
         default=1,
-        metadata=setting("1 (warm-up) | 2 (weighted): names the run; set by e2c_stage/stage<N>.yaml."),
+        metadata=setting(
+            "1 (warm-up) | 2 (weighted): names the run; set by e2c_stage/stage<N>.yaml.", value=whole(1, 2)
+        ),
     )
     explore_adv_coef: float = field(
         default=1.0,
@@ -89,10 +110,14 @@ class E2CSettings:
             flag="--explore-adv-coef",
             flag_help="exploration advantage weight (default: stage)",
             flag_default=None,  # no override unless given: each stage's config sets its own
+            value=finite(),
         ),
     )
     execute_adv_coef: float = field(
-        default=1.0, metadata=setting("Advantage multiplier on every token after the exploration boundary.")
+        default=1.0,
+        metadata=setting(
+            "Advantage multiplier on every token after the exploration boundary.", value=finite()
+        ),
     )
     explore_adv_rule: str = field(
         default=DEFAULT_RULE,
@@ -106,7 +131,9 @@ class E2CSettings:
     )
     boundary_token: str = field(
         default="</EXPLORATION>",
-        metadata=setting("The tag that ends the exploration; must be one token of the policy's tokenizer."),
+        metadata=setting(
+            "The tag that ends the exploration; must be one token of the policy's tokenizer.", value=TEXT
+        ),
     )
     close_token: str = field(
         default="</EXECUTION>",
@@ -122,7 +149,8 @@ class E2CSettings:
         default=0,
         metadata=setting(
             "DAPO dynamic sampling: after this many generation batches' worth of refill prompts in one step, "
-            "groups are no longer filtered; 0: no bound (verl's behaviour)."
+            "groups are no longer filtered; 0: no bound (verl's behaviour).",
+            value=whole(0),
         ),
     )
     rollout: RolloutSettings = field(
@@ -221,6 +249,9 @@ def e2c_settings(config: Any, cls: type[E2CSettings] = E2CSettings) -> E2CSettin
 
         group = OmegaConf.to_container(group, resolve=True)
     settings = _build(cls, group, "", cls)
+    # Each value by its declared type (nan, inf, a budget below 0, a stage 3), however it arrived: a flag,
+    # a Hydra override or a config file.
+    check_settings(settings, f"{GROUP}.")
     check_rollout_budgets(settings.rollout)
     return settings
 

@@ -13,14 +13,16 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from e2c.argtypes import whole
 from e2c.checkpoints import keep_metrics, restore_metrics
-from e2c.devices import cpu_note, cpu_ranks, gpu_count, requested_gpus
+from e2c.devices import cpu_note, cpu_ranks, env_count, gpu_count, requested_gpus
 from e2c.errors import UserError
+from e2c.launch_checks import hydra_list, hydra_value
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset, preset_path
 from e2c.sft.export import META
 from e2c.sft.metrics import METRICS, PATH_ENV, MetricsTail, watch
-from e2c.sft.tagging import tagged_model
+from e2c.sft.tagging import TaggedModel, plan_tagged_model
 from e2c.tracking import logger_override
 
 CONFIG_NAME = "e2c_sft"
@@ -67,6 +69,8 @@ class Plan:
     overrides: list[str] = field(default_factory=list)
     # Processes per node: the GPUs, or on a machine without one the CPU ranks (N_GPUS, --ranks).
     ranks: int = 1
+    # The tagged copy the run starts from, made by prepare() once every check passed (None: none needed).
+    tagging: TaggedModel | None = None
 
     @property
     def ckpt_dir(self) -> Path:
@@ -103,18 +107,15 @@ def node_rank(args: argparse.Namespace) -> int:
     """--node-rank, else $NODE_RANK, else 0; within the nodes."""
     rank = args.node_rank
     if rank is None:
-        env = os.environ.get("NODE_RANK", "0")
-        try:
-            rank = int(env)
-        except ValueError:
-            raise UserError(f"NODE_RANK must be a whole number, got {env!r}") from None
+        rank = env_count("NODE_RANK", whole(0), 0)
     if rank < 0 or rank >= max(args.nnodes, 1):
         raise UserError(f"--node-rank (NODE_RANK) must be in 0..{max(args.nnodes, 1) - 1}, got {rank}")
     return rank
 
 
 def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
-    """Resolve data, devices and the model (tagging it if needed); every problem is one UserError line."""
+    """Resolve data, devices and the model; every problem is one UserError line. Writes nothing: the run
+    folder and the model's tagged copy are made by :func:`prepare`, after every check."""
     train_default, val_default, _cls, schema, out_default = MODES[args.mode]
     gpus = gpu_count() if args.gpus is None else args.gpus
     if args.gpus is None and gpus:
@@ -131,14 +132,22 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
             f"no training data: none of {', '.join(train_default)} exists; run "
             "`bash scripts/prepare_all_data.sh --skip-download` or pass --train-data"
         )
-    train = _existing([t for t in train_arg.split(",") if t], "training data")
+    names = [t.strip() for t in train_arg.split(",") if t.strip()]
+    if not names:
+        raise UserError(f"--train-data (TRAIN_DATA) {train_arg!r} names no file")
+    train = _existing(names, "training data")
     if args.val_data and args.val_data.lower() != "none":
-        val = _existing([v for v in args.val_data.split(",") if v], "validation data")
+        names = [v.strip() for v in args.val_data.split(",") if v.strip()]
+        if not names:
+            raise UserError(
+                f"--val-data (VAL_DATA) {args.val_data!r} names no file; 'none' for no validation"
+            )
+        val = _existing(names, "validation data")
     elif args.val_data is None and args.train_data is None and _default_file(val_default):
         val = _existing([_default_file(val_default)], "validation data")  # type: ignore[list-item]
     else:
         val = []
-    from e2c.files import ensure_output_dir
+    from e2c.files import check_output_dir
     from e2c.launch_checks import check_data_file, compose_checked
 
     for f in train:
@@ -159,13 +168,25 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
     # a silently smaller batch or an assertion inside a rank.
     cluster = Cluster(ranks, args.nnodes)
     check_sft(cfg, f"{args.mode.upper()} at {cluster}" + ("" if gpus else " (CPU ranks)"), cluster)
-    out = ensure_output_dir(
-        Path(args.output_dir or project_root() / out_default).expanduser().resolve(), "output folder"
-    )
-    model, note = tagged_model(
+    out = Path(args.output_dir or project_root() / out_default).expanduser().resolve()
+    check_output_dir(out, "output folder")
+    tagging = plan_tagged_model(
         args.model or (GPU_MODEL if gpus else CPU_MODEL), args.tagged_dir, args.subfolder
     )
-    return Plan(args.mode, model, note, train, val, out, gpus, args.nnodes, rank, overrides, ranks)
+    plan = Plan(
+        args.mode, tagging.path, tagging.note, train, val, out, gpus, args.nnodes, rank, overrides, ranks
+    )
+    plan.tagging = tagging
+    return plan
+
+
+def prepare(plan: Plan) -> None:
+    """After the checks: the run folder, and the model's tagged copy when one is planned."""
+    from e2c.files import ensure_output_dir
+
+    ensure_output_dir(plan.output_dir, "output folder")
+    if plan.tagging is not None:
+        plan.tagging.make()
 
 
 def finished(plan: Plan, total_steps: int | None) -> bool:
@@ -202,26 +223,25 @@ def cpu_default_steps() -> int | None:
 
 
 # ------------------------------------------------------------------------------------------------ command
-def _listing(files: list[str]) -> str:
-    return files[0] if len(files) == 1 else "[" + ",".join(files) + "]"
 
 
 def hydra_overrides(plan: Plan, total_steps: int | None, trackers: list[str] | None = None) -> list[str]:
     """The Hydra overrides for verl's SFT trainer (``trackers``: ``trainer.logger``, see
     :mod:`e2c.tracking`; None keeps the config's); the user's own come last and win."""
     cls = MODES[plan.mode][2]
+    # Paths go in quotes where Hydra would not read them plainly (a space, an accented letter).
     ov = [
-        f"model.path={plan.model}",
-        f"data.train_files={_listing(plan.train)}",
-        f"data.val_files={_listing(plan.val) if plan.val else 'null'}",
+        f"model.path={hydra_value(plan.model)}",
+        f"data.train_files={hydra_list(plan.train)}",
+        f"data.val_files={hydra_list(plan.val) if plan.val else 'null'}",
         f"data.custom_cls.name={cls}",
-        f"data.stats_path={plan.stats_path}",
-        f"trainer.default_local_dir={plan.ckpt_dir}",
+        f"data.stats_path={hydra_value(str(plan.stats_path))}",
+        f"trainer.default_local_dir={hydra_value(str(plan.ckpt_dir))}",
         f"trainer.experiment_name={plan.mode}",
         f"trainer.nnodes={plan.nnodes}",
         f"trainer.n_gpus_per_node={plan.ranks}",
         # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
-        f"hydra.run.dir={plan.output_dir / 'hydra'}/${{now:%Y-%m-%d_%H-%M-%S}}",
+        f"hydra.run.dir={hydra_value(str(plan.output_dir / 'hydra'), '/${now:%Y-%m-%d_%H-%M-%S}')}",
     ]
     if trackers:
         ov.append(f"trainer.logger={logger_override(trackers)}")

@@ -7,7 +7,10 @@
 What it does, in order:
 
 1. checks the data (the processed ``sft`` / ``ef_sft`` schema), the Hydra overrides (composed in-process,
-   :mod:`e2c.launch_checks`), the output folder and the model spec, each failure one line;
+   :mod:`e2c.launch_checks`), the output folder and the model (config, weight headers, a tokenizer that
+   loads, a chat template), each failure one line, exit 2, before anything is written
+   (``E2C_CHECK_ONLY=1`` stops there: "checks passed"); paths go into the overrides quoted where Hydra
+   would not read them plainly (a space, an accented letter);
 2. gives the base model the four E2C tags if its tokenizer lacks them: a tagged copy is saved once to
    ``--tagged-dir`` (default ``models/base/<name>-e2c``) and reused;
 3. launches ``torchrun -m verl.trainer.sft_trainer --config-name e2c_sft`` (``configs/e2c_sft.yaml``) with
@@ -33,14 +36,17 @@ import json
 import os
 import shlex
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, whole
 from e2c.checkpoints import latest_checkpoint
 from e2c.cli import ArgumentParser, quiet_transformers
+from e2c.devices import MAX_CPU_RANKS, MAX_NODES
+from e2c.entry import checks_done, run_main
 from e2c.errors import UserError, fail
+from e2c.launch_checks import DATA_FILES, DATA_FILES_OR_NONE, check_launcher_overrides
 from e2c.lora import add_lora_args, lora_overrides
 from e2c.paths import configs_dir
 from e2c.sft.export import export_final
@@ -56,6 +62,7 @@ from e2c.sft.launch import (
     hydra_overrides,
     launch_command,
     make_plan,
+    prepare,
     run_trainer,
     train_log,
 )
@@ -64,6 +71,8 @@ from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_env, tracker_name
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line: every valued flag has its type (:mod:`e2c.argtypes`); anything of the form
+    key=value is a Hydra override (:func:`parse`)."""
     p = ArgumentParser(
         prog="python -m e2c.sft.run",
         description=__doc__.split("\n\n")[0],
@@ -78,62 +87,73 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a(
         "--model",
+        type=MODEL,
         default=None,
         help=f"base model: HF id, folder, 'embedded' or 'tiny' (default: {GPU_MODEL} with GPUs, {CPU_MODEL} on CPU)",
     )
     a(
         "--subfolder",
+        type=TEXT,
         default=None,
         help="subfolder of the model (e.g. 8B for the released checkpoint; default: none)",
     )
     a(
         "--train-data",
+        type=DATA_FILES,
         default=None,
         help="training parquet, comma-separated for several (default: the mode's processed file)",
     )
     a(
         "--val-data",
+        type=DATA_FILES_OR_NONE,
         default=None,
         help="validation parquet(s); 'none' for no validation (default: the paper's split when present)",
     )
     a(
         "--output-dir",
+        type=OUTPUT_DIR,
         default=None,
         help="run folder: verl checkpoints in verl/, the HF model in final/ (default: models/checkpoints/<mode>)",
     )
     a(
         "--steps",
-        type=int,
+        type=whole(1),
         default=None,
         help=f"optimizer steps (default: all epochs with GPUs; on CPU, {STEPS_KEY} of configs/cpu/sft.yaml)",
     )
     a(
         "--gpus",
-        type=int,
+        type=whole(0, 1024),
         default=None,
         help="GPUs per node (default: counted from CUDA_VISIBLE_DEVICES, else torch; 0 = CPU)",
     )
     a(
         "--ranks",
-        type=int,
+        type=whole(1, MAX_CPU_RANKS),
         default=None,
         help="with no GPU: CPU processes (FSDP ranks on gloo) per node, the GPU run's shape on a CPU "
         "(default: $N_GPUS, else 1)",
     )
     a(
         "--nnodes",
-        type=int,
+        type=whole(1, MAX_NODES),
         default=1,
         help="nodes; above 1 set MASTER_ADDR, MASTER_PORT and NODE_RANK on each node (default: 1)",
     )
-    a("--node-rank", type=int, default=None, help="this node's rank (default: $NODE_RANK or 0)")
+    a("--node-rank", type=whole(0), default=None, help="this node's rank (default: $NODE_RANK or 0)")
     a(
         "--tagged-dir",
+        type=OUTPUT_DIR,
         default=None,
         help="where a base model without E2C tags gets its tagged copy (default: models/base/<name>-e2c)",
     )
-    a("--config-dir", default=None, help=f"folder of {CONFIG_NAME}.yaml (default: configs/ of the project)")
-    a("--logger", default=DEFAULT_LOGGERS, help=LOGGER_HELP)
+    a(
+        "--config-dir",
+        type=EXISTING_DIR,
+        default=None,
+        help=f"folder of {CONFIG_NAME}.yaml (default: configs/ of the project)",
+    )
+    a("--logger", type=TEXT, default=DEFAULT_LOGGERS, help=LOGGER_HELP)
     add_lora_args(p)
     a("--force", action="store_true", help="train again even if <output-dir>/final exists for a finished run")
     a("--dry-run", action="store_true", help="print the trainer command and exit")
@@ -148,9 +168,6 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
         raise UserError(
             f"unrecognized argument {bad[0]!r}: flags are listed by --help, Hydra overrides look like key=value"
         )
-    # Checked before anything is resolved or written (the model's tagged copy, the run folder).
-    if args.steps is not None and args.steps < 1:
-        raise UserError(f"--steps must be at least 1 (TOTAL_TRAINING_STEPS), got {args.steps}")
     # Before the user's overrides, which win; part of the run's identity (a LoRA re-run is another run).
     lora = [f"{k}={v}" for k, v in lora_overrides(args, "model").items()]
     return args, lora + rest
@@ -158,18 +175,17 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     quiet_transformers()
-    try:
-        args, overrides = parse(argv)
-        trackers = tracker_names(args.logger)
-        plan = make_plan(args, overrides)
-        total = args.steps if args.steps is not None else (None if plan.gpus else cpu_default_steps())
-        cmd = launch_command(
-            plan,
-            hydra_overrides(plan, total, trackers),
-            Path(args.config_dir).resolve() if args.config_dir else configs_dir(),
-        )
-    except UserError as e:
-        fail(str(e))
+    args, overrides = parse(argv)
+    trackers = tracker_names(args.logger)
+    plan = make_plan(args, overrides)
+    total = args.steps if args.steps is not None else (None if plan.gpus else cpu_default_steps())
+    launcher = hydra_overrides(plan, total, trackers)
+    check_launcher_overrides(launcher[: len(launcher) - len(plan.overrides)])
+    cmd = launch_command(
+        plan, launcher, Path(args.config_dir).resolve() if args.config_dir else configs_dir()
+    )
+    checks_done()
+    prepare(plan)  # the run folder and the model's tagged copy, now that every check passed
     devices = f"{plan.gpus} GPU(s)" if plan.gpus else f"no GPU, {plan.ranks} CPU rank(s)"
     print(f"e2c sft: mode {plan.mode}, model {plan.model_note}, {devices} x {plan.nnodes} node(s)")
     print(f"e2c sft: train {', '.join(plan.train)}; output {plan.output_dir}", flush=True)
@@ -204,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     meta = run_meta(plan, ckpt, total, losses, tail.seconds_per_step(), wall)
     try:
         final = export_final(ckpt, plan.final_dir, meta)
-    except UserError as e:
+    except UserError as e:  # the run's own checkpoint did not convert: not the user's input (exit 1)
         fail(str(e), 1)
     print("\nstep  loss")
     for k, v in sorted(losses.train.items()):
@@ -248,4 +264,4 @@ def run_meta(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)
