@@ -16,11 +16,12 @@ E2C: expect a closed-for-it exploration and a weak answer; it shows the pipeline
 from __future__ import annotations
 
 import argparse
-import sys
 
+from e2c.argtypes import TEXT
 from e2c.cli import ArgumentParser
-from e2c.demo import add_generation_flags, load, solve_and_show
-from e2c.errors import UserError, fail
+from e2c.demo import add_generation_flags, load, prepare, solve_and_show
+from e2c.entry import checks_done, run_main
+from e2c.runtypes import ANY_TEXT
 
 DEFAULT_PROBLEM = (
     "Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for "
@@ -32,9 +33,12 @@ DEFAULT_ANSWER = "18"
 
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(description="Run E2C inference on one problem.")
-    p.add_argument("--problem", default=DEFAULT_PROBLEM, help="problem text (default: a GSM8K problem)")
+    p.add_argument(
+        "--problem", type=TEXT, default=DEFAULT_PROBLEM, help="problem text (default: a GSM8K problem)"
+    )
     p.add_argument(
         "--answer",
+        type=ANY_TEXT,
         default=None,
         help="reference answer to grade against; '' to skip (default: 18 for the default problem, "
         "none for a --problem of yours)",
@@ -45,23 +49,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not args.problem.strip():
-        fail("--problem is empty")
     # The default answer belongs to the default problem only: another problem is not graded against it.
     answer = (
         args.answer
         if args.answer is not None
         else (DEFAULT_ANSWER if args.problem == DEFAULT_PROBLEM else None)
     )
-    try:
-        gen = load(args)
-        solve_and_show(gen, args, args.problem, answer or None)
-    except UserError as e:
-        fail(str(e))
-    except KeyboardInterrupt:
-        fail("interrupted", 130)
+    prepare(args)
+    checks_done()
+    gen = load(args)
+    solve_and_show(gen, args, args.problem, answer or None)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -19,10 +19,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import EXISTING_FILE
 from e2c.cli import ArgumentParser
 from e2c.data.registry import question_text
-from e2c.demo import add_generation_flags, load, solve_and_show
-from e2c.errors import UserError, fail
+from e2c.demo import add_generation_flags, load, prepare, solve_and_show
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
+from e2c.rewards.kinds import find_kind, kind_names
 
 PROBLEMS = Path(__file__).resolve().with_name("example_problems.json")
 QUIT = {"q", "quit", "exit"}
@@ -33,7 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(description="Interactive E2C inference.")
     p.add_argument(
         "--problems",
-        type=Path,
+        type=EXISTING_FILE,
         default=PROBLEMS,
         help="JSON list of problems (default: example_problems.json)",
     )
@@ -42,16 +45,39 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def load_problems(path: Path) -> list[dict[str, Any]]:
-    """The built-in problems; one-line exit when the file is missing or malformed."""
+    """The built-in problems; a UserError line when the file is not readable or malformed."""
     try:
         items = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
-        fail(f"--problems {path}: {e.strerror}")
+        raise UserError(f"--problems {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise UserError(f"--problems {path}: not UTF-8 text") from None
     except ValueError as e:
-        fail(f"--problems {path}: not valid JSON ({e})")
+        raise UserError(f"--problems {path}: not valid JSON ({e})") from None
     if not isinstance(items, list) or not all(isinstance(i, dict) and i.get("problem") for i in items):
-        fail(f"--problems {path}: expected a JSON list of objects with a 'problem' field")
+        raise UserError(f"--problems {path}: expected a JSON list of objects with a 'problem' field")
+    for n, it in enumerate(items, 1):
+        # Each field as the menu and the grader use it, so that a bad item is named now, not mid-session.
+        why = problem_error(it)
+        if why:
+            raise UserError(f"--problems {path}: problem {n} {why}")
     return items
+
+
+def problem_error(item: dict[str, Any]) -> str | None:
+    """What is wrong with one built-in problem (text, options, answer, kind), or None."""
+    if not isinstance(item["problem"], str) or not item["problem"].strip():
+        return "has no problem text"
+    opts = item.get("options")
+    if opts is not None and not (
+        isinstance(opts, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in opts.items())
+    ):
+        return "has options that are not a mapping of letters to texts"
+    if item.get("answer") is not None and not isinstance(item["answer"], str):
+        return f"has an answer that is not text ({item['answer']!r})"
+    if "kind" in item and find_kind(item["kind"]) is None:
+        return f"has an unknown kind {item['kind']!r}; valid: {', '.join(kind_names())}"
+    return None
 
 
 def menu(items: list[dict[str, Any]]) -> str:
@@ -95,11 +121,10 @@ def echo(line: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     items = load_problems(args.problems)
-    try:
-        gen = load(args)
-        session(gen, args, items)
-    except KeyboardInterrupt:
-        fail("interrupted", 130)
+    prepare(args)
+    checks_done()
+    gen = load(args)
+    session(gen, args, items)
     print("bye")
     return 0
 
@@ -146,4 +171,4 @@ def session(gen: Any, args: argparse.Namespace, items: list[dict[str, Any]]) -> 
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -11,13 +11,15 @@ import argparse
 import time
 from typing import Any
 
+from e2c.argtypes import ModelRef, at_least, probability, whole
 from e2c.chain import FORMATS, ChainFormat, get_format
 from e2c.cli import quiet_transformers
-from e2c.errors import UserError, fail
-from e2c.generation import BACKENDS, generate_chains, make_generator
+from e2c.errors import UserError
+from e2c.generation import BACKENDS, generate_chains, make_generator, pick_backend
 from e2c.generation.base import check_fits, context_length
-from e2c.models import RELEASED_REPO, ModelSpecError, default_subfolder
+from e2c.models import RELEASED_REPO, ResolvedModel, default_subfolder, resolve_model
 from e2c.rewards import grade
+from e2c.runtypes import ANY_TEXT
 
 CLOSED_FOR_MODEL = {
     "budget": " (exploration closed for the model at its budget)",
@@ -44,12 +46,14 @@ def add_generation_flags(p: argparse.ArgumentParser) -> None:
     a = p.add_argument
     a(
         "--model",
+        type=ModelRef(extra=("auto",)),
         default="auto",
         help="model: auto, embedded, tiny, a folder or an HF id (default: auto: the released 8B where a GPU "
         "and the hub are there, else the embedded SmolLM2-135M)",
     )
     a(
         "--subfolder",
+        type=ANY_TEXT,
         default=None,
         help="subfolder of the model repo/folder, e.g. 8B or 4B (default: 8B for the released checkpoint, "
         "else none)",
@@ -62,23 +66,24 @@ def add_generation_flags(p: argparse.ArgumentParser) -> None:
     )
     a(
         "--max-tokens",
-        type=int,
+        type=whole(1),
         default=None,
         help=f"new tokens, both phases (default: {PAPER_DEFAULTS['max_tokens']}, as the paper; embedded/tiny: "
         f"{SMALL_DEFAULTS['max_tokens']})",
     )
     a(
         "--explore-budget",
-        type=int,
+        type=whole(0),
         default=None,
         help="tokens for the exploration, then the execution gets the rest; 0 = one call for the whole chain "
         f"(default: 0, as the paper; embedded/tiny: {SMALL_DEFAULTS['explore_budget']})",
     )
-    a("--temperature", type=float, default=0.7, help="sampling temperature; 0 = greedy (default: 0.7)")
-    a("--top-p", type=float, default=0.95, help="nucleus sampling mass (default: 0.95)")
-    a("--seed", type=int, default=0, help="random seed (default: 0)")
+    a("--temperature", type=at_least(0), default=0.7, help="sampling temperature; 0 = greedy (default: 0.7)")
+    a("--top-p", type=probability(open_zero=True), default=0.95, help="nucleus sampling mass (default: 0.95)")
+    a("--seed", type=whole(0), default=0, help="random seed (default: 0)")
     a(
         "--opener",
+        type=ANY_TEXT,
         default=None,
         help="text that starts the exploration for the model; '' for none (default: none, as the paper; "
         "embedded/tiny: the release's usual opening)",
@@ -115,15 +120,11 @@ def fill_defaults(args: argparse.Namespace) -> None:
 
 
 def check_flags(args: argparse.Namespace) -> None:
-    """The generation flags' ranges, before the model is loaded."""
-    if args.explore_budget < 0 or args.max_tokens <= args.explore_budget:
+    """The generation flags together, before the model is loaded (each flag's range is its type's)."""
+    if args.max_tokens <= args.explore_budget:
         raise UserError(
             f"--max-tokens ({args.max_tokens}) must exceed --explore-budget ({args.explore_budget}) >= 0"
         )
-    if not 0 <= args.temperature < float("inf"):  # NaN fails this too
-        raise UserError(f"--temperature must be a number >= 0, got {args.temperature}")
-    if not 0 < args.top_p <= 1:
-        raise UserError(f"--top-p must be in (0, 1], got {args.top_p}")
 
 
 def check_prompt(gen: Any, args: argparse.Namespace, problem: str) -> None:
@@ -137,26 +138,28 @@ def check_prompt(gen: Any, args: argparse.Namespace, problem: str) -> None:
     check_fits(n, args.max_tokens, context, "the problem with its prompt", "--max-tokens")
 
 
-def load(args: argparse.Namespace) -> Any:
-    """Build the generator from the flags; one-line exit on a bad model or backend."""
+def prepare(args: argparse.Namespace) -> ResolvedModel:
+    """Fill the model-dependent defaults, check the flags together and resolve the model (a local folder's
+    config, weights and tokenizer checked): every refusal before :func:`e2c.entry.checks_done`."""
     fill_defaults(args)
-    try:
-        check_flags(args)
-    except UserError as e:
-        fail(str(e))
+    check_flags(args)
+    pick_backend(args.backend)  # vllm asked for and not installed: one line now, not after the checks
+    return resolve_model(args.model, args.subfolder, fmt=get_format(args.format))
+
+
+def load(args: argparse.Namespace) -> Any:
+    """Build the generator from the flags :func:`prepare` checked and filled (the model resolves again
+    from its cache); a model that cannot be loaded is a :class:`UserError` line."""
     quiet_transformers()
     t0 = time.perf_counter()
-    try:
-        gen, res = make_generator(
-            args.backend,
-            args.model,
-            args.subfolder,
-            fmt=get_format(args.format),
-            trust_remote_code=args.trust_remote_code,
-            seed=args.seed,
-        )
-    except (ModelSpecError, UserError) as e:
-        fail(str(e))
+    gen, res = make_generator(
+        args.backend,
+        args.model,
+        args.subfolder,
+        fmt=get_format(args.format),
+        trust_remote_code=args.trust_remote_code,
+        seed=args.seed,
+    )
     print(f"model: {res.description}  [{res.path}]  on {gen.name}, loaded in {time.perf_counter() - t0:.1f}s")
     return gen
 

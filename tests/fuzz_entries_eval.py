@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from entry_fuzz import Entry
 
 from e2c.paths import benchmarks_dir
 
+ROOT = Path(__file__).resolve().parents[1]
+
 BENCH = str(benchmarks_dir())
 GSM8K = f"{BENCH}/gsm8k.jsonl"
+EVAL_RUN = str(ROOT / "tests" / "fixtures" / "eval_run")  # a finished run folder, as e2c.eval.run writes it
+# The tiny model (built offline in seconds, then cached) through the transformers backend: no hub, no GPU.
+TINY = ("--model", "tiny", "--backend", "hf")
+EVAL = (*TINY, "--dataset", "gsm8k", "--data-dir", BENCH, "--limit", "2", "--output-dir", "{tmp}/eval")
+TTS = (
+    *TINY,
+    *("--dataset", "gsm8k", "--data-dir", BENCH, "--limit", "1", "--methods", "greedy_cot", "--budgets", "1"),
+    *("--set", "cot_tokens=8", "--output-dir", "{tmp}/tts"),
+)
+ELASTIC = (
+    *("--model", "tiny", "--datasets", "gsm8k", "--output-dir", "{tmp}/elastic", "--n", "1"),
+    *("--max-length", "16", "--backend", "hf", "--data-dir", BENCH, "--limit", "1"),
+)
+DEMO = (*TINY, "--max-tokens", "16", "--explore-budget", "8")
 
 ENTRIES: dict[str, Entry] = {
     "e2c.eval.score": Entry("e2c.eval.score", (GSM8K, "--response-key", "answer", "--format", "none")),
+    "e2c.eval.run": Entry("e2c.eval.run", EVAL),
+    "e2c.eval.elastic": Entry("e2c.eval.elastic", ELASTIC),
+    "e2c.eval.compare": Entry(
+        "e2c.eval.compare", (EVAL_RUN, EVAL_RUN, "--labels", "a", "b", "--plot-dir", "{tmp}/plots")
+    ),
+    "e2c.tts": Entry("e2c.tts.__main__", TTS),  # python -m e2c.tts
+    "tts/run_tts.py": Entry("tts/run_tts.py", TTS),
+    "tts/scripts/download_aime2024.py": Entry("tts/scripts/download_aime2024.py", ("--out", "{tmp}/aime")),
+    "example_inference.py": Entry("example_inference.py", DEMO),
+    "example_interactive.py": Entry("example_interactive.py", DEMO),
 }

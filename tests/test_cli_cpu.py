@@ -102,7 +102,7 @@ def test_demo_on_tiny_model() -> None:
 def test_demo_bad_model_is_one_line() -> None:
     r = run("example_inference.py", "--model_path", "no-such-model")
     assert r.returncode == 2
-    assert r.stderr.strip().startswith("error: unknown model 'no-such-model'")
+    assert r.stderr.strip().startswith("error: --model unknown model 'no-such-model'")
     assert "Traceback" not in r.stderr
 
 

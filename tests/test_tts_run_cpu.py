@@ -105,10 +105,13 @@ def test_run_tts_tiny_all_methods_and_resume_cpu(tmp_path: Path, bench_dir: Path
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--methods", "beam_search"], "unknown TTS method(s) beam_search; valid: e2c_react_loop"),
-        (["--set", "explore_steps=3"], "unknown TTS setting(s) explore_steps; valid:"),
-        (["--set", "oops"], "expected KEY=VALUE"),
-        (["--budgets", "0"], "budgets must be positive integers"),
+        (
+            ["--methods", "beam_search"],
+            "--methods must be a registered TTS method, got 'beam_search'; valid: e2c_react_loop",
+        ),
+        (["--set", "explore_steps=3"], "--set explore_steps=3: unknown TTS setting 'explore_steps'; valid:"),
+        (["--set", "oops"], "--set must be KEY=VALUE (a TTS setting and its value), got 'oops'"),
+        (["--budgets", "0"], "--budgets must be >= 1, got 0"),
         (["--dataset", "aime2099"], "aime2099"),
     ],
 )
@@ -261,7 +264,10 @@ def test_shim_parses_and_loads_configs_as_the_package_cpu() -> None:
     ("extra", "message"),
     [
         (["--bogus"], "unrecognized arguments: --bogus (see {prog} --help)"),
-        (["--methods", "beam_search"], "unknown TTS method(s) beam_search; valid: e2c_react_loop"),
+        (
+            ["--methods", "beam_search"],
+            "--methods must be a registered TTS method, got 'beam_search'; valid: e2c_react_loop",
+        ),
     ],
 )
 def test_bad_flag_is_one_error_line_through_both_entries_cpu(

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import sys
 
-from e2c.tts.__main__ import build_parser, load_config, out_root, set_value
+from e2c.cli import ArgumentParser
+from e2c.entry import run_main
+from e2c.tts.__main__ import build_parser as _build_parser
+from e2c.tts.__main__ import load_config, out_root, set_value
 from e2c.tts.__main__ import main as _main
 
 PROG = "tts/run_tts.py"
@@ -18,9 +21,14 @@ PROG = "tts/run_tts.py"
 __all__ = ["PROG", "build_parser", "load_config", "main", "out_root", "parse_args", "set_value"]
 
 
+def build_parser(prog: str = PROG) -> ArgumentParser:
+    """``python -m e2c.tts``'s parser, under this file's name (usage and error lines say what was typed)."""
+    return _build_parser(prog)
+
+
 def parse_args(argv: list[str] | None = None):
     """The flags of ``python -m e2c.tts``, under this file's name."""
-    return build_parser(PROG).parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,4 +37,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -13,45 +13,150 @@ hold (mean of per-problem differences and its standard error). ``--plot-dir`` wr
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import OUTPUT_DIR, TEXT
 from e2c.cli import ArgumentParser
-from e2c.errors import UserError, fail
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 from e2c.eval.stats import align_scores, paired_difference, wilson_interval
 
 
+def read_bytes(path: Path) -> bytes:
+    """A run file's bytes, or UserError naming it (a folder in its place, no permission)."""
+    try:
+        return path.read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def json_kind(value: Any) -> str:
+    """How an error line names what a JSON file held instead of an object: ``list``, ``str``, ..."""
+    return {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
+def prediction_rows(
+    path: Path, data: bytes | None = None, hint: str = "rerun the evaluation"
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` for each line of a predictions file (``data``: its bytes, when read already).
+
+    A last line without its newline was cut by a kill: it is left out (the resumed run samples it again).
+    A line that is not a UTF-8 JSON object is a :class:`UserError` naming the file and the line, ending
+    with ``hint`` (what to do about it)."""
+    if data is None:
+        data = read_bytes(path)
+    complete = data[: data.rfind(b"\n") + 1]
+    for n, raw in enumerate(complete.split(b"\n")[:-1], 1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise UserError(f"{path} line {n}: not a prediction line (not UTF-8 text); {hint}") from None
+        except ValueError as e:
+            raise UserError(f"{path} line {n}: not a prediction line (not JSON: {e}); {hint}") from None
+        if not isinstance(row, dict):
+            raise UserError(f"{path} line {n}: not a prediction line (a JSON {json_kind(row)}); {hint}")
+        yield n, row
+
+
 def per_problem_scores(predictions: Path) -> dict[str, float]:
-    """``{problem id: score}`` from an eval predictions file: the mean correctness of its samples."""
+    """``{problem id: score}`` from an eval predictions file: the mean correctness of its samples.
+    A line that is not a prediction (no ``id`` or ``correct``) is a UserError naming the file and line."""
     by_id: dict[str, list[float]] = {}
     if not predictions.is_file():
         return {}
-    for line in predictions.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
+    for n, row in prediction_rows(predictions):
+        missing = [k for k in ("id", "correct") if k not in row]
+        if missing:
+            raise UserError(
+                f"{predictions} line {n}: not a prediction line (no {' or '.join(missing)} field); "
+                "rerun the evaluation"
+            )
         by_id.setdefault(str(row["id"]), []).append(float(bool(row["correct"])))
     return {k: sum(v) / len(v) for k, v in by_id.items()}
+
+
+# The metrics of one dataset in results.json that a summary reads (e2c.eval.metrics.summarize writes them).
+SUMMARY_METRICS = (
+    "problems",
+    "pass@1",
+    "format_rate",
+    "truncation_rate",
+    "no_answer_rate",
+    "explore_tokens",
+    "execute_tokens",
+)
+
+
+# Shares in [0, 1] among them.
+SUMMARY_RATES = ("pass@1", "format_rate", "truncation_rate", "no_answer_rate")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """A finished run's ``results.json``, checked for what :func:`run_summary` reads: one UserError line
+    naming the file and what is wrong (not UTF-8 JSON, not an object, a dataset or field missing)."""
+    try:
+        results = json.loads(read_bytes(path).decode("utf-8"))
+    except ValueError as e:  # UnicodeDecodeError included
+        raise UserError(f"{path}: not an evaluation results file ({type(e).__name__}: {e})") from None
+    if not isinstance(results, dict):
+        raise UserError(
+            f"{path}: not an evaluation results file (a JSON {json_kind(results)}, not an object)"
+        )
+    datasets = results.get("datasets")
+    if not isinstance(datasets, dict):
+        raise UserError(f"{path}: not an evaluation results file (no 'datasets' object)")
+    for name, m in datasets.items():
+        if not isinstance(m, dict):
+            raise UserError(f"{path}: not an evaluation results file (dataset {name!r} is not an object)")
+        bad = [k for k in SUMMARY_METRICS if not _number(m.get(k))]
+        bad += [k for k in SUMMARY_RATES if k not in bad and not 0 <= m[k] <= 1]
+        if "problems" not in bad and (m["problems"] < 0 or m["problems"] != int(m["problems"])):
+            bad.append("problems")
+        if bad:
+            raise UserError(
+                f"{path}: not an evaluation results file (dataset {name!r}: no valid {', '.join(bad)})"
+            )
+    for key in ("config",):
+        if not isinstance(results.get(key, {}), dict):
+            raise UserError(
+                f"{path}: not an evaluation results file ('{key}' is a JSON {json_kind(results[key])}, "
+                "not an object)"
+            )
+    extra = results.get("config", {}).get("extra")
+    if extra is not None and not isinstance(extra, dict):
+        raise UserError(f"{path}: not an evaluation results file ('config.extra' is not an object)")
+    return results
 
 
 def run_summary(run_dir: Path) -> dict[str, Any] | None:
     """Per dataset of one evaluation run: accuracy (the results file's pass@1), correct / problems with a
     95% Wilson interval, format compliance, truncation, no-answer rate, exploration / execution tokens.
-    None when the run has no ``results.json`` (not run, or not finished)."""
+    None when the run has no ``results.json`` (not run, or not finished); a UserError naming the file when
+    it or a predictions file cannot be read as a run's."""
     path = run_dir / "results.json"
     if not path.is_file():
         return None
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-        datasets = results["datasets"]
-    except (ValueError, KeyError, TypeError) as e:
-        raise UserError(f"{path}: not an evaluation results file ({e})") from None
+    results = read_results(path)
+    config = results.get("config", {})
     out: dict[str, Any] = {}
-    for name, m in datasets.items():
+    for name, m in results["datasets"].items():
         scores = per_problem_scores(run_dir / "predictions" / f"{name}.jsonl")
         n = int(m["problems"])
         correct = round(sum(scores.values())) if scores else round(m["pass@1"] * n)
+        if correct > n:
+            raise UserError(
+                f"{run_dir}: predictions/{name}.jsonl has {correct} problems right, results.json counts "
+                f"{n} problems; the two files are of different runs"
+            )
         lo, hi = wilson_interval(correct, n)
         out[name] = {
             "accuracy": m["pass@1"],
@@ -64,8 +169,8 @@ def run_summary(run_dir: Path) -> dict[str, Any] | None:
             "explore_tokens": m["explore_tokens"],
             "execute_tokens": m["execute_tokens"],
             "seconds": results.get("seconds"),
-            "model": results.get("config", {}).get("model"),
-            "model_description": (results.get("config", {}).get("extra") or {}).get("model_description"),
+            "model": config.get("model"),
+            "model_description": (config.get("extra") or {}).get("model_description"),
         }
     return out
 
@@ -128,23 +233,31 @@ def format_comparison(cmp: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> ArgumentParser:
+    """The command line: run folders, their names, where plots go (checked before any file is read)."""
     ap = ArgumentParser(prog="python -m e2c.eval.compare", description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", nargs="+", type=Path, help="evaluation run folders (e2c.eval.run --output-dir)")
-    ap.add_argument("--labels", nargs="+", default=None, help="a name per run (default: the folder names)")
     ap.add_argument(
-        "--plot-dir", type=Path, default=None, help="write accuracy.png and tokens.png here (default: none)"
+        "--labels", nargs="+", type=TEXT, default=None, help="a name per run (default: the folder names)"
     )
-    args = ap.parse_args(argv)
+    ap.add_argument(
+        "--plot-dir",
+        type=OUTPUT_DIR,
+        default=None,
+        help="write accuracy.png and tokens.png here (default: none)",
+    )
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     labels = args.labels or [p.name or str(p) for p in args.runs]
     if len(labels) != len(args.runs):
-        fail(f"--labels gives {len(labels)} names for {len(args.runs)} runs; give one per run")
+        raise UserError(f"--labels gives {len(labels)} names for {len(args.runs)} runs; give one per run")
     if len(set(labels)) != len(labels):
-        fail(f"run names must differ, got {' '.join(labels)}; name them with --labels")
-    try:
-        cmp = compare_runs(args.runs, labels)
-    except UserError as e:
-        fail(str(e))
+        raise UserError(f"run names must differ, got {' '.join(labels)}; name them with --labels")
+    cmp = compare_runs(args.runs, labels)
+    checks_done()
     print(format_comparison(cmp))
     if args.plot_dir is not None:
         from e2c.eval.plots import plot_accuracy, plot_tokens
@@ -157,4 +270,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main)

@@ -18,39 +18,98 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from typing import NoReturn
 
+from e2c.argtypes import (
+    NON_UTF8,
+    OUTPUT_DIR,
+    TEXT,
+    BadValueContext,
+    ValueType,
+    at_least,
+    probability,
+    whole,
+)
+from e2c.chain import FORMATS
 from e2c.cli import ArgumentParser
-from e2c.errors import UserError, fail
+from e2c.entry import run_main
+from e2c.errors import UserError
 
 TRUE = ("true", "1", "yes")
 FALSE = ("false", "0", "no")
 
 
+class Switch(ValueType):
+    """Elastic's ``--e1-mode``: True or False as its README types them (any case; 1/0, yes/no too)."""
+
+    name = "True or False"
+
+    def parse(self, text: str) -> bool:
+        mode = str(text).strip().lower()
+        if mode not in TRUE + FALSE:
+            raise UserError(f"must be True or False, got {str(text)!r}")
+        return mode in TRUE
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return ["", NON_UTF8, "maybe", "2"]
+
+
+class RaisingParser(ArgumentParser):
+    """The toolkit's parser, raising its one line as :class:`UserError` instead of exiting: :func:`translate`
+    is a library call too (the guard of :func:`main` prints the line and exits 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(f"{message} (see {self.prog} --help)")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="scripts/eval/eval_model.sh", description=__doc__.splitlines()[0])
+    p = RaisingParser(prog="scripts/eval/eval_model.sh", description=__doc__.splitlines()[0])
     a = p.add_argument
-    a("--model", required=True, help="model folder or HF id (required)")
-    a("--datasets", nargs="+", default=["aime"], help="benchmarks, space-separated (default: aime)")
-    a("--output-dir", default=None, help="run folder (default: e2c.eval.run's, under evaluation/e2c-eval)")
-    a("--n", type=int, default=1, help="samples per problem (default: 1; Elastic's tables: 16)")
+    # Any text here: e2c.eval.run checks the model (a folder's config, weights and tokenizer) before any work.
+    a("--model", type=TEXT, required=True, help="model folder or HF id (required)")
+    a(
+        "--datasets",
+        nargs="+",
+        type=TEXT,
+        default=["aime"],
+        help="benchmarks, space-separated (default: aime)",
+    )
+    a(
+        "--output-dir",
+        type=OUTPUT_DIR,
+        default=None,
+        help="run folder (default: e2c.eval.run's, under evaluation/e2c-eval)",
+    )
+    a("--n", type=whole(1), default=1, help="samples per problem (default: 1; Elastic's tables: 16)")
     a(
         "--tp",
-        type=int,
+        type=whole(1),
         default=1,
         help="tensor-parallel GPUs per vLLM engine; the visible GPUs make GPUs/tp "
         "data-parallel workers (default: 1)",
     )
     a(
         "--e1-mode",
-        default="False",
+        type=Switch(),
+        default=False,
         help="True: budgeted thinking then solution; False: one call (default: False)",
     )
-    a("--e1-thinking-length", type=int, default=1024, help="thinking budget in E1 mode (default: 1024)")
-    a("--e1-solution-length", type=int, default=1024, help="solution budget in E1 mode (default: 1024)")
-    a("--max-length", type=int, default=32768, help="new tokens without E1 mode (default: 32768)")
-    a("--temperature", type=float, default=0.6, help="sampling temperature (default: 0.6, Elastic's)")
-    a("--top-p", type=float, default=0.95, help="nucleus sampling mass (default: 0.95)")
-    a("--format", default="think", help="chain format (default: think, Elastic's <think> models)")
+    a("--e1-thinking-length", type=whole(1), default=1024, help="thinking budget in E1 mode (default: 1024)")
+    a("--e1-solution-length", type=whole(1), default=1024, help="solution budget in E1 mode (default: 1024)")
+    a("--max-length", type=whole(1), default=32768, help="new tokens without E1 mode (default: 32768)")
+    a(
+        "--temperature",
+        type=at_least(0),
+        default=0.6,
+        help="sampling temperature (default: 0.6, Elastic's)",
+    )
+    a("--top-p", type=probability(open_zero=True), default=0.95, help="nucleus sampling mass (default: 0.95)")
+    a(
+        "--format",
+        default="think",
+        choices=tuple(FORMATS),
+        help="chain format (default: think, Elastic's <think> models)",
+    )
     return p
 
 
@@ -59,18 +118,6 @@ def translate(argv: list[str]) -> list[str]:
     from e2c.data.registry import resolve_names
 
     args, rest = build_parser().parse_known_args(argv)
-    mode = args.e1_mode.strip().lower()
-    if mode not in TRUE + FALSE:
-        raise UserError(f"--e1-mode must be True or False, got {args.e1_mode!r}")
-    for flag, value in (
-        ("--n", args.n),
-        ("--tp", args.tp),
-        ("--e1-thinking-length", args.e1_thinking_length),
-        ("--e1-solution-length", args.e1_solution_length),
-        ("--max-length", args.max_length),
-    ):
-        if value < 1:
-            raise UserError(f"{flag} must be at least 1, got {value}")
     try:
         names = resolve_names(",".join(args.datasets))
     except UserError as e:
@@ -79,27 +126,26 @@ def translate(argv: list[str]) -> list[str]:
     out += ["--temperature", f"{args.temperature:g}", "--top-p", f"{args.top_p:g}", "--format", args.format]
     if args.tp > 1:
         out += ["--tp", str(args.tp)]
-    if mode in TRUE:
+    if args.e1_mode:
         total = args.e1_thinking_length + args.e1_solution_length
         out += ["--explore-budget", str(args.e1_thinking_length)]
         out += ["--execute-budget", str(args.e1_solution_length), "--max-tokens", str(total)]
     else:
         out += ["--max-tokens", str(args.max_length)]
     if args.output_dir:
-        out += ["--output-dir", args.output_dir]
+        out += ["--output-dir", str(args.output_dir)]
     return out + rest
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Translate, show the translated command, run it: :mod:`e2c.eval.run` checks the rest of the inputs
+    (and calls :func:`e2c.entry.checks_done`) before any work."""
     from e2c.eval import run
 
-    try:
-        args = translate(list(sys.argv[1:] if argv is None else argv))
-    except UserError as e:
-        fail(str(e))
+    args = translate(list(sys.argv[1:] if argv is None else argv))
     print(f"[eval_model] python -m e2c.eval.run {shlex.join(args)}", flush=True)
     return run.main(args)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import INT_MAX, NON_UTF8, OUTPUT_DIR, BadValueContext, ValueType, whole
 from e2c.chain import FORMATS
 from e2c.cli import (
     DTYPES,
@@ -38,13 +39,22 @@ from e2c.cli import (
     resume_command,
     slug,
 )
-from e2c.data.registry import load_benchmarks, valid_names
+from e2c.data.registry import load_benchmarks, resolve_names
 from e2c.devices import gpu_count
-from e2c.errors import UserError, fail
-from e2c.eval.runner import EvalConfig, chunk_size_for, format_table, run_eval, tracker_payload
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
+from e2c.eval.runner import (
+    EvalConfig,
+    check_resume,
+    chunk_size_for,
+    format_table,
+    run_eval,
+    tracker_payload,
+)
 from e2c.files import check_output_dir
 from e2c.flags import add_setting_flags, flag_values
-from e2c.models import ModelSpecError, default_subfolder, model_context, resolve_model
+from e2c.models import default_subfolder, model_context, resolve_model
+from e2c.runtypes import RESULT_TRACKERS
 from e2c.tracking import RESULTS_LOGGER_HELP, log_results, result_trackers
 
 # The paper's evaluation folder; each model and setting gets its own run folder inside it (resume needs that).
@@ -69,19 +79,66 @@ def default_save_path(cfg: EvalConfig) -> Path:
     return EVAL_ROOT / model / "_".join(parts)
 
 
+def _gpu_devices(value: str) -> list[str] | None:
+    """The device ids of a ``--gpus`` list (``0,1,2,3``; a lone ``01`` too), None for a count."""
+    if "," in value or (value.isdigit() and len(value) > 1 and value.startswith("0")):
+        return [d.strip() for d in value.split(",") if d.strip()]
+    return None
+
+
+class GpuSpec(ValueType):
+    """``--gpus``: a count (``8``) or device ids (``0,1,2,3``)."""
+
+    name = "a GPU count (8) or device ids (0,1,2,3)"
+
+    def parse(self, text: str) -> str:
+        value = str(text).strip()
+        devices = _gpu_devices(value)
+        if devices is None:
+            ok = value.isascii() and value.isdigit() and len(value) <= 10 and 1 <= int(value) <= INT_MAX
+        else:
+            ok = bool(devices) and all(d.isascii() and d.isdigit() for d in devices)
+        if not ok:
+            raise UserError(f"must be {self.name}, got {value!r}")
+        return value
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return ["", NON_UTF8, "0", "-1", "x", "1.5", "0,x", ",", "9" * 40]
+
+
 def parse_gpus(value: str | None) -> int | None:
     """``--gpus``: a count (``8``) or a device list (``0,1,2,3``, which also sets CUDA_VISIBLE_DEVICES)."""
     if value is None or value == "":
         return None
-    if "," in value or (value.isdigit() and len(value) > 1 and value.startswith("0")):
-        devices = [d.strip() for d in value.split(",") if d.strip()]
-        if not all(d.isdigit() for d in devices):
-            raise UserError(f"--gpus {value!r}: give a count (8) or device ids (0,1,2,3)")
+    try:
+        value = GPUS.parse(value)
+    except UserError as e:
+        raise UserError(f"--gpus {e}") from None
+    devices = _gpu_devices(value)
+    if devices is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
         return len(devices)
-    if not value.isdigit() or int(value) < 1:
-        raise UserError(f"--gpus {value!r}: give a count (8) or device ids (0,1,2,3)")
     return int(value)
+
+
+class ShardSpec(ValueType):
+    """``--shard RANK/WORLD``, set by a data-parallel parent for its workers."""
+
+    name = "RANK/WORLD with RANK < WORLD"
+
+    def parse(self, text: str) -> str:
+        rank, _, world = str(text).partition("/")
+        digits = all(p.isascii() and p.isdigit() and len(p) <= 10 for p in (rank, world))
+        if not digits or not int(rank) < int(world) <= INT_MAX:
+            raise UserError(f"must be {self.name}, got {str(text)!r}")
+        return str(text)
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return ["", NON_UTF8, "x", "1/1", "2/1", "-1/2", "0/0"]
+
+
+GPUS = GpuSpec()
+SHARD = ShardSpec()
 
 
 def saved_predictions(save: Path | None) -> str:
@@ -101,33 +158,35 @@ def build_parser() -> argparse.ArgumentParser:
     a = p.add_argument
     a(
         "--gpus",
+        type=GPUS,
         default=None,
         help="GPUs to use: a count or device ids 0,1,..; split into data-parallel workers of --tp GPUs each, "
         "as the paper's script (default: all visible)",
     )
     a(
         "--tp",
-        type=int,
+        type=whole(1),
         default=1,
         help="vLLM tensor-parallel GPUs per worker; more for a model that does not fit one GPU (default: 1)",
     )
     a(
         "--workers",
-        type=int,
+        type=whole(1),
         default=None,
         help="data-parallel worker processes, each with its own model (default: GPUs / --tp on GPUs, 1 on "
         "CPU); their predictions are merged, and equal one process's (chunks are seeded, not workers)",
     )
-    a("--shard", default=None, help=argparse.SUPPRESS)  # RANK/WORLD: set by the parent for its workers
+    # RANK/WORLD: set by a data-parallel parent for its workers
+    a("--shard", type=SHARD, default=None, help=argparse.SUPPRESS)
     a(
         "--output-dir",
-        type=Path,
+        type=OUTPUT_DIR,
         default=None,
         help="run folder (default: evaluation/e2c-eval/<model>/<settings>, under the paper's folder)",
     )
     a(
         "--batch-size",
-        type=int,
+        type=whole(1),
         default=16,
         help="transformers backend: rows decoded at once (default: 16)",
     )
@@ -137,33 +196,23 @@ def build_parser() -> argparse.ArgumentParser:
         choices=DTYPES,
         help="model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)",
     )
-    a("--max-model-len", type=int, default=None, help="vLLM context length (default: the model's)")
+    a("--max-model-len", type=whole(1), default=None, help="vLLM context length (default: the model's)")
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
     a("--no-hub", action="store_true", help="use local benchmark files only, never the HF hub")
     a("--quiet", action="store_true", help="no progress lines")
-    a("--logger", default="", help=RESULTS_LOGGER_HELP)
+    a("--logger", type=RESULT_TRACKERS, default="", help=RESULTS_LOGGER_HELP)
     return p
-
-
-def check_flags(args: argparse.Namespace) -> None:
-    """Flags the run's config does not check (they do not change what is generated)."""
-    if args.batch_size < 1:
-        raise UserError(f"--batch-size must be >= 1, got {args.batch_size}")
-    if args.max_model_len is not None and args.max_model_len < 1:
-        raise UserError(f"--max-model-len must be >= 1, got {args.max_model_len}")
-    if args.tp < 1:
-        raise UserError(f"--tp must be at least 1, got {args.tp}")
-    if args.workers is not None and args.workers < 1:
-        raise UserError(f"--workers must be at least 1, got {args.workers}")
 
 
 def parse_shard(value: str | None) -> tuple[int, int]:
     """``RANK/WORLD`` (internal, set for data-parallel workers) -> (rank, world); (0, 1) when absent."""
     if not value:
         return 0, 1
+    try:
+        SHARD.parse(value)
+    except UserError as e:
+        raise UserError(f"--shard {e}") from None
     rank, _, world = value.partition("/")
-    if not (rank.isdigit() and world.isdigit() and int(rank) < int(world)):
-        raise UserError(f"--shard {value!r}: expected RANK/WORLD with RANK < WORLD")
     return int(rank), int(world)
 
 
@@ -207,13 +256,10 @@ def check_max_model_len(value: int | None, folder: Path) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    interrupt_on_sigterm()
     where: dict[str, Path] = {}
     try:
         results = evaluate(args, where, argv)
-    except (UserError, ModelSpecError) as e:
-        fail(str(e))
-    except KeyboardInterrupt as e:
+    except KeyboardInterrupt as e:  # the guard's line would not say what was saved or how to resume
         exit_interrupted(
             e, saved_predictions(where.get("save")), resume_command(["-m", "e2c.eval.run"], argv)
         )
@@ -236,17 +282,20 @@ def main(argv: list[str] | None = None) -> int:
 def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] | None = None) -> dict:
     """Check every input, load the model and data, run; returns the results. ``where["save"]`` is the
     run folder as soon as it is known (for the message of an interrupted run). With several data-parallel
-    workers (:func:`plan_workers`) this process starts them (with ``argv``), merges and reports."""
+    workers (:func:`plan_workers`) this process starts them (with ``argv``), merges and reports.
+
+    Everything that can be refused is refused before :func:`e2c.entry.checks_done` (the flags by their
+    types, then the settings together, the run folder, the model folder, the data, an earlier run in the
+    folder and the GPUs), so a bad command costs no model load and changes no file."""
     from e2c.generation import make_generator, pick_backend
 
     quiet_transformers()
-    check_flags(args)
     trackers = result_trackers(args.logger)
-    gpus = parse_gpus(args.gpus)
     backend = pick_backend(args.backend)
     cfg = EvalConfig(
         **{
             **flag_values(args, EvalConfig),
+            "data_dir": None if args.data_dir is None else str(args.data_dir),
             "subfolder": default_subfolder(args.model, args.subfolder),
             "backend": backend,
             "chunk_size": args.chunk_size
@@ -255,9 +304,7 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
         }
     )
     cfg.check()
-    names = [n.strip() for n in args.dataset.split(",") if n.strip()]
-    if not names:
-        raise UserError(f"--dataset is empty; valid: {', '.join(valid_names())}")
+    names = resolve_names(args.dataset)
     save = args.output_dir or default_save_path(cfg)
     check_output_dir(save, "--output-dir")
     where["save"] = save
@@ -265,14 +312,17 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
     res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[args.format])
     if backend == "vllm":
         check_max_model_len(args.max_model_len, Path(res.path))
-    data = load_benchmarks(names, args.data_dir, args.limit, use_hub=not args.no_hub)
-    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    data = load_benchmarks(names, cfg.data_dir, args.limit, use_hub=not args.no_hub)
+    check_resume(save, data, cfg)
     shard = parse_shard(args.shard)
+    gpus = parse_gpus(args.gpus)
     visible = visible_devices()
-    if shard[1] == 1:
-        groups = plan_workers(visible, gpus, args.tp, args.workers)
-        if len(groups) > 1:
-            return run_workers(argv or [], cfg, res, data, save, groups, log)
+    groups = plan_workers(visible, gpus, args.tp, args.workers) if shard[1] == 1 else []
+    checks_done()
+    interrupt_on_sigterm()
+    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    if len(groups) > 1:
+        return run_workers(argv or [], cfg, res, data, save, groups, log)
     gen, _ = make_generator(
         backend,
         res.path,
@@ -381,4 +431,4 @@ def run_workers(
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -27,19 +27,23 @@ from pathlib import Path
 from typing import Any
 
 from e2c import progress
+from e2c.argtypes import EXISTING_DIR, MODEL, TEXT, at_least, probability, whole
 from e2c.budget import FLAG_NAMES, PhaseBudget
 from e2c.chain import FORMATS, MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
 from e2c.data.registry import Record, get_spec, options_of, question_text
 from e2c.errors import UserError
-from e2c.eval.compare import run_summary
+from e2c.eval.compare import json_kind, prediction_rows, read_bytes, run_summary
 from e2c.eval.metrics import summarize
 from e2c.files import atomic_write_json
 from e2c.flags import setting
+from e2c.generation import ALIASES as BACKEND_ALIASES
+from e2c.generation import BACKENDS
 from e2c.generation.base import check_fits, context_length, derive_seed
 from e2c.generation.chains import ChainResult, generate_chains
 from e2c.models import RELEASED_REPO
 from e2c.rewards.grader import grade_many
 from e2c.runinfo import git_commit, versions
+from e2c.runtypes import ANY_TEXT
 from e2c.tracking import SAMPLE_CHAINS
 
 # Settings that change what is generated: a resumed run must use the same ones.
@@ -66,6 +70,8 @@ FIELD_DEFAULTS: dict[str, Any] = {"prefill": True, "medical_prompt": "none"}
 # --medical-prompt: "none" (the release's default) or "release" (its optional medical system prompt and
 # question suffix, for the medical sets only).
 MEDICAL_PROMPTS = ("none", "release")
+# What a run folder that cannot be resumed asks for.
+RESTART_HINT = "move the file away to start over"
 VLLM_CHUNK = 2048  # sequences per vLLM call: one call for most benchmarks, resumable for the big ones
 # hf: sequences per call, in batches: rows that finish are refilled from the rest of the call (continuous
 # batching), so only the last quarter of a call runs with a part-empty batch; a resume redoes at most one call.
@@ -88,6 +94,7 @@ class EvalConfig:
             flag="--model",
             flag_help=f"model: HF id, folder, 'embedded' or 'tiny' (default: {RELEASED_REPO})",
             flag_default=RELEASED_REPO,
+            value=MODEL,
         )
     )
     subfolder: str | None = field(
@@ -95,6 +102,7 @@ class EvalConfig:
         metadata=setting(
             "subfolder of the model (8B, 4B, or a path) (default: 8B for the released checkpoint, else none)",
             flag="--subfolder",
+            value=ANY_TEXT,
         ),
     )
     dataset: str = field(
@@ -103,6 +111,7 @@ class EvalConfig:
             "benchmark, alias or group: gsm8k, math, aime24, aime25, amc23, all, medqa, medmcqa, med, ... "
             "(comma-separated for several; default: gsm8k)",
             flag="--dataset",
+            value=TEXT,
         ),
     )
     samples: int = field(
@@ -111,36 +120,49 @@ class EvalConfig:
             "samples per problem (default: 1, as the paper's script; its reported numbers use --sample 8)",
             flag="--sample",
             flag_default=1,
+            value=whole(1),
         ),
     )
     temperature: float = field(
-        default=1.0, metadata=setting("sampling temperature; 0 = greedy (default: 1.0)", flag="--temperature")
+        default=1.0,
+        metadata=setting(
+            "sampling temperature; 0 = greedy (default: 1.0)", flag="--temperature", value=at_least(0)
+        ),
     )
     top_p: float = field(
-        default=1.0, metadata=setting("nucleus sampling mass (default: 1.0)", flag="--top-p")
+        default=1.0,
+        metadata=setting(
+            "nucleus sampling mass (default: 1.0)", flag="--top-p", value=probability(open_zero=True)
+        ),
     )
     max_tokens: int | None = field(
         default=None,  # None: each dataset's budget (8192 math, 1500 medical)
-        metadata=setting("new tokens per sample (default: 8192 math, 1500 medical)", flag="--max-tokens"),
+        metadata=setting(
+            "new tokens per sample (default: 8192 math, 1500 medical)", flag="--max-tokens", value=whole(1)
+        ),
     )
     explore_budget: int | None = field(
         default=None,  # set: two-phase generation (e2c.budget)
-        metadata=setting("two-phase: exploration budget in tokens (default: off)", flag="--explore-budget"),
+        metadata=setting(
+            "two-phase: exploration budget in tokens (default: off)", flag="--explore-budget", value=whole(1)
+        ),
     )
     execute_budget: int | None = field(
         default=None,
         metadata=setting(
             "two-phase: execution budget (default: max tokens minus the exploration budget)",
             flag="--execute-budget",
+            value=whole(1),
         ),
     )
-    seed: int = field(default=0, metadata=setting("random seed (default: 0)", flag="--seed"))
+    seed: int = field(default=0, metadata=setting("random seed (default: 0)", flag="--seed", value=whole(0)))
     backend: str = field(
         default="hf",
         metadata=setting(
             "auto, vllm or hf (transformers) (default: auto: vllm when installed, GPU or CPU, else hf)",
             flag="--backend",
             flag_default="auto",  # the run resolves it (e2c.generation.pick_backend) before this is set
+            choices=(*BACKENDS, *BACKEND_ALIASES),
         ),
     )
     format: str = field(
@@ -149,7 +171,9 @@ class EvalConfig:
     )
     opener: str = field(
         default="",
-        metadata=setting("text that starts the exploration for the model (default: none)", flag="--opener"),
+        metadata=setting(
+            "text that starts the exploration for the model (default: none)", flag="--opener", value=ANY_TEXT
+        ),
     )
     chunk_size: int = field(
         default=16,
@@ -158,6 +182,7 @@ class EvalConfig:
             f"{HF_CHUNK_BATCHES} x batch size for hf, {VLLM_CHUNK} for vllm)",
             flag="--chunk-size",
             flag_default=None,  # the run derives it from the backend (chunk_size_for)
+            value=whole(1),
         ),
     )
     prefill: bool = field(
@@ -179,17 +204,22 @@ class EvalConfig:
         ),
     )
     limit: int | None = field(
-        default=None, metadata=setting("first N problems of each dataset (default: all)", flag="--limit")
+        default=None,
+        metadata=setting("first N problems of each dataset (default: all)", flag="--limit", value=whole(1)),
     )
     data_dir: str | None = field(
         default=None,
         metadata=setting(
-            "folder with local benchmark files, searched first (default: none)", flag="--data-dir"
+            "folder with local benchmark files, searched first (default: none)",
+            flag="--data-dir",
+            value=EXISTING_DIR,
         ),
     )
     ks: list[int] | None = field(
         default=None,
-        metadata=setting("k values for pass@k and maj@k (default: 1, 2, 4, ..., samples)", flag="--k"),
+        metadata=setting(
+            "k values for pass@k and maj@k (default: 1, 2, 4, ..., samples)", flag="--k", value=whole(1)
+        ),
     )
     grade_timeout: float = 5.0
     extra: dict[str, Any] = field(default_factory=dict)  # recorded, not compared (e.g. resolved model path)
@@ -277,32 +307,56 @@ def check_context(gen: Any, data: dict[str, list[Record]], cfg: EvalConfig) -> N
 
 
 # ------------------------------------------------------------------------------------ predictions
-def read_predictions(path: Path) -> dict[int, dict[int, dict[str, Any]]]:
+def read_predictions(path: Path, repair: bool = True) -> dict[int, dict[int, dict[str, Any]]]:
     """``{problem index: {sample: line}}`` from a predictions file.
 
-    A last line without its newline (cut by a kill) is removed from the file; any other unreadable line
-    is an error naming it.
+    A last line without its newline (cut by a kill) is left out, and with ``repair`` also removed from the
+    file, so that the resumed run appends after a whole line; the check before a run
+    (:func:`check_resume`) reads with ``repair=False`` and changes nothing. Any other unreadable line is a
+    :class:`UserError` naming the file and the line.
     """
     out: dict[int, dict[int, dict[str, Any]]] = {}
     if not path.exists():
         return out
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
+    data = read_bytes(path)
+    if repair and data and not data.endswith(b"\n"):
         keep = data.rfind(b"\n") + 1
-        with path.open("r+b") as f:
-            f.truncate(keep)
-        data = data[:keep]
-    for n, line in enumerate(data.decode("utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
         try:
-            row = json.loads(line)
+            with path.open("r+b") as f:
+                f.truncate(keep)
+        except OSError as e:
+            raise UserError(f"cannot repair {path} (its last line was cut): {e.strerror or e}") from None
+        data = data[:keep]
+    for n, row in prediction_rows(path, data, hint=RESTART_HINT):
+        try:
             out.setdefault(int(row["index"]), {})[int(row["sample"])] = row
         except (ValueError, KeyError, TypeError) as e:
-            raise UserError(
-                f"{path} line {n}: not a prediction line ({e}); move the file away to start over"
-            ) from None
+            raise UserError(f"{path} line {n}: not a prediction line ({e}); {RESTART_HINT}") from None
     return out
+
+
+def check_same_problems(
+    path: Path, done: dict[int, dict[int, dict[str, Any]]], records: Sequence[Record]
+) -> None:
+    """Refuse to resume predictions of other problems: the data changed since the run started."""
+    for i, lines in done.items():
+        if i < len(records) and any(line.get("id") != records[i].id for line in lines.values()):
+            raise UserError(
+                f"{path}: problem {i} was {next(iter(lines.values())).get('id')!r}, now {records[i].id!r}; "
+                "the data changed since this run started: use another --output-dir"
+            )
+
+
+def check_resume(save_path: Path, data: dict[str, list[Record]], cfg: EvalConfig) -> None:
+    """Refuse, before the model is loaded and without changing a file, a run folder this run cannot
+    resume: a ``config.json`` that is unreadable or holds other settings, a predictions file (a data-parallel
+    worker's included) with a line that is not a prediction, or predictions of problems that changed."""
+    compare_config(save_path, cfg)
+    for name, recs in data.items():
+        path = save_path / "predictions" / f"{name}.jsonl"
+        shards = sorted(path.parent.glob(f"{name}.rank*.jsonl")) if path.parent.is_dir() else []
+        for f in [path, *shards]:
+            check_same_problems(f, read_predictions(f, repair=False), recs)
 
 
 def chunk_problems(n_problems: int, samples: int, chunk_size: int) -> list[range]:
@@ -407,12 +461,7 @@ def evaluate_dataset(
         for i, lines in read_predictions(shard_path(save_path, name, rank)).items():
             done.setdefault(i, {}).update(lines)
         path = shard_path(save_path, name, rank)
-    for i, lines in done.items():
-        if i < len(records) and any(line.get("id") != records[i].id for line in lines.values()):
-            raise UserError(
-                f"{path}: problem {i} was {next(iter(lines.values())).get('id')!r}, now {records[i].id!r}; "
-                "the data changed since this run started: use another --output-dir"
-            )
+    check_same_problems(path, done, records)
     spec = get_spec(name)
     max_tokens = cfg.max_tokens or spec.max_new_tokens
     fmt = dataset_format(cfg, name)
@@ -464,22 +513,37 @@ def evaluate_dataset(
 
 
 # ---------------------------------------------------------------------------------------- run files
+def compare_config(save_path: Path, cfg: EvalConfig) -> bool:
+    """Whether ``save_path`` holds the config of a run with ``cfg``'s settings (False: no config yet);
+    UserError, changing nothing, for a config that cannot be read or holds other settings."""
+    path = save_path / "config.json"
+    if not path.exists():
+        return False
+    try:
+        before = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UserError(f"cannot read {path} ({e.strerror or e}); {RESTART_HINT}") from None
+    except ValueError:  # UnicodeDecodeError included
+        raise UserError(f"{path} is not valid JSON; move the run folder away to start over") from None
+    if not isinstance(before, dict):
+        raise UserError(
+            f"{path} is not a run config (a JSON object of settings, got a {json_kind(before)}); "
+            "move the run folder away to start over"
+        )
+    now = cfg.generation_settings()
+    diff = [k for k in GENERATION_FIELDS if before.get(k, FIELD_DEFAULTS.get(k)) != now[k]]
+    if diff:
+        what = ", ".join(f"{k} {before.get(k, FIELD_DEFAULTS.get(k))!r} -> {now[k]!r}" for k in diff)
+        raise UserError(f"{save_path} holds a run with other settings ({what}); use another --output-dir")
+    return True
+
+
 def check_config(save_path: Path, cfg: EvalConfig) -> None:
     """Write ``config.json`` on a new run; on a restart, refuse settings that differ from it."""
-    path = save_path / "config.json"
-    now = cfg.generation_settings()
-    if path.exists():
-        try:
-            before = json.loads(path.read_text())
-        except ValueError:
-            raise UserError(f"{path} is not valid JSON; move the run folder away to start over") from None
-        diff = [k for k in GENERATION_FIELDS if before.get(k, FIELD_DEFAULTS.get(k)) != now[k]]
-        if diff:
-            what = ", ".join(f"{k} {before.get(k, FIELD_DEFAULTS.get(k))!r} -> {now[k]!r}" for k in diff)
-            raise UserError(f"{save_path} holds a run with other settings ({what}); use another --output-dir")
+    if compare_config(save_path, cfg):
         return
     save_path.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, now)
+    atomic_write_json(save_path / "config.json", cfg.generation_settings())
 
 
 def run_eval(
@@ -539,7 +603,7 @@ def write_run_plots(save_path: Path, log: Callable[[str], None]) -> None:
         runs = {save_path.name or "run": run_summary(save_path)}
         plot_accuracy(runs, save_path / "accuracy.png", "Accuracy per dataset")
         plot_tokens(runs, save_path / "tokens.png", "Exploration and execution tokens per dataset")
-    except (ImportError, OSError, ValueError, RuntimeError) as e:
+    except (ImportError, OSError, ValueError, RuntimeError, UserError) as e:
         log(f"plots skipped: {type(e).__name__}: {e}")
         return
     log(f"plots: {save_path / 'accuracy.png'}, {save_path / 'tokens.png'}")

@@ -23,7 +23,19 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
+from e2c.argtypes import (
+    EXISTING_DIR,
+    EXISTING_FILE,
+    MODEL,
+    NON_UTF8,
+    OUTPUT_DIR,
+    TEXT,
+    BadValueContext,
+    ValueType,
+    whole,
+)
 from e2c.cli import (
     DTYPES,
     ArgumentParser,
@@ -35,9 +47,13 @@ from e2c.cli import (
     resume_command,
     slug,
 )
-from e2c.errors import UserError, fail
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
+from e2c.generation import ALIASES as BACKEND_ALIASES
+from e2c.generation import BACKENDS
 from e2c.models import default_subfolder
 from e2c.paths import project_root
+from e2c.runtypes import ANY_TEXT, RESULT_TRACKERS
 from e2c.tracking import RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.tts.base import METHODS, methods_with
 
@@ -50,42 +66,119 @@ def joined(names: list[str]) -> str:
     return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
 
 
+class MethodName(ValueType):
+    """A registered TTS method (:data:`e2c.tts.base.METHODS`, read when checked: a method registered after
+    the parser was built is accepted too)."""
+
+    name = "a registered TTS method"
+
+    def parse(self, text: str) -> str:
+        s = str(text)
+        if s not in METHODS:
+            raise UserError(
+                f"must be a registered TTS method, got {s!r}; valid: {', '.join(sorted(METHODS))}"
+            )
+        return s
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return ["", NON_UTF8, "beam_search"]
+
+
+class SettingValue(ValueType):
+    """``--set KEY=VALUE``: a TTS setting (an old name too, :data:`e2c.tts.base.SETTING_ALIASES`) and its
+    value, checked with the type the setting declares; parsed to ``(key, value)``."""
+
+    name = "KEY=VALUE with a TTS setting"
+
+    def parse(self, text: str) -> tuple[str, Any]:
+        from e2c.tts.base import SETTING_ALIASES
+        from e2c.tts.run import SETTING_DEFAULTS, check_setting
+
+        s = str(text)
+        if "=" not in s:
+            raise UserError(f"must be KEY=VALUE (a TTS setting and its value), got {s!r}")
+        k, v = s.split("=", 1)
+        key = SETTING_ALIASES.get(k.strip(), k.strip())  # an old name sets the same knob as its new one
+        if key not in SETTING_DEFAULTS:
+            raise UserError(
+                f"{s}: unknown TTS setting {k.strip()!r}; valid: {', '.join(sorted(SETTING_DEFAULTS))}"
+            )
+        try:
+            return key, check_setting(key, set_value(key, v))
+        except UserError as e:
+            raise UserError(f"{s}: {e}") from None
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return [
+            "",
+            NON_UTF8,
+            "oops",
+            "no_such_setting=1",
+            "explore_budget=abc",
+            "explore_tokens=0",
+            "top_p=2",
+            "seed=1.5",
+            "temperature=nan",
+            "opener=" + NON_UTF8,
+        ]
+
+
 def build_parser(prog: str = PROG) -> ArgumentParser:
     """The TTS command line; ``prog`` names the entry in usage and error lines (the shim passes its own).
     The registered methods and the nestable ones are read from the registry, so a new method shows up
     here with nothing else edited."""
     p = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     p.add_argument(
-        "--config", default=None, help="defaults (YAML) (default: tts/config/tts.yaml of the project)"
+        "--config",
+        type=EXISTING_FILE,
+        default=None,
+        help="defaults (YAML) (default: tts/config/tts.yaml of the project)",
     )
     p.add_argument(
         "--methods",
         nargs="+",
+        type=MethodName(),
         default=None,
         help=f"methods to run, of: {', '.join(sorted(METHODS))} (default: the config's ten)",
     )
-    p.add_argument("--budgets", nargs="+", type=int, default=None, help="K/N values (default: 4 8 16 32)")
     p.add_argument(
-        "--limit", type=int, default=None, help="first N problems (default: the config's; 0 = all)"
-    )
-    p.add_argument("--dataset", default=None, help="benchmark name (default: aime24)")
-    p.add_argument(
-        "--data-dir", default=None, help="folder with local benchmark files (default: the config's)"
+        "--budgets", nargs="+", type=whole(1), default=None, help="K/N values (default: 4 8 16 32)"
     )
     p.add_argument(
-        "--model", default=None, help="model: HF id, folder, embedded, tiny (default: the released 8B)"
+        "--limit", type=whole(0), default=None, help="first N problems (default: the config's; 0 = all)"
+    )
+    p.add_argument("--dataset", type=TEXT, default=None, help="benchmark name (default: aime24)")
+    p.add_argument(
+        "--data-dir",
+        type=EXISTING_DIR,
+        default=None,
+        help="folder with local benchmark files (default: the config's)",
+    )
+    p.add_argument(
+        "--model",
+        type=MODEL,
+        default=None,
+        help="model: HF id, folder, embedded, tiny (default: the released 8B)",
     )
     p.add_argument(
         "--subfolder",
+        type=ANY_TEXT,
         default=None,
         help="model subfolder (default: 8B for the released checkpoint, else none)",
     )
-    p.add_argument("--backend", default=None, help="auto, vllm or hf (default: auto)")
-    p.add_argument("--output-dir", default=None, help="results root (default: tts/outputs)")
-    p.add_argument("--dtype", default=None, help="model dtype: auto, float32, bfloat16 (default: auto)")
+    p.add_argument(
+        "--backend",
+        default=None,
+        choices=(*BACKENDS, *BACKEND_ALIASES),
+        help="auto, vllm or hf (default: auto)",
+    )
+    p.add_argument("--output-dir", type=OUTPUT_DIR, default=None, help="results root (default: tts/outputs)")
+    p.add_argument(
+        "--dtype", default=None, choices=DTYPES, help="model dtype: auto, float32, bfloat16 (default: auto)"
+    )
     p.add_argument(
         "--workers",
-        type=int,
+        type=whole(1),
         default=None,
         help="problems run at once, their generation calls batched together (default: 16 on vllm, 1 on hf)",
     )
@@ -93,6 +186,7 @@ def build_parser(prog: str = PROG) -> ArgumentParser:
         "--set",
         dest="sets",
         action="append",
+        type=SettingValue(),
         default=[],
         metavar="KEY=VALUE",
         help="override a method setting, e.g. explore_budget=256 (repeatable)",
@@ -103,7 +197,7 @@ def build_parser(prog: str = PROG) -> ArgumentParser:
         help=f"{joined(methods_with('nestable'))} run at the largest budget only; smaller budgets are read "
         "off its first k samples (default: off, every budget sampled afresh)",
     )
-    p.add_argument("--logger", default="", help=RESULTS_LOGGER_HELP)
+    p.add_argument("--logger", type=RESULT_TRACKERS, default="", help=RESULTS_LOGGER_HELP)
     return p
 
 
@@ -116,7 +210,7 @@ def load_config(args) -> dict:
     """The config file with the flags on top; every value checked before anything is loaded or written."""
     import yaml
 
-    from e2c.tts.base import SETTING_ALIASES, canonical_settings
+    from e2c.tts.base import canonical_settings
     from e2c.tts.run import check_budgets, check_methods_list
 
     path = Path(args.config) if args.config else project_root() / "tts" / "config" / "tts.yaml"
@@ -145,10 +239,10 @@ def load_config(args) -> dict:
     for key in keys:
         val = getattr(args, key)
         if val is not None:
-            cfg[key] = val
-    limit = cfg.get("limit")
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
-        raise UserError(f"--limit {limit!r}: give the number of problems, or 0 for all")
+            cfg[key] = str(val) if isinstance(val, Path) else val
+    # The config's values get the flags' checks (the flags' own were checked as they were parsed).
+    if cfg.get("limit") is not None:
+        whole(0).check(cfg["limit"], f"limit (config {path})")
     cfg["methods"] = check_methods_list(cfg.get("methods"))
     cfg["budgets"] = check_budgets(cfg.get("budgets"))
     if (cfg.get("dtype") or "auto") not in DTYPES:
@@ -156,8 +250,9 @@ def load_config(args) -> dict:
     for key in ("dataset", "model"):
         if not isinstance(cfg.get(key), str) or not cfg[key].strip():
             raise UserError(f"--{key} is missing or empty (config {path})")
-    if args.workers is not None and args.workers < 1:
-        raise UserError(f"--workers must be at least 1, got {args.workers}")
+    for key in ("subfolder", "data_dir", "output_dir", "backend"):
+        if cfg.get(key) is not None:
+            ANY_TEXT.check(cfg[key], f"{key} (config {path})")
     settings = cfg.get("settings") or {}
     if not isinstance(settings, dict):
         raise UserError(f"--config {path}: 'settings' must be a mapping, got {type(settings).__name__}")
@@ -165,12 +260,8 @@ def load_config(args) -> dict:
         settings = canonical_settings(settings)
     except ValueError as e:
         raise UserError(f"--config {path}: {e}") from None
-    for item in args.sets:
-        if "=" not in item:
-            raise UserError(f"--set {item!r}: expected KEY=VALUE")
-        k, v = item.split("=", 1)
-        key = SETTING_ALIASES.get(k.strip(), k.strip())  # an old name sets the same knob as its new one
-        settings[key] = set_value(key, v)
+    for key, value in args.sets:  # checked as parsed (SettingValue)
+        settings[key] = value
     cfg["settings"] = settings
     return cfg
 
@@ -198,64 +289,63 @@ def out_root(path: str, from_flag: bool) -> Path:
 
 def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] = ENTRY) -> int:
     """The TTS run; ``prog`` and ``entry`` (what follows the interpreter in the printed resume command)
-    name the command the user typed: ``python -m e2c.tts`` here, ``tts/run_tts.py`` through the shim."""
+    name the command the user typed: ``python -m e2c.tts`` here, ``tts/run_tts.py`` through the shim.
+
+    Everything that can be refused is refused before :func:`e2c.entry.checks_done`: the flags by their
+    types, the config's values by the same ones, the data, the output folder, the model folder and an
+    earlier run in the folder with other settings; then the model loads."""
+    from e2c.data.registry import load_benchmark
+    from e2c.files import check_output_dir
+    from e2c.generation import make_generator, pick_backend
+    from e2c.models import resolve_model
+    from e2c.tts.run import (
+        check_methods,
+        check_run_folder,
+        format_table,
+        load_embedder,
+        read_done,
+        run_tts,
+        selected_results,
+        settings_from,
+    )
+    from e2c.tts.run import tracker_payload as tts_payload
+
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv, prog)
     quiet_transformers()
+    trackers = result_trackers(args.logger)
+    cfg = load_config(args)
+    cfg["subfolder"] = default_subfolder(cfg["model"], cfg.get("subfolder"))
+    methods = check_methods(cfg["methods"])
+    budgets = cfg["budgets"]
+    settings = settings_from(cfg["settings"])
+    backend = pick_backend(cfg.get("backend") or "auto")
+    records = load_benchmark(cfg["dataset"], cfg.get("data_dir"), cfg.get("limit") or None)
+    model_name = Path(cfg["model"]).name if Path(cfg["model"]).exists() else cfg["model"]
+    out_dir = (
+        out_root(cfg.get("output_dir") or "tts/outputs", from_flag=args.output_dir is not None)
+        / slug(cfg["dataset"])
+        / slug(model_name + (f"-{cfg['subfolder']}" if cfg.get("subfolder") else ""))
+    )
+    check_output_dir(out_dir, "--output-dir")
+    res = resolve_model(cfg["model"], cfg.get("subfolder") or None)
+    run_cfg = {
+        "dataset": cfg["dataset"],
+        "model": cfg["model"],
+        "subfolder": cfg.get("subfolder"),
+        "backend": backend,  # the generator's name (hf, vllm), as recorded below
+        "limit": cfg.get("limit"),
+        "settings": settings.to_dict(),
+    }
+    if args.nested_budgets:  # recorded only when on, so earlier run folders keep resuming
+        run_cfg["nested_budgets"] = True
+    check_run_folder(out_dir, run_cfg)
+    checks_done()
     interrupt_on_sigterm()
-    out_dir: Path | None = None
     try:
-        from e2c.data.registry import load_benchmark
-        from e2c.files import check_output_dir
-        from e2c.generation import make_generator, pick_backend
-        from e2c.models import ModelSpecError
-        from e2c.tts.run import (
-            check_methods,
-            format_table,
-            load_embedder,
-            read_done,
-            run_tts,
-            selected_results,
-            settings_from,
-        )
-        from e2c.tts.run import tracker_payload as tts_payload
-
-        trackers = result_trackers(args.logger)
-        cfg = load_config(args)
-        cfg["subfolder"] = default_subfolder(cfg["model"], cfg.get("subfolder"))
-        methods = check_methods(cfg["methods"])
-        budgets = cfg["budgets"]
-        settings = settings_from(cfg["settings"])
-        backend = pick_backend(cfg.get("backend") or "auto")
-        records = load_benchmark(cfg["dataset"], cfg.get("data_dir"), cfg.get("limit") or None)
-        model_name = Path(cfg["model"]).name if Path(cfg["model"]).exists() else cfg["model"]
-        out_dir = (
-            out_root(cfg.get("output_dir") or "tts/outputs", from_flag=args.output_dir is not None)
-            / slug(cfg["dataset"])
-            / slug(model_name + (f"-{cfg['subfolder']}" if cfg.get("subfolder") else ""))
-        )
-        check_output_dir(out_dir, "--output-dir")
-        try:
-            gen, _ = make_generator(
-                backend,
-                cfg["model"],
-                cfg.get("subfolder") or None,
-                seed=settings.seed,
-                dtype=cfg.get("dtype") or "auto",
-            )
-        except ModelSpecError as e:
-            raise UserError(str(e)) from None
+        gen, _ = make_generator(backend, res.path, None, seed=settings.seed, dtype=cfg.get("dtype") or "auto")
         embed = load_embedder(settings.embedder) if methods_with("needs_embedder", methods) else None
-        run_cfg = {
-            "dataset": cfg["dataset"],
-            "model": cfg["model"],
-            "subfolder": cfg.get("subfolder"),
-            "backend": gen.name,
-            "limit": cfg.get("limit"),
-            "settings": settings.to_dict(),
-        }
-        if args.nested_budgets:  # recorded only when on, so earlier run folders keep resuming
-            run_cfg["nested_budgets"] = True
+        run_cfg["backend"] = gen.name
         workers = args.workers if args.workers is not None else (16 if gen.name == "vllm" else 1)
         rows = run_tts(
             gen,
@@ -273,11 +363,9 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
             results = selected_results(read_done(out_dir / "records.jsonl"), methods, budgets, records)
             scalars, samples = tts_payload(rows, results)
             log_results(trackers, out_dir, f"tts-{slug(cfg['dataset'])}", scalars, samples)
-    except UserError as e:
-        fail(str(e))
-    except KeyboardInterrupt as e:
-        rec = out_dir / "records.jsonl" if out_dir is not None else None
-        n = count_lines(rec) if rec is not None else 0
+    except KeyboardInterrupt as e:  # the guard's line would not say what was saved or how to resume
+        rec = out_dir / "records.jsonl"
+        n = count_lines(rec)
         saved = f"{plural(n, 'result')} saved in {rec}" if n else "no results saved yet"
         exit_interrupted(e, saved, resume_command(list(entry), argv))
     print(format_table(rows))
@@ -295,4 +383,4 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)

@@ -14,38 +14,67 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from e2c.argtypes import TEXT, at_least, probability, whole
 from e2c.budget import BudgetNames, PhaseBudget
 from e2c.chain import E2C, ChainFormat
 from e2c.data.registry import Record, question_text
+from e2c.flags import setting
 from e2c.generation.base import DEFAULT_SAMPLING, Completion, Generator, Sampling, Usage, derive_seed
 from e2c.generation.chains import chain_prompts
 from e2c.rewards.grader import GradeResult, grade
 from e2c.rewards.vote import answer_classes, majority_class
+from e2c.runtypes import ANY_TEXT
 
 
 @dataclass
 class TTSSettings:
-    """Sampling and budget settings shared by every method (defaults: the E2C paper's TTS set-up)."""
+    """Sampling and budget settings shared by every method (defaults: the E2C paper's TTS set-up).
 
-    explore_budget: int = 512  # one exploration (plan)
-    execute_budget: int = 16384  # one execution
-    cot_tokens: int = 16384  # one full chain in a single call (greedy_cot, self_consistency, forest leaves)
-    judge_tokens: int = 256  # a judge's or a node scorer's reply
-    refine_tokens: int = 512  # a refined plan
-    temperature: float = 0.9
-    top_p: float = 0.95
-    execute_temperature: float = 0.0  # executions are decoded greedily
-    react_rounds: int = 3  # refinement rounds of the ReAct loop
-    clusters: int = 3  # semantic clusters
-    embedder: str = "all-MiniLM-L6-v2"  # sentence-transformers model (name, folder or installed package)
-    tree_branching: int = 4  # children per expanded node (tree_of_thoughts, e2c_tot)
-    tree_beam: int = 2  # nodes kept per level after scoring
-    tree_step_tokens: int = 128  # tokens per thought / exploration prefix step
-    forest_trees: int = 2  # trees in a forest
-    seed: int = 0
+    Each field declares the values it takes (``setting(..., value=...)``, :mod:`e2c.argtypes`): a config
+    file's ``settings`` and ``--set key=value`` are checked with those types
+    (:func:`e2c.tts.run.settings_from`), the way the command line checks its flags."""
+
+    explore_budget: int = field(default=512, metadata=setting("one exploration (plan)", value=whole(1)))
+    execute_budget: int = field(default=16384, metadata=setting("one execution", value=whole(1)))
+    cot_tokens: int = field(
+        default=16384,
+        metadata=setting(
+            "one full chain in a single call (greedy_cot, self_consistency, forest leaves)", value=whole(1)
+        ),
+    )
+    judge_tokens: int = field(
+        default=256, metadata=setting("a judge's or a node scorer's reply", value=whole(1))
+    )
+    refine_tokens: int = field(default=512, metadata=setting("a refined plan", value=whole(1)))
+    temperature: float = field(default=0.9, metadata=setting("sampling temperature", value=at_least(0)))
+    top_p: float = field(
+        default=0.95, metadata=setting("nucleus sampling mass", value=probability(open_zero=True))
+    )
+    execute_temperature: float = field(
+        default=0.0, metadata=setting("executions' temperature (0: greedy)", value=at_least(0))
+    )
+    react_rounds: int = field(
+        default=3, metadata=setting("refinement rounds of the ReAct loop", value=whole(0))
+    )
+    clusters: int = field(default=3, metadata=setting("semantic clusters", value=whole(1)))
+    embedder: str = field(
+        default="all-MiniLM-L6-v2",
+        metadata=setting("sentence-transformers model (name, folder or installed package)", value=TEXT),
+    )
+    tree_branching: int = field(
+        default=4, metadata=setting("children per expanded node (tree_of_thoughts, e2c_tot)", value=whole(1))
+    )
+    tree_beam: int = field(default=2, metadata=setting("nodes kept per level after scoring", value=whole(1)))
+    tree_step_tokens: int = field(
+        default=128, metadata=setting("tokens per thought / exploration prefix step", value=whole(1))
+    )
+    forest_trees: int = field(default=2, metadata=setting("trees in a forest", value=whole(1)))
+    seed: int = field(default=0, metadata=setting("random seed", value=whole(0)))
     # Written for the model at the start of every exploration and whole chain (steers models never trained
     # on the format, e.g. "I need to make a step-by-step plan.\n1."); part of the plan, not counted.
-    opener: str = ""
+    opener: str = field(
+        default="", metadata=setting("text written at the start of every exploration", value=ANY_TEXT)
+    )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

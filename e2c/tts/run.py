@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import json
-import math
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c import progress
+from e2c.argtypes import ValueType
 from e2c.data.registry import Record
 from e2c.errors import UserError
 from e2c.files import atomic_write_json
@@ -54,6 +54,7 @@ def check_methods_list(names: Any) -> list[str]:
 
 
 def check_budgets(budgets: Any) -> list[int]:
+    """The ``budgets`` of a config file or the flag: a non-empty list of whole numbers >= 1."""
     ok = isinstance(budgets, list) and budgets and all(is_int(b) and b >= 1 for b in budgets)
     if not ok:
         raise UserError(f"budgets must be positive integers, got {budgets!r}")
@@ -64,44 +65,22 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# Lowest allowed value of each numeric TTS setting (top_p: above 0, at most 1); types are the defaults'.
-SETTING_MIN: dict[str, float] = {
-    "explore_budget": 1,
-    "execute_budget": 1,
-    "cot_tokens": 1,
-    "judge_tokens": 1,
-    "refine_tokens": 1,
-    "temperature": 0,
-    "execute_temperature": 0,
-    "react_rounds": 0,
-    "clusters": 1,
-    "tree_branching": 1,
-    "tree_beam": 1,
-    "tree_step_tokens": 1,
-    "forest_trees": 1,
-    "seed": 0,
+# Each TTS setting's default and its type (the field's ``setting(value=...)``, e2c.argtypes).
+SETTING_DEFAULTS: dict[str, Any] = {
+    f.name: f.default for f in fields(TTSSettings) if f.default is not MISSING
 }
+SETTING_TYPES: dict[str, ValueType] = {f.name: f.metadata["value"] for f in fields(TTSSettings)}
 
 
-def check_setting(name: str, value: Any, default: Any) -> Any:
-    """One TTS setting, checked for its type (the default's) and range; one line naming it otherwise."""
-    if isinstance(default, str):
-        if not isinstance(value, str):
-            raise UserError(f"TTS setting {name}={value!r}: expected text")
-        if name == "embedder" and not value.strip():
-            raise UserError("TTS setting embedder is empty: name a sentence-transformers model")
-        return value
-    if isinstance(default, int):
-        if not is_int(value) or value < SETTING_MIN[name]:
-            raise UserError(f"TTS setting {name}={value!r}: expected an integer >= {SETTING_MIN[name]:g}")
-        return value
-    number = value if (is_int(value) or isinstance(value, float)) and math.isfinite(value) else None
-    if name == "top_p":
-        if number is None or not 0 < number <= 1:
-            raise UserError(f"TTS setting top_p={value!r}: expected a number above 0 and at most 1")
-    elif number is None or number < SETTING_MIN[name]:
-        raise UserError(f"TTS setting {name}={value!r}: expected a number >= {SETTING_MIN[name]:g}")
-    return float(number)
+def check_setting(name: str, value: Any) -> Any:
+    """One TTS setting's value, checked with the type its field declares (the one rule of a flag's value,
+    :mod:`e2c.argtypes`) and returned as that type gives it (``1`` for a float setting is ``1.0``); one
+    line naming the setting otherwise. A config file's number for a text setting is refused, not turned
+    into text."""
+    what = f"TTS setting {name}"
+    if isinstance(SETTING_DEFAULTS[name], str) and not isinstance(value, str):
+        raise UserError(f"{what} must be text, got {value!r}")
+    return SETTING_TYPES[name].check(value, what)
 
 
 def settings_from(mapping: dict[str, Any] | None) -> TTSSettings:
@@ -112,11 +91,12 @@ def settings_from(mapping: dict[str, Any] | None) -> TTSSettings:
         mapping = canonical_settings(mapping or {})
     except ValueError as e:
         raise UserError(str(e)) from None
-    defaults = {f.name: f.default for f in fields(TTSSettings) if f.default is not MISSING}
-    bad = sorted(set(mapping) - set(defaults))
+    bad = sorted(set(mapping) - set(SETTING_DEFAULTS), key=str)
     if bad:
-        raise UserError(f"unknown TTS setting(s) {', '.join(bad)}; valid: {', '.join(sorted(defaults))}")
-    return TTSSettings(**{k: check_setting(k, v, defaults[k]) for k, v in mapping.items()})
+        raise UserError(
+            f"unknown TTS setting(s) {', '.join(map(str, bad))}; valid: {', '.join(sorted(SETTING_DEFAULTS))}"
+        )
+    return TTSSettings(**{k: check_setting(k, v) for k, v in mapping.items()})
 
 
 def check_context(gen: Any, records: Sequence[Record], settings: TTSSettings, methods: Sequence[str]) -> None:
@@ -147,17 +127,34 @@ def record_key(method: str, budget: int, problem_id: str) -> str:
 
 
 def read_done(path: Path) -> dict[str, dict[str, Any]]:
-    """Finished results of an earlier run (a line cut by a kill is ignored and redone)."""
+    """Finished results of an earlier run. A line that is not a whole result (cut by a kill, even in the
+    middle of a character, or not UTF-8) is ignored, and its run done again."""
     done: dict[str, dict[str, Any]] = {}
     if not path.is_file():
         return done
-    for line in path.read_text(encoding="utf-8").splitlines():
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+    for raw in data.split(b"\n"):
         try:
-            r = json.loads(line)
+            r = json.loads(raw.decode("utf-8"))
             done[record_key(r["method"], int(r["budget"]), str(r["problem_id"]))] = r
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             continue
     return done
+
+
+def drop_cut_line(path: Path) -> None:
+    """Remove a last line without its newline (cut by a kill) from a records file, so that the results a
+    resumed run appends start on a line of their own instead of running into the cut one."""
+    try:
+        data = path.read_bytes() if path.is_file() else b""
+        if data and not data.endswith(b"\n"):
+            with path.open("r+b") as f:
+                f.truncate(data.rfind(b"\n") + 1)
+    except OSError as e:
+        raise UserError(f"cannot repair {path} (its last line was cut): {e.strerror or e}") from None
 
 
 def config_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
@@ -171,25 +168,49 @@ def config_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [f"{prefix.rstrip('.')} {old!r} -> {new!r}"]
 
 
+def run_config_conflict(path: Path, config: dict[str, Any]) -> bool:
+    """Whether the run folder's ``config.json`` is ``config`` already (False: absent, or other settings in
+    a folder that holds no result yet, which this run may take over). UserError, changing nothing, for a
+    config that cannot be read, or other settings in a folder that holds results: resuming would mix them.
+    """
+    if not path.is_file():
+        return False
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise UserError(f"{path} is not valid JSON; move the run folder away to start over") from None
+    if not isinstance(old, dict):
+        raise UserError(
+            f"{path} is not a run config (a JSON object, got a {type(old).__name__}); "
+            "move the run folder away to start over"
+        )
+    if isinstance(old.get("settings"), dict):
+        # A run recorded before a setting's rename (explore_tokens -> explore_budget) still resumes.
+        with contextlib.suppress(ValueError):
+            old["settings"] = canonical_settings(old["settings"])
+    if old != config and read_done(path.parent / "records.jsonl"):
+        raise UserError(
+            f"{path.parent} holds a run with other settings ({', '.join(config_diff(old, config))}); "
+            "use another --output-dir or delete it"
+        )
+    return old == config
+
+
+def check_run_folder(out_dir: Path, config: dict[str, Any]) -> None:
+    """Refuse, changing nothing, a run folder this run cannot resume: a results file that is not a file,
+    a config that cannot be read or holds other settings (:func:`run_config_conflict`)."""
+    for name in ("records.jsonl", "config.json"):
+        path = out_dir / name
+        if path.exists() and not path.is_file():
+            raise UserError(f"{path} is not a file; move it away to start over")
+    run_config_conflict(out_dir / "config.json", config)
+
+
 def check_run_config(path: Path, config: dict[str, Any]) -> None:
-    """A run folder belongs to one set of settings: resuming with others would mix results."""
-    if path.is_file():
-        try:
-            old = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise UserError(f"{path} is not valid JSON; move the run folder away to start over") from None
-        if isinstance(old, dict) and isinstance(old.get("settings"), dict):
-            # A run recorded before a setting's rename (explore_tokens -> explore_budget) still resumes.
-            with contextlib.suppress(ValueError):
-                old["settings"] = canonical_settings(old["settings"])
-        if old != config and read_done(path.parent / "records.jsonl"):
-            raise UserError(
-                f"{path.parent} holds a run with other settings ({', '.join(config_diff(old, config))}); "
-                "use another --output-dir or delete it"
-            )
-        if old == config:
-            return
-    # A new run, or one that holds no result yet (nothing to mix): this run's settings are the folder's.
+    """A run folder belongs to one set of settings: resuming with others would mix results
+    (:func:`run_config_conflict`); a new run's settings, or those of one with no result yet, are written."""
+    if run_config_conflict(path, config):
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, config)
 
@@ -330,6 +351,7 @@ def run_tts(
     out_dir.mkdir(parents=True, exist_ok=True)
     check_run_config(out_dir / "config.json", config)
     rec_path = out_dir / "records.jsonl"
+    drop_cut_line(rec_path)
     done = read_done(rec_path)
     top = max(budgets)
     derive = {m for m in methods if nested and traits(m).nestable}

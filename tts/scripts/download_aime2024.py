@@ -17,44 +17,50 @@ from pathlib import Path
 # Run from tts/ with the checkout not installed: its e2c is the one next to this folder.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from e2c.argtypes import OUTPUT_DIR
 from e2c.cli import ArgumentParser
-from e2c.errors import UserError, fail
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
 
 NAME = "aime24"
 
 
-def main(argv: list[str] | None = None) -> int:
-    from e2c.data.registry import get_spec, hub_records, project_eval_dir
-
+def build_parser() -> ArgumentParser:
     ap = ArgumentParser(prog="download_aime2024.py", description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--out", default=None, help="folder for aime24.parquet (default: the project's data/processed/eval)"
+        "--out",
+        type=OUTPUT_DIR,
+        default=None,
+        help="folder for aime24.parquet (default: the project's data/processed/eval)",
     )
     ap.add_argument("--force", action="store_true", help="download again when the file exists (default: off)")
-    args = ap.parse_args(argv)
-    out = Path(args.out) if args.out else project_eval_dir()
-    dest = out / f"{NAME}.parquet"
-    try:
-        from e2c.data.io import write_parquet
-        from e2c.files import check_output_dir
+    return ap
 
-        check_output_dir(out, "--out")
-        if dest.is_file() and not args.force:
-            print(f"{dest} is already there (--force fetches it again)")
-            return 0
-        spec = get_spec(NAME)
-        try:
-            recs = hub_records(NAME)
-        except UserError as e:
-            raise UserError(
-                f"{e}; offline, pass a folder with {NAME}.jsonl or .parquet to python tts/run_tts.py --data-dir DIR"
-            ) from None
-        write_parquet([r.to_dict() for r in recs], dest)
+
+def main(argv: list[str] | None = None) -> int:
+    from e2c.data.io import write_parquet
+    from e2c.data.registry import get_spec, hub_records, project_eval_dir
+    from e2c.files import check_output_dir
+
+    args = build_parser().parse_args(argv)
+    out = args.out or project_eval_dir()
+    dest = out / f"{NAME}.parquet"
+    check_output_dir(out, "--out")
+    if dest.is_file() and not args.force:
+        print(f"{dest} is already there (--force fetches it again)")
+        return 0
+    spec = get_spec(NAME)
+    checks_done()
+    try:
+        recs = hub_records(NAME)
     except UserError as e:
-        fail(str(e))
+        raise UserError(
+            f"{e}; offline, pass a folder with {NAME}.jsonl or .parquet to python tts/run_tts.py --data-dir DIR"
+        ) from None
+    write_parquet([r.to_dict() for r in recs], dest)
     print(f"wrote {dest} ({len(recs)} problems from {spec.hub_source})")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main)
