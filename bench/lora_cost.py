@@ -26,31 +26,12 @@ from typing import Any
 
 import psutil
 
-from e2c.argtypes import MODEL, NON_UTF8, OUTPUT_DIR, BadValueContext, ValueType, whole
+from e2c.argtypes import MODEL, OUTPUT_DIR, NameList, whole
 from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
 from e2c.paths import project_root
 
 ARMS = ("sft", "sft-lora", "grpo", "grpo-lora")
-
-
-class ArmNames(ValueType):
-    """``--arms``: some of :data:`ARMS`, comma-separated, run in order."""
-
-    name = f"comma-separated arms from {', '.join(ARMS)}"
-
-    def parse(self, text: str) -> list[str]:
-        arms = [a.strip() for a in str(text).split(",") if a.strip()]
-        bad = [a for a in arms if a not in ARMS]
-        if bad:
-            raise UserError(f"has an unknown arm {bad[0]!r}; valid: {', '.join(ARMS)}")
-        if not arms:
-            raise UserError(f"names no arm; valid: {', '.join(ARMS)}")
-        return arms
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return ["", NON_UTF8, ",", "sft,warp"]
 
 
 class TreePeak:
@@ -183,7 +164,7 @@ def build_parser() -> ArgumentParser:
     )
     p.add_argument(
         "--arms",
-        type=ArmNames(),
+        type=NameList(ARMS, "arm"),
         default=",".join(ARMS),
         help=f"comma-separated, from {', '.join(ARMS)} (default: all)",
     )

@@ -27,31 +27,13 @@ from typing import Any
 
 import psutil
 
-from e2c.argtypes import NON_UTF8, OUTPUT_DIR, BadValueContext, ValueType
+from e2c.argtypes import OUTPUT_DIR, NameList
 from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ("sft1", "sft4", "grpo1", "grpo4", "nodes2")
-
-
-class RunNames(ValueType):
-    """``--runs``: some of :data:`RUNS`, comma-separated, run in order."""
-
-    name = f"comma-separated runs from {', '.join(RUNS)}"
-
-    def parse(self, text: str) -> list[str]:
-        runs = [r.strip() for r in str(text).split(",") if r.strip()]
-        bad = [r for r in runs if r not in RUNS]
-        if bad:
-            raise UserError(f"has an unknown run {bad[0]!r}; valid: {', '.join(RUNS)}")
-        if not runs:
-            raise UserError(f"names no run; valid: {', '.join(RUNS)}")
-        return runs
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return ["", NON_UTF8, ",", "sft1,warp"]
 
 
 class PeakMemory:
@@ -183,7 +165,7 @@ def build_parser() -> ArgumentParser:
     )
     p.add_argument(
         "--runs",
-        type=RunNames(),
+        type=NameList(RUNS, "run"),
         default=",".join(RUNS),
         help=f"runs, comma-separated (default: {','.join(RUNS)})",
     )

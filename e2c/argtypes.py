@@ -11,7 +11,9 @@ must be refused (:meth:`ValueType.bad_values`): a new flag with a type is covere
 - :data:`EXISTING_FILE`, :data:`EXISTING_DIR`, :data:`OUTPUT_DIR`, :data:`OUTPUT_FILE`: paths, checked
   before any work and without writing anything that stays;
 - :data:`MODEL`: a model reference (``tiny``, ``embedded``, a folder, an HF id);
-- :data:`TEXT`: a non-empty string.
+- :data:`TEXT`: non-empty UTF-8 text; :data:`ANY_TEXT`: UTF-8 text that may be empty (an opener,
+  ``--answer ''``: do not grade, ``--subfolder ''``: none);
+- :class:`NameList`: comma-separated names from a set (``--arms sft,grpo``).
 
 Every check is a pure function of the text (and of the file system, for paths); errors are one line.
 """
@@ -29,6 +31,7 @@ from typing import Any
 from e2c.errors import UserError
 
 __all__ = [
+    "ANY_TEXT",
     "EXISTING_DIR",
     "EXISTING_FILE",
     "MODEL",
@@ -37,6 +40,7 @@ __all__ = [
     "OUTPUT_FILE",
     "TEXT",
     "BadValueContext",
+    "NameList",
     "Number",
     "ValueType",
     "at_least",
@@ -117,11 +121,11 @@ class Number(ValueType):
 
     label: str = ""  # a name for the whole range ("a positive number"), instead of its bounds
 
-    def _bounds(self) -> str:
-        """The range in comparisons: ``>= 1``, ``> 0``, ``in [0, 1]``, ``>= 2 and <= 8``."""
-        # the C-int cap of a count is not worth a word; whole-number bounds print whole (1000000, not 1e+06)
+    def _bounds(self, cap: bool = False) -> str:
+        """The range in comparisons: ``>= 1``, ``> 0``, ``in [0, 1]``, ``>= 2 and <= 8``. The C-int cap of a
+        count is named only to a value above it (``cap``); whole-number bounds print whole (1000000)."""
         show = (lambda v: str(int(v))) if self.kind is int else (lambda v: f"{v:g}")
-        high = None if self.high in (None, INT_MAX) else show(self.high)
+        high = None if self.high is None or (self.high == INT_MAX and not cap) else show(self.high)
         low = None if self.low is None else show(self.low)
         if low is not None and high is not None and not self.low_open:
             return f"in [{low}, {high}]"
@@ -155,7 +159,7 @@ class Number(ValueType):
             raise _wanted(self, text)
         if not self._in_range(v):
             # a number out of range is told its bounds only: "--limit must be >= 1, got 0"
-            wanted = self.label or self._bounds()
+            wanted = self.label or self._bounds(cap=self.high is not None and v > self.high)
             raise UserError(
                 f"must be {wanted}{f' (or {self.meaning})' if self.meaning else ''}, got {_shown(text)}"
             )
@@ -223,11 +227,7 @@ class Text(ValueType):
         s = str(text)
         if not s.strip():
             raise _wanted(self, text)
-        try:
-            s.encode("utf-8")
-        except UnicodeEncodeError:
-            raise UserError(f"must be UTF-8 text, got {s!r}") from None
-        return s
+        return _utf8(s)
 
 
 _PATH_NAMES = {
@@ -236,6 +236,57 @@ _PATH_NAMES = {
     "out_dir": "a folder this process can write",
     "out_file": "a file path this process can write",
 }
+
+
+def _utf8(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(f"must be UTF-8 text, got {text!r}") from None
+    return text
+
+
+@dataclass(frozen=True, repr=False)
+class AnyText(ValueType):
+    """Text, empty or not, that can be written to a UTF-8 file (a prompt, a results file) as it is."""
+
+    name = "UTF-8 text"
+
+    def parse(self, text: str) -> str:
+        return _utf8(str(text))
+
+    def check(self, value: Any, what: str) -> str:
+        # A config file's number or list is not text: stringifying it would hide a typo in the file.
+        if not isinstance(value, str):
+            raise UserError(f"{what} must be text, got {value!r}")
+        return super().check(value, what)
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return [NON_UTF8]
+
+
+@dataclass(frozen=True, repr=False)
+class NameList(ValueType):
+    """Comma-separated names from a set, kept in order (at least one): ``--arms sft,grpo``."""
+
+    choices: tuple[str, ...]
+    noun: str = "name"
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"comma-separated {self.noun}s from {', '.join(self.choices)}"
+
+    def parse(self, text: str) -> list[str]:
+        names = [n.strip() for n in str(text).split(",") if n.strip()]
+        bad = [n for n in names if n not in self.choices]
+        if bad:
+            raise UserError(f"has an unknown {self.noun} {bad[0]!r}; valid: {', '.join(self.choices)}")
+        if not names:
+            raise UserError(f"names no {self.noun}; valid: {', '.join(self.choices)}")
+        return names
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return ["", NON_UTF8, ",", f"{self.choices[0]},no-such-{self.noun}"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -324,6 +375,7 @@ OUTPUT_DIR = PathType("out_dir")
 OUTPUT_FILE = PathType("out_file")
 MODEL = ModelRef()
 TEXT = Text()
+ANY_TEXT = AnyText()
 
 
 def check_value(value: Any, kind: ValueType | None, what: str) -> Any:

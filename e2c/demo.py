@@ -11,7 +11,7 @@ import argparse
 import time
 from typing import Any
 
-from e2c.argtypes import ModelRef, at_least, probability, whole
+from e2c.argtypes import ANY_TEXT, ModelRef, at_least, probability, whole
 from e2c.chain import FORMATS, ChainFormat, get_format
 from e2c.cli import quiet_transformers
 from e2c.errors import UserError
@@ -19,7 +19,6 @@ from e2c.generation import BACKENDS, generate_chains, make_generator, pick_backe
 from e2c.generation.base import check_fits, context_length
 from e2c.models import RELEASED_REPO, ResolvedModel, default_subfolder, resolve_model
 from e2c.rewards import grade
-from e2c.runtypes import ANY_TEXT
 
 CLOSED_FOR_MODEL = {
     "budget": " (exploration closed for the model at its budget)",

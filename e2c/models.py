@@ -184,10 +184,10 @@ def check_model_folder(folder: Path, *, chat_template: bool = False) -> None:
                 f"{folder}: weights file {path.name} is {why}; re-save or re-download the model"
             )
     if not any((folder / f).is_file() for f in TOKENIZER_FILES):
-        raise ModelSpecError(f"model folder {folder} has no tokenizer ({' or '.join(TOKENIZER_FILES[:2])})")
+        raise ModelSpecError(f"{folder} has no tokenizer ({' or '.join(TOKENIZER_FILES[:2])})")
     if chat_template and not has_chat_template(folder):
         raise ModelSpecError(
-            f"model folder {folder} has no chat template (tokenizer_config.json 'chat_template' or "
+            f"{folder} has no chat template (tokenizer_config.json 'chat_template' or "
             "chat_template.jinja), which the chat prompt format needs"
         )
 

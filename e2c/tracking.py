@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from e2c.argtypes import ANY_TEXT, NON_UTF8, BadValueContext, ValueType
 from e2c.errors import UserError
 
 DEFAULT_LOGGERS = "console,tensorboard"
@@ -119,3 +120,26 @@ def tracker_env(names: list[str], output_dir: Path) -> dict[str, str]:
     if "tensorboard" in names:
         return {"TENSORBOARD_DIR": str(Path(output_dir) / TENSORBOARD_DIR)}
     return {}
+
+
+class ResultTrackers(ValueType):
+    """Comma-separated trackers a finished eval or TTS run sends its results to (:mod:`e2c.tracking`);
+    the text is kept as given (``e2c.tracking.result_trackers`` reads it)."""
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"comma-separated trackers of {', '.join(TRACKERS)}"
+
+    def parse(self, text: str) -> str:
+        s = ANY_TEXT.parse(str(text))
+        try:
+            result_trackers(s)
+        except UserError as e:  # "--logger 'x': unknown tracker; valid: ..."; the parser names the flag
+            raise UserError(str(e).removeprefix("--logger ")) from None
+        return s
+
+    def bad_values(self, ctx: BadValueContext) -> list[str]:
+        return [NON_UTF8, "no-such-tracker", "tensorboard,no-such-tracker"]
+
+
+RESULT_TRACKERS = ResultTrackers()

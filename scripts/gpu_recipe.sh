@@ -169,7 +169,7 @@ run() {
 rl_model() {
   if [ "$DRY_RUN" = 1 ]; then echo "$RL2_DIR/global_step_LATEST/actor/huggingface"; return; fi
   # latest_hf_checkpoint also merges a LoRA run's adapter into that folder.
-  "$PY" -c 'import sys; from e2c.cli import UserError, fail; from e2c.rl.launch import latest_hf_checkpoint
+  "$PY" -c 'import sys; from e2c.errors import UserError, fail; from e2c.rl.launch import latest_hf_checkpoint
 from pathlib import Path
 try: print(latest_hf_checkpoint(Path(sys.argv[1])))
 except UserError as e: fail(str(e))' "$RL2_DIR"

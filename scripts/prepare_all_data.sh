@@ -84,7 +84,7 @@ fi
 # config, weights and tokenizer; an HF id is fetched when the filter runs).
 "$PY" -c 'import sys
 from e2c.argtypes import MODEL
-from e2c.cli import UserError, fail
+from e2c.errors import UserError, fail
 from e2c.data.passrate import parse_band
 from e2c.generation import ALIASES, BACKENDS
 args = dict(zip(sys.argv[2::2], sys.argv[3::2]))

@@ -154,8 +154,16 @@ CASES = [
         "cot_tokens (--set) is 5000: together more than the model's context of 4096",
     ),
     ("tts", ["--workers", "0"], "--workers must be >= 1, got 0"),
-    ("tts", ["--dtype", "fp8"], "argument --dtype: invalid choice: 'fp8'"),
-    ("tts", ["--backend", "tensorrt"], "argument --backend: invalid choice: 'tensorrt'"),
+    (
+        "tts",
+        ["--dtype", "fp8"],
+        "argument --dtype: invalid choice: 'fp8' (choose from 'auto', 'float32', 'bfloat16', 'float16')",
+    ),
+    (
+        "tts",
+        ["--backend", "tensorrt"],
+        "argument --backend: invalid choice: 'tensorrt' (choose from 'auto', 'vllm'",
+    ),
     ("tts", ["--config", "{badyaml}"], "bad.yaml: not readable YAML"),
     ("tts", ["--output-dir", "{file}"], "file.txt exists and is not a folder"),
     ("tts", ["--model", "{noweights}"], "noweights has a config.json but no weights"),

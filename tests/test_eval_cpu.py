@@ -236,7 +236,7 @@ def test_cli_bad_input_is_one_line(tmp_path: Path) -> None:
     r = cli("--model", "tiny", "--dataset", "gsm8kk")
     assert r.returncode == 2 and "did you mean 'gsm8k'" in r.stderr and "Traceback" not in r.stderr
     r = cli("--model", "tiny", "--backend", "tensorrt")
-    assert r.returncode == 2 and "argument --backend: invalid choice: 'tensorrt'" in r.stderr
+    assert r.returncode == 2 and "invalid choice: 'tensorrt' (choose from 'auto', 'vllm', 'hf'" in r.stderr
     r = cli("--model", "tiny", "--execute-budget", "100")
     assert r.returncode == 2 and "--execute-budget needs --explore-budget" in r.stderr
     r = cli("--model", "tiny", "--sample", "many")

@@ -7,6 +7,9 @@ still a cycle: it only fails later). Imports under ``if TYPE_CHECKING:`` never r
 from __future__ import annotations
 
 import ast
+import importlib
+import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -152,3 +155,26 @@ def test_a_function_level_cycle_is_found_cpu(tmp_path: Path) -> None:
     graph = {n: imports_of(n, p, modules) for n, p in modules.items()}
     assert cycles(graph) == [["e2c.a", "e2c.b"]]
     assert graph["e2c.c"] == {}
+
+
+SCRIPT_IMPORT = re.compile(r"from (e2c(?:\.\w+)*) import ([\w ,]+)")
+
+
+def test_python_inside_shell_scripts_imports_names_that_exist() -> None:
+    """The shell scripts run Python of their own (heredocs, ``-c``); a name moved to another module (as
+    ``UserError`` moved to ``e2c.errors``) breaks them only when that line runs, so check every one now."""
+    root = PACKAGE.parent
+    scripts = sorted([*root.glob("scripts/*.sh"), *root.glob("scripts/*.sbatch"), *root.glob("tts/**/*.sh")])
+    problems, seen = [], 0
+    for script in scripts:
+        for module, names in SCRIPT_IMPORT.findall(script.read_text(encoding="utf-8")):
+            mod = importlib.import_module(module)
+            for name in (n.strip() for n in names.split(",")):
+                seen += 1
+                submodule = (
+                    hasattr(mod, "__path__") and importlib.util.find_spec(f"{module}.{name}") is not None
+                )
+                if name and not hasattr(mod, name) and not submodule:
+                    problems.append(f"{script.relative_to(root)}: from {module} import {name}")
+    assert seen > 5, seen  # the scan found the scripts' imports
+    assert not problems, "\n".join(problems)

@@ -742,11 +742,10 @@ def default_batch_size(backend: str, k: int) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from e2c.argtypes import EXISTING_FILE, MODEL, OUTPUT_FILE, TEXT, positive, probability, whole
+    from e2c.argtypes import ANY_TEXT, EXISTING_FILE, MODEL, OUTPUT_FILE, TEXT, positive, probability, whole
     from e2c.chain import FORMATS
     from e2c.cli import DTYPES, ArgumentParser
     from e2c.generation import ALIASES, BACKENDS
-    from e2c.runtypes import ANY_TEXT
 
     p = ArgumentParser(prog="python -m e2c.data.passrate", description=__doc__.split("\n\n")[0])
     a = p.add_argument

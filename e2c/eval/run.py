@@ -54,8 +54,7 @@ from e2c.eval.runner import (
 from e2c.files import check_output_dir
 from e2c.flags import add_setting_flags, flag_values
 from e2c.models import default_subfolder, model_context, resolve_model
-from e2c.runtypes import RESULT_TRACKERS
-from e2c.tracking import RESULTS_LOGGER_HELP, log_results, result_trackers
+from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 
 # The paper's evaluation folder; each model and setting gets its own run folder inside it (resume needs that).
 EVAL_ROOT = Path("evaluation") / "e2c-eval"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c import progress
-from e2c.argtypes import EXISTING_DIR, MODEL, TEXT, at_least, probability, whole
+from e2c.argtypes import ANY_TEXT, EXISTING_DIR, MODEL, TEXT, at_least, probability, whole
 from e2c.budget import FLAG_NAMES, PhaseBudget
 from e2c.chain import FORMATS, MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
 from e2c.data.registry import Record, get_spec, options_of, question_text
@@ -43,7 +43,6 @@ from e2c.generation.chains import ChainResult, generate_chains
 from e2c.models import RELEASED_REPO
 from e2c.rewards.grader import grade_many
 from e2c.runinfo import git_commit, versions
-from e2c.runtypes import ANY_TEXT
 from e2c.tracking import SAMPLE_CHAINS
 
 # Settings that change what is generated: a resumed run must use the same ones.

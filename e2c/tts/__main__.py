@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.argtypes import (
+    ANY_TEXT,
     EXISTING_DIR,
     EXISTING_FILE,
     MODEL,
@@ -53,8 +54,7 @@ from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
 from e2c.models import default_subfolder
 from e2c.paths import project_root
-from e2c.runtypes import ANY_TEXT, RESULT_TRACKERS
-from e2c.tracking import RESULTS_LOGGER_HELP, log_results, result_trackers
+from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.tts.base import METHODS, methods_with
 
 PROG = "python -m e2c.tts"

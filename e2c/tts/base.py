@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from e2c.argtypes import TEXT, at_least, probability, whole
+from e2c.argtypes import ANY_TEXT, TEXT, at_least, probability, whole
 from e2c.budget import BudgetNames, PhaseBudget
 from e2c.chain import E2C, ChainFormat
 from e2c.data.registry import Record, question_text
@@ -23,7 +23,6 @@ from e2c.generation.base import DEFAULT_SAMPLING, Completion, Generator, Samplin
 from e2c.generation.chains import chain_prompts
 from e2c.rewards.grader import GradeResult, grade
 from e2c.rewards.vote import answer_classes, majority_class
-from e2c.runtypes import ANY_TEXT
 
 
 @dataclass
