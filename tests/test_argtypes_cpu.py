@@ -199,3 +199,30 @@ def test_settings_declare_and_check_their_values() -> None:
         check_settings(Outer(steps=0), "e2c.")
     with pytest.raises(UserError, match=r"^e2c\.steps must be a whole number"):
         check_settings(Outer(steps=1.5), "e2c.")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("t", "accepted", "refused"),
+    [
+        (finite(), ["-3.5", "0", "1e300"], ["nan", "inf", "-inf", "1e999", "x"]),
+        (positive(), ["1e-9", "3"], ["0", "-0", "-1", "nan", "inf"]),
+        (at_least(0.5, 2.0), ["0.5", "2"], ["0.49", "2.01", "nan"]),
+        (probability(), ["0", "0.5", "1"], ["-0.01", "1.01", "nan"]),
+        (probability(open_zero=True), ["1e-9", "1"], ["0", "1.5"]),
+        (whole(), ["0", "7"], ["-1", "1.5", "x", str(INT_MAX + 1)]),
+        (whole(1), ["1", str(INT_MAX)], ["0", "-1", "1.0", "nan"]),
+        (whole(1, 8), ["1", "8"], ["0", "9"]),
+        (whole(1, special=(-1,)), ["-1", "1"], ["0", "-2"]),
+    ],
+    ids=lambda v: getattr(v, "name", None),
+)
+def test_each_factory_means_what_its_name_says_cpu(
+    t: Number, accepted: list[str], refused: list[str]
+) -> None:
+    """The factories' ranges, written out (the property test above checks a type against its own fields;
+    this pins the fields each factory sets)."""
+    for text in accepted:
+        t.parse(text)
+    for text in refused:
+        with pytest.raises(UserError):
+            t.parse(text)
