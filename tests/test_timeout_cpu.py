@@ -72,3 +72,36 @@ def test_grading_from_a_daemonic_process() -> None:
     p.join(10)
     assert reason == "timeout" and ok
     assert took < 1.0 + 5.0  # bound plus one worker start inside the child
+
+
+def test_a_worker_does_not_outlive_a_killed_caller() -> None:
+    """A caller killed outright (SIGKILL: a time limit, the OOM killer) cannot stop its workers; a worker in
+    the middle of a call must notice on its own and end (an orphaned pathological check once ran on for
+    hours and grew to 16 GB)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys\n"
+        "from e2c.rewards.pool import HardTimeoutPool\n"
+        "pool = HardTimeoutPool('time:sleep', workers=1)\n"
+        "pool.warm_up()\n"
+        "print(pool._idle.queue[0].proc.pid, flush=True)\n"
+        "pool.call((120,), timeout=300)\n"
+    )
+    caller = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    worker = int(caller.stdout.readline())
+    time.sleep(0.5)  # the worker is inside its 120 s call now
+    os.kill(caller.pid, signal.SIGKILL)
+    caller.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    os.kill(worker, signal.SIGKILL)
+    raise AssertionError("the worker outlived its killed caller by 10 s")
