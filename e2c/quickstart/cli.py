@@ -29,7 +29,7 @@ from e2c.argtypes import (
     probability,
     whole,
 )
-from e2c.cli import ArgumentParser
+from e2c.cli import DTYPES, ArgumentParser
 from e2c.entry import run_main
 from e2c.errors import UserError
 from e2c.generation import ALIASES as BACKEND_ALIASES
@@ -88,8 +88,6 @@ RUNNERS: dict[str, Callable[[Context, Reporter], dict[str, Any]]] = {
 
 
 # ------------------------------------------------------------------------------------------------ CLI
-DTYPES = ("auto", "float32", "bfloat16", "float16")
-
 # The value type of every Config field that is a flag with a value: the parser checks a flag with it, and
 # validate() checks a whole Config (the --fast preset's values, the claims' shared start) with the same rule.
 TYPES: dict[str, ValueType] = {
