@@ -70,9 +70,9 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--nodes", type=whole(1, MAX_NODES), default=1, help="live nodes to wait for (default: 1)")
     p.add_argument(
         "--timeout",
-        type=Number(float, low=0.0, high=MAX_TIMEOUT_S, low_open=True),
+        type=Number(float, low=0.0, high=MAX_TIMEOUT_S),
         default=120.0,
-        help="seconds before giving up (default: 120)",
+        help="seconds before giving up; 0 counts the nodes once, now (default: 120)",
     )
     return p
 

@@ -205,8 +205,9 @@ def test_curriculum_config_numbers_are_checked_cpu(field: str, value: str, needl
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--timeout", "nan"], "--timeout must be a finite number > 0"),  # waited forever
-        (["--timeout", "inf"], "--timeout must be a finite number > 0"),
+        (["--timeout", "nan"], "--timeout must be a finite number in [0, 604800], got nan"),  # waited forever
+        (["--timeout", "inf"], "--timeout must be a finite number in [0, 604800], got inf"),
+        (["--timeout", "-1"], "--timeout must be in [0, 604800], got -1"),
         (["--nodes", "0"], "--nodes must be in [1, 4096], got 0"),
         (["--address", "head"], "--address must be the ray head as HOST:PORT"),
     ],
