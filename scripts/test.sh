@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install what the tests need (into .venv) and run lint, format check and the default CPU test suite.
 #
-#   bash scripts/test.sh            # ruff + pytest -m "not slow and not gpu"   (~28 min on 2 cores; setup apart)
+#   bash scripts/test.sh            # ruff + pytest -m "not slow and not gpu"   (~35 min on 2 cores; setup apart)
 #   bash scripts/test.sh -m slow    # extra pytest arguments replace the default marker selection
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
