@@ -120,10 +120,14 @@ def test_grpo_stage1_then_stage2_with_weighting_cpu(grpo_runs: dict) -> None:
         for key in (
             "e2c/untagged_share",
             "e2c/explore_tokens_mean",
-            "e2c/entropy_explore",
+            "health/entropy_sampled_explore",
             "critic/score/mean",
         ):
             assert key in m
+        # One mini-batch, one PPO epoch: the on-policy loss, and no separate old-log-prob pass (whose
+        # entropy is then not logged; the rollout's sampled entropy is).
+        assert m["e2c/old_log_prob_skipped"] == 1.0 and "e2c/entropy_explore" not in m
+        assert m["health/update_skipped"] == float(m["e2c/adv_abs_before"] == 0)
         # Elastic budget: no untagged response, explorations at most 16 sampled tokens.
         assert m["e2c/untagged_share"] == 0.0
         assert 0 < m["e2c/explore_tokens_mean"] <= 16

@@ -249,7 +249,19 @@ DEFAULT_INPUT = "data/processed/rl/e2c_rl_train.parquet"
 DEFAULT_TEMPERATURE = 1.0
 FALLBACK_RESPONSE_LENGTH = 8192  # data.max_response_length of the paper's RL configs
 # Settings that change what is sampled and how it is graded: a resumed run must use the same ones.
-SAMPLE_FIELDS = ("model", "subfolder", "format", "k", "temperature", "top_p", "max_tokens", "seed")
+SAMPLE_FIELDS = (
+    "model",
+    "subfolder",
+    "format",
+    "k",
+    "temperature",
+    "top_p",
+    "max_tokens",
+    "seed",
+    "require_format",
+)
+# The value of a sample setting in a file written before the setting was recorded.
+RECORDED_BEFORE = {"require_format": False}
 
 
 def rl_response_length() -> int:
@@ -281,6 +293,10 @@ class FilterConfig:
     top_p: float = 1.0
     max_tokens: int = FALLBACK_RESPONSE_LENGTH
     seed: int = 0
+    # as the RL reward's require_format: a right answer in a malformed chain is graded wrong, so the filter
+    # keeps the prompts whose RL rewards vary (without it, a prompt solved only in broken chains is kept and
+    # is all-zero in RL)
+    require_format: bool = False
     batch_size: int = 4  # prompts per generation call and per resume unit
     limit: int | None = None
     grader_threads: int = 4  # grading runs in threads; the grader's symbolic checks in its own processes
@@ -407,13 +423,14 @@ def rl_prompts(tokenizer: Any, rows: Sequence[dict[str, Any]], fmt: Any) -> list
     return [fmt.render_chat(tokenizer, list(row["prompt"]), "full") for row in rows]
 
 
-def grade_samples(row: dict[str, Any], responses: Sequence[str]) -> list[int]:
+def grade_samples(row: dict[str, Any], responses: Sequence[str], require_format: bool = False) -> list[int]:
     """1/0 per response, graded as the RL reward grades it: :func:`e2c.rewards.verl_score.compute_score`
-    with the row's data source, reference and ``extra_info``; correct is its ``acc``."""
+    with the row's data source, reference and ``extra_info`` and the RL run's ``require_format``; correct
+    is its ``acc`` (a right answer in a malformed chain is 0 under ``require_format``)."""
     from e2c.rewards.verl_score import compute_score
 
     gold = (row.get("reward_model") or {}).get("ground_truth")
-    info = row.get("extra_info") or {}
+    info = {**(row.get("extra_info") or {}), "require_format": require_format}
     return [int(compute_score(row.get("data_source"), r, gold, info)["acc"] > 0) for r in responses]
 
 
@@ -432,7 +449,8 @@ def check_resume(path: Path, settings: dict[str, Any]) -> None:
         return
     try:
         before = json.loads(first)["settings"]
-        diff = [f for f in SAMPLE_FIELDS if before.get(f) != settings[f]]
+        # A file written before require_format existed was graded without it.
+        diff = [f for f in SAMPLE_FIELDS if before.get(f, RECORDED_BEFORE.get(f)) != settings[f]]
     except (ValueError, KeyError, TypeError, AttributeError):
         raise UserError(f"{path} is not a pass-rate samples file; move it away to start over") from None
     if diff:
@@ -557,7 +575,7 @@ def filter_prompts(
             # text_with_stop: the closing tag the rollout's response keeps (it stops on the tag's id). The
             # whole batch is graded at once, so slow symbolic checks of one prompt overlap the others'.
             flat = [(rows[i], c.text_with_stop) for i, comps in zip(todo, outs, strict=True) for c in comps]
-            grades = list(pool.map(lambda rc: grade_samples(rc[0], [rc[1]])[0], flat))
+            grades = list(pool.map(lambda rc: grade_samples(rc[0], [rc[1]], cfg.require_format)[0], flat))
             for n, (i, comps) in enumerate(zip(todo, outs, strict=True)):
                 correct = grades[n * cfg.k : (n + 1) * cfg.k]
                 done[i] = sample_line(i, keys[i], correct, comps)
@@ -829,6 +847,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)",
     )
     a("--seed", type=whole(0), default=0, help="random seed of the sampling (default: 0)")
+    a(
+        "--require-format",
+        action="store_true",
+        help="grade as an RL run with require_format does: a right answer in a malformed chain is wrong "
+        "(default: off, as the paper's reward)",
+    )
     a("--limit", type=whole(1), default=None, help="first N prompts of the input only (default: all)")
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
     a("--quiet", action="store_true", help="no progress lines")
@@ -849,6 +873,7 @@ def config_from_args(args: argparse.Namespace, backend: str) -> FilterConfig:
         top_p=args.top_p,
         max_tokens=args.max_tokens,
         seed=args.seed,
+        require_format=args.require_format,
         batch_size=args.batch_size
         if args.batch_size is not None
         else default_batch_size(backend, max(args.k, 1)),

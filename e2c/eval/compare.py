@@ -63,10 +63,10 @@ def prediction_rows(
         yield n, row
 
 
-def per_problem_scores(predictions: Path) -> dict[str, float]:
-    """``{problem id: score}`` from an eval predictions file: the mean correctness of its samples.
+def per_problem_counts(predictions: Path) -> dict[str, tuple[int, int]]:
+    """``{problem id: (samples, correct)}`` from an eval predictions file (empty when it does not exist).
     A line that is not a prediction (no ``id`` or ``correct``) is a UserError naming the file and line."""
-    by_id: dict[str, list[float]] = {}
+    by_id: dict[str, list[int]] = {}
     if not predictions.is_file():
         return {}
     for n, row in prediction_rows(predictions):
@@ -76,8 +76,16 @@ def per_problem_scores(predictions: Path) -> dict[str, float]:
                 f"{predictions} line {n}: not a prediction line (no {' or '.join(missing)} field); "
                 "rerun the evaluation"
             )
-        by_id.setdefault(str(row["id"]), []).append(float(bool(row["correct"])))
-    return {k: sum(v) / len(v) for k, v in by_id.items()}
+        cell = by_id.setdefault(str(row["id"]), [0, 0])
+        cell[0] += 1
+        cell[1] += int(bool(row["correct"]))
+    return {k: (n, c) for k, (n, c) in by_id.items()}
+
+
+def per_problem_scores(predictions: Path) -> dict[str, float]:
+    """``{problem id: score}`` from an eval predictions file: the mean correctness of its samples (with
+    several samples per problem, the paper's Pass@1 averaged over samples)."""
+    return {k: c / n for k, (n, c) in per_problem_counts(predictions).items()}
 
 
 # The metrics of one dataset in results.json that a summary reads (e2c.eval.metrics.summarize writes them).

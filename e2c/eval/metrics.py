@@ -33,6 +33,23 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - prod
 
 
+def pass_at_k_curve(counts: Sequence[tuple[int, int]], ks: Sequence[int] | None = None) -> dict[int, float]:
+    """Mean unbiased pass@k over problems for each ``k`` (default 1..the fewest samples of a problem), from
+    ``(samples, correct)`` per problem. pass@1 is then the paper's Pass@1 averaged over samples (avg@n).
+
+    RL that sharpens the sampled distribution raises the curve's left end and leaves its right end flat;
+    RL that adds solutions raises both (Yue et al., 2025).
+
+    >>> pass_at_k_curve([(4, 1), (4, 0), (4, 4)])
+    {1: 0.4166666666666667, 2: 0.5, 3: 0.5833333333333334, 4: 0.6666666666666666}
+    """
+    if not counts:
+        return {}
+    n_min = min(n for n, _ in counts)
+    ks = list(range(1, n_min + 1)) if ks is None else [k for k in ks if 1 <= k <= n_min]
+    return {k: sum(pass_at_k(n, c, k) for n, c in counts) / len(counts) for k in ks}
+
+
 def default_ks(n: int) -> list[int]:
     """1, 2, 4, ... up to ``n``, and ``n`` itself."""
     ks = [k for k in (2**e for e in range(0, max(n, 1).bit_length())) if k <= n]

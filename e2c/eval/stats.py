@@ -62,3 +62,22 @@ def align_scores(
     """The scores of the problems present in both runs, in the order of ``before``: (after, before, ids)."""
     ids = [k for k in before if k in after]
     return [after[k] for k in ids], [before[k] for k in ids], ids
+
+
+def mean_interval(scores: Sequence[float], z: float = Z95) -> dict[str, Any]:
+    """Mean of per-problem scores (e.g. each problem's share of right samples: avg@k) with its standard
+    error over problems and a normal 95% interval clipped to [0, 1]. With one sample per problem and a
+    binomial score the Wilson interval (:func:`wilson_interval`) is better; with several samples the
+    per-problem mean is not binomial, and the problems are the unit that varies.
+
+    >>> r = mean_interval([1.0, 0.5, 0.0, 0.5])
+    >>> r["mean"], round(r["se"], 4), [round(x, 4) for x in r["ci95"]]
+    (0.5, 0.2041, [0.0999, 0.9001])
+    """
+    n = len(scores)
+    if n == 0:
+        return {"n": 0, "mean": None, "se": None, "ci95": [0.0, 1.0]}
+    mean = sum(scores) / n
+    var = sum((x - mean) ** 2 for x in scores) / (n - 1) if n > 1 else 0.0
+    se = math.sqrt(var / n)
+    return {"n": n, "mean": mean, "se": se, "ci95": [max(0.0, mean - z * se), min(1.0, mean + z * se)]}

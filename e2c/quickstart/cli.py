@@ -102,6 +102,8 @@ TYPES: dict[str, ValueType] = {
     "bench_dir": EXISTING_DIR,
     "eval_max_tokens": whole(1),
     "eval_batch": whole(1),
+    "eval_samples": whole(0),
+    "eval_temperature": positive(),
     "sft_steps": whole(1),
     "sft_lr": positive(),
     "sft_batch": whole(1),
@@ -116,6 +118,7 @@ TYPES: dict[str, ValueType] = {
     "rl_response_length": whole(1),
     "rl_temperature": positive(),
     "rl_overlong_buffer": whole(0),
+    "rl_format_credit": probability(),
     "rl_explore_adv_coef": finite(),
     "tts_problems": whole(0),
     "tts_budgets": whole(1),
@@ -173,9 +176,18 @@ def build_parser() -> argparse.ArgumentParser:
     flag(g, "eval_problems", "held-out synthetic problems")
     flag(g, "gsm8k_problems", "first GSM8K problems of the shared copy (0: none)")
     flag(g, "bench_dir", "folder with gsm8k.jsonl ($E2C_BENCH_DIR)")
-    g = p.add_argument_group("evaluation (baseline, eval_sft, eval_rl: greedy, one sample)")
+    g = p.add_argument_group(
+        "evaluation (baseline: greedy; eval_sft, eval_rl, eval_control: greedy, then the paper's avg@k)"
+    )
     flag(g, "eval_max_tokens", "new tokens per chain")
     flag(g, "eval_batch", "sequences per forward batch")
+    flag(
+        g,
+        "eval_samples",
+        "samples per problem of the sampled evaluation, whose Pass@1 is their mean (avg@k) and which "
+        "gives the pass@k curve (0: greedy only)",
+    )
+    flag(g, "eval_temperature", "temperature of the sampled evaluation (the paper's eval.sh: 1.0)")
     g.add_argument(
         "--dtype",
         default=None,
@@ -234,6 +246,11 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=None,
         help=_help("rl_dr_grpo", "Dr. GRPO advantages (no division by the group's reward std)"),
+    )
+    flag(
+        g,
+        "rl_format_credit",
+        "reward of a well-formed chain with a wrong answer, in [0, 1] (0: the paper's 1/0 reward)",
     )
     flag(g, "rl_explore_adv_coef", "advantage weight of exploration tokens (the paper's stage 2: 2.0)")
     g = p.add_argument_group(

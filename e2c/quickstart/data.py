@@ -163,21 +163,42 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
 
 
 def copy_gsm8k(bench_dir: Path, target: Path, n: int) -> dict[str, Any]:
-    """The first ``n`` GSM8K rows of the shared copy (``<bench_dir>/gsm8k.jsonl``) written to ``target``."""
-    src = bench_dir / "gsm8k.jsonl"
+    """The first ``n`` GSM8K rows written to ``target``, found as every command finds a benchmark
+    (:mod:`e2c.data.registry`): a local file in ``bench_dir`` (``--bench-dir``), ``$E2C_DATA_DIR`` or
+    ``data/processed/eval``, else the hub copy (``openai/gsm8k``, test split) where the hub is reachable;
+    the returned ``note`` says which (the report shows it), or why none."""
+    import json
+
+    from e2c.data.registry import _hub_offline, find_local, get_spec, read_rows, search_dirs
+
     if n <= 0:
         target.unlink(missing_ok=True)
         return {"problems": 0, "source": None, "note": "skipped (--gsm8k-problems 0)"}
-    if not src.is_file():
-        target.unlink(missing_ok=True)
-        return {"problems": 0, "source": str(src), "note": f"skipped: no GSM8K copy at {src}"}
-    rows = []
-    with src.open(encoding="utf-8") as f:
-        for line in f:
-            if line.strip():
-                rows.append(line if line.endswith("\n") else line + "\n")
-            if len(rows) >= n:
-                break
+    spec = get_spec("gsm8k")
+    dirs = search_dirs(bench_dir if bench_dir.is_dir() else None)
+    src = find_local(spec, dirs)
+    if src is not None:
+        rows, source = list(read_rows(src))[:n], str(src)
+    else:
+        try:
+            import datasets
+
+            if _hub_offline():
+                raise OSError("HF offline mode is on")
+            ds = datasets.load_dataset(spec.hf_id, spec.hf_config, split=spec.split)
+            rows, source = (
+                [dict(r) for r in ds.select(range(min(n, len(ds))))],
+                f"{spec.hf_id} ({spec.split}, hub)",
+            )
+        except Exception as e:  # no network, no hub: the run goes on without GSM8K
+            target.unlink(missing_ok=True)
+            looked = ", ".join(str(d) for d in dirs)
+            return {
+                "problems": 0,
+                "source": None,
+                "note": f"skipped: no local copy in {looked} and the hub copy {spec.hf_id} is unavailable "
+                f"({type(e).__name__}); pass --bench-dir DIR with gsm8k.jsonl",
+            }
     target.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(target, "".join(rows))
-    return {"problems": len(rows), "source": str(src), "note": f"first {len(rows)} of {src}"}
+    atomic_write_text(target, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows))
+    return {"problems": len(rows), "source": source, "note": f"first {len(rows)} of {source}"}

@@ -20,6 +20,7 @@ PLOTS = (
     "sft_loss.png",
     "rl_reward.png",
     "rl_health.png",
+    "pass_at_k.png",
     "tts_accuracy_vs_tokens.png",
 )
 
@@ -106,6 +107,21 @@ def plot_curve(
     save_figure(fig, path)
 
 
+def plot_pass_at_k(curves: Mapping[str, Mapping[str, float]], path: Path, title: str) -> None:
+    """pass@k against k, one line per model."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for name, curve in curves.items():
+        ks = sorted(int(k) for k in curve)
+        ax.plot(ks, [100 * curve[str(k)] for k in ks], marker="o", markersize=4, label=name)
+    ax.set_xlabel("k (samples)")
+    ax.set_ylabel("pass@k (%)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    save_figure(fig, path)
+
+
 def write_plots(rep: Mapping[str, Any], ctx: Context, folder: Path) -> dict[str, str | None]:
     """Every plot of the report into ``folder``; ``{name: path or None}`` (None: nothing to plot)."""
     out: dict[str, str | None] = {}
@@ -129,6 +145,15 @@ def write_plots(rep: Mapping[str, Any], ctx: Context, folder: Path) -> dict[str,
     health = rep["rl"].get("health")
     if health and health["rows"]:
         plot_health(health["rows"], folder / "rl_health.png")
+    curves = {
+        STAGE_LABEL[k]: e["synthetic"]["pass_at_k"]
+        for k, e in (rep.get("eval_sampled") or {}).items()
+        if e and (e.get("synthetic") or {}).get("pass_at_k")
+    }
+    if curves:
+        plot_pass_at_k(
+            curves, folder / "pass_at_k.png", f"Held-out pass@k ({rep.get('measure', '')} samples)"
+        )
     tts_png = None
     if rep["tts"]:
         src = Path(rep["tts"]["results"]).parent / "accuracy_vs_tokens.png"
@@ -137,8 +162,10 @@ def write_plots(rep: Mapping[str, Any], ctx: Context, folder: Path) -> dict[str,
             tts_png = folder / "tts_accuracy_vs_tokens.png"
     for name in PLOTS:
         p = folder / name
-        made = name not in ("tts_accuracy_vs_tokens.png", "rl_health.png") or (
-            tts_png if name == "tts_accuracy_vs_tokens.png" else health and health["rows"]
-        )
+        made = {
+            "tts_accuracy_vs_tokens.png": tts_png,
+            "rl_health.png": health and health["rows"],
+            "pass_at_k.png": curves,
+        }.get(name, True)
         out[name] = str(p.relative_to(ctx.out)) if (p.is_file() and made) else None
     return out

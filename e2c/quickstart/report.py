@@ -16,12 +16,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from e2c.eval.compare import pct, per_problem_scores, run_summary
-from e2c.eval.stats import align_scores, paired_difference
+from e2c.eval.compare import pct, per_problem_counts, per_problem_scores, run_summary
+from e2c.eval.metrics import pass_at_k_curve
+from e2c.eval.stats import align_scores, mean_interval, paired_difference
 from e2c.quickstart.config import STAGES
 from e2c.quickstart.context import Context, read_done, rel
 from e2c.quickstart.plots import EVAL_STAGES, STAGE_LABEL, write_plots
-from e2c.quickstart.stages import rl_curve, sft_losses, tts_results
+from e2c.quickstart.stages import rl_curve, sampled_dir, sft_losses, tts_results
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -46,15 +47,42 @@ def by_family(ctx: Context) -> dict[str, dict[str, dict[str, int]]]:
     return out
 
 
-def paired(ctx: Context, after: str, before: str, dataset: str) -> dict[str, Any] | None:
-    """Paired difference ``after - before`` of two evaluation stages on one dataset (same problems)."""
-    a = per_problem_scores(ctx.dir(after) / "predictions" / f"{dataset}.jsonl")
-    b = per_problem_scores(ctx.dir(before) / "predictions" / f"{dataset}.jsonl")
+def eval_folder(ctx: Context, stage: str, sampled: bool) -> Path:
+    """The run folder of a stage's greedy evaluation, or of its sampled one."""
+    return sampled_dir(ctx.dir(stage)) if sampled else ctx.dir(stage)
+
+
+def sampled_eval(ctx: Context, stage: str) -> dict[str, Any] | None:
+    """A stage's sampled evaluation (the paper's protocol) per dataset: the eval summary with avg@k as its
+    accuracy, a 95% interval over problems (:func:`mean_interval`), samples per problem and the pass@k
+    curve (k = 1..samples); None when it was not run."""
+    folder = eval_folder(ctx, stage, True)
+    summary = run_summary(folder)
+    if summary is None:
+        return None
+    for name, e in summary.items():
+        counts = list(per_problem_counts(folder / "predictions" / f"{name}.jsonl").values())
+        if not counts:
+            continue
+        mi = mean_interval([c / n for n, c in counts])
+        e["ci95"], e["se"] = mi["ci95"], mi["se"]
+        e["samples_per_problem"] = min(n for n, _ in counts)
+        e["pass_at_k"] = {str(k): v for k, v in pass_at_k_curve(counts).items()}
+    return summary
+
+
+def paired(
+    ctx: Context, after: str, before: str, dataset: str, sampled: bool = False
+) -> dict[str, Any] | None:
+    """Paired difference ``after - before`` of two evaluation stages on one dataset (same problems), of
+    their greedy runs or (``sampled``) of their per-problem avg@k."""
+    a = per_problem_scores(eval_folder(ctx, after, sampled) / "predictions" / f"{dataset}.jsonl")
+    b = per_problem_scores(eval_folder(ctx, before, sampled) / "predictions" / f"{dataset}.jsonl")
     if not a or not b:
         return None
     xa, xb, _ids = align_scores(a, b)
     res = paired_difference(xa, xb)
-    res["after"], res["before"], res["dataset"] = after, before, dataset
+    res["after"], res["before"], res["dataset"], res["sampled"] = after, before, dataset, sampled
     res["after_accuracy"] = sum(xa) / len(xa) if xa else None
     res["before_accuracy"] = sum(xb) / len(xb) if xb else None
     return res
@@ -119,17 +147,24 @@ def system_info() -> dict[str, Any]:
     }
 
 
-def rl_verdict(diff: Mapping[str, Any] | None, skipped: bool, before: str = "SFT", after: str = "RL") -> str:
+def rl_verdict(
+    diff: Mapping[str, Any] | None,
+    skipped: bool,
+    before: str = "SFT",
+    after: str = "RL",
+    measure: str = "greedy accuracy",
+) -> str:
     """One plain sentence on whether ``after`` (RL) improved held-out accuracy over ``before`` (SFT, or the
-    equal-compute control)."""
+    equal-compute control), on ``measure`` (greedy accuracy, or avg@k: problems gain or lose in part)."""
     if skipped:
         return f"{after} was skipped."
     if diff is None or diff.get("n", 0) == 0:
-        return f"{after} was not compared with {before}: no held-out results for both."
+        return f"{after} was not compared with {before} on {measure}: no held-out results for both."
     a, b, d, se = diff["after_accuracy"], diff["before_accuracy"], diff["mean"], diff["se"]
     head = (
-        f"{before} {100 * b:.1f}% -> {after} {100 * a:.1f}% on {diff['n']} held-out problems; "
-        f"{diff['improved']} gained, {diff['worsened']} lost"
+        f"{measure}: {before} {100 * b:.1f}% -> {after} {100 * a:.1f}% on {diff['n']} held-out problems; "
+        f"{diff['improved']} {'rose' if diff.get('sampled') else 'gained'}, "
+        f"{diff['worsened']} {'fell' if diff.get('sampled') else 'lost'}"
     )
     if d <= 0:
         return f"{after} did not beat {before} ({head}; paired difference {100 * d:+.1f} points, SE {100 * se:.1f})."
@@ -157,6 +192,8 @@ def collect(ctx: Context) -> dict[str, Any]:
     """Everything the report shows, from the run's files."""
     done = {s: read_done(ctx.dir(s)) for s in STAGES if s != "report"}
     evals = {s: run_summary(ctx.dir(s)) for s in EVAL_STAGES}
+    sampled = {s: sampled_eval(ctx, s) for s in EVAL_STAGES}
+    measure = f"avg@{ctx.cfg.eval_samples} at T {ctx.cfg.eval_temperature:g}"
     counts_path = ctx.data_dir / "counts.json"
     counts = json.loads(counts_path.read_text()) if counts_path.is_file() else None
     losses = sft_losses(ctx.dir("sft"))
@@ -174,8 +211,19 @@ def collect(ctx: Context) -> dict[str, Any]:
         "rl_minus_control": {d: paired(ctx, "eval_rl", "eval_control", d) for d in ("synthetic", "gsm8k")},
         "control_minus_sft": {d: paired(ctx, "eval_control", "eval_sft", d) for d in ("synthetic", "gsm8k")},
     }
+    # The paper's measure: per-problem avg@k of the sampled runs, paired.
+    sampled_differences = {
+        name: {d: paired(ctx, after, before, d, sampled=True) for d in ("synthetic", "gsm8k")}
+        for name, after, before in (
+            ("rl_minus_sft", "eval_rl", "eval_sft"),
+            ("rl_minus_control", "eval_rl", "eval_control"),
+            ("control_minus_sft", "eval_control", "eval_sft"),
+        )
+    }
     sft_diff = differences["sft_minus_baseline"]["synthetic"]
     rl_diff = differences["rl_minus_sft"]["synthetic"]
+    rl_sampled = sampled_differences["rl_minus_sft"]["synthetic"]
+    control_sampled = sampled_differences["rl_minus_control"]["synthetic"]
     stage_rows = []
     for s in STAGES[:-1]:
         d = done.get(s)
@@ -195,13 +243,22 @@ def collect(ctx: Context) -> dict[str, Any]:
         "total_seconds": sum(r["seconds"] or 0 for r in stage_rows),
         "data": counts,
         "eval": evals,
+        "eval_sampled": sampled,
+        "measure": measure,
         "by_family": by_family(ctx),
         "differences": differences,
+        "sampled_differences": sampled_differences,
         "verdicts": {
             "sft": sft_verdict(sft_diff),
-            "rl": rl_verdict(rl_diff, rl_skipped),
+            # The primary verdict is the paper's measure when the sampled runs exist, greedy otherwise.
+            "rl": rl_verdict(rl_sampled, rl_skipped, measure=measure)
+            if rl_sampled
+            else rl_verdict(rl_diff, rl_skipped),
+            "rl_greedy": rl_verdict(rl_diff, rl_skipped) if rl_sampled else None,
             "control": None
             if control_skipped
+            else rl_verdict(control_sampled, rl_skipped, "the control", measure=measure)
+            if control_sampled
             else rl_verdict(differences["rl_minus_control"]["synthetic"], rl_skipped, "the control"),
         },
         "filter": filter_summary(done.get("filter")),
@@ -266,24 +323,65 @@ def _acc_cell(e: Mapping[str, Any] | None) -> str:
     return f"{100 * e['accuracy']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({e['correct']}/{e['problems']})"
 
 
+def _avg_cell(e: Mapping[str, Any] | None) -> str:
+    if not e:
+        return "-"
+    lo, hi = e["ci95"]
+    return f"{100 * e['accuracy']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
 def headline_table(rep: Mapping[str, Any]) -> list[str]:
-    """The per-stage table: accuracy with 95% interval, format compliance, phase tokens (synthetic, GSM8K)."""
+    """The per-stage table: the paper's avg@k with its 95% interval and the sampled chains' format first,
+    then greedy accuracy with its Wilson interval, greedy format, phase tokens, GSM8K."""
+    measure = rep.get("measure", "avg@k")
     lines = [
-        "| stage | synthetic accuracy [95% CI] | format | explore / execute tokens | GSM8K accuracy [95% CI] | GSM8K format |",
-        "| --- | --- | --- | --- | --- | --- |",
+        f"| stage | synthetic {measure} [95% CI] | sampled well-formed | synthetic greedy [95% CI] | greedy "
+        "format | explore / execute tokens (greedy) | GSM8K greedy | GSM8K avg@k |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for s in EVAL_STAGES:
         e = rep["eval"].get(s)
         if not e:
-            lines.append(f"| {STAGE_LABEL[s]} | not run | | | | |")
+            lines.append(f"| {STAGE_LABEL[s]} | not run | | | | | | |")
             continue
+        sam = (rep.get("eval_sampled") or {}).get(s) or {}
         syn, gsm = e.get("synthetic"), e.get("gsm8k")
+        ssyn, sgsm = sam.get("synthetic"), sam.get("gsm8k")
         tok = f"{syn['explore_tokens']:.0f} / {syn['execute_tokens']:.0f}" if syn else "-"
+        gsm_cell = f"{gsm['correct']}/{gsm['problems']}" if gsm else "-"
         lines.append(
-            f"| {STAGE_LABEL[s]} | {_acc_cell(syn)} | {pct(syn and syn['format_rate'], 0)} | {tok} | "
-            f"{_acc_cell(gsm)} | {pct(gsm and gsm['format_rate'], 0)} |"
+            f"| {STAGE_LABEL[s]} | {_avg_cell(ssyn) if ssyn else 'not run'} | "
+            f"{pct(ssyn and ssyn['format_rate'], 0)} | {_acc_cell(syn)} | {pct(syn and syn['format_rate'], 0)} | "
+            f"{tok} | {gsm_cell} | {pct(sgsm and sgsm['accuracy'])} |"
         )
     return lines
+
+
+def pass_at_k_lines(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> list[str]:
+    """pass@k for k = 1..samples of each sampled evaluation (synthetic): does RL sharpen or add?"""
+    curves = {
+        s: (e.get("synthetic") or {}).get("pass_at_k")
+        for s, e in (rep.get("eval_sampled") or {}).items()
+        if e and (e.get("synthetic") or {}).get("pass_at_k")
+    }
+    if not curves:
+        return []
+    ks = sorted({int(k) for c in curves.values() for k in c})
+    L = [
+        "### pass@k before and after RL\n",
+        "| k | " + " | ".join(STAGE_LABEL[s] for s in curves) + " |",
+        "| --- |" + " --- |" * len(curves),
+    ]
+    for k in ks:
+        L.append(f"| {k} | " + " | ".join(pct(c.get(str(k))) for c in curves.values()) + " |")
+    L.append(
+        "\nUnbiased pass@k (Chen et al., 2021) from the sampled evaluation's samples of each problem. RL that "
+        "sharpens the sampled distribution lifts k = 1 and leaves the largest k flat; RL that adds "
+        "solutions lifts both (Yue et al., 2025).\n"
+    )
+    if plots.get("pass_at_k.png"):
+        L.append(f"![pass@k]({plots['pass_at_k.png']})\n")
+    return L
 
 
 HEALTH_COLUMNS = (
@@ -358,6 +456,8 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     L.append("")
     L.append(f"- {rep['verdicts']['sft']}")
     L.append(f"- {rep['verdicts']['rl']}")
+    if rep["verdicts"].get("rl_greedy"):
+        L.append(f"- Beside it, {rep['verdicts']['rl_greedy']}")
     if rep["verdicts"].get("control"):
         c = rep["control"]
         L.append(
@@ -385,10 +485,15 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     if st:
         L.append(f"- SFT loss: {st['first']:.3f} at step 1, {st['last']:.3f} at the last step.")
     L.append(
-        "- Greedy decoding, one sample per problem, the same problems, seed and token limit "
-        f"({cfg['eval_max_tokens']} new tokens) for every stage. Intervals: 95% Wilson. "
-        "Format: share of well-formed chains (one exploration, one execution, closed tags).\n"
+        f"- How it is measured: {rep.get('measure', 'avg@k')} is the paper's Pass@1 (its eval.sh), the mean "
+        f"over {cfg.get('eval_samples', 0)} samples per problem at temperature {cfg.get('eval_temperature', 1.0):g}"
+        " (top-p 1.0), drawn with the same seeds for every model; its interval is mean +- 1.96 SE over "
+        "problems and its differences are paired per problem. Greedy: one sample per problem, 95% Wilson "
+        f"interval. The same problems and token limit ({cfg['eval_max_tokens']} new tokens) for every stage; the "
+        "baseline is evaluated greedily only. Format: share of well-formed chains (one exploration, one "
+        "execution, closed tags).\n"
     )
+    L.extend(pass_at_k_lines(rep, plots))
     fam = rep.get("by_family") or {}
     if fam:
         stages = list(fam)

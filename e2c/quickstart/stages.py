@@ -34,9 +34,15 @@ def eval_datasets(ctx: Context) -> dict[str, int]:
     return out
 
 
-def eval_command(ctx: Context, model: str, save: Path, datasets: Sequence[str]) -> list[str]:
-    """``python -m e2c.eval.run`` greedy, one sample, on the quickstart's eval folder (no hub)."""
+def eval_command(
+    ctx: Context, model: str, save: Path, datasets: Sequence[str], sampled: bool = False
+) -> list[str]:
+    """``python -m e2c.eval.run`` on the quickstart's eval folder (no hub): greedy, one sample; with
+    ``sampled``, the paper's protocol: ``eval_samples`` samples per problem at ``eval_temperature`` (its
+    Pass@1 is the mean over samples, avg@k), seeded by the run's seed, so every model draws with the same
+    seeds."""
     cfg = ctx.cfg
+    samples, temperature = (cfg.eval_samples, cfg.eval_temperature) if sampled else (1, 0.0)
     return [
         sys.executable,
         "-m",
@@ -49,9 +55,10 @@ def eval_command(ctx: Context, model: str, save: Path, datasets: Sequence[str]) 
         str(ctx.eval_dir),
         "--no-hub",
         "--sample",
-        "1",
+        str(samples),
         "--temperature",
-        "0",
+        f"{temperature:g}",
+        *(["--top-p", "1.0"] if sampled else []),
         "--max-tokens",
         str(cfg.eval_max_tokens),
         "--seed",
@@ -67,32 +74,48 @@ def eval_command(ctx: Context, model: str, save: Path, datasets: Sequence[str]) 
     ]
 
 
-def run_eval_stage(ctx: Context, rep: Reporter, stage: str, model: str) -> dict[str, Any]:
-    """Evaluate ``model`` into ``<out>/<stage>/`` (the eval runner's run folder: predictions, results.json)."""
+SAMPLED = "sampled"  # the sub-folder of an evaluation stage with its sampled (avg@k) run
+
+
+def sampled_dir(stage_dir: Path) -> Path:
+    """The folder of a stage's sampled evaluation (the paper's protocol), beside its greedy one."""
+    return stage_dir / SAMPLED
+
+
+def run_eval_stage(
+    ctx: Context, rep: Reporter, stage: str, model: str, sampled: bool = True
+) -> dict[str, Any]:
+    """Evaluate ``model`` into ``<out>/<stage>/`` (the eval runner's run folder: predictions, results.json)
+    greedily, then, with ``sampled`` and ``eval_samples`` > 0, the paper's way into ``<stage>/sampled/``."""
     datasets = eval_datasets(ctx)
     save = ctx.dir(stage)
-    cmd = eval_command(ctx, model, save, list(datasets))
-    rep.say(f"evaluating {model} on {', '.join(f'{k} ({v})' for k, v in datasets.items())}")
-    run_logged(cmd, save / "log.txt", rep, eval_parser(datasets), child_env())
-    results = json.loads((save / "results.json").read_text())
-    acc = ", ".join(
-        f"{k} {100 * m['pass@1']:.1f}% (format {100 * m['format_rate']:.0f}%)"
-        for k, m in results["datasets"].items()
-    )
-    rep.say(f"accuracy {acc}", 1.0)
-    return {
-        "outputs": {
-            "results": rel(save / "results.json", ctx.out),
-            **{f"predictions_{k}": rel(save / "predictions" / f"{k}.jsonl", ctx.out) for k in datasets},
-        },
-        "model": model,
-        "commands": [shell_line(cmd)],
-    }
+    runs = [(save, False)]
+    if sampled and ctx.cfg.eval_samples > 0:
+        runs.append((sampled_dir(save), True))
+    commands, outputs = [], {}
+    for folder, is_sampled in runs:
+        cmd = eval_command(ctx, model, folder, list(datasets), sampled=is_sampled)
+        how = f"{ctx.cfg.eval_samples} samples at T {ctx.cfg.eval_temperature:g}" if is_sampled else "greedy"
+        rep.say(f"evaluating {model} ({how}) on {', '.join(f'{k} ({v})' for k, v in datasets.items())}")
+        run_logged(cmd, folder / "log.txt", rep, eval_parser(datasets), child_env())
+        results = json.loads((folder / "results.json").read_text())
+        acc = ", ".join(
+            f"{k} {100 * m['pass@1']:.1f}% (format {100 * m['format_rate']:.0f}%)"
+            for k, m in results["datasets"].items()
+        )
+        rep.say(f"{'avg@' + str(ctx.cfg.eval_samples) if is_sampled else 'greedy accuracy'} {acc}", 1.0)
+        prefix = "sampled_" if is_sampled else ""
+        outputs[f"{prefix}results"] = rel(folder / "results.json", ctx.out)
+        for k in datasets:
+            outputs[f"{prefix}predictions_{k}"] = rel(folder / "predictions" / f"{k}.jsonl", ctx.out)
+        commands.append(shell_line(cmd))
+    return {"outputs": outputs, "model": model, "commands": commands}
 
 
 def stage_baseline(ctx: Context, rep: Reporter) -> dict[str, Any]:
-    """The untrained model on the held-out problems."""
-    return run_eval_stage(ctx, rep, "baseline", ctx.cfg.model)
+    """The untrained model on the held-out problems, greedily (it writes no chains: 0% well-formed, so its
+    sampled accuracy is not worth the minutes)."""
+    return run_eval_stage(ctx, rep, "baseline", ctx.cfg.model, sampled=False)
 
 
 def sft_model(ctx: Context) -> Path:
@@ -205,6 +228,8 @@ def rl_overrides(cfg: Config) -> list[str]:
         f"reward.custom_reward_function.reward_kwargs.plan_bonus={str(cfg.rl_plan_bonus).lower()}",
         # A right answer counts only in a well-formed chain (e2c.rewards.verl_score: require_format).
         f"reward.custom_reward_function.reward_kwargs.require_format={str(cfg.rl_require_format).lower()}",
+        # A well-formed chain with a wrong answer earns this much (TinyZero's 0.1 with the gate above).
+        f"reward.custom_reward_function.reward_kwargs.format_credit={cfg.rl_format_credit:g}",
         "trainer.val_before_train=False",
         "trainer.test_freq=-1",
         # Bypass mode takes the rollout's log-probs as the old ones (saves a forward pass, ~11 s a step).
@@ -257,6 +282,9 @@ def filter_command(ctx: Context) -> list[str]:
         str(cfg.eval_batch),
         "--seed",
         str(cfg.seed),
+        # Graded as the RL reward grades (its format gate): a prompt solved only in broken chains is
+        # all-zero in RL, so it is not "learnable".
+        *(["--require-format"] if cfg.rl_require_format else []),
     ]
     if cfg.filter_candidates > 0:
         cmd += ["--limit", str(cfg.filter_candidates)]

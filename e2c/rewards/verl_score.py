@@ -60,8 +60,9 @@ def compute_score(
     )
     well_formed = res.chain_status == "ok"
     gated = bool(info.get("require_format", False)) and not well_formed
+    credit = float(info.get("format_credit", 0.0) or 0.0) if well_formed and not res.correct else 0.0
     return {
-        "score": 0.0 if gated else res.score,
+        "score": (0.0 if gated else res.score) + credit,
         "acc": float(res.correct and not gated),
         "answer_correct": float(res.correct),
         "correct_malformed": float(res.correct and not well_formed),

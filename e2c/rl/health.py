@@ -12,6 +12,8 @@ Per RL step the trainer (:class:`e2c.rl.trainer.E2CTrainer`) logs, into ``metric
 - ``health/signal_share_correct|plan|overlong[|other]``: the share of the within-group reward variation
   that each part carries (:func:`signal_shares`; they add up to 1);
 - ``health/truncated_share``: share of responses that ended without a stop token (cut at a length limit);
+- ``health/update_skipped``: 1.0 on a step whose trained tokens all had zero advantage, whose actor update
+  the trainer skipped (AdamW would otherwise still move the weights along its momentum);
 - ``health/entropy_sampled``, ``health/entropy_sampled_explore``, ``health/entropy_sampled_execute``:
   ``-mean log p`` of the sampled tokens under the rollout policy (the rollout's own log-probs) over the
   response tokens, overall and per chain segment: the entropy estimate when verl computes none (bypass mode).
@@ -64,6 +66,10 @@ TRUNCATED = "health/truncated_share"
 WELL_FORMED = "health/well_formed_share"
 CORRECT_MALFORMED = "health/correct_malformed_share"
 ENTROPY = "health/entropy_sampled"  # + "" | "_explore" | "_execute"
+# 1.0 on a step whose advantages were all zero: the trainer skipped its actor update (no AdamW step)
+UPDATE_SKIPPED = "health/update_skipped"
+# 1.0 on the step at which e2c.health_stop_after ended the run early (stop_reason)
+STOPPED = "health/stopped"
 REL_L2 = "weight_rel_l2"
 BF16_CHANGED = "weight_bf16_changed_share"
 # health_table's movement columns: the weights after step t's update (pushed to the rollout at the end of
@@ -531,8 +537,9 @@ def signal_verdict(rows: Sequence[Mapping[str, Any]]) -> str:
     def fmt(x: float | None, spec: str) -> str:
         return "n/a" if x is None else format(x, spec)
 
+    skipped = sum(1 for r in rows if (_number(r.get(UPDATE_SKIPPED)) or 0.0) > 0)
     numbers = (
-        f"{len(rows)} steps; zero-variance groups {fmt(zero_var, '.0%')}, train acc {fmt(acc_mean, '.3f')} "
+        f"{len(rows)} steps ({skipped} with nothing to learn, update skipped); zero-variance groups {fmt(zero_var, '.0%')}, train acc {fmt(acc_mean, '.3f')} "
         f"(min {fmt(acc_min, '.3f')}, max {fmt(acc_max, '.3f')}), correctness share of the advantage "
         f"{fmt(correct_share, '.0%')}, weights after the last step: rel L2 {fmt(rel, '.2e')}, "
         f"bf16 values changed {fmt(bf16, '.2%')}"
@@ -587,6 +594,46 @@ def format_warning(rows: Sequence[Mapping[str, Any]]) -> str | None:
     return None
 
 
+def stop_reason(rows: Sequence[Mapping[str, Any]], window: int) -> str | None:
+    """Why a run should stop now (one clause), or None; ``rows`` are its steps so far in order, each with
+    the step's ``health/*`` metrics. Checked only from ``window`` steps on (``window`` 0: never):
+
+    - **no signal**: each of the last ``window`` steps had its update skipped (every advantage zero) or at
+      least :data:`NO_SIGNAL_ZERO_VAR_SHARE` of its groups with equal rewards;
+    - **format collapsing**: with at least ``2 * window`` steps, the mean sampled well-formed share of the
+      last ``window`` steps is below :data:`FORMAT_COLLAPSE_RATIO` of the first ``window`` steps' (the
+      quickstart's GRPO without a format gate went 0.38 -> 0.00 in six steps).
+
+    >>> stop_reason([{"health/update_skipped": 1.0}] * 3, 3)[:9]
+    'no signal'
+    >>> stop_reason([{"health/well_formed_share": v} for v in (0.6, 0.6, 0.2, 0.2)], 2)[:17]
+    'format collapsing'
+    >>> stop_reason([{"health/zero_var_group_share": 0.5}] * 3, 3) is None
+    True
+    """
+    if window <= 0 or len(rows) < window:
+        return None
+    last = rows[-window:]
+    if all(
+        (_number(r.get(UPDATE_SKIPPED)) or 0.0) > 0
+        or (_number(r.get(ZERO_VAR)) or 0.0) >= NO_SIGNAL_ZERO_VAR_SHARE
+        for r in last
+    ):
+        return (
+            f"no signal: each of the last {window} steps had every advantage zero or at least "
+            f"{NO_SIGNAL_ZERO_VAR_SHARE:.0%} of its groups with equal rewards"
+        )
+    wf = [v for r in rows if (v := _number(r.get(WELL_FORMED))) is not None]
+    if len(wf) >= 2 * window:
+        first, recent = sum(wf[:window]) / window, sum(wf[-window:]) / window
+        if first > 0 and recent < FORMAT_COLLAPSE_RATIO * first:
+            return (
+                f"format collapsing: the sampled chains' well-formed share fell from {first:.2f} (first "
+                f"{window} steps) to {recent:.2f} (last {window})"
+            )
+    return None
+
+
 TABLE_COLUMNS = (
     ("step", "d"),
     ("critic/score/mean", ".3f"),
@@ -595,6 +642,7 @@ TABLE_COLUMNS = (
     (REWARD_PLAN, ".3f"),
     (REWARD_OVERLONG, ".3f"),
     (ZERO_VAR, ".2f"),
+    (UPDATE_SKIPPED, ".0f"),
     (SIGNAL_SHARE + "correct", ".2f"),
     (TRUNCATED, ".2f"),
     (WELL_FORMED, ".2f"),

@@ -58,7 +58,7 @@ from e2c.launch_checks import DATA_FILES, hydra_list, hydra_value
 from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
-from e2c.rl.settings import GROUP, E2CSettings, e2c_settings, setting_flags
+from e2c.rl.settings import GROUP, ON_POLICY_LOSS, E2CSettings, e2c_settings, setting_flags
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
 from e2c.verl_cpu.hf_rollout import SYNC_LOG, SYNC_LOG_ENV
 
@@ -403,7 +403,8 @@ def build_parser() -> ArgumentParser:
         "--steps",
         type=whole(1),
         default=None,
-        help="stop after this many steps, at least 1 (default: the config's epochs)",
+        help="train exactly this many steps, at least 1: the epochs are raised to give them (verl stops at the "
+        "end of trainer.total_epochs even when more steps are asked for) (default: the config's epochs)",
     )
     p.add_argument(
         "--save-freq",
@@ -560,6 +561,7 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
         configs_dir(), config_name(args.algo), [f"e2c_stage=stage{stage}", *overrides], args.overrides
     )
     check_data(cfg)
+    epochs = epochs_for_steps(cfg, args.steps)
     # An unknown or mistyped e2c.* key, a value outside its type (nan, a negative budget), an unregistered
     # e2c.explore_adv_rule or chain format stops here, not inside a ray worker.
     settings = e2c_settings(cfg, SETTINGS)
@@ -575,6 +577,7 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
         for key, value in fitted.items():
             OmegaConf.update(cfg, key, int(value))
     check_shape(cfg, args, stage)
+    overrides.extend(f"{k}={v}" for k, v in on_policy_overrides(cfg, args.overrides).items())
     if user_save_freq(args) is None and int(cfg.trainer.save_freq) <= 0:
         # The CPU preset saves nothing; every stage still ends with a checkpoint, so final/ (and stage 2's
         # start) exist.
@@ -589,7 +592,85 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
         f"e2c_stage=stage{stage}",
         *overrides,
         *args.overrides,
+        # After the user's overrides: --steps is the number of steps run, whatever the epochs say.
+        *([f"trainer.total_epochs={epochs}"] if epochs is not None else []),
     ]
+
+
+LOSS_MODE_KEY = "actor_rollout_ref.actor.policy_loss.loss_mode"
+
+
+def on_policy_overrides(cfg: Any, user_overrides: list[str]) -> dict[str, str]:
+    """``{loss_mode: e2c_on_policy}`` where the update is exactly on-policy, else ``{}``.
+
+    With one PPO epoch over one mini-batch (``ppo_mini_batch_size == data.train_batch_size``) the policy
+    being updated is the one that sampled, so the PPO ratio is 1 and verl's separate old-log-prob forward
+    pass recomputes what the update's own forward computes (11-13 s of a ~72 s CPU step). The
+    ``e2c_on_policy`` loss (:func:`e2c.rl.trainer.on_policy_loss`) takes the update's log-probs, detached, as
+    the old ones, and the trainer skips that pass. Not where anything else reads the old log-probs: several
+    mini-batches or epochs, rollout correction (bypass, importance sampling or rejection), a KL penalty in
+    the reward, or a loss the user chose (``loss_mode`` other than vanilla or named in the overrides). A
+    user who names ``e2c_on_policy`` where the update is not on-policy is refused.
+    """
+    actor = cfg.actor_rollout_ref.actor
+    mode = str(actor.policy_loss.get("loss_mode", "vanilla"))
+    one_update = int(actor.ppo_epochs) == 1 and int(actor.ppo_mini_batch_size) == int(
+        cfg.data.train_batch_size
+    )
+    if mode == ON_POLICY_LOSS and not one_update:
+        raise UserError(
+            f"{LOSS_MODE_KEY}={ON_POLICY_LOSS} is exact only with one PPO epoch over one mini-batch; this run "
+            f"has ppo_epochs={actor.ppo_epochs} and ppo_mini_batch_size={actor.ppo_mini_batch_size} of "
+            f"data.train_batch_size={cfg.data.train_batch_size}: use loss_mode=vanilla"
+        )
+    named = any(o.partition("=")[0].lstrip("+~") == LOSS_MODE_KEY for o in user_overrides)
+    rc = cfg.algorithm.get("rollout_correction") or {}
+    corrected = bool(rc.get("bypass_mode")) or rc.get("rollout_is") or rc.get("rollout_rs")
+    kl_in_reward = bool(cfg.algorithm.get("use_kl_in_reward", False))
+    if mode != "vanilla" or named or not one_update or corrected or kl_in_reward:
+        return {}
+    return {LOSS_MODE_KEY: ON_POLICY_LOSS}
+
+
+def train_rows(cfg: Any) -> int | None:
+    """Rows of the run's local training parquet files (None when one is remote or not a parquet)."""
+    import pyarrow.parquet as pq
+
+    total = 0
+    for f in data_files(cfg.data.get("train_files")):
+        path = Path(f).expanduser()
+        path = path if path.is_absolute() else project_root() / path
+        if "://" in f or path.suffix != ".parquet":
+            return None
+        total += pq.ParquetFile(path).metadata.num_rows
+    return total
+
+
+def epochs_for_steps(cfg: Any, steps: int | None) -> int | None:
+    """The ``trainer.total_epochs`` that lets verl run ``steps`` steps (None: ``--steps`` not given).
+
+    verl's loop ends at the end of the last epoch even when ``total_training_steps`` asks for more, and an
+    epoch is ``rows // data.train_batch_size`` steps (its loader drops the last partial batch): with 15
+    prompts, batch 4 and 2 epochs, ``--steps 45`` used to stop at step 6. A data file too small for one step
+    is refused here.
+
+    >>> from omegaconf import OmegaConf
+    >>> epochs_for_steps(OmegaConf.create({"data": {"train_files": [], "train_batch_size": 4}}), None) is None
+    True
+    """
+    if steps is None:
+        return None
+    rows = train_rows(cfg)
+    batch = int(cfg.data.train_batch_size)
+    if rows is None:  # a remote file: its rows are unknown here; enough epochs for any size
+        return steps
+    per_epoch = rows // batch
+    if per_epoch == 0:
+        raise UserError(
+            f"--steps {steps}: the training data has {rows} prompt(s), fewer than one batch "
+            f"(data.train_batch_size={batch}), so no step can run; give more prompts or a smaller batch"
+        )
+    return math.ceil(steps / per_epoch)
 
 
 # The script that runs each algorithm (what a contradicting override is told to use instead).

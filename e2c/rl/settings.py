@@ -39,6 +39,10 @@ from e2c.errors import UserError
 from e2c.flags import SettingFlag, check_settings, setting, setting_choices
 from e2c.rl.advantage import DEFAULT_RULE, explore_adv_rule_names
 
+# verl policy loss registered by e2c.rl.trainer: vanilla PPO with the old log-probs taken as the update's own,
+# detached (exact with one mini-batch and one PPO epoch); the trainer then skips the old-log-prob pass.
+ON_POLICY_LOSS = "e2c_on_policy"
+
 GROUP = "e2c"  # the config key of the group
 ALGOS = ("grpo", "dapo")
 # A rollout budget: 0 is off (the agent loop's reading), else tokens.
@@ -150,6 +154,19 @@ class E2CSettings:
         metadata=setting(
             "DAPO dynamic sampling: after this many generation batches' worth of refill prompts in one step, "
             "groups are no longer filtered; 0: no bound (verl's behaviour).",
+            value=whole(0),
+        ),
+    )
+    health_stop_after: int = field(
+        default=0,
+        metadata=setting(
+            "Stop a run that is not learning (e2c.rl.health.stop_reason): from this step on, when the last "
+            "this-many steps all had nothing to learn (update skipped or >= 90% equal-reward groups) or the "
+            "sampled chains' well-formed share fell below half of the first steps', the next step is the "
+            "run's last (saved, final/ linked) and a line says why; 0: never.",
+            flag="--health-stop-after",
+            flag_help="end a run that is not learning after this many steps of evidence (0: never)",
+            flag_default=0,
             value=whole(0),
         ),
     )

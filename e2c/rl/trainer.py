@@ -45,6 +45,7 @@ from typing import Any
 import torch
 import transfer_queue as tq
 from tensordict import TensorDict
+from verl.trainer.ppo.core_algos import compute_policy_loss_vanilla, register_policy_loss
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
@@ -55,11 +56,34 @@ from e2c.generation.base import eos_ids
 from e2c.rl import health, registry
 from e2c.rl.advantage import positive_only_mask, segment_mean, segment_stats, weight_advantages
 from e2c.rl.agent_loop import model_generation_config
-from e2c.rl.settings import e2c_settings
+from e2c.rl.settings import ON_POLICY_LOSS, e2c_settings
 
 logger = logging.getLogger(__name__)
 
 TRAINER_NAME = "e2c_sync"
+
+
+@register_policy_loss(ON_POLICY_LOSS)
+def on_policy_loss(
+    old_log_prob: torch.Tensor,
+    log_prob: torch.Tensor,
+    advantages: torch.Tensor,
+    response_mask: torch.Tensor,
+    loss_agg_mode: str = "token-mean",
+    config: Any = None,
+    rollout_is_weights: torch.Tensor | None = None,
+) -> Any:
+    """verl's vanilla PPO loss with the old log-probs taken as the current ones, detached.
+
+    With one mini-batch and one PPO epoch the policy that sampled is the policy being updated, so the PPO
+    ratio is exactly 1 (the clip never acts) and the gradient is the plain policy gradient; the separate
+    forward pass that recomputes old log-probs (``E2CTrainer._compute_old_log_prob``) is then work done
+    twice. ``old_log_prob`` is ignored. Only correct on-policy: the launcher selects it only where that
+    holds (:func:`e2c.rl.launch.on_policy_overrides`).
+    """
+    return compute_policy_loss_vanilla(
+        log_prob.detach(), log_prob, advantages, response_mask, loss_agg_mode, config, rollout_is_weights
+    )
 
 
 def _padded(nested: torch.Tensor, pad: float = 0) -> torch.Tensor:
@@ -241,6 +265,13 @@ class E2CTrainer(PPOTrainerSync):
         out.update(self._sampled_entropy(batch, valid, explore))
         metrics.update(out)
 
+        # A step whose trained tokens all have zero advantage carries no policy-gradient signal (every group
+        # had equal rewards): _update_actor skips it.
+        self._e2c_signal = (
+            bool(((weighted != 0) & valid).any())
+            if train_mask is None
+            else bool(((weighted != 0) & train_mask.bool()).any())
+        )
         written = {"advantages": response_to_nested(weighted, mask_nt)}
         if train_mask is not None:
             # verl's actor loss aggregates over response_mask but divides token-mean by the sum of loss_mask
@@ -251,6 +282,42 @@ class E2CTrainer(PPOTrainerSync):
             written["loss_mask"] = kept_nt
         fields = TensorDict(written, batch_size=len(batch))
         return tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=fields)
+
+    def _update_actor(self, batch: Any, metrics: dict) -> Any:
+        """verl's actor update, skipped on a step with nothing to learn.
+
+        When every trained token's advantage is zero (all groups had equal rewards) and the loss has no
+        other term (no entropy bonus, no KL loss), the loss is exactly 0 but AdamW would still step: along
+        its momentum, with weight decay, at the full learning rate, so an early noisy direction is applied
+        again on every empty step. Such a step keeps its rollout, metrics, checkpoint and weight sync (the
+        weights are unchanged) and logs ``health/update_skipped`` 1.0. NaN advantages count as signal, so
+        verl's own non-finite guard still sees them.
+        """
+        actor = self.config.actor_rollout_ref.actor
+        other_terms = float(actor.get("entropy_coeff", 0.0) or 0.0) != 0.0 or bool(
+            actor.get("use_kl_loss", False)
+        )
+        skip = not getattr(self, "_e2c_signal", True) and not other_terms
+        metrics[health.UPDATE_SKIPPED] = float(skip)
+        if skip:
+            logger.warning("step %s: every advantage is zero; the actor update is skipped", self.global_steps)
+            return batch
+        return super()._update_actor(batch, metrics)
+
+    def _compute_old_log_prob(self, batch: Any, metrics: dict) -> Any:
+        """Under the ``e2c_on_policy`` loss (one mini-batch, one PPO epoch: the launcher picks it only
+        there) the old log-probs are the update's own, detached; the separate forward pass that recomputes
+        them is skipped. verl's loss still selects an ``old_log_probs`` field, so the rollout's are stored
+        under that name (the loss ignores them)."""
+        if self.config.actor_rollout_ref.actor.policy_loss.get("loss_mode") != ON_POLICY_LOSS:
+            return super()._compute_old_log_prob(batch, metrics)
+        data = tq.kv_batch_get(
+            keys=batch.keys, partition_id=batch.partition_id, select_fields=["rollout_log_probs"]
+        )
+        data["old_log_probs"] = data.pop("rollout_log_probs")
+        tq.kv_batch_put(keys=batch.keys, partition_id=batch.partition_id, fields=data)
+        metrics["e2c/old_log_prob_skipped"] = 1.0
+        return batch
 
     def _sampled_entropy(self, batch: Any, valid: torch.Tensor, explore: torch.Tensor) -> dict[str, float]:
         """``health/entropy_sampled[_explore|_execute]``: -mean rollout log-prob of the sampled tokens over
@@ -301,7 +368,30 @@ class E2CTrainer(PPOTrainerSync):
             metrics.update(self._health_metrics(batch, metrics))
         except Exception as e:  # a metric, never a reason to stop training
             logger.warning("health metrics skipped at step %s: %s", global_steps, e)
+        self._health_stop(metrics, global_steps)
         return out
+
+    def _health_stop(self, metrics: dict, global_steps: int) -> None:
+        """``e2c.health_stop_after``: when :func:`health.stop_reason` fires, the next step becomes the run's
+        last (verl saves it and the launcher links final/), and the reason is printed and logged."""
+        window = e2c_settings(self.config).health_stop_after
+        if window <= 0:
+            return
+        rows = getattr(self, "_e2c_health_rows", [])
+        rows.append({k: metrics.get(k) for k in (health.UPDATE_SKIPPED, health.ZERO_VAR, health.WELL_FORMED)})
+        self._e2c_health_rows = rows
+        if getattr(self, "_e2c_stopping", False):
+            return
+        reason = health.stop_reason(rows, window)
+        if reason is not None and global_steps + 1 < self.total_training_steps:
+            self._e2c_stopping = True
+            self.total_training_steps = global_steps + 1
+            metrics[health.STOPPED] = 1.0
+            print(
+                f"[e2c-rl] health stop after step {global_steps}: {reason}; step {global_steps + 1} is the "
+                "last (e2c.health_stop_after=0 turns this off)",
+                flush=True,
+            )
 
     def _health_metrics(self, batch: Any, metrics: dict) -> dict[str, float]:
         rows = [i for i, tag in enumerate(batch.tags) if not tag.get("is_padding", False)]

@@ -19,8 +19,6 @@ import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from e2c.generation.base import derive_seed
-
 ROLLOUT_ENGINES = ("auto", "hf", "vllm")
 # GiB of KV cache for the rollout's vLLM engine: a CPU RL batch (16 x ~600 tokens) needs a few MiB; the
 # trainer's processes need the memory.
@@ -162,8 +160,15 @@ class VLLMEngine:
         logprobs: bool,
         seed: int | None,
     ) -> Rows:
+        import torch
         from vllm import SamplingParams
 
+        if seed is not None:
+            # One seed per batch, not one per request: vLLM on CPU draws a seeded request's noise row by
+            # row (bench/vllm_sampling.py: 229 tok/s with a seed per request, 426 without). The engine runs
+            # in this process (cpu_engine_env) and samples unseeded requests from torch's default generator,
+            # so reseeding it before the batch makes the same batch draw the same tokens.
+            torch.manual_seed(seed)
         rows: list[list[int]] = [[] for _ in prompts]
         lps: list[list[float]] = [[] for _ in prompts]
         live = [i for i, m in enumerate(max_tokens) if m > 0]
@@ -179,7 +184,6 @@ class VLLMEngine:
                 ignore_eos=True,
                 logprobs=0 if logprobs else None,
                 detokenize=False,
-                seed=derive_seed(seed, i),
             )
             for i in live
         ]
