@@ -281,14 +281,17 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     for row in report["stages"]:
         assert row["seconds"] == json.loads((out / row["stage"] / "DONE.json").read_text())["seconds"]
     assert len(report["sft"]["losses"]) == 2 and len(report["rl"]["curve"]) == 1
-    # RL recomputed the old log-probs with the actor (bypass mode is off by default): that pass compares
-    # them with the rollout's (training/rollout_probs_diff_*) and measures entropy (actor/entropy).
+    # One mini-batch, one epoch: the on-policy loss, so no separate old-log-prob pass (whose comparison
+    # with the rollout, training/rollout_probs_diff_*, is then not made); the entropy is the rollout's.
     rl_steps = [
         json.loads(x)["data"] for x in (out / "rl" / "metrics.jsonl").read_text().splitlines() if x.strip()
     ]
     assert rl_steps and all("timing_s/update_actor" in m for m in rl_steps)
-    assert all("training/rollout_probs_diff_max" in m and "actor/entropy" in m for m in rl_steps)
-    assert all("health/entropy_sampled" in m for m in rl_steps)
+    assert all(m["e2c/old_log_prob_skipped"] == 1.0 for m in rl_steps)
+    assert not any("training/rollout_probs_diff_max" in m for m in rl_steps)
+    assert all("health/entropy_sampled" in m and "health/update_skipped" in m for m in rl_steps)
+    rl_cmd = json.loads((out / "rl" / "DONE.json").read_text())["commands"][0]
+    assert "--health-stop-after 5" in rl_cmd and "format_credit=0.1" in rl_cmd
     # The pass-rate filter sampled the RL prompts with the SFT model; RL trained on what it kept.
     flt = json.loads((out / "filter" / "DONE.json").read_text())
     assert flt["prompts"] == 4 and flt["kept"] == 4 and sum(flt["histogram"]) == 4  # band "all" in --fast
@@ -332,6 +335,16 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
         assert p.is_file() and p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert f"]({rel_path})" in md
     assert any(v in md for v in ("RL did not beat SFT", "RL did not clearly beat SFT", "RL beat SFT"))
+    # The paper's measure beside greedy: avg@k of the sampled runs, paired, and the pass@k curve.
+    for stage in ("eval_sft", "eval_rl", "eval_control"):
+        sampled = json.loads((out / stage / "sampled" / "results.json").read_text())
+        e = report["eval_sampled"][stage]["synthetic"]
+        assert e["accuracy"] == sampled["datasets"]["synthetic"]["pass@1"] and e["samples_per_problem"] == 2
+        assert set(e["pass_at_k"]) == {"1", "2"} and e["pass_at_k"]["1"] == pytest.approx(e["accuracy"])
+    assert report["eval_sampled"]["baseline"] is None
+    assert report["sampled_differences"]["rl_minus_sft"]["synthetic"]["n"] == 6
+    assert report["measure"] == "avg@2 at T 1" and "### pass@k before and after RL" in md
+    assert "avg@2 at T 1: SFT" in report["verdicts"]["rl"]
     assert report["system"]["git_commit"] and report["system"]["torch_threads"]
 
     # The demo's helper points at the RL model and the first held-out problem; nothing for an empty folder.
@@ -390,6 +403,14 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
             "linear_equation, modular, gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic",
         ),
         (["--filter-k", "1"], "error: --filter-k must be >= 2, got 1 (see scripts/quickstart.sh --help)"),
+        (
+            ["--eval-samples", "-1"],
+            "error: --eval-samples must be >= 0, got -1 (see scripts/quickstart.sh --help)",
+        ),
+        (
+            ["--rl-format-credit", "1.5"],
+            "error: --rl-format-credit must be in [0, 1], got 1.5 (see scripts/quickstart.sh --help)",
+        ),
         (
             ["--rl-overlong-buffer", "-1"],
             "error: --rl-overlong-buffer must be >= 0, got -1 (see scripts/quickstart.sh --help)",

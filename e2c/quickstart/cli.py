@@ -119,6 +119,7 @@ TYPES: dict[str, ValueType] = {
     "rl_temperature": positive(),
     "rl_overlong_buffer": whole(0),
     "rl_format_credit": probability(),
+    "rl_health_stop_after": whole(0),
     "rl_explore_adv_coef": finite(),
     "tts_problems": whole(0),
     "tts_budgets": whole(1),
@@ -251,6 +252,12 @@ def build_parser() -> argparse.ArgumentParser:
         g,
         "rl_format_credit",
         "reward of a well-formed chain with a wrong answer, in [0, 1] (0: the paper's 1/0 reward)",
+    )
+    flag(
+        g,
+        "rl_health_stop_after",
+        "end RL early when, over this many steps, it had nothing to learn or its chains lost their format "
+        "(0: never)",
     )
     flag(g, "rl_explore_adv_coef", "advantage weight of exploration tokens (the paper's stage 2: 2.0)")
     g = p.add_argument_group(

@@ -105,6 +105,8 @@ class Config:
     rl_bypass: bool = False  # the rollout's (bf16) log-probs as the old ones: one forward pass less
     rl_dr_grpo: bool = True
     rl_explore_adv_coef: float = 2.0
+    # end RL early when the health rules say it is not learning (e2c.health_stop_after; 0: never)
+    rl_health_stop_after: int = 5
     # the equal-compute control: SFT from the same SFT model for as many trained tokens as the RL stage
     with_control: bool = False
     # test-time scaling
@@ -207,6 +209,7 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
         "rl_bypass",
         "rl_dr_grpo",
         "rl_explore_adv_coef",
+        "rl_health_stop_after",
     ),
     "eval_rl": (
         "seed",

@@ -232,10 +232,11 @@ def rl_overrides(cfg: Config) -> list[str]:
         f"reward.custom_reward_function.reward_kwargs.format_credit={cfg.rl_format_credit:g}",
         "trainer.val_before_train=False",
         "trainer.test_freq=-1",
-        # Bypass mode takes the rollout's log-probs as the old ones (saves a forward pass, ~11 s a step).
-        # The rollout decodes in bf16, the actor in fp32: the PPO ratio pi_fp32 / pi_bf16 is then off 1 exactly
-        # where the margins are thin (the tag tokens), and clipping cuts the positive updates there but not
-        # the negative ones. Off by default (docs/results.md, "RL at this scale": the tags collapsed in two runs with it).
+        # Bypass mode takes the rollout's log-probs as the old ones. vLLM's bf16 kernels and the actor's bf16
+        # autocast differ most where the margins are thin (the tag tokens), so the PPO ratio is off 1 there and
+        # clipping cuts the positive updates but not the negative ones. Off by default (docs/results.md, "RL at
+        # this scale": the tags collapsed in two runs with it); with one mini-batch and one epoch the launcher
+        # skips the old-log-prob pass exactly instead (the e2c_on_policy loss, ratio 1).
         *(["algorithm.rollout_correction.bypass_mode=true"] if cfg.rl_bypass else []),
     ]
 
@@ -349,6 +350,8 @@ def rl_command(
         "--explore-adv-coef",
         f"{cfg.rl_explore_adv_coef:g}",
         *(["--dr-grpo"] if cfg.rl_dr_grpo else []),
+        "--health-stop-after",
+        str(cfg.rl_health_stop_after),
         "--",
         *rl_overrides(cfg),
         *extra,
