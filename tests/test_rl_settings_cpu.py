@@ -136,6 +136,11 @@ def test_e2c_flags_are_generated_from_the_dataclass_cpu() -> None:
             int,
         ),
         "--execute-budget": ("e2c.rollout.execute_budget", "elastic execution budget (0: the rest)", int),
+        "--health-stop-after": (
+            "e2c.health_stop_after",
+            "end a run that is not learning after this many steps of evidence (0: never)",
+            int,
+        ),
     }
     text = " ".join(build_parser().format_help().split())
     for flag, (_, help_line, _) in flags.items():
