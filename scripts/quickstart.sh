@@ -3,7 +3,7 @@
 #   data -> baseline eval -> SFT (verl) -> pass-rate filter -> GRPO stage 2 (verl) -> evals
 #        -> test-time scaling -> [equal-compute SFT control] -> report
 #
-#   bash scripts/quickstart.sh                 # embedded SmolLM2-135M, outputs/quickstart/report.md (~34 min)
+#   bash scripts/quickstart.sh                 # embedded SmolLM2-135M, outputs/quickstart/report.md (~45 min)
 #   bash scripts/quickstart.sh --with-control  # + the control: SFT for the RL stage's trained tokens (~6 min more)
 #   bash scripts/quickstart.sh --fast          # the tiny test model at tiny sizes: a few minutes
 #   bash scripts/quickstart.sh --from sft      # redo SFT and everything after it

@@ -73,8 +73,9 @@ class Config:
     eval_max_tokens: int = 320
     eval_batch: int = 32  # transformers backend: faster than 16 on 2 cores (larger batches gain little)
     # The paper's measure (its eval.sh): Pass@1 as the mean over samples drawn at T 1.0 (avg@k), beside greedy
-    # accuracy. 4 samples x 300 problems give a paired SE near 1.5 points for SFT vs RL (docs/results.md).
-    eval_samples: int = 4
+    # accuracy. 2 samples keep the default run near 45 minutes (a sampled evaluation of 300 problems costs
+    # ~6 minutes per 2 samples here); --eval-samples 4 or 8 narrows the interval (docs/results.md).
+    eval_samples: int = 2
     eval_temperature: float = 1.0
     dtype: str = "auto"
     # generation backend of eval and TTS: auto = vLLM when installed (scripts/setup_env.sh --vllm), else hf
@@ -88,14 +89,14 @@ class Config:
     # solves sometimes but not always, sampled as the rollout samples (rl_temperature, rl_response_length)
     filter_k: int = 4
     filter_band: str = "learnable"
-    filter_candidates: int = 96  # RL prompts the filter samples (0: all of them)
+    filter_candidates: int = 64  # RL prompts the filter samples (0: all of them)
     # RL: GRPO stage 2 (departures from the paper's stage 2 are chosen by measurement; docs/quickstart.md, "The RL settings")
-    rl_steps: int = 6
-    rl_lr: float = 5e-5
-    rl_batch: int = 4
-    rl_n: int = 4
+    rl_steps: int = 8
+    rl_lr: float = 4e-5
+    rl_batch: int = 2
+    rl_n: int = 8
     rl_response_length: int = 320
-    rl_temperature: float = 0.7
+    rl_temperature: float = 1.0
     # the overlong penalty's buffer in tokens before rl_response_length (0: no penalty)
     rl_overlong_buffer: int = 0
     rl_plan_bonus: bool = False
@@ -245,19 +246,20 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 # A first estimate of each stage's duration in seconds (before its own progress gives a better one): the
-# default run measured on a 2-core CPU on 2026-11-24 with vLLM (docs/results.md), and the --fast run's order of magnitude.
+# default runs measured on a 2-core CPU (2026-11-24, and 2026-11-27 for the sampled evaluations and 2 x 8 RL
+# rollouts at T 1.0) with vLLM, and the --fast run's order of magnitude.
 ETA_SECONDS = {
     False: {
         "data": 27,
         "baseline": 177,
         "sft": 424,
-        "eval_sft": 163,
-        "filter": 241,
-        "rl": 468,
-        "eval_rl": 172,
+        "eval_sft": 520,
+        "filter": 240,
+        "rl": 540,
+        "eval_rl": 520,
         "tts": 200,
         "control": 300,
-        "eval_control": 170,
+        "eval_control": 520,
         "report": 2,
     },
     True: {
