@@ -161,6 +161,9 @@ FAST = {
     "tts_execute_budget": 12,
 }
 
+# What an evaluation stage after training depends on (greedy, then sampled: eval_samples at eval_temperature).
+EVAL_KEYS = ("seed", "eval_max_tokens", "eval_batch", "eval_samples", "eval_temperature", "dtype", "backend")
+
 # Settings each stage's result depends on: a finished stage is reused only when these are unchanged.
 STAGE_KEYS: dict[str, tuple[str, ...]] = {
     "data": (
@@ -175,15 +178,7 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
     ),
     "baseline": ("model", "seed", "eval_max_tokens", "eval_batch", "dtype", "backend"),
     "sft": ("model", "seed", "sft_steps", "sft_lr", "sft_batch", "sft_max_length"),
-    "eval_sft": (
-        "seed",
-        "eval_max_tokens",
-        "eval_batch",
-        "eval_samples",
-        "eval_temperature",
-        "dtype",
-        "backend",
-    ),
+    "eval_sft": EVAL_KEYS,
     "filter": (
         "seed",
         "filter_k",
@@ -212,25 +207,9 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
         "rl_explore_adv_coef",
         "rl_health_stop_after",
     ),
-    "eval_rl": (
-        "seed",
-        "eval_max_tokens",
-        "eval_batch",
-        "eval_samples",
-        "eval_temperature",
-        "dtype",
-        "backend",
-    ),
+    "eval_rl": EVAL_KEYS,
     "control": ("seed", "with_control", "sft_lr", "sft_batch", "sft_max_length"),
-    "eval_control": (
-        "seed",
-        "eval_max_tokens",
-        "eval_batch",
-        "eval_samples",
-        "eval_temperature",
-        "dtype",
-        "backend",
-    ),
+    "eval_control": EVAL_KEYS,
     "tts": (
         "seed",
         "tts_problems",
