@@ -270,13 +270,21 @@ def _check_grpo_step(run: Path, world: int) -> dict:
     return m
 
 
+# Naming verl's vanilla loss keeps the old-log-prob pass (the launcher skips it for one mini-batch per step,
+# e2c.rl.launch.on_policy_overrides): these tests compare what the sharded actor computes with the rollout.
+OLD_LOG_PROB_PASS = "actor_rollout_ref.actor.policy_loss.loss_mode=vanilla"
+
+
 def _grpo(data: Path, root: Path, ranks: int, *flags: str) -> str:
     """One GRPO step at ``ranks`` CPU ranks (the paper's N_GPUS) with one rollout replica (tensor-parallel
     size = the ranks) that waits for the whole batch: the rollout then decodes the same requests as one
     batch in the same order at any rank count, so both runs sample the same tokens (rollout.seed 42)."""
     script = ["bash", "scripts/e2c_rl.sh", "--stage", "1", "--logger", "console,file", *flags, "--"]
     tp = f"actor_rollout_ref.rollout.tensor_model_parallel_size={ranks}"
-    return _ok([*script, tp], _grpo_env(data, root, N_GPUS=str(ranks), E2C_ROLLOUT_BATCH_WAIT_S="2"))
+    return _ok(
+        [*script, tp, OLD_LOG_PROB_PASS],
+        _grpo_env(data, root, N_GPUS=str(ranks), E2C_ROLLOUT_BATCH_WAIT_S="2"),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -324,7 +332,7 @@ def test_two_ray_nodes_run_one_grpo_step_cpu(tmp_path: Path) -> None:
     data, out = _rl_data(tmp_path), tmp_path / "grpo"
     sbatch = ["bash", "scripts/slurm_e2c.sbatch", "--nodes", "2", "grpo", "--stage", "1"]
     log = _ok(
-        [*sbatch, "--output-dir", str(out), "--logger", "console,file"],
+        [*sbatch, "--output-dir", str(out), "--logger", "console,file", "--", OLD_LOG_PROB_PASS],
         _grpo_env(data, out, N_GPUS="2", GPUS_PER_NODE="0", RAY_PORT="6393", RAY_WAIT_S="120"),
     )
     assert "[e2c-cluster] 2 of 2 node(s) up" in log
