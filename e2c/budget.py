@@ -20,7 +20,16 @@ from dataclasses import dataclass
 
 from e2c.errors import UserError
 
-__all__ = ["FLAG_NAMES", "PARAM_NAMES", "BudgetError", "BudgetNames", "PhaseBudget", "from_config"]
+__all__ = [
+    "FLAG_NAMES",
+    "PARAM_NAMES",
+    "RL_NAMES",
+    "TTS_NAMES",
+    "BudgetError",
+    "BudgetNames",
+    "PhaseBudget",
+    "from_config",
+]
 
 
 class BudgetError(UserError, ValueError):
@@ -37,8 +46,14 @@ class BudgetNames:
     max_tokens: str
 
 
+# The one table of how each caller spells the three numbers.
 FLAG_NAMES = BudgetNames("--explore-budget", "--execute-budget", "--max-tokens")  # eval's command line
 PARAM_NAMES = BudgetNames("explore_budget", "execute_budget", "max_tokens")  # the library's keywords
+TTS_NAMES = BudgetNames(
+    "explore_budget (--set)", "execute_budget (--set)", "cot_tokens (--set)"
+)  # TTS settings
+# RL's rollout settings (the response length caps the whole chain)
+RL_NAMES = BudgetNames("e2c.rollout.explore_budget", "e2c.rollout.execute_budget", "data.max_response_length")
 
 
 def from_config(value: int | None) -> int | None:

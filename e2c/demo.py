@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from e2c.argtypes import ANY_TEXT, ModelRef, at_least, probability, whole
+from e2c.budget import PhaseBudget
 from e2c.chain import FORMATS, ChainFormat, get_format
 from e2c.cli import quiet_transformers
 from e2c.errors import UserError
@@ -119,11 +120,14 @@ def fill_defaults(args: argparse.Namespace) -> None:
 
 
 def check_flags(args: argparse.Namespace) -> None:
-    """The generation flags together, before the model is loaded (each flag's range is its type's)."""
+    """The generation flags together, before the model is loaded (each flag's range is its type's); the
+    checked budget travels on as ``args.budget``."""
     if args.max_tokens <= args.explore_budget:
         raise UserError(
             f"--max-tokens ({args.max_tokens}) must exceed --explore-budget ({args.explore_budget}) >= 0"
         )
+    # 0 is this flag's "off" (PhaseBudget's None); the check above is PhaseBudget's rule in this flag's words.
+    args.budget = PhaseBudget(args.max_tokens, args.explore_budget or None)
 
 
 def check_prompt(gen: Any, args: argparse.Namespace, problem: str) -> None:
@@ -184,8 +188,7 @@ def solve_and_show(
         [problem],
         fmt,
         1,
-        explore_budget=args.explore_budget or None,
-        max_tokens=args.max_tokens,
+        budget=args.budget,
         temperature=args.temperature,
         top_p=args.top_p,
         seed=args.seed,

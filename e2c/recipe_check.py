@@ -149,14 +149,6 @@ class Assumptions:
     dapo_gen_batches: float = DAPO_GEN_BATCHES
 
 
-@dataclass(frozen=True)
-class Estimate:
-    """A stage's estimated seconds (None: unknown) and how they were reached."""
-
-    seconds: float | None
-    detail: str
-
-
 # ------------------------------------------------------------------------------------------------ helpers
 @contextlib.contextmanager
 def _quiet() -> Iterator[None]:

@@ -3,13 +3,16 @@ and reused across runs: the tiny model in seconds, the embedded one in about 40 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from bench_fixture import HAVE_REAL, MISSING, REAL
+from bench_fixture import bench_dir as _bench_dir
 
-from e2c.paths import benchmarks_dir
-
-BENCH_DIR = benchmarks_dir()
+BENCH_DIR = _bench_dir()  # the real copies, else the stand-in (tests/bench_fixture.py)
+# Commands the tests start read their default data folder from here, so they find the same files.
+os.environ.setdefault("E2C_BENCH_DIR", str(BENCH_DIR))
 
 
 @pytest.fixture(scope="session")
@@ -42,9 +45,16 @@ def embedded_tok(embedded_path: str):
 
 @pytest.fixture(scope="session")
 def bench_dir() -> Path:
-    if not BENCH_DIR.is_dir():
-        pytest.skip(f"benchmark copies not found at {BENCH_DIR} (set E2C_BENCH_DIR)")
+    """Benchmark files in every source's layout: the real copies, else the stand-in."""
     return BENCH_DIR
+
+
+@pytest.fixture(scope="session")
+def real_bench_dir() -> Path:
+    """The real benchmark copies, for tests about their content; skipped where they are missing."""
+    if not HAVE_REAL:
+        pytest.skip(MISSING)
+    return REAL
 
 
 def arithmetic_rl_rows(n: int = 16) -> list[dict]:

@@ -6,11 +6,10 @@ stops at ``checks_done()`` before any model is loaded or any subprocess started.
 
 from __future__ import annotations
 
+from bench_fixture import bench_dir
 from entry_fuzz import Entry
 
-from e2c.paths import benchmarks_dir
-
-BENCH = str(benchmarks_dir())
+BENCH = str(bench_dir())
 GSM8K = f"{BENCH}/gsm8k.jsonl"
 
 

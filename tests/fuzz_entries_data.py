@@ -12,13 +12,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from bench_fixture import bench_dir
 from entry_fuzz import Entry
 
 from e2c.chain import E2C
 from e2c.data.io import write_parquet
-from e2c.paths import benchmarks_dir
 
-BENCH = str(benchmarks_dir())
+BENCH = str(bench_dir())
 GSM8K = f"{BENCH}/gsm8k.jsonl"
 
 

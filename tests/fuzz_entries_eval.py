@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench_fixture import bench_dir
 from entry_fuzz import Entry
-
-from e2c.paths import benchmarks_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
-BENCH = str(benchmarks_dir())
+BENCH = str(bench_dir())
 GSM8K = f"{BENCH}/gsm8k.jsonl"
 EVAL_RUN = str(ROOT / "tests" / "fixtures" / "eval_run")  # a finished run folder, as e2c.eval.run writes it
 # The tiny model (built offline in seconds, then cached) through the transformers backend: no hub, no GPU.

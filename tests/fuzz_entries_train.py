@@ -12,14 +12,14 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from bench_fixture import bench_dir
 from conftest import arithmetic_rl_rows
 from entry_fuzz import Entry
 
 from e2c.data.io import write_parquet
 from e2c.data.synthetic.generate import generate, rows_by_split
-from e2c.paths import benchmarks_dir
 
-BENCH = str(benchmarks_dir())
+BENCH = str(bench_dir())
 GSM8K = f"{BENCH}/gsm8k.jsonl"
 
 DATA = Path(tempfile.mkdtemp(prefix="e2c-fuzz-train-"))

@@ -192,8 +192,6 @@ def test_bad_input_is_one_line_and_writes_nothing(
         pytest.skip("vllm not installed")
     if "/sys/" in " ".join(extra) and not Path("/sys").is_dir():
         pytest.skip("needs /sys (a folder nobody can write in, root included)")
-    if entry in ("eval", "eval.sh", "tts", "tts-m") and not BENCH_DIR.is_dir():
-        pytest.skip(f"benchmark copies not found at {BENCH_DIR}")
     where = fixtures(tmp_path)
     args = [a.format(**where) for a in extra]
     out = tmp_path / "out"

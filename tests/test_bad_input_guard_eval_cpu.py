@@ -32,11 +32,6 @@ TTS = [
 ]
 
 
-def needs_bench() -> None:
-    if not BENCH_DIR.is_dir():
-        pytest.skip(f"benchmark copies not found at {BENCH_DIR}")
-
-
 # ------------------------------------------------------------------------------- 1. broken model folders
 def broken_model(tmp: Path, tiny_path: str, case: str) -> Path:
     """A copy of the tiny model with one part broken: its weights not safetensors, or no tokenizer."""
@@ -53,7 +48,6 @@ def broken_model(tmp: Path, tiny_path: str, case: str) -> Path:
 @pytest.mark.parametrize("case", ["weights", "tokenizer"])
 @pytest.mark.parametrize("entry", ["scripts/eval.sh", "example_inference.py", "example_interactive.py"])
 def test_a_broken_model_folder_is_one_line(tmp_path: Path, tiny_path: str, entry: str, case: str) -> None:
-    needs_bench()
     model = broken_model(tmp_path, tiny_path, case)
     out = tmp_path / "out"
     args = [*EVAL, "--data-dir", str(BENCH_DIR), "--output-dir", str(out)] if entry.endswith(".sh") else []
@@ -128,7 +122,6 @@ def test_compare_names_a_results_file_without_its_fields(tmp_path: Path, damage:
 @pytest.fixture(scope="module")
 def finished_eval(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished tiny evaluation (two problems, one sample each): the run folder a rerun resumes."""
-    needs_bench()
     save = tmp_path_factory.mktemp("eval") / "run"
     r = run("-m", "e2c.eval.run", *EVAL, "--data-dir", str(BENCH_DIR), "--output-dir", str(save))
     assert r.returncode == 0, r.stderr[-2000:]
@@ -175,7 +168,6 @@ def test_eval_resume_drops_a_line_cut_in_a_character(tmp_path: Path, finished_ev
 
 
 def test_tts_resume_drops_a_record_cut_in_a_character(tmp_path: Path) -> None:
-    needs_bench()
     root = tmp_path / "out"
     args = ["tts/run_tts.py", *TTS, "--data-dir", str(BENCH_DIR), "--output-dir", str(root)]
     first = run(*args)
@@ -209,7 +201,6 @@ def test_compare_plot_dir_is_refused_before_any_work(tmp_path: Path, where: str)
 
 # -------------------------------------------------------------------- 4. spaces and non-ASCII in paths
 def test_paths_with_spaces_and_accents_work(tmp_path: Path) -> None:
-    needs_bench()
     data = tmp_path / "dàta dir"
     data.mkdir()
     shutil.copy(BENCH_DIR / "gsm8k.jsonl", data / "gsm8k.jsonl")

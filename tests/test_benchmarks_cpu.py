@@ -28,8 +28,8 @@ CASES = [
 
 
 @pytest.mark.parametrize(("name", "rkey", "akey", "kind", "extra", "minimum"), CASES)
-def test_reference_solutions_agree(bench_dir: Path, name, rkey, akey, kind, extra, minimum) -> None:
-    _, results = score_file(bench_dir / name, rkey, akey, kind=kind, chain_format="none", **extra)
+def test_reference_solutions_agree(real_bench_dir: Path, name, rkey, akey, kind, extra, minimum) -> None:
+    _, results = score_file(real_bench_dir / name, rkey, akey, kind=kind, chain_format="none", **extra)
     s = summarize(results)
     assert s["timeout"] == 0 and s["unparseable_gold"] == 0
     assert s["accuracy"] >= minimum, s
@@ -39,8 +39,8 @@ def _rows(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.open() if line.strip()]
 
 
-def test_shuffled_math_pairs_grade_incorrect(bench_dir: Path) -> None:
-    rows = _rows(bench_dir / "gsm8k.jsonl")[:400]
+def test_shuffled_math_pairs_grade_incorrect(real_bench_dir: Path) -> None:
+    rows = _rows(real_bench_dir / "gsm8k.jsonl")[:400]
     golds = [r["answer"] for r in rows]
     rotated = golds[1:] + golds[:1]
     res = grade_many([r["answer"] for r in rows], rotated, fmt=None)
@@ -50,16 +50,16 @@ def test_shuffled_math_pairs_grade_incorrect(bench_dir: Path) -> None:
     assert sum(really_equal) < 20
 
 
-def test_shuffled_minerva_pairs_grade_incorrect(bench_dir: Path) -> None:
-    rows = _rows(bench_dir / "minerva_math.jsonl")
+def test_shuffled_minerva_pairs_grade_incorrect(real_bench_dir: Path) -> None:
+    rows = _rows(real_bench_dir / "minerva_math.jsonl")
     sols = [r["solution"] for r in rows]
     rotated = sols[7:] + sols[:7]
     res = grade_many(sols, rotated, fmt=None)
     assert sum(r.correct for r in res) <= 0.05 * len(rows)
 
 
-def test_shuffled_mcq_pairs_grade_incorrect(bench_dir: Path) -> None:
-    rows = _rows(bench_dir / "medqa.jsonl")
+def test_shuffled_mcq_pairs_grade_incorrect(real_bench_dir: Path) -> None:
+    rows = _rows(real_bench_dir / "medqa.jsonl")
     golds = [r["answer_idx"] for r in rows]
     rotated = golds[1:] + golds[:1]
     res = grade_many(

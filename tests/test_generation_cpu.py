@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from e2c.budget import PhaseBudget
 from e2c.chain import E2C, PLAIN, THINK
 from e2c.errors import UserError
 from e2c.generation import generate_chains, make_generator, pick_backend
@@ -229,7 +230,7 @@ def test_hf_seeded_sampling_repeats(hf_gen) -> None:
 
 
 def test_hf_two_phase_budgets(hf_gen) -> None:
-    [chains] = generate_chains(hf_gen, ["What is 2+3?"], E2C, 3, explore_budget=6, execute_budget=9, seed=1)
+    [chains] = generate_chains(hf_gen, ["What is 2+3?"], E2C, 3, budget=PhaseBudget(2048, 6, 9), seed=1)
     for ch in chains:
         assert ch.explore_tokens <= 6 and ch.execute_tokens <= 9
         p = E2C.parse(ch.response)
@@ -259,7 +260,7 @@ def test_scripted_records_calls_and_derives_continuations() -> None:
 
 def test_two_phase_model_closes_its_exploration() -> None:
     gen = ScriptedGenerator.from_responses({"2+3": [CHAIN]})
-    [[ch]] = generate_chains(gen, ["What is 2+3?"], E2C, explore_budget=50, execute_budget=50, seed=0)
+    [[ch]] = generate_chains(gen, ["What is 2+3?"], E2C, budget=PhaseBudget(2048, 50, 50), seed=0)
     tok = gen.tokenizer
     assert ch.response == CHAIN
     assert ch.explore_stop == "tag" and not ch.forced_close and ch.finish_reason == "stop"
@@ -277,7 +278,7 @@ def test_two_phase_budget_forces_the_close() -> None:
     gen = ScriptedGenerator.from_responses(
         {"2+3": ["Plan:First I add the numbers carefully.</EXPLORATION><EXECUTION> 5"]}
     )
-    [[ch]] = generate_chains(gen, ["What is 2+3?"], E2C, explore_budget=3, execute_budget=10, opener="Plan:")
+    [[ch]] = generate_chains(gen, ["What is 2+3?"], E2C, budget=PhaseBudget(2048, 3, 10), opener="Plan:")
     assert ch.explore_stop == "budget" and ch.forced_close and ch.explore_tokens == 3
     assert ch.response == "Plan:First I</EXPLORATION><EXECUTION> 5"  # First, " ", I
     assert ch.execute_tokens == 3 and ch.finish_reason == "stop"  # " ", "5", EOS
@@ -288,7 +289,7 @@ def test_two_phase_eos_while_exploring_and_execution_budget() -> None:
     gen = ScriptedGenerator(
         lambda p, j: "short plan" if p.endswith("<EXPLORATION>") else "one two three four"
     )
-    [[ch]] = generate_chains(gen, ["Q"], E2C, explore_budget=10, execute_budget=4)
+    [[ch]] = generate_chains(gen, ["Q"], E2C, budget=PhaseBudget(2048, 10, 4))
     assert ch.explore_stop == "eos" and ch.forced_close and ch.explore_tokens == 4  # short, " ", plan, EOS
     assert ch.finish_reason == "length" and ch.execute_tokens == 4
     assert ch.response == "short plan</EXPLORATION><EXECUTION>one two "  # one, " ", two, " "
@@ -296,7 +297,7 @@ def test_two_phase_eos_while_exploring_and_execution_budget() -> None:
 
 def test_full_mode_splits_tokens_at_the_tag() -> None:
     gen = ScriptedGenerator.from_responses({"2+3": [CHAIN, "no tags at all"]})
-    [chains] = generate_chains(gen, ["What is 2+3?"], E2C, 2, max_tokens=100)
+    [chains] = generate_chains(gen, ["What is 2+3?"], E2C, 2, budget=PhaseBudget(100))
     ok, bad = chains
     assert ok.response == CHAIN and ok.mode == "full" and ok.explore_stop == "tag"
     assert (ok.explore_tokens, ok.execute_tokens) == (6, len(gen.tokenizer.encode(CHAIN)) - 6)
@@ -308,8 +309,8 @@ def test_full_mode_splits_tokens_at_the_tag() -> None:
 def test_text_formats_in_both_modes(fmt) -> None:
     resp = f"make a plan{fmt.explore_boundary} do it, \\boxed{{4}}"
     gen = ScriptedGenerator.from_responses({"Q": [resp]}, fmt=fmt)
-    [[two]] = generate_chains(gen, ["Q"], fmt, explore_budget=20, execute_budget=20)
-    [[one]] = generate_chains(gen, ["Q"], fmt, max_tokens=40)
+    [[two]] = generate_chains(gen, ["Q"], fmt, budget=PhaseBudget(2048, 20, 20))
+    [[one]] = generate_chains(gen, ["Q"], fmt, budget=PhaseBudget(40))
     for ch in (two, one):
         p = fmt.parse(ch.response)
         assert p.has_execution and "do it" in p.execution and ch.explore_stop == "tag"
@@ -322,11 +323,11 @@ def test_budget_errors() -> None:
     with pytest.raises(
         ValueError, match="explore_budget 10 leaves nothing of max_tokens 10 for the execution"
     ):
-        generate_chains(gen, ["Q"], explore_budget=10, max_tokens=10)
+        PhaseBudget(10, explore=10)
     with pytest.raises(ValueError, match="execute_budget must be >= 1, got 0"):
-        generate_chains(gen, ["Q"], explore_budget=10, execute_budget=0)
+        PhaseBudget(2048, 10, 0)
     with pytest.raises(ValueError, match="execute_budget needs explore_budget"):
-        generate_chains(gen, ["Q"], execute_budget=5)
+        PhaseBudget(2048, execute=5)
     with pytest.raises(ValueError, match="max_tokens must be >= 1"):
         gen.generate(["Q"], Sampling(max_tokens=0))
 

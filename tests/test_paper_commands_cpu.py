@@ -456,8 +456,6 @@ def test_elastic_flags_map_onto_the_toolkits_budgets_cpu() -> None:
 def test_elastic_eval_command_runs_on_the_tiny_model_cpu(tmp_path: Path) -> None:
     from conftest import BENCH_DIR
 
-    if not BENCH_DIR.is_dir():
-        pytest.skip(f"benchmark copies not found at {BENCH_DIR}")
     out = tmp_path / "elastic"
     cmd = ["./scripts/eval/eval_model.sh", "--model", "tiny", "--datasets", "aime", "--output-dir", str(out),
            "--n", "2", "--tp", "1", "--e1-mode", "True", "--e1-thinking-length", "8", "--e1-solution-length", "8",
@@ -477,11 +475,9 @@ def test_elastic_eval_command_runs_on_the_tiny_model_cpu(tmp_path: Path) -> None
 def test_eval_data_parallel_workers_equal_one_process_cpu(tmp_path: Path) -> None:
     """The paper's --gpus N is N data-parallel workers; on this CPU --workers 2 runs the same split: two
     processes, each sampling its share of the seeded chunks, merged into what one process writes."""
-    from conftest import BENCH_DIR
-
-    if not BENCH_DIR.is_dir():
-        pytest.skip(f"benchmark copies not found at {BENCH_DIR}")
     import json
+
+    from conftest import BENCH_DIR
 
     def run(workers: int) -> tuple[list, dict]:
         out = tmp_path / f"w{workers}"

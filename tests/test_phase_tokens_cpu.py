@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from e2c.budget import PhaseBudget
 from e2c.chain import E2C, PLAIN, THINK, ChainFormat
 from e2c.generation import generate_chains
 from e2c.generation.base import (
@@ -52,7 +53,7 @@ def plan_and_rest(fmt: ChainFormat) -> tuple[str, str]:
 def test_phase_counts_are_generated_tokens_only(fmt: ChainFormat, two_phase: bool, opener: str) -> None:
     plan, rest = plan_and_rest(fmt)
     gen = ScriptedGenerator.from_responses({"2+2": [opener + plan + rest]}, fmt=fmt)
-    budgets = {"explore_budget": 40, "execute_budget": 40} if two_phase else {"max_tokens": 80}
+    budgets = {"budget": PhaseBudget(2048, 40, 40) if two_phase else PhaseBudget(80)}
     [[ch]] = generate_chains(gen, ["What is 2+2?"], fmt, opener=opener, **budgets)
     assert ch.response == opener + plan + rest and ch.explore_stop == "tag"
     assert ch.explore_tokens + ch.execute_tokens == gen.usage.generated_tokens
@@ -67,7 +68,7 @@ def test_a_long_opener_leaves_the_execution_its_tokens(fmt: ChainFormat) -> None
     gen = ScriptedGenerator.from_responses(
         {"Q": [f"{opener} ok.{fmt.explore_boundary} x = \\boxed{{1}}"]}, fmt=fmt
     )
-    [[ch]] = generate_chains(gen, ["Q"], fmt, max_tokens=80, opener=opener)
+    [[ch]] = generate_chains(gen, ["Q"], fmt, budget=PhaseBudget(80), opener=opener)
     assert ch.explore_tokens == len(gen.tokenizer.encode(f" ok.{fmt.explore_boundary}"))
     assert ch.execute_tokens == gen.usage.generated_tokens - ch.explore_tokens > 0
 
@@ -76,7 +77,7 @@ def test_an_opener_holding_the_boundary_leaves_no_exploration_tokens() -> None:
     # The written text already closed the exploration: everything generated is execution.
     opener = f"Plan: add.{PLAIN.explore_boundary}"
     gen = ScriptedGenerator(lambda p, j: " 2 + 2 = \\boxed{4}")
-    [[ch]] = generate_chains(gen, ["Q"], PLAIN, max_tokens=80, opener=opener)
+    [[ch]] = generate_chains(gen, ["Q"], PLAIN, budget=PhaseBudget(80), opener=opener)
     assert (ch.explore_tokens, ch.execute_tokens) == (0, gen.usage.generated_tokens)
 
 
@@ -120,7 +121,7 @@ def test_full_chain_counts_the_sampled_tokens_on_a_bpe_tokenizer(
     assert len(tiny_tok.encode(plan, add_special_tokens=False)) < len(plan_ids)
     ids = plan_ids + tiny_tok.encode(rest, add_special_tokens=False) + [tiny_tok.eos_token_id]
     gen = IdsGenerator(tiny_tok, lambda p: ids)
-    [[ch]] = generate_chains(gen, ["What is 2+2?"], fmt, max_tokens=200, opener=opener)
+    [[ch]] = generate_chains(gen, ["What is 2+2?"], fmt, budget=PhaseBudget(200), opener=opener)
     assert ch.response == opener + plan + rest
     assert (ch.explore_tokens, ch.execute_tokens) == (len(plan_ids), len(ids) - len(plan_ids))
     assert ch.total_tokens == gen.usage.generated_tokens
@@ -177,7 +178,7 @@ def test_tiny_model_phase_counts_add_up_to_generated_tokens(
     tiny_gen.generate = spy
     try:
         before = tiny_gen.usage.generated_tokens
-        budgets = {"explore_budget": 6, "execute_budget": 6} if two_phase else {"max_tokens": 12}
+        budgets = {"budget": PhaseBudget(2048, 6, 6) if two_phase else PhaseBudget(12)}
         chains = generate_chains(
             tiny_gen,
             ["What is 2+2?", "Name a prime."],

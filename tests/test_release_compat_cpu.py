@@ -159,7 +159,7 @@ def test_runs_recorded_before_the_switch_still_resume(tmp_path: Path) -> None:
 
 def test_no_prefill_rejects_an_opener() -> None:
     with pytest.raises(UserError, match="--opener"):
-        _config(prefill=False, opener="I plan.").check()
+        _config(prefill=False, opener="I plan.")
 
 
 def test_cli_flags_and_save_path() -> None:

@@ -302,7 +302,6 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
             else chunk_size_for(backend, args.batch_size),
         }
     )
-    cfg.check()
     names = resolve_names(args.dataset)
     save = args.output_dir or default_save_path(cfg)
     check_output_dir(save, "--output-dir")
@@ -374,7 +373,6 @@ def run_workers(
 
     from e2c.eval.runner import check_config
 
-    cfg.check()
     check_config(save, cfg)  # written once, before the workers read it
     world = len(groups)
     logs = save / "workers"

@@ -226,29 +226,19 @@ class EvalConfig:
     def generation_settings(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in GENERATION_FIELDS}
 
-    def check(self) -> None:
-        """Reject inconsistent settings with one line."""
-        if self.samples < 1:
-            raise UserError(f"--sample must be >= 1, got {self.samples}")
-        # A dataset's own default --max-tokens is checked with it, in generation_budget.
+    def __post_init__(self) -> None:
+        """The checks across settings, once, where the config is made. Each value alone was checked by its
+        type where it entered (a flag's ``value=``, or the caller's own checked settings); what is left is
+        how they go together. A dataset's own default ``--max-tokens`` is checked with it, in
+        :func:`dataset_budget`."""
         max_tokens = self.max_tokens if self.max_tokens is not None else sys.maxsize
         PhaseBudget(max_tokens, self.explore_budget, self.execute_budget, names=FLAG_NAMES)
-        if self.limit is not None and self.limit < 1:
-            raise UserError(f"--limit must be >= 1, got {self.limit}")
-        if not 0 <= self.temperature < float("inf"):  # NaN fails this too
-            raise UserError(f"--temperature must be a number >= 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise UserError(f"--top-p must be in (0, 1], got {self.top_p}")
-        if self.chunk_size < 1:
-            raise UserError(f"--chunk-size must be >= 1, got {self.chunk_size}")
         if self.ks is not None:
             bad = [k for k in self.ks if not 1 <= k <= self.samples]
             if bad or not self.ks:
                 raise UserError(
                     f"--k {' '.join(map(str, bad or self.ks))}: each k must be from 1 to --sample {self.samples}"
                 )
-        if self.medical_prompt not in MEDICAL_PROMPTS:
-            raise UserError(f"--medical-prompt {self.medical_prompt!r}; valid: {', '.join(MEDICAL_PROMPTS)}")
         if not self.prefill and self.opener:
             # The opener is written inside the exploration; with no prefill there is no open exploration yet.
             raise UserError("--opener needs the prefilled exploration; drop --opener or --no-prefill")
@@ -272,26 +262,31 @@ def dataset_format(cfg: EvalConfig, name: str) -> ChainFormat:
     return fmt
 
 
-def generation_budget(cfg: EvalConfig, name: str) -> tuple[int, str]:
-    """New tokens one chain of dataset ``name`` may take (both phases) and the flag that sets them."""
+def dataset_budget(cfg: EvalConfig, name: str) -> PhaseBudget:
+    """The token budget of dataset ``name``'s chains: the config's budgets with ``--max-tokens`` or, unset,
+    the dataset's own default (checked here, where that default enters; one line naming it)."""
     max_tokens = cfg.max_tokens or get_spec(name).max_new_tokens
     label = f"--max-tokens {max_tokens}" if cfg.max_tokens else f"{name}'s budget of {max_tokens} tokens"
-    budget = PhaseBudget(
-        max_tokens, cfg.explore_budget, cfg.execute_budget, names=FLAG_NAMES, max_label=label
-    )
-    if not budget.two_phase:
-        return budget.total, "--max-tokens" if cfg.max_tokens else f"--max-tokens ({name}'s default)"
-    return budget.total, "--explore-budget + --execute-budget"
+    return PhaseBudget(max_tokens, cfg.explore_budget, cfg.execute_budget, names=FLAG_NAMES, max_label=label)
 
 
-def check_context(gen: Any, data: dict[str, list[Record]], cfg: EvalConfig) -> None:
+def budget_flag(cfg: EvalConfig, name: str, budget: PhaseBudget) -> str:
+    """The flag that sets a dataset's whole-chain budget, for an error line."""
+    if budget.two_phase:
+        return "--explore-budget + --execute-budget"
+    return "--max-tokens" if cfg.max_tokens else f"--max-tokens ({name}'s default)"
+
+
+def check_context(
+    gen: Any, data: dict[str, list[Record]], cfg: EvalConfig, budgets: dict[str, PhaseBudget]
+) -> None:
     """Refuse, before anything is written, a dataset whose longest prompt and budget exceed the model's
     context: one up-front line rather than a run that fails (vLLM) or crawls (transformers) part-way."""
     context = context_length(gen)
     for name, recs in data.items():
-        budget, flag = generation_budget(cfg, name)
         if context is None or not recs:
             continue
+        budget, flag = budgets[name].total, budget_flag(cfg, name, budgets[name])
         fmt = dataset_format(cfg, name)
         lengths = [
             len(
@@ -447,8 +442,10 @@ def evaluate_dataset(
     save_path: Path,
     log: Callable[[str], None] = lambda s: None,
     shard: tuple[int, int] = (0, 1),
+    budget: PhaseBudget | None = None,
 ) -> dict[str, Any] | None:
     """Sample and grade one dataset (resuming from its predictions file); returns its metrics.
+    ``budget``: the dataset's checked budget (:func:`dataset_budget`, built by the caller once).
 
     ``shard`` = (rank, world): a data-parallel worker samples only the chunks ``c`` with
     ``c % world == rank`` into its own file (:func:`shard_path`) and returns None; the parent merges."""
@@ -461,8 +458,7 @@ def evaluate_dataset(
             done.setdefault(i, {}).update(lines)
         path = shard_path(save_path, name, rank)
     check_same_problems(path, done, records)
-    spec = get_spec(name)
-    max_tokens = cfg.max_tokens or spec.max_new_tokens
+    budget = budget or dataset_budget(cfg, name)
     fmt = dataset_format(cfg, name)
     chunks = chunk_problems(len(records), cfg.samples, cfg.chunk_size)
     t0, made, new_tokens = time.perf_counter(), 0, 0
@@ -477,9 +473,7 @@ def evaluate_dataset(
                 [question_text(records[i]) for i in chunk],
                 fmt,
                 cfg.samples,
-                explore_budget=cfg.explore_budget,
-                execute_budget=cfg.execute_budget,
-                max_tokens=max_tokens,
+                budget=budget,
                 temperature=cfg.temperature,
                 top_p=cfg.top_p,
                 seed=derive_seed(cfg.seed, name, ci),
@@ -555,17 +549,20 @@ def run_eval(
 ) -> dict[str, Any]:
     """Evaluate every dataset in ``data`` and write ``results.json``; returns its content. A data-parallel
     worker (``shard``, see :func:`evaluate_dataset`) samples its chunks only and returns ``{}``."""
-    cfg.check()
-    check_context(gen, data, cfg)
+    budgets = {name: dataset_budget(cfg, name) for name in data}  # each checked once, here
+    check_context(gen, data, cfg, budgets)
     check_config(save_path, cfg)
     t0 = time.perf_counter()
     if shard[1] > 1:
         for name, recs in data.items():
-            evaluate_dataset(gen, name, recs, cfg, save_path, log, shard)
+            evaluate_dataset(gen, name, recs, cfg, save_path, log, shard, budgets[name])
         return {}
     for name in data:
         merge_shards(save_path, name)  # what data-parallel workers left, a killed run's included
-    metrics = {name: evaluate_dataset(gen, name, recs, cfg, save_path, log) for name, recs in data.items()}
+    metrics = {
+        name: evaluate_dataset(gen, name, recs, cfg, save_path, log, budget=budgets[name])
+        for name, recs in data.items()
+    }
     results = {
         "config": asdict(cfg),
         # The exact text sent for each dataset's first problem, to compare prompts across runs and releases.

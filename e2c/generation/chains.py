@@ -81,15 +81,16 @@ def split_full_tokens(tokenizer: Any, fmt: ChainFormat, c: Completion, written: 
     return k, c.num_tokens - k
 
 
+DEFAULT_BUDGET = PhaseBudget(2048)  # one call of up to 2048 new tokens
+
+
 def generate_chains(
     gen: Generator,
     problems: Sequence[str],
     fmt: ChainFormat = E2C,
     n: int = 1,
     *,
-    explore_budget: int | None = None,
-    execute_budget: int | None = None,
-    max_tokens: int = 2048,
+    budget: PhaseBudget = DEFAULT_BUDGET,
     temperature: float = 1.0,
     top_p: float = 1.0,
     seed: int | None = None,
@@ -97,19 +98,17 @@ def generate_chains(
 ) -> list[list[ChainResult]]:
     """Per problem, ``n`` chains (see the module docstring).
 
-    Two-phase mode when ``explore_budget`` is given; otherwise one call of ``max_tokens``. The phase limits
-    are :class:`e2c.budget.PhaseBudget`'s (``execute_budget`` defaults to what the exploration leaves of
-    ``max_tokens``); budgets that make no chain raise :class:`e2c.budget.BudgetError`, a ``ValueError``. ``opener`` is written for the model at the
+    ``budget`` (:class:`e2c.budget.PhaseBudget`, checked where it was built): two-phase mode when it has an
+    exploration budget, otherwise one call of its ``max_tokens``. ``opener`` is written for the model at the
     start of its exploration (e.g. "I need to make a step-by-step plan.") and steers models never
     trained on the format.
     """
     base = chain_prompts(gen.tokenizer, problems, fmt)
     prompts = [b + opener for b in base]
-    budget = PhaseBudget(max_tokens, explore_budget, execute_budget)  # raises BudgetError (a ValueError)
     sampling = Sampling(n, temperature=temperature, top_p=top_p)  # each phase sets its budget, stop and seed
     if not budget.two_phase:
         full = sampling.replace(
-            max_tokens=max_tokens, stop=fmt.stop_strings("full"), seed=derive_seed(seed, "full")
+            max_tokens=budget.max_tokens, stop=fmt.stop_strings("full"), seed=derive_seed(seed, "full")
         )
         outs = gen.generate(prompts, full)
         results = []

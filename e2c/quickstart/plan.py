@@ -131,8 +131,3 @@ def check_inputs(
                 f"stage {stage} needs the output of {what}, not complete in this output folder; "
                 f"valid --from stages here: {', '.join(startable(states, stages, requires))}"
             )
-
-
-def first_to_run(actions: Mapping[str, str], stages: Sequence[str] = STAGES) -> str | None:
-    """The first stage that runs (``run`` or ``redo``), or None when everything is done."""
-    return next((s for s in stages if actions.get(s) in ("run", "redo")), None)

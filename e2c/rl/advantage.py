@@ -104,31 +104,6 @@ def paper_rule(
     return advantages * weights.to(advantages.dtype)
 
 
-def exploration_weights(
-    responses: Any,
-    response_mask: Any,
-    boundary_id: int,
-    explore_adv_coef: float,
-    execute_adv_coef: float = 1.0,
-) -> tuple[Any, Any]:
-    """Per-token advantage weights of the paper's rule and the exploration mask.
-
-    Args:
-        responses: (B, T) response token ids (padding anywhere after the response is fine).
-        response_mask: (B, T) 1 for trained response tokens; 0 on padding and on tokens the policy did not
-            sample (an elastic budget's forced boundary, which still ends the exploration span).
-        boundary_id: token id that closes the exploration.
-        explore_adv_coef: weight of exploration tokens (``e2c.explore_adv_coef``).
-        execute_adv_coef: weight of the other response tokens (``e2c.execute_adv_coef``; 1.0 in the paper).
-
-    Returns:
-        (weights, explore_mask): float (B, T) weights (0 on padding) and the boolean exploration mask.
-    """
-    valid = response_mask.bool()
-    explore = exploration_token_mask(responses, boundary_id, valid)
-    return _paper_weights(explore, valid, explore_adv_coef, execute_adv_coef), explore
-
-
 def weight_advantages(
     advantages: Any,
     responses: Any,

@@ -33,7 +33,7 @@ from typing import Any
 
 from e2c import flags
 from e2c.argtypes import INT_MAX, TEXT, Number, finite, whole
-from e2c.budget import BudgetNames, PhaseBudget, from_config
+from e2c.budget import RL_NAMES, PhaseBudget, from_config
 from e2c.chain import FORMATS
 from e2c.errors import UserError
 from e2c.flags import SettingFlag, check_settings, setting, setting_choices
@@ -273,12 +273,6 @@ def e2c_settings(config: Any, cls: type[E2CSettings] = E2CSettings) -> E2CSettin
     return settings
 
 
-# How the rollout's budgets are named in error lines (the response length caps the whole chain).
-ROLLOUT_BUDGET_NAMES = BudgetNames(
-    f"{GROUP}.rollout.explore_budget", f"{GROUP}.rollout.execute_budget", "data.max_response_length"
-)
-
-
 def check_rollout_budgets(rollout: RolloutSettings) -> None:
     """The elastic budgets through the one budget rule (:class:`e2c.budget.PhaseBudget`), read as the agent
     loop reads them: 0 is off, an execution budget needs an exploration budget. One line, before verl starts
@@ -296,6 +290,6 @@ def check_rollout_budgets(rollout: RolloutSettings) -> None:
         sys.maxsize,
         from_config(rollout.explore_budget),
         from_config(rollout.execute_budget),
-        names=ROLLOUT_BUDGET_NAMES,
+        names=RL_NAMES,
         capped=True,
     )

@@ -37,6 +37,7 @@ Settings live in the top-level ``e2c`` config group, read through :func:`e2c.rl.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -56,7 +57,7 @@ from e2c.generation.base import eos_ids
 from e2c.rl import health, registry
 from e2c.rl.advantage import positive_only_mask, segment_mean, segment_stats, weight_advantages
 from e2c.rl.agent_loop import model_generation_config
-from e2c.rl.settings import ON_POLICY_LOSS, e2c_settings
+from e2c.rl.settings import ON_POLICY_LOSS, E2CSettings, e2c_settings
 
 logger = logging.getLogger(__name__)
 
@@ -186,7 +187,7 @@ class E2CTrainer(PPOTrainerSync):
         self.trainer_mode = "sync"
         self.parameter_sync_step = self.config.trainer.v1.get("sync", {}).get("parameter_sync_step", 1)
         buffer = super()._build_replay_buffer()
-        max_batches = e2c_settings(self.config).max_num_gen_batches
+        max_batches = self.e2c.max_num_gen_batches
         if type(buffer) is ReplayBuffer and buffer.filter_groups_metric is not None and max_batches > 0:
             # verl built the buffer with its filter settings; only the budget is added, so the instance is
             # kept and its class swapped for the subclass.
@@ -200,12 +201,24 @@ class E2CTrainer(PPOTrainerSync):
         keeps the chain format. verl picks the samples by input, so the annotation does not change which."""
         if not self.config.trainer.get("log_val_generations", 0):
             return
-        fmt = get_format(e2c_settings(self.config).rollout.format)
+        fmt = get_format(self.e2c.rollout.format)
         annotated = [
             f"{out}\n\n[e2c] parse status: {parse_chain(out, fmt, prefilled=True).status}, reward {score:.3f}"
             for out, score in zip(outputs, scores, strict=True)
         ]
         super()._maybe_log_val_generations(inputs=inputs, outputs=annotated, scores=scores)
+
+    @functools.cached_property
+    def e2c(self) -> E2CSettings:
+        """The ``e2c`` settings, read from the composed config once per trainer (the launcher checked them
+        before verl started; a config composed elsewhere is checked here, on first use)."""
+        return e2c_settings(self.config)
+
+    @functools.cached_property
+    def _segment_ids(self) -> tuple[int, int | None]:
+        """The token ids that close the exploration and (when set) the execution, looked up once."""
+        close = self.e2c.close_token
+        return self._token_id(self.e2c.boundary_token), (self._token_id(close) if close else None)
 
     def _token_id(self, token: str) -> int:
         ids = self.tokenizer.encode(token, add_special_tokens=False)
@@ -218,9 +231,8 @@ class E2CTrainer(PPOTrainerSync):
 
     def _compute_advantage(self, batch: Any, metrics: dict) -> Any:
         batch = super()._compute_advantage(batch, metrics)
-        cfg = e2c_settings(self.config)
-        boundary = self._token_id(cfg.boundary_token)
-        close = self._token_id(cfg.close_token) if cfg.close_token else None
+        cfg = self.e2c
+        boundary, close = self._segment_ids
         data = tq.kv_batch_get(
             keys=batch.keys,
             partition_id=batch.partition_id,
@@ -349,7 +361,7 @@ class E2CTrainer(PPOTrainerSync):
             try:
                 model = self.config.actor_rollout_ref.model.get("path", None)
                 ids |= eos_ids(self.tokenizer, model_generation_config(model))
-                close = get_format(e2c_settings(self.config).rollout.format).execute_close
+                close = get_format(self.e2c.rollout.format).execute_close
                 enc = self.tokenizer.encode(close, add_special_tokens=False) if close else []
                 if len(enc) == 1:
                     ids.add(int(enc[0]))
@@ -374,7 +386,7 @@ class E2CTrainer(PPOTrainerSync):
     def _health_stop(self, metrics: dict, global_steps: int) -> None:
         """``e2c.health_stop_after``: when :func:`health.stop_reason` fires, the next step becomes the run's
         last (verl saves it and the launcher links final/), and the reason is printed and logged."""
-        window = e2c_settings(self.config).health_stop_after
+        window = self.e2c.health_stop_after
         if window <= 0:
             return
         rows = getattr(self, "_e2c_health_rows", [])

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from e2c.argtypes import ANY_TEXT, TEXT, at_least, probability, whole
-from e2c.budget import BudgetNames, PhaseBudget
+from e2c.budget import TTS_NAMES, PhaseBudget
 from e2c.chain import E2C, ChainFormat
 from e2c.data.registry import Record, question_text
 from e2c.flags import setting
@@ -82,11 +82,8 @@ class TTSSettings:
     def phase_budget(self) -> PhaseBudget:
         """The two-phase chain's budget (e2c.budget's one rule): an exploration of ``explore_budget``, then an
         execution of ``execute_budget``; ``cot_tokens`` is the whole-chain limit of one-call methods."""
-        return PhaseBudget(self.cot_tokens, self.explore_budget, self.execute_budget, names=SETTING_NAMES)
+        return PhaseBudget(self.cot_tokens, self.explore_budget, self.execute_budget, names=TTS_NAMES)
 
-
-# How the budgets' error lines name them: TTS settings are set in the config or with --set.
-SETTING_NAMES = BudgetNames("explore_budget (--set)", "execute_budget (--set)", "cot_tokens (--set)")
 
 # Old spellings of TTS settings (a config file or ``--set``) -> the knob's one name, the snake_case of the
 # canonical flag (``--explore-budget``) that eval and the demos use for the same budget.
