@@ -219,3 +219,78 @@ def check_output_file(path: str | Path, flag: str, inputs: Sequence[str | Path] 
         raise UserError(f"{flag} {path} is a folder; give a file path")
     if not is_special(path):  # a device or pipe is written in place; its folder does not matter
         _check_dir(path.parent, f"{flag} {path}")
+
+
+# ------------------------------------------------------------------------- resumable record files
+def drop_cut_line(path: Path, data: bytes | None = None) -> bytes:
+    """Remove a last line without its newline (cut by a kill) from a records file, so that what a resumed
+    run appends starts on a line of its own; returns the file's whole lines (``data``: its bytes, when read
+    already). A missing file is empty. UserError naming the file when it cannot be read or repaired."""
+    if data is None:
+        data = read_file_bytes(path)
+    if data and not data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1
+        try:
+            with path.open("r+b") as f:
+                f.truncate(keep)
+        except OSError as e:
+            raise UserError(f"cannot repair {path} (its last line was cut): {e.strerror or e}") from None
+        data = data[:keep]
+    return data
+
+
+def read_file_bytes(path: Path, missing_ok: bool = True) -> bytes:
+    """A run file's bytes (b"" when it does not exist and ``missing_ok``), or UserError naming it (missing,
+    a folder in its place, no permission)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        if missing_ok:
+            return b""
+        raise UserError(f"cannot read {path}: No such file or directory") from None
+    except OSError as e:
+        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def json_kind(value: Any) -> str:
+    """How an error line names what a JSON file held instead of an object: ``list``, ``str``, ..."""
+    return {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+
+
+def read_records(
+    path: Path,
+    *,
+    repair: bool = False,
+    strict: bool = True,
+    what: str = "record",
+    hint: str = "move the file away to start over",
+    data: bytes | None = None,
+) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for each whole line of a JSONL records file: the one reader of every
+    resumable run file (eval's predictions, TTS records, the pass-rate samples).
+
+    A last line without its newline was cut by a kill: it is left out and, with ``repair``, removed from the
+    file (:func:`drop_cut_line`), so the resumed run appends after a whole line; without ``repair`` the file
+    is not changed (the checks before a run). A whole line that is not a UTF-8 JSON object is, with
+    ``strict``, a UserError naming the file, the line and ``what`` it should be, ending with ``hint``;
+    without ``strict`` it is skipped (its work is done again).
+    """
+    if data is None:
+        data = read_file_bytes(path)
+    data = drop_cut_line(path, data) if repair else data[: data.rfind(b"\n") + 1]
+    out = []
+    for n, raw in enumerate(data.split(b"\n")[:-1], 1):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw.decode("utf-8"))
+            why = None if isinstance(row, dict) else f"a JSON {json_kind(row)}"
+        except UnicodeDecodeError:
+            why = "not UTF-8 text"
+        except ValueError as e:
+            why = f"not JSON: {e}"
+        if why is None:
+            out.append((n, row))
+        elif strict:
+            raise UserError(f"{path} line {n}: not a {what} ({why}); {hint}")
+    return out

@@ -138,7 +138,6 @@ def write_parquet(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
     Same rows give a byte-identical file. Rows pyarrow cannot store raise UserError naming the file.
     """
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     path = Path(path)
     if not rows:
@@ -147,6 +146,16 @@ def write_parquet(rows: Sequence[dict[str, Any]], path: str | Path) -> Path:
         table = pa.Table.from_pylist(list(rows))
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
         raise UserError(f"{path}: rows do not form one table ({e})") from None
+    return write_table(table, path)
+
+
+def write_table(table: Any, path: str | Path) -> Path:
+    """Write a pyarrow table to a parquet file atomically (a temporary sibling renamed over the target), so
+    an existing file is never left half-written. UserError naming the file when it cannot be stored."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = Path(path)
     tmp = temp_sibling(path)
     try:
         pq.write_table(table, tmp, compression="zstd")

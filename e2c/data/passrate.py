@@ -66,6 +66,7 @@ from typing import Any
 
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
+from e2c.files import read_file_bytes, read_records
 
 # ----------------------------------------------------------------------------------------------- bands
 
@@ -468,31 +469,20 @@ def read_samples(path: Path, settings: dict[str, Any]) -> dict[int, dict[str, An
     removed from the file, and its prompt is sampled again.
     """
     check_resume(path, settings)
-    if not path.exists():
-        return {}
-    data = path.read_bytes()
+    data = read_file_bytes(path)
     if b"\n" not in data:  # empty, or a settings line cut by a kill: start the file again
-        path.write_bytes(b"")
+        if data:
+            path.write_bytes(b"")
         return {}
-    if not data.endswith(b"\n"):  # a line cut by a kill
-        keep = data.rfind(b"\n") + 1
-        with path.open("r+b") as f:
-            f.truncate(keep)
-        data = data[:keep]
-    lines = data.decode("utf-8", errors="replace").splitlines()
+    hint = "move the file away to start over"
     out: dict[int, dict[str, Any]] = {}
-    for n, line in enumerate(lines[1:], 2):
-        if not line.strip():
-            continue
+    for n, rec in read_records(path, repair=True, what="pass-rate line", hint=hint, data=data)[1:]:
         try:
-            rec = json.loads(line)
             out[int(rec["index"])] = rec
             if len(rec["correct"]) != settings["k"]:
                 raise ValueError(f"{len(rec['correct'])} samples, not k={settings['k']}")
         except (ValueError, KeyError, TypeError) as e:
-            raise UserError(
-                f"{path} line {n}: not a pass-rate line ({e}); move the file away to start over"
-            ) from None
+            raise UserError(f"{path} line {n}: not a pass-rate line ({e}); {hint}") from None
     return out
 
 
@@ -607,7 +597,7 @@ def filter_prompts(
         )
     out_table = with_pass_rates(table, keep, rates)
     report = build_report(cfg, band, input_path, files, results, counts, keep, gen, time.perf_counter() - t0)
-    write_parquet_table(out_table, files.output)
+    write_rl_table(out_table, files.output)
     from e2c.files import atomic_write_json
 
     atomic_write_json(files.report, report)
@@ -688,23 +678,14 @@ def with_pass_rates(table: Any, keep: Sequence[int], rates: Sequence[float]) -> 
     return sub.set_column(at, pa.field("extra_info", merged.type), merged)
 
 
-def write_parquet_table(table: Any, path: Path) -> None:
-    """Check the rows against the rl schema, then write the table atomically (a temporary sibling renamed
-    over ``path``), so an existing file is never left half-written."""
-    import pyarrow.parquet as pq
-
+def write_rl_table(table: Any, path: Path) -> None:
+    """Check the rows against the rl schema, then write the table (:func:`e2c.data.io.write_table`,
+    atomically)."""
+    from e2c.data.io import write_table
     from e2c.data.schema import validate_rows
-    from e2c.files import temp_sibling
 
     validate_rows(table.to_pylist(), "rl", str(path))
-    tmp = temp_sibling(path)
-    try:
-        pq.write_table(table, tmp, compression="zstd")
-        os.replace(tmp, path)
-    except OSError as e:
-        raise UserError(f"cannot write {path}: {e.strerror or e}") from None
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_table(table, path)
 
 
 def plot_histogram(report: dict[str, Any], path: Path) -> None:

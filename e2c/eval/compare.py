@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,44 +23,18 @@ from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.eval.stats import align_scores, paired_difference, wilson_interval
-
-
-def read_bytes(path: Path) -> bytes:
-    """A run file's bytes, or UserError naming it (a folder in its place, no permission)."""
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
-
-
-def json_kind(value: Any) -> str:
-    """How an error line names what a JSON file held instead of an object: ``list``, ``str``, ..."""
-    return {list: "list", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+from e2c.files import json_kind, read_file_bytes, read_records
 
 
 def prediction_rows(
     path: Path, data: bytes | None = None, hint: str = "rerun the evaluation"
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, row)`` for each line of a predictions file (``data``: its bytes, when read already).
-
-    A last line without its newline was cut by a kill: it is left out (the resumed run samples it again).
-    A line that is not a UTF-8 JSON object is a :class:`UserError` naming the file and the line, ending
-    with ``hint`` (what to do about it)."""
+) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` for each whole line of a predictions file (``data``: its bytes, when read
+    already); a cut last line is left out, any other line that is not a JSON object is a UserError
+    (:func:`e2c.files.read_records`)."""
     if data is None:
-        data = read_bytes(path)
-    complete = data[: data.rfind(b"\n") + 1]
-    for n, raw in enumerate(complete.split(b"\n")[:-1], 1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError:
-            raise UserError(f"{path} line {n}: not a prediction line (not UTF-8 text); {hint}") from None
-        except ValueError as e:
-            raise UserError(f"{path} line {n}: not a prediction line (not JSON: {e}); {hint}") from None
-        if not isinstance(row, dict):
-            raise UserError(f"{path} line {n}: not a prediction line (a JSON {json_kind(row)}); {hint}")
-        yield n, row
+        data = read_file_bytes(path, missing_ok=False)
+    return read_records(path, what="prediction line", hint=hint, data=data)
 
 
 def per_problem_counts(predictions: Path) -> dict[str, tuple[int, int]]:
@@ -112,7 +86,7 @@ def read_results(path: Path) -> dict[str, Any]:
     """A finished run's ``results.json``, checked for what :func:`run_summary` reads: one UserError line
     naming the file and what is wrong (not UTF-8 JSON, not an object, a dataset or field missing)."""
     try:
-        results = json.loads(read_bytes(path).decode("utf-8"))
+        results = json.loads(read_file_bytes(path, missing_ok=False).decode("utf-8"))
     except ValueError as e:  # UnicodeDecodeError included
         raise UserError(f"{path}: not an evaluation results file ({type(e).__name__}: {e})") from None
     if not isinstance(results, dict):

@@ -32,9 +32,9 @@ from e2c.budget import FLAG_NAMES, PhaseBudget
 from e2c.chain import FORMATS, MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
 from e2c.data.registry import Record, get_spec, options_of, question_text
 from e2c.errors import UserError
-from e2c.eval.compare import json_kind, prediction_rows, read_bytes, run_summary
+from e2c.eval.compare import run_summary
 from e2c.eval.metrics import summarize
-from e2c.files import atomic_write_json
+from e2c.files import atomic_write_json, json_kind, read_records
 from e2c.flags import setting
 from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
@@ -310,18 +310,7 @@ def read_predictions(path: Path, repair: bool = True) -> dict[int, dict[int, dic
     :class:`UserError` naming the file and the line.
     """
     out: dict[int, dict[int, dict[str, Any]]] = {}
-    if not path.exists():
-        return out
-    data = read_bytes(path)
-    if repair and data and not data.endswith(b"\n"):
-        keep = data.rfind(b"\n") + 1
-        try:
-            with path.open("r+b") as f:
-                f.truncate(keep)
-        except OSError as e:
-            raise UserError(f"cannot repair {path} (its last line was cut): {e.strerror or e}") from None
-        data = data[:keep]
-    for n, row in prediction_rows(path, data, hint=RESTART_HINT):
+    for n, row in read_records(path, repair=repair, what="prediction line", hint=RESTART_HINT):
         try:
             out.setdefault(int(row["index"]), {})[int(row["sample"])] = row
         except (ValueError, KeyError, TypeError) as e:

@@ -26,7 +26,7 @@ from e2c import progress
 from e2c.argtypes import ValueType
 from e2c.data.registry import Record
 from e2c.errors import UserError
-from e2c.files import atomic_write_json
+from e2c.files import atomic_write_json, drop_cut_line, read_records
 from e2c.generation.base import check_fits, context_length
 from e2c.generation.batching import SharedGenerator, SharedHandle
 from e2c.tracking import SAMPLE_CHAINS
@@ -130,31 +130,12 @@ def read_done(path: Path) -> dict[str, dict[str, Any]]:
     """Finished results of an earlier run. A line that is not a whole result (cut by a kill, even in the
     middle of a character, or not UTF-8) is ignored, and its run done again."""
     done: dict[str, dict[str, Any]] = {}
-    if not path.is_file():
-        return done
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise UserError(f"cannot read {path}: {e.strerror or e}") from None
-    for raw in data.split(b"\n"):
+    for _, r in read_records(path, strict=False):
         try:
-            r = json.loads(raw.decode("utf-8"))
             done[record_key(r["method"], int(r["budget"]), str(r["problem_id"]))] = r
-        except (KeyError, TypeError, ValueError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        except (KeyError, TypeError, ValueError):
             continue
     return done
-
-
-def drop_cut_line(path: Path) -> None:
-    """Remove a last line without its newline (cut by a kill) from a records file, so that the results a
-    resumed run appends start on a line of their own instead of running into the cut one."""
-    try:
-        data = path.read_bytes() if path.is_file() else b""
-        if data and not data.endswith(b"\n"):
-            with path.open("r+b") as f:
-                f.truncate(data.rfind(b"\n") + 1)
-    except OSError as e:
-        raise UserError(f"cannot repair {path} (its last line was cut): {e.strerror or e}") from None
 
 
 def config_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
@@ -351,7 +332,7 @@ def run_tts(
     out_dir.mkdir(parents=True, exist_ok=True)
     check_run_config(out_dir / "config.json", config)
     rec_path = out_dir / "records.jsonl"
-    drop_cut_line(rec_path)
+    drop_cut_line(rec_path)  # what this run appends starts on a line of its own
     done = read_done(rec_path)
     top = max(budgets)
     derive = {m for m in methods if nested and traits(m).nestable}
