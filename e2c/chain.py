@@ -31,6 +31,7 @@ from typing import Any, Literal, TypeVar
 
 from e2c import chain_parse, chain_tokens
 from e2c.chain_parse import ParsedChain
+from e2c.chain_tags import ChainTags
 from e2c.chain_tokens import char_span_token_mask, exploration_token_mask
 
 __all__ = [
@@ -144,8 +145,9 @@ def strip_prompt_suffix(text: str, suffix: str = RELEASE_PROMPT_SUFFIX) -> str:
 
 
 @dataclass(frozen=True)
-class ChainFormat:
-    """One explore-then-execute response format.
+class ChainFormat(ChainTags):
+    """One explore-then-execute response format: the delimiters (:class:`e2c.chain_tags.ChainTags`) and
+    how a problem is put to the model.
 
     Attributes:
         name: short identifier, used in configs and on the command line.
@@ -162,14 +164,9 @@ class ChainFormat:
     """
 
     name: str = "e2c"
-    explore_open: str = "<EXPLORATION>"
-    explore_close: str = "</EXPLORATION>"
-    execute_open: str = "<EXECUTION>"
-    execute_close: str = "</EXECUTION>"
     special_tokens: bool = True
     prompt_suffix: str = RELEASE_PROMPT_SUFFIX
     suffix_separator: str = ""
-    prefill_assistant: bool = True
     explore_label: str = "EXPLORATION PHASE:"
     execute_label: str = "EXECUTION PHASE:"
     system_prompt: str | None = None
@@ -181,13 +178,6 @@ class ChainFormat:
             raise ValueError(
                 f"chain format {self.name!r}: explore_close and execute_open cannot both be empty"
             )
-
-    @property
-    def tags(self) -> tuple[str, ...]:
-        """The non-empty delimiters, in chain order."""
-        return tuple(
-            t for t in (self.explore_open, self.explore_close, self.execute_open, self.execute_close) if t
-        )
 
     @property
     def explore_boundary(self) -> str:

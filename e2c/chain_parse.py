@@ -7,11 +7,8 @@ output: a malformed response becomes a :class:`ParsedChain` whose flags say what
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from e2c.chain import ChainFormat
-
+from e2c.chain_tags import ChainTags
 
 # Every value of ParsedChain.status, "ok" first.
 STATUSES = (
@@ -106,7 +103,7 @@ def _find(text: str, tag: str, start: int = 0) -> int:
     return text.find(tag, start) if tag else -1
 
 
-def parse_chain(response: str, fmt: ChainFormat, prefilled: bool | None = None) -> ParsedChain:
+def parse_chain(response: str, fmt: ChainTags, prefilled: bool | None = None) -> ParsedChain:
     """Split a response into exploration and execution.
 
     Args:
@@ -203,7 +200,7 @@ def parse_chain(response: str, fmt: ChainFormat, prefilled: bool | None = None) 
 
 
 def phase_char_spans(
-    response: str, fmt: ChainFormat, prefilled: bool | None = None
+    response: str, fmt: ChainTags, prefilled: bool | None = None
 ) -> dict[str, tuple[int, int] | None]:
     """Character spans in ``response`` itself (not the prefilled text) of each phase, tags included.
 

@@ -6,13 +6,12 @@ Import these names from :mod:`e2c.chain`, the chain format's public face.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from e2c.chain import ChainFormat
+from e2c.chain_tags import ChainTags
 
 
-def tag_token_ids(tokenizer: Any, fmt: ChainFormat) -> dict[str, int]:
+def tag_token_ids(tokenizer: Any, fmt: ChainTags) -> dict[str, int]:
     """Look up the token id of every tag of a special-token format.
 
     Raises ``ValueError`` naming the tag when a tag is not a single token of this tokenizer (use

@@ -12,7 +12,7 @@
 # data/raw/rl/ with e2c-rl*.parquet, data/evaluation/<name>.parquet), with no extra flags.
 # The first run converts the embedded SmolLM2 tokenizer used for EF-SFT token counts (about a minute).
 #
-# Opt-in, learnable RL prompts (python -m e2c.data.passrate --help): --pass-rate-filter MODEL samples k
+# Opt-in, learnable RL prompts (python -m e2c.eval.passrate --help): --pass-rate-filter MODEL samples k
 # answers per prompt of each RL training file this run wrote (rl/e2c_rl_train.parquet, rl/synthetic_rl.parquet)
 # from MODEL (the model RL starts from) and writes the prompts solved sometimes, but not always, to
 # rl/<name>.filtered.parquet, with rl/<name>.filtered.passrate.{json,png} (report, histogram) and .jsonl
@@ -63,7 +63,7 @@ e2c_setup_venv >/dev/null
 if [ "$HELP" = 1 ]; then
   "$PY" -m e2c.data.prepare --help
   echo
-  echo "learnable RL prompts (opt-in; python -m e2c.data.passrate --help):"
+  echo "learnable RL prompts (opt-in; python -m e2c.eval.passrate --help):"
   echo "  --pass-rate-filter MODEL   keep the prompts of each RL training file written that MODEL solves"
   echo "                             sometimes: rl/<name>.filtered.parquet (default: off)"
   echo "  --pass-rate-k K            samples per prompt (default: 8)"
@@ -85,7 +85,7 @@ fi
 "$PY" -c 'import sys
 from e2c.argtypes import MODEL
 from e2c.errors import UserError, fail
-from e2c.data.passrate import parse_band
+from e2c.eval.passrate import parse_band
 from e2c.generation import ALIASES, BACKENDS
 args = dict(zip(sys.argv[2::2], sys.argv[3::2]))
 for flag, least in (("--k", 2), ("--max-tokens", 1)):
@@ -123,7 +123,7 @@ for name in e2c_rl_train synthetic_rl; do
   if [ ! -f "$input" ] || [ "$(stat -c %Y "$input")" -lt "$started" ]; then continue; fi
   filtered=1
   echo "pass-rate filter: $input with $PR_MODEL" >&2
-  if ! "$PY" -m e2c.data.passrate --model "$PR_MODEL" --input "$input" "${PR_ARGS[@]}"; then
+  if ! "$PY" -m e2c.eval.passrate --model "$PR_MODEL" --input "$input" "${PR_ARGS[@]}"; then
     echo "FAILED pass-rate filter $input" >&2
     status=1
   fi

@@ -49,8 +49,8 @@ ENTRIES: dict[str, Entry] = {
     "e2c.data.download": Entry(
         "e2c.data.download", ("--dataset", "eval", "--endpoint", "http://127.0.0.1:9", "--out", "{tmp}/raw")
     ),
-    "e2c.data.passrate": Entry(
-        "e2c.data.passrate",
+    "e2c.eval.passrate": Entry(
+        "e2c.eval.passrate",
         ("--model", "tiny", "--input", RL_FILE, "--output", "{tmp}/kept.parquet", "--backend", "hf"),
         env={"HF_HUB_OFFLINE": "1"},
     ),

@@ -57,7 +57,7 @@ ENTRIES: dict[str, Entry] = {
         ("--model", "tiny", "--train-data", RL, "--val-data", RL, "--output-dir", "{tmp}/curriculum"),
         env=CPU,
     ),
-    "e2c.rl.health": Entry("e2c.rl.health", ("{folder}",)),
+    "e2c.rl.health": Entry("e2c.rl.health.__main__", ("{folder}",)),
     "e2c.rl.plugin": Entry("e2c.rl.plugin", ()),
     "e2c.cluster": Entry("e2c.cluster", ("--address", "127.0.0.1:6379", "--nodes", "2", "--timeout", "1")),
     "e2c.recipe_check": Entry("e2c.recipe_check", ("--gpus", "8", "--nnodes", "2"), env=CPU),

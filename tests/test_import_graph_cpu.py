@@ -1,7 +1,12 @@
-"""No import cycles in ``e2c``: layers import downward only.
+"""No import cycles in ``e2c``, and no module imports one on a higher floor of the pipeline.
 
-Every import counts, the ones inside functions too (an import moved into a function to dodge a cycle is
-still a cycle: it only fails later). Imports under ``if TYPE_CHECKING:`` never run and are left out.
+Every import counts: the ones inside functions (an import moved into a function to dodge a cycle is still a
+cycle: it only fails later) and the ones under ``if TYPE_CHECKING:`` (a type that must be imported from
+above says the type lives on the wrong floor).
+
+The floors, lowest first (:data:`FLOORS`): the ground (errors, chain tags, budgets, files, flags, models:
+the modules at the package's top), data and the grader, generation, eval and TTS, the CPU backends of verl,
+SFT and RL, then the whole-pipeline commands (quickstart, claims, the recipe check).
 """
 
 from __future__ import annotations
@@ -28,18 +33,10 @@ def module_files(root: Path = PACKAGE) -> dict[str, Path]:
     return out
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skip: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
-    return skip
-
-
 def imports_of(name: str, path: Path, modules: dict[str, Path]) -> dict[str, int]:
-    """The ``e2c`` modules ``name`` imports at run time -> the line of the first such import."""
+    """The ``e2c`` modules ``name`` imports (anywhere: in functions, under ``TYPE_CHECKING``) -> the line of
+    the first such import."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skip = _type_checking_nodes(tree)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: dict[str, int] = {}
 
@@ -48,8 +45,6 @@ def imports_of(name: str, path: Path, modules: dict[str, Path]) -> dict[str, int
             found.setdefault(target, line)
 
     for node in ast.walk(tree):
-        if id(node) in skip:
-            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name, node.lineno)
@@ -136,9 +131,59 @@ def test_no_import_cycles_in_e2c_cpu() -> None:
     assert not found, "\n".join(lines)
 
 
+# The pipeline's floors: a module may import its own floor and the ones below. A package's floor covers its
+# modules; a module at the package's top is on the ground floor unless named here.
+FLOORS: dict[str, int] = {
+    "e2c.data": 1,
+    "e2c.rewards": 1,
+    "e2c.launch_checks": 1,  # checks a launcher's data files (e2c.data.schema) before verl starts
+    "e2c.generation": 2,
+    "e2c.eval": 3,
+    "e2c.tts": 3,
+    "e2c.demo": 3,  # the interactive and one-problem demos: generate and grade
+    "e2c.verl_cpu": 4,  # verl's CPU rollout and engine: what RL runs on without a GPU
+    "e2c.sft": 5,
+    "e2c.rl": 5,
+    "e2c.quickstart": 6,
+    "e2c.claims": 6,
+    "e2c.recipe_check": 6,  # sizes SFT and RL recipes from both launchers
+}
+
+
+def floor_of(module: str) -> int:
+    """The floor of an ``e2c`` module: its longest prefix in :data:`FLOORS`, else the ground (0)."""
+    parts = module.split(".")
+    for n in range(len(parts), 1, -1):
+        if ".".join(parts[:n]) in FLOORS:
+            return FLOORS[".".join(parts[:n])]
+    return 0
+
+
+def upward_imports(graph: dict[str, dict[str, int]]) -> list[str]:
+    return [
+        f"{a}:{line} (floor {floor_of(a)}) imports {b} (floor {floor_of(b)})"
+        for a, targets in graph.items()
+        for b, line in targets.items()
+        if floor_of(b) > floor_of(a)
+    ]
+
+
+def test_floors_cpu() -> None:
+    assert floor_of("e2c.errors") == 0 and floor_of("e2c.rl.health") == 5 and floor_of("e2c.eval") == 3
+    graph = {"e2c.data.io": {"e2c.eval.run": 3}, "e2c.eval.run": {"e2c.data.io": 1}}
+    assert upward_imports(graph) == ["e2c.data.io:3 (floor 1) imports e2c.eval.run (floor 3)"]
+
+
+def test_no_module_imports_a_higher_floor_cpu() -> None:
+    graph = import_graph()
+    assert set(FLOORS) <= set(graph), set(FLOORS) - set(graph)  # every name in the table is a module
+    found = upward_imports(graph)
+    assert not found, "\n".join(found)
+
+
 @pytest.mark.parametrize("ground", ["e2c.errors", "e2c.budget", "e2c.chain_parse", "e2c.chain_tokens"])
 def test_ground_floor_modules_import_no_higher_layer_cpu(ground: str) -> None:
-    allowed = {"e2c.errors"}
+    allowed = {"e2c.errors", "e2c.chain_tags"}
     assert set(import_graph()[ground]) <= allowed
 
 
@@ -149,12 +194,13 @@ def test_a_function_level_cycle_is_found_cpu(tmp_path: Path) -> None:
     (pkg / "a.py").write_text("from e2c.b import f\n")
     (pkg / "b.py").write_text("def f():\n    from e2c import a\n    return a\n")
     (pkg / "c.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from e2c.a import f\n"
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from e2c.d import f\n"
     )
+    (pkg / "d.py").write_text("from e2c.c import x\n")
     modules = module_files(pkg)
     graph = {n: imports_of(n, p, modules) for n, p in modules.items()}
-    assert cycles(graph) == [["e2c.a", "e2c.b"]]
-    assert graph["e2c.c"] == {}
+    assert sorted(cycles(graph)) == [["e2c.a", "e2c.b"], ["e2c.c", "e2c.d"]]  # a type-only import counts too
+    assert graph["e2c.c"] == {"e2c.d": 3}
 
 
 SCRIPT_IMPORT = re.compile(r"from (e2c(?:\.\w+)*) import ([\w ,]+)")

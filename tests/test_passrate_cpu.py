@@ -19,24 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from e2c.chain import E2C
+from e2c.data.bands import BANDS, Band, histogram, in_band, kept_indices, parse_band, pass_rate, pass_rates
 from e2c.data.io import write_parquet
-from e2c.data.passrate import (
-    BANDS,
-    Band,
-    FilterConfig,
-    PassRateFiles,
-    build_parser,
-    filter_prompts,
-    histogram,
-    in_band,
-    kept_indices,
-    main,
-    parse_band,
-    pass_rate,
-    pass_rates,
-)
 from e2c.entry import guarded
 from e2c.errors import UserError
+from e2c.eval.passrate import FilterConfig, PassRateFiles, build_parser, filter_prompts, main
 from e2c.generation.scripted import ScriptedGenerator
 
 K = 4
@@ -344,7 +331,7 @@ def test_no_prompt_in_the_band_writes_nothing(rl_file: Path, tmp_path: Path) -> 
 
 # ---------------------------------------------------------------------------------------- CLI input
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return run("-m", "e2c.data.passrate", *args, timeout=60)
+    return run("-m", "e2c.eval.passrate", *args, timeout=60)
 
 
 BAD_INPUT = {
@@ -493,13 +480,13 @@ def test_gpu_recipe_filters_before_stage_1_when_asked(monkeypatch: pytest.Monkey
     # that they exist when it runs; here its parser reads the printed flags.
     monkeypatch.setattr(argtypes.ModelRef, "parse", lambda self, text: text)
     monkeypatch.setattr(argtypes.PathType, "parse", lambda self, text: text)
-    assert not any("e2c.data.passrate" in c for c in recipe_commands())  # off by default
+    assert not any("e2c.eval.passrate" in c for c in recipe_commands())  # off by default
     commands = recipe_commands(PASS_RATE_FILTER="1", PASS_RATE_K="16", PASS_RATE_MAX_TOKENS="4096")
     entries = [c[2] if c[1] == "-m" else c[1] for c in commands]
     assert entries[:5] == [
         "e2c.data.prepare",
         "e2c.sft.run",
-        "e2c.data.passrate",
+        "e2c.eval.passrate",
         "e2c.rl.launch",
         "e2c.rl.launch",
     ]

@@ -12,12 +12,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from e2c.rl import health
 from e2c.rl.health import (
     BF16_CHANGED_AFTER,
     REL_L2_AFTER,
     batch_health,
-    checkpoint_movement,
+    format_table,
     group_of,
     health_table,
     reward_components,
@@ -25,9 +24,10 @@ from e2c.rl.health import (
     signal_shares,
     signal_verdict,
     truncated_flags,
-    weight_movement,
     zero_variance_group_share,
 )
+from e2c.rl.health import __main__ as health_cli
+from e2c.weights import checkpoint_movement, weight_movement
 
 # ------------------------------------------------------------------------------------------ zero variance
 rewards_and_groups = st.lists(
@@ -310,7 +310,7 @@ def test_health_table_merges_metrics_and_syncs_cpu(tmp_path: Path) -> None:
     assert rows[1]["weight_source"] == "rollout_sync"
     assert "perf/throughput" not in rows[1]
     assert rows[2]["weight_start_step"] == 2
-    table = health.format_table(rows).splitlines()
+    table = format_table(rows).splitlines()
     assert len(table) == 4 and table[0].split("\t")[0] == "step"
     assert table[1].split("\t")[2] == "0.100"  # health/train_acc of step 1
     assert health_table(tmp_path / "missing") == []
@@ -385,11 +385,11 @@ def test_signal_verdict_cpu(rows: list[dict], verdict: str) -> None:
 
 def test_cli_prints_table_and_verdict_cpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _write_jsonl(tmp_path / "metrics.jsonl", [{"step": 1, "data": {"health/zero_var_group_share": 1.0}}])
-    assert health.main([str(tmp_path)]) == 0
+    assert health_cli.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("step\t") and out[1].startswith("1\t") and out[-1].startswith("no signal:")
     with pytest.raises(SystemExit) as stop:
-        health.main([str(tmp_path / "nope")])
+        health_cli.main([str(tmp_path / "nope")])
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: run folder") and "does not exist" in err[0]

@@ -211,7 +211,7 @@ def test_format_credit_is_tinyzero_shape(text: str, credit: float, gate: bool, s
 
 
 def test_the_filter_grades_with_rl_format_gate() -> None:
-    from e2c.data.passrate import grade_samples
+    from e2c.eval.passrate import grade_samples
 
     row = {
         "data_source": "synthetic",
@@ -226,7 +226,7 @@ def test_the_filter_grades_with_rl_format_gate() -> None:
 def test_the_filter_refuses_to_resume_samples_graded_another_way(tmp_path: Path) -> None:
     import json
 
-    from e2c.data.passrate import SAMPLE_FIELDS, check_resume
+    from e2c.eval.passrate import SAMPLE_FIELDS, check_resume
 
     before = dict.fromkeys(SAMPLE_FIELDS, 1)
     before.pop("require_format")  # a file written before the setting was recorded: graded without it

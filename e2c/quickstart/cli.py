@@ -208,9 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     flag(g, "sft_lr", "learning rate")
     flag(g, "sft_batch", "chains per step")
     flag(g, "sft_max_length", "longest row in tokens")
-    g = p.add_argument_group("RL prompts (python -m e2c.data.passrate with the SFT model)")
+    g = p.add_argument_group("RL prompts (python -m e2c.eval.passrate with the SFT model)")
     flag(g, "filter_k", "samples per candidate prompt (>= 2)")
-    flag(g, "filter_band", "pass-rate band kept (see python -m e2c.data.passrate --help)")
+    flag(g, "filter_band", "pass-rate band kept (see python -m e2c.eval.passrate --help)")
     flag(g, "filter_candidates", "RL prompts sampled by the filter (0: all)")
     g = p.add_argument_group("RL (scripts/e2c_rl.sh --stage 2)")
     flag(g, "rl_steps", "GRPO steps (0: skip RL)")
@@ -317,7 +317,7 @@ def validate(cfg: Config) -> None:
     bad = [m for m in cfg.tts_methods if m not in METHODS]
     if bad:
         raise UserError(f"--tts-methods: unknown method {bad[0]!r}; valid: {', '.join(METHODS)}")
-    from e2c.data.passrate import parse_band
+    from e2c.data.bands import parse_band
 
     try:
         parse_band(cfg.filter_band)

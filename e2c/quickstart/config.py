@@ -85,7 +85,7 @@ class Config:
     sft_lr: float = 2e-4
     sft_batch: int = 8
     sft_max_length: int = 512
-    # RL prompts: the pass-rate filter (python -m e2c.data.passrate) keeps the RL prompts the SFT model
+    # RL prompts: the pass-rate filter (python -m e2c.eval.passrate) keeps the RL prompts the SFT model
     # solves sometimes but not always, sampled as the rollout samples (rl_temperature, rl_response_length)
     filter_k: int = 4
     filter_band: str = "learnable"

@@ -14,8 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from e2c.data.passrate import PassRateFiles, format_histogram
+from e2c.data.bands import format_histogram
 from e2c.errors import UserError
+from e2c.eval.passrate import PassRateFiles
 from e2c.paths import project_root
 from e2c.quickstart.config import RL_SAVE_EVERY, SFT_SAVE_EVERY, Config, resolve_dtype
 
@@ -254,13 +255,13 @@ def rl_data(ctx: Context) -> Path:
 
 # ------------------------------------------------------------------------------------------------ filter
 def filter_command(ctx: Context) -> list[str]:
-    """``python -m e2c.data.passrate`` on the data stage's RL prompts with the SFT model, sampling as the RL
+    """``python -m e2c.eval.passrate`` on the data stage's RL prompts with the SFT model, sampling as the RL
     rollout does (its temperature and response length)."""
     cfg = ctx.cfg
     cmd = [
         sys.executable,
         "-m",
-        "e2c.data.passrate",
+        "e2c.eval.passrate",
         "--model",
         str(sft_model(ctx)),
         "--input",

@@ -19,7 +19,7 @@ provides the same three pieces for plain transformers, registered under the roll
 Every sync is a line of ``rollout_sync.jsonl`` (:func:`record_sync`) with how far the weights have moved
 from the first ones this server was sent (the start checkpoint, or the checkpoint a resumed launch starts
 from: ``start_global_steps``): ``weight_rel_l2`` and ``weight_bf16_changed_share``
-(:func:`e2c.rl.health.weight_movement`). The server keeps one copy of those first weights, in the dtype they
+(:func:`e2c.weights.weight_movement`). The server keeps one copy of those first weights, in the dtype they
 arrive in (fp32 weights of a 135M model: about 0.5 GB); ``E2C_ROLLOUT_WEIGHT_MOVEMENT=0`` turns this off.
 """
 
@@ -272,7 +272,7 @@ class HFRolloutServer:
 
 class WeightMovementLog:
     """The first weights a rollout is sent (kept once, in their own dtype) and, for each later sync, how far
-    the weights are from them (:func:`e2c.rl.health.weight_movement`: ``weight_rel_l2``,
+    the weights are from them (:func:`e2c.weights.weight_movement`: ``weight_rel_l2``,
     ``weight_bf16_changed_share``; ``start_global_steps`` names the start)."""
 
     def __init__(self) -> None:
@@ -281,7 +281,7 @@ class WeightMovementLog:
 
     def update(self, state_dict: dict[str, Any], global_steps: int | None) -> dict[str, Any]:
         """The movement fields of this sync's log line; empty (and a warning) when they cannot be computed."""
-        from e2c.rl.health import BF16_CHANGED, REL_L2, weight_movement
+        from e2c.weights import BF16_CHANGED, REL_L2, weight_movement
 
         try:
             if self.start is None:

@@ -26,12 +26,12 @@ and after exploration weighting are ``e2c/adv_abs_before|after``, the exploratio
 ``e2c/explore_token_share``.
 
 Weight movement: the CPU rollout (:mod:`e2c.verl_cpu.hf_rollout`) keeps the first weights it is sent (the
-start checkpoint, in their own dtype) and logs, per sync, :func:`weight_movement` against them in
-``rollout_sync.jsonl``; :func:`checkpoint_movement` computes the same numbers from two HF folders (GPU runs,
+start checkpoint, in their own dtype) and logs, per sync, :func:`e2c.weights.weight_movement` against them in
+``rollout_sync.jsonl``; :func:`e2c.weights.checkpoint_movement` computes the same numbers from two HF folders (GPU runs,
 whose vLLM rollout is not ours). :func:`health_table` joins both files per step and :func:`signal_verdict`
 says in one line whether the run had signal.
 
-``python -m e2c.rl.health RUN_DIR [--start-model DIR]`` prints the table and the verdict.
+``python -m e2c.rl.health RUN_DIR [--start-model DIR]`` (its ``__main__``) prints the table and the verdict.
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ from collections.abc import Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError, fail
+from e2c.weights import BF16_CHANGED, REL_L2, checkpoint_movement
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -70,8 +69,6 @@ ENTROPY = "health/entropy_sampled"  # + "" | "_explore" | "_execute"
 UPDATE_SKIPPED = "health/update_skipped"
 # 1.0 on the step at which e2c.health_stop_after ended the run early (stop_reason)
 STOPPED = "health/stopped"
-REL_L2 = "weight_rel_l2"
-BF16_CHANGED = "weight_bf16_changed_share"
 # health_table's movement columns: the weights after step t's update (pushed to the rollout at the end of
 # step t, before step t+1's generation), against the start.
 REL_L2_AFTER = "weight_rel_l2_after_step"
@@ -318,94 +315,6 @@ def _number(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return None if math.isnan(x) else x
-
-
-# --- weight movement -------------------------------------------------------------------------------------
-def weight_movement(start: Mapping[str, Tensor], current: Mapping[str, Tensor]) -> dict[str, Any]:
-    """How far ``current`` is from ``start`` (both name -> tensor, e.g. state dicts):
-
-    - ``weight_rel_l2``: ``||w - w0|| / ||w0||`` over all compared values, in float32 per tensor;
-    - ``weight_bf16_changed_share``: the share of values whose bf16 representation (bits) differs;
-    - ``weight_l2_delta``, ``weight_l2_start``, ``weight_values``, ``weight_tensors``: the parts;
-    - ``weight_tensors_skipped``: names of ``start`` missing from ``current``, of another shape, or not
-      floating point (not compared).
-
-    Only names of ``start`` are visited, one tensor at a time (``current`` may be a lazy mapping).
-
-    >>> import torch
-    >>> m = weight_movement({"w": torch.tensor([1.0, 2.0])}, {"w": torch.tensor([1.0, 2.5])})
-    >>> round(m["weight_rel_l2"], 4), m["weight_bf16_changed_share"]
-    (0.2236, 0.5)
-    """
-    import torch
-
-    sq_delta = sq_start = 0.0
-    changed = values = tensors = 0
-    skipped: list[str] = []
-    for name, s in start.items():
-        c = current.get(name)
-        if (
-            c is None
-            or tuple(c.shape) != tuple(s.shape)
-            or not s.is_floating_point()
-            or not c.is_floating_point()
-        ):
-            skipped.append(name)
-            continue
-        s = s.detach()
-        c = c.detach().to(s.device)
-        s32, c32 = s.to(torch.float32), c.to(torch.float32)
-        sq_delta += float(torch.linalg.vector_norm(c32 - s32)) ** 2
-        sq_start += float(torch.linalg.vector_norm(s32)) ** 2
-        del s32, c32
-        s16 = s.to(torch.bfloat16).view(torch.int16)
-        c16 = c.to(torch.bfloat16).view(torch.int16)
-        changed += int((s16 != c16).sum())
-        values += s.numel()
-        tensors += 1
-    l2_delta, l2_start = math.sqrt(sq_delta), math.sqrt(sq_start)
-    return {
-        REL_L2: l2_delta / l2_start if l2_start > 0 else (0.0 if l2_delta == 0 else math.inf),
-        BF16_CHANGED: changed / values if values else 0.0,
-        "weight_l2_delta": l2_delta,
-        "weight_l2_start": l2_start,
-        "weight_values": values,
-        "weight_tensors": tensors,
-        "weight_tensors_skipped": skipped,
-    }
-
-
-class SafetensorsFolder(Mapping):
-    """The tensors of an HF model folder's ``*.safetensors`` files (sharded or not), read one at a time."""
-
-    def __init__(self, folder: str | Path) -> None:
-        from safetensors import safe_open
-
-        self.folder = Path(folder)
-        files = sorted(self.folder.glob("*.safetensors"))
-        if not files:
-            raise FileNotFoundError(f"{self.folder}: no *.safetensors file (an HF model folder is needed)")
-        self._handles = [safe_open(str(f), framework="pt") for f in files]
-        self._where: dict[str, Any] = {}
-        for h in self._handles:
-            for k in h.keys():  # noqa: SIM118 (a safetensors handle is not a dict)
-                self._where[k] = h
-
-    def __getitem__(self, name: str) -> Tensor:
-        return self._where[name].get_tensor(name)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._where)
-
-    def __len__(self) -> int:
-        return len(self._where)
-
-
-def checkpoint_movement(start_model_dir: str | Path, hf_dir: str | Path) -> dict[str, Any]:
-    """:func:`weight_movement` of the HF folder ``hf_dir`` (e.g. ``<run>/global_step_N/actor/huggingface``)
-    against the start model's folder; works for any rollout (GPU runs included). Tensors present in only one
-    folder (a tied ``lm_head`` saved once) are listed in ``weight_tensors_skipped``."""
-    return weight_movement(SafetensorsFolder(start_model_dir), SafetensorsFolder(hf_dir))
 
 
 # --- per run ---------------------------------------------------------------------------------------------
@@ -667,60 +576,3 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
             cells.append("-" if v is None else format(int(v) if spec == "d" else v, spec))
         lines.append("\t".join(cells))
     return "\n".join(lines)
-
-
-def build_parser() -> Any:
-    """The command line: the run folder and an optional start model (a folder of safetensors weights)."""
-    from e2c.argtypes import EXISTING_DIR, TEXT
-    from e2c.cli import ArgumentParser
-
-    p = ArgumentParser(
-        prog="python -m e2c.rl.health",
-        description="Per-step RL health of a run folder (metrics.jsonl + rollout_sync.jsonl) and a one-line "
-        "verdict: did the run have signal, did the weights move.",
-    )
-    p.add_argument("run_dir", type=TEXT, help="the RL run's output folder")
-    p.add_argument(
-        "--start-model",
-        type=EXISTING_DIR,
-        default=None,
-        help="HF folder of the start model: weight movement from the run's HF checkpoints where "
-        "rollout_sync.jsonl has none (GPU runs). Default: rollout_sync.jsonl only.",
-    )
-    return p
-
-
-def check_weights_folder(folder: Path, what: str) -> None:
-    """A folder whose ``*.safetensors`` files this report reads: at least one, each with a header that
-    parses and fits the file (one line before any tensor is read, instead of safetensors' traceback)."""
-    from e2c.models import safetensors_header_error
-
-    files = sorted(folder.glob("*.safetensors"))
-    if not files:
-        raise UserError(f"{what} {folder} has no *.safetensors weights (an HF model folder is needed)")
-    for f in files:
-        why = safetensors_header_error(f)
-        if why:
-            raise UserError(f"{what} {folder}: weights file {f.name} is {why}")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    run_dir = Path(args.run_dir)
-    if not run_dir.is_dir():
-        # fail(), not a UserError: callers of main() (the tests) see the exit status run_main would give
-        fail(f"run folder {run_dir} does not exist" + (" (it is a file)" if run_dir.exists() else ""))
-    if args.start_model is not None:
-        check_weights_folder(args.start_model, "--start-model")
-    checks_done()
-    rows = health_table(run_dir, args.start_model)
-    print(format_table(rows))
-    print(signal_verdict(rows))
-    warning = format_warning(rows)
-    if warning:
-        print(f"warning: {warning}")
-    return 0
-
-
-if __name__ == "__main__":
-    run_main(main)

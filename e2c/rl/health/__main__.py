@@ -1,0 +1,69 @@
+"""``python -m e2c.rl.health RUN_DIR [--start-model DIR]``: the per-step health table of an RL run folder
+and its one-line verdict (the metrics are :mod:`e2c.rl.health`'s)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError, fail
+from e2c.rl.health import format_table, format_warning, health_table, signal_verdict
+
+
+def build_parser() -> Any:
+    """The command line: the run folder and an optional start model (a folder of safetensors weights)."""
+    from e2c.argtypes import EXISTING_DIR, TEXT
+    from e2c.cli import ArgumentParser
+
+    p = ArgumentParser(
+        prog="python -m e2c.rl.health",
+        description="Per-step RL health of a run folder (metrics.jsonl + rollout_sync.jsonl) and a one-line "
+        "verdict: did the run have signal, did the weights move.",
+    )
+    p.add_argument("run_dir", type=TEXT, help="the RL run's output folder")
+    p.add_argument(
+        "--start-model",
+        type=EXISTING_DIR,
+        default=None,
+        help="HF folder of the start model: weight movement from the run's HF checkpoints where "
+        "rollout_sync.jsonl has none (GPU runs). Default: rollout_sync.jsonl only.",
+    )
+    return p
+
+
+def check_weights_folder(folder: Path, what: str) -> None:
+    """A folder whose ``*.safetensors`` files this report reads: at least one, each with a header that
+    parses and fits the file (one line before any tensor is read, instead of safetensors' traceback)."""
+    from e2c.models import safetensors_header_error
+
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        raise UserError(f"{what} {folder} has no *.safetensors weights (an HF model folder is needed)")
+    for f in files:
+        why = safetensors_header_error(f)
+        if why:
+            raise UserError(f"{what} {folder}: weights file {f.name} is {why}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    run_dir = Path(args.run_dir)
+    if not run_dir.is_dir():
+        # fail(), not a UserError: callers of main() (the tests) see the exit status run_main would give
+        fail(f"run folder {run_dir} does not exist" + (" (it is a file)" if run_dir.exists() else ""))
+    if args.start_model is not None:
+        check_weights_folder(args.start_model, "--start-model")
+    checks_done()
+    rows = health_table(run_dir, args.start_model)
+    print(format_table(rows))
+    print(signal_verdict(rows))
+    warning = format_warning(rows)
+    if warning:
+        print(f"warning: {warning}")
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)
