@@ -23,10 +23,8 @@ from typing import Any
 from e2c.argtypes import (
     EXISTING_DIR,
     MODEL,
-    NON_UTF8,
     OUTPUT_DIR,
     TEXT,
-    BadValueContext,
     ValueType,
     whole,
 )
@@ -68,9 +66,6 @@ class Arms(ValueType):
     def parse(self, text: str) -> list[tuple[str, str]]:
         return parse_arms(str(text))
 
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return ["", NON_UTF8, ",", "hf:float32", "warp:float32,hf", "hf:int3,hf", "hf,hf:auto"]
-
 
 class Datasets(ValueType):
     """``--dataset``: benchmark names, groups or aliases, comma-separated (as ``python -m e2c.eval.run``)."""
@@ -81,9 +76,6 @@ class Datasets(ValueType):
         TEXT.parse(text)
         resolve_names(str(text))
         return str(text)
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return ["", NON_UTF8, ",", "no-such-set", "gsm8k,no-such-set"]
 
 
 def check_datasets(spec: str, data_dir: Path) -> list[str]:

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import EXISTING_DIR, MODEL, NON_UTF8, OUTPUT_FILE, BadValueContext, ValueType, whole
+from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_FILE, ValueType, whole
 from e2c.cli import DTYPES, ArgumentParser
 from e2c.data.registry import find_local, get_spec, search_dirs
 from e2c.entry import checks_done, run_main
@@ -78,9 +78,6 @@ class Arms(ValueType):
 
     def parse(self, text: str) -> list[tuple[str, str]]:
         return parse_arms(str(text))
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return ["", NON_UTF8, ",", "warp", "loop,warp:float32", "hf:int3"]
 
 
 def check_data(data_dir: Path) -> None:

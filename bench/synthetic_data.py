@@ -13,7 +13,7 @@ import json
 import time
 from dataclasses import dataclass
 
-from e2c.argtypes import MODEL, BadValueContext, Number, whole
+from e2c.argtypes import MODEL, Number, whole
 from e2c.cli import ArgumentParser
 from e2c.data import efsft
 from e2c.data.synthetic.generate import generate, rows_by_split
@@ -32,9 +32,6 @@ class Share(Number):
 
     def _in_range(self, v: float) -> bool:
         return 0.0 <= v < 1.0
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return [*super().bad_values(ctx), "1", "1.0"]
 
 
 def build_parser() -> ArgumentParser:

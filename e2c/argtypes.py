@@ -2,8 +2,8 @@
 
 A type here is what argparse calls with the flag's text (``type=whole(1)``), what a settings dataclass
 declares in its field metadata (``setting(..., value=probability())``, so the RL launcher checks a Hydra
-override of that key with the same rule) and what the generated bad-input test asks for the values that
-must be refused (:meth:`ValueType.bad_values`): a new flag with a type is covered by construction.
+override of that key with the same rule). The generated bad-input test derives the values each type must
+refuse from the type (``tests/bad_values.py``): a new flag with a type is covered by construction.
 
 - :func:`finite`, :func:`positive`, :func:`at_least`, :func:`probability`: floats (``nan`` and ``inf``
   are refused everywhere);
@@ -35,11 +35,9 @@ __all__ = [
     "EXISTING_DIR",
     "EXISTING_FILE",
     "MODEL",
-    "NON_UTF8",
     "OUTPUT_DIR",
     "OUTPUT_FILE",
     "TEXT",
-    "BadValueContext",
     "NameList",
     "Number",
     "ValueType",
@@ -51,24 +49,11 @@ __all__ = [
     "whole",
 ]
 
-# What a command line holds for an argument that is not UTF-8 (Python decodes argv with surrogateescape).
-NON_UTF8 = os.fsdecode(b"\xff\xfe")
 INT_MAX = 2**31 - 1  # seeds, counts and sizes go to C ints (numpy, torch, vLLM) somewhere
 
 
-@dataclass(frozen=True)
-class BadValueContext:
-    """Paths the generated test makes for path-valued flags: an existing file, a folder with a file in it,
-    a model folder whose weights are broken, and a place no process can create anything in."""
-
-    file: str
-    folder: str
-    broken_model: str
-    unwritable: str = "/proc/e2c-no-such/out"
-
-
 class ValueType:
-    """A flag's value type: argparse's ``type=``, a setting's check, and its own bad values."""
+    """A flag's value type: argparse's ``type=``, and a setting's check."""
 
     name = "a value"  # how an error line says what is wanted
 
@@ -89,10 +74,6 @@ class ValueType:
             return self.parse(value if isinstance(value, str) else repr(value))
         except UserError as e:
             raise UserError(f"{what} {e}") from None
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        """Texts this type must refuse (the generated bad-input test tries each one)."""
-        return ["", NON_UTF8]
 
     def __repr__(self) -> str:
         return self.name
@@ -174,23 +155,6 @@ class Number(ValueType):
         except UserError as e:
             raise UserError(f"{what} {e}") from None
 
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        out = ["", NON_UTF8, "x", "nan", "inf", "-inf", "1e999"]
-        if self.kind is int:
-            out += ["1.5", "9" * 5000]
-        step = 1 if self.kind is int else 1e-9
-        if self.low is not None:
-            below = self.low if self.low_open else self.low - step
-            out.append(_fmt(below, self.kind))
-            out.append(_fmt(self.low - 1e6, self.kind))
-        if self.high is not None:
-            out.append(_fmt(self.high + step if self.kind is int else self.high * 1.001 + 1e-6, self.kind))
-        return [v for v in out if v not in {_fmt(s, self.kind) for s in self.special}]
-
-
-def _fmt(v: float, kind: type) -> str:
-    return str(int(v)) if kind is int else repr(float(v))
-
 
 def finite() -> Number:
     """Any finite number (``nan`` and ``inf`` refused)."""
@@ -261,9 +225,6 @@ class AnyText(ValueType):
             raise UserError(f"{what} must be text, got {value!r}")
         return super().check(value, what)
 
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return [NON_UTF8]
-
 
 @dataclass(frozen=True, repr=False)
 class NameList(ValueType):
@@ -284,9 +245,6 @@ class NameList(ValueType):
         if not names:
             raise UserError(f"names no {self.noun}; valid: {', '.join(self.choices)}")
         return names
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return ["", NON_UTF8, ",", f"{self.choices[0]},no-such-{self.noun}"]
 
 
 @dataclass(frozen=True, repr=False)
@@ -325,15 +283,6 @@ class PathType(ValueType):
             check_output_file(path, "file")
         return path
 
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        if self.mode == "file":
-            return ["", NON_UTF8 + "/x", ctx.folder, "/nonexistent/e2c/file.jsonl", "/proc/self/task"]
-        if self.mode == "dir":
-            return ["", NON_UTF8 + "/x", ctx.file, "/nonexistent/e2c/folder"]
-        if self.mode == "out_dir":  # a name that is not UTF-8 is a valid folder name on Linux
-            return ["", ctx.file, ctx.file + "/sub", ctx.unwritable]
-        return ["", ctx.folder, ctx.unwritable]
-
 
 @dataclass(frozen=True, repr=False)
 class ModelRef(ValueType):
@@ -364,9 +313,6 @@ class ModelRef(ValueType):
         if is_hub_id(s):
             return s
         raise UserError(f"unknown model {s!r}: not a folder and not an HF id; use {SPEC_FORMS}")
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return ["", NON_UTF8, ctx.file, ctx.broken_model, "/nonexistent/e2c/model", "no such model"]
 
 
 EXISTING_FILE = PathType("file")

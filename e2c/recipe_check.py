@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import MODEL, TEXT, BadValueContext, Number, ValueType, positive, probability, whole
+from e2c.argtypes import MODEL, TEXT, Number, ValueType, positive, probability, whole
 from e2c.batch_shapes import (  # noqa: F401  (re-exported: the recipe check's public names)
     ALGO_NAMES,
     Cluster,
@@ -569,9 +569,6 @@ class GpusOrAuto(ValueType):
 
     def parse(self, text: str) -> int | str:
         return "auto" if str(text).strip() == "auto" else int(self.count.parse(text))
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return self.count.bad_values(ctx)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from e2c.argtypes import ANY_TEXT, NON_UTF8, BadValueContext, ValueType
+from e2c.argtypes import ANY_TEXT, ValueType
 from e2c.errors import UserError
 
 DEFAULT_LOGGERS = "console,tensorboard"
@@ -137,9 +137,6 @@ class ResultTrackers(ValueType):
         except UserError as e:  # "--logger 'x': unknown tracker; valid: ..."; the parser names the flag
             raise UserError(str(e).removeprefix("--logger ")) from None
         return s
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return [NON_UTF8, "no-such-tracker", "tensorboard,no-such-tracker"]
 
 
 RESULT_TRACKERS = ResultTrackers()

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
-from e2c.argtypes import NON_UTF8, BadValueContext, ValueType
+from bad_values import NON_UTF8, BadValueContext, bad_values_of
+
+from e2c.argtypes import ValueType
 from e2c.entry import CHECK_ONLY_ENV, guarded
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +74,7 @@ def bad_values(action: argparse.Action, ctx: BadValueContext) -> list[str]:
     if action.choices is not None:
         return ["", NOT_A_CHOICE, NON_UTF8]
     if isinstance(action.type, ValueType):
-        return action.type.bad_values(ctx)
+        return bad_values_of(action.type, ctx)
     return []
 
 

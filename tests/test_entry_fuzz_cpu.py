@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from bad_values import FAMILIES, qualified
 from entry_fuzz import (
     ROOT,
     bad_values,
@@ -87,6 +88,20 @@ def test_every_valued_flag_declares_its_values_cpu(name: str) -> None:
     assert not untyped, f"{name}: flags with no declared values: {untyped}"
     stale = [f for f in [*entry.free, *entry.skip] if f not in dict(valued_flags(parser))]
     assert not stale, f"{name}: registry names flags the parser does not have: {stale}"
+
+
+def test_every_bad_value_family_names_a_type_in_use_cpu() -> None:
+    """Each family in ``tests/bad_values.py`` is keyed by a value type some entry point declares (a renamed
+    or moved type would otherwise silently fall back to the base family)."""
+    used = {
+        qualified(cls)
+        for entry in ENTRIES.values()
+        for _, action in valued_flags(load(entry.target).build_parser())
+        if isinstance(action.type, ValueType)
+        for cls in type(action.type).__mro__
+    }
+    stale = sorted(set(FAMILIES) - used)
+    assert not stale, f"families of types no entry point declares: {stale}"
 
 
 @pytest.fixture(scope="module")

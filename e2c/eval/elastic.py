@@ -21,10 +21,8 @@ import sys
 from typing import NoReturn
 
 from e2c.argtypes import (
-    NON_UTF8,
     OUTPUT_DIR,
     TEXT,
-    BadValueContext,
     ValueType,
     at_least,
     probability,
@@ -49,9 +47,6 @@ class Switch(ValueType):
         if mode not in TRUE + FALSE:
             raise UserError(f"must be True or False, got {str(text)!r}")
         return mode in TRUE
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return ["", NON_UTF8, "maybe", "2"]
 
 
 class RaisingParser(ArgumentParser):

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import INT_MAX, NON_UTF8, OUTPUT_DIR, BadValueContext, ValueType, whole
+from e2c.argtypes import INT_MAX, OUTPUT_DIR, ValueType, whole
 from e2c.chain import FORMATS
 from e2c.cli import (
     DTYPES,
@@ -101,9 +101,6 @@ class GpuSpec(ValueType):
             raise UserError(f"must be {self.name}, got {value!r}")
         return value
 
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return ["", NON_UTF8, "0", "-1", "x", "1.5", "0,x", ",", "9" * 40]
-
 
 def parse_gpus(value: str | None) -> int | None:
     """``--gpus``: a count (``8``) or a device list (``0,1,2,3``, which also sets CUDA_VISIBLE_DEVICES)."""
@@ -131,9 +128,6 @@ class ShardSpec(ValueType):
         if not digits or not int(rank) < int(world) <= INT_MAX:
             raise UserError(f"must be {self.name}, got {str(text)!r}")
         return str(text)
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return ["", NON_UTF8, "x", "1/1", "2/1", "-1/2", "0/0"]
 
 
 GPUS = GpuSpec()

@@ -30,10 +30,8 @@ from e2c.argtypes import (
     EXISTING_DIR,
     EXISTING_FILE,
     MODEL,
-    NON_UTF8,
     OUTPUT_DIR,
     TEXT,
-    BadValueContext,
     ValueType,
     whole,
 )
@@ -80,9 +78,6 @@ class MethodName(ValueType):
             )
         return s
 
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return ["", NON_UTF8, "beam_search"]
-
 
 class SettingValue(ValueType):
     """``--set KEY=VALUE``: a TTS setting (an old name too, :data:`e2c.tts.base.SETTING_ALIASES`) and its
@@ -107,20 +102,6 @@ class SettingValue(ValueType):
             return key, check_setting(key, set_value(key, v))
         except UserError as e:
             raise UserError(f"{s}: {e}") from None
-
-    def bad_values(self, ctx: BadValueContext) -> list[str]:
-        return [
-            "",
-            NON_UTF8,
-            "oops",
-            "no_such_setting=1",
-            "explore_budget=abc",
-            "explore_tokens=0",
-            "top_p=2",
-            "seed=1.5",
-            "temperature=nan",
-            "opener=" + NON_UTF8,
-        ]
 
 
 def build_parser(prog: str = PROG) -> ArgumentParser:
