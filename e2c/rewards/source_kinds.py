@@ -7,7 +7,7 @@ own preprocessors, the paper's release), matched as a fragment of the lower-case
 The truth is each :class:`e2c.data.registry.DatasetSpec`'s ``kind``; this is a copy of what
 :func:`e2c.data.registry.source_kinds` derives from it, kept here because the rewards sit below the data
 layer (``e2c.data`` imports ``e2c.rewards``; an import back, even inside a function, would be a cycle).
-``tests/test_answer_kinds_cpu.py`` fails, printing the value to paste here, when the registry and this
+``tests/rewards/test_answer_kinds_cpu.py`` fails, printing the value to paste here, when the registry and this
 copy disagree. Do not edit by hand.
 """
 

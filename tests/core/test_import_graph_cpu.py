@@ -1,0 +1,226 @@
+"""No import cycles in ``e2c``, and no module imports one on a higher floor of the pipeline.
+
+Every import counts: the ones inside functions (an import moved into a function to dodge a cycle is still a
+cycle: it only fails later) and the ones under ``if TYPE_CHECKING:`` (a type that must be imported from
+above says the type lives on the wrong floor).
+
+The floors, lowest first (:data:`FLOORS`): the ground (errors, chain tags, budgets, files, flags, models:
+the modules at the package's top), data and the grader, generation, eval and TTS, the CPU backends of verl,
+SFT and RL, then the whole-pipeline commands (quickstart, claims, the recipe check).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "e2c"
+
+
+def module_files(root: Path = PACKAGE) -> dict[str, Path]:
+    """``e2c.x.y`` -> its file, packages by their ``__init__.py``."""
+    out = {}
+    for path in root.rglob("*.py"):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def imports_of(name: str, path: Path, modules: dict[str, Path]) -> dict[str, int]:
+    """The ``e2c`` modules ``name`` imports (anywhere: in functions, under ``TYPE_CHECKING``) -> the line of
+    the first such import."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: dict[str, int] = {}
+
+    def add(target: str, line: int) -> None:
+        if target in modules and target != name:
+            found.setdefault(target, line)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                if f"{source}.{alias.name}" in modules:  # a submodule: the package's __init__ runs anyway
+                    add(f"{source}.{alias.name}", node.lineno)
+                elif source != "e2c":
+                    add(source, node.lineno)
+    return found
+
+
+def import_graph() -> dict[str, dict[str, int]]:
+    modules = module_files()
+    return {name: imports_of(name, path, modules) for name, path in modules.items()}
+
+
+def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(graph[w])))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_cycle_finder_against_a_plain_search_cpu() -> None:
+    graph = {"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}, "e": {"e": 1}, "f": {}}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b": 1}, "b": {}}) == []
+
+
+def test_no_import_cycles_in_e2c_cpu() -> None:
+    graph = import_graph()
+    assert len(graph) > 100 and graph["e2c.eval.runner"], "the graph was not read"
+    found = cycles(graph)
+    lines = [
+        " -> ".join(comp)
+        + ": "
+        + "; ".join(f"{a}:{graph[a][b]} imports {b}" for a in comp for b in comp if b in graph[a])
+        for comp in found
+    ]
+    assert not found, "\n".join(lines)
+
+
+# The pipeline's floors: a module may import its own floor and the ones below. A package's floor covers its
+# modules; a module at the package's top is on the ground floor unless named here.
+FLOORS: dict[str, int] = {
+    "e2c.data": 1,
+    "e2c.rewards": 1,
+    "e2c.launch_checks": 1,  # checks a launcher's data files (e2c.data.schema) before verl starts
+    "e2c.generation": 2,
+    "e2c.eval": 3,
+    "e2c.tts": 3,
+    "e2c.demo": 3,  # the interactive and one-problem demos: generate and grade
+    "e2c.verl_cpu": 4,  # verl's CPU rollout and engine: what RL runs on without a GPU
+    "e2c.sft": 5,
+    "e2c.rl": 5,
+    "e2c.quickstart": 6,
+    "e2c.claims": 6,
+    "e2c.recipe_check": 6,  # sizes SFT and RL recipes from both launchers
+}
+
+
+def floor_of(module: str) -> int:
+    """The floor of an ``e2c`` module: its longest prefix in :data:`FLOORS`, else the ground (0)."""
+    parts = module.split(".")
+    for n in range(len(parts), 1, -1):
+        if ".".join(parts[:n]) in FLOORS:
+            return FLOORS[".".join(parts[:n])]
+    return 0
+
+
+def upward_imports(graph: dict[str, dict[str, int]]) -> list[str]:
+    return [
+        f"{a}:{line} (floor {floor_of(a)}) imports {b} (floor {floor_of(b)})"
+        for a, targets in graph.items()
+        for b, line in targets.items()
+        if floor_of(b) > floor_of(a)
+    ]
+
+
+def test_floors_cpu() -> None:
+    assert floor_of("e2c.errors") == 0 and floor_of("e2c.rl.health") == 5 and floor_of("e2c.eval") == 3
+    graph = {"e2c.data.io": {"e2c.eval.run": 3}, "e2c.eval.run": {"e2c.data.io": 1}}
+    assert upward_imports(graph) == ["e2c.data.io:3 (floor 1) imports e2c.eval.run (floor 3)"]
+
+
+def test_no_module_imports_a_higher_floor_cpu() -> None:
+    graph = import_graph()
+    assert set(FLOORS) <= set(graph), set(FLOORS) - set(graph)  # every name in the table is a module
+    found = upward_imports(graph)
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize("ground", ["e2c.errors", "e2c.budget", "e2c.chain_parse", "e2c.chain_tokens"])
+def test_ground_floor_modules_import_no_higher_layer_cpu(ground: str) -> None:
+    allowed = {"e2c.errors", "e2c.chain_tags"}
+    assert set(import_graph()[ground]) <= allowed
+
+
+def test_a_function_level_cycle_is_found_cpu(tmp_path: Path) -> None:
+    pkg = tmp_path / "e2c"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from e2c.b import f\n")
+    (pkg / "b.py").write_text("def f():\n    from e2c import a\n    return a\n")
+    (pkg / "c.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from e2c.d import f\n"
+    )
+    (pkg / "d.py").write_text("from e2c.c import x\n")
+    modules = module_files(pkg)
+    graph = {n: imports_of(n, p, modules) for n, p in modules.items()}
+    assert sorted(cycles(graph)) == [["e2c.a", "e2c.b"], ["e2c.c", "e2c.d"]]  # a type-only import counts too
+    assert graph["e2c.c"] == {"e2c.d": 3}
+
+
+SCRIPT_IMPORT = re.compile(r"from (e2c(?:\.\w+)*) import ([\w ,]+)")
+
+
+def test_python_inside_shell_scripts_imports_names_that_exist() -> None:
+    """The shell scripts run Python of their own (heredocs, ``-c``); a name moved to another module (as
+    ``UserError`` moved to ``e2c.errors``) breaks them only when that line runs, so check every one now."""
+    root = PACKAGE.parent
+    scripts = sorted([*root.glob("scripts/*.sh"), *root.glob("scripts/*.sbatch"), *root.glob("tts/**/*.sh")])
+    problems, seen = [], 0
+    for script in scripts:
+        for module, names in SCRIPT_IMPORT.findall(script.read_text(encoding="utf-8")):
+            mod = importlib.import_module(module)
+            for name in (n.strip() for n in names.split(",")):
+                seen += 1
+                submodule = (
+                    hasattr(mod, "__path__") and importlib.util.find_spec(f"{module}.{name}") is not None
+                )
+                if name and not hasattr(mod, name) and not submodule:
+                    problems.append(f"{script.relative_to(root)}: from {module} import {name}")
+    assert seen > 5, seen  # the scan found the scripts' imports
+    assert not problems, "\n".join(problems)
