@@ -5,7 +5,7 @@
 Runs the real launcher (``python -m e2c.rl.launch``: verl's trainer, the batched ``hf`` rollout, the e2c
 agent loop and reward manager) on GSM8K prompts from ``../shared/data/benchmarks`` and reads verl's own
 per-step timings from ``<run>/metrics.jsonl``. The first step also pays warm-up (first weight push,
-allocator growth), so the summary is the median over the later steps. Target (issue #5): at most 60 s per
+allocator growth), so the summary is the median over the later steps. Target: at most 60 s per
 step; a one-request-at-a-time rollout measured ~270 s, 75% of it generating.
 
 ``logp gap`` is verl's mean |p_trainer - p_rollout| per token: the bf16 trainer and the rollout compute

@@ -1,4 +1,4 @@
-"""Helpers of the bad-input tests (issue #15): run an entry point as a user would, snapshot files, and check
+"""Helpers of the bad-input tests: run an entry point as a user would, snapshot files, and check
 that a refusal is exactly one line on stderr with the right exit status."""
 
 from __future__ import annotations

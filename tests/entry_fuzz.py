@@ -1,4 +1,4 @@
-"""The generated bad-input test's machinery (issue #34): every entry point, every flag, a family of bad values
+"""The generated bad-input test's machinery: every entry point, every flag, a family of bad values
 by the flag's declared type, each run in-process under ``E2C_CHECK_ONLY=1`` (so a value that slips through
 the checks ends the run at ``checks_done()`` instead of starting the work).
 

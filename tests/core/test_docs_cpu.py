@@ -328,6 +328,26 @@ def test_no_issue_references() -> None:
     assert not problems, "user docs describe the toolkit, not its tracker:\n" + "\n".join(problems)
 
 
+def test_no_issue_references_in_code_or_tests() -> None:
+    """Code and tests say what they do and why, not which ticket asked for it."""
+    me = Path(__file__).resolve()
+    files = [
+        p
+        for pattern in ("e2c/**/*.py", "bench/*.py", "tts/**/*.py", "tests/**/*.py", "*.py", "scripts/*")
+        for p in ROOT.glob(pattern)
+        if p.is_file() and p.resolve() != me
+    ]
+    assert len(files) > 150, len(files)
+    problems = [
+        f"{rel(path)}:{n}: {m.group(0)!r}"
+        for path in files
+        for n, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1)
+        for pattern in ISSUE_REFERENCES
+        for m in pattern.finditer(line)
+    ]
+    assert not problems, "issue numbers in code or tests:\n" + "\n".join(problems)
+
+
 def test_readme_gives_the_two_commands_and_ci_runs_the_test_command() -> None:
     readme = README.read_text(encoding="utf-8")
     first_block = [text for _, text, _ in commands(README)][:2]

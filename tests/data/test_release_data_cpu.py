@@ -1,4 +1,4 @@
-"""Exact compatibility with the paper's release (issue 13), part 4: the release's raw data layout and
+"""Exact compatibility with the paper's release, part 4: the release's raw data layout and
 evaluation columns (``data/raw/{sft,rl}``, ``data/evaluation/<name>.parquet``) load, grade and prepare with
 no flags. The other parts (suffix, prefill, medical prompts, SFT text) are in test_release_compat_cpu.py.
 """

@@ -1,4 +1,4 @@
-"""The pass-rate filter (issue #29): its pure functions against plain reference loops, the runner on a
+"""The pass-rate filter: its pure functions against plain reference loops, the runner on a
 scripted generator (keeps exactly the prompts whose pass rate is in the band, prompts built as the RL agent
 loop builds them, resume), bad input as one line with nothing written, one real run of the tiny model on
 the transformers backend, and the opt-in steps of scripts/prepare_all_data.sh and scripts/gpu_recipe.sh."""

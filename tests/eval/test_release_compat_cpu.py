@@ -1,4 +1,4 @@
-"""Exact compatibility with the paper's release (issue 13): the question suffix, the evaluation prompt
+"""Exact compatibility with the paper's release: the question suffix, the evaluation prompt
 without prefill, the optional medical prompts, the release's raw data layout and evaluation columns, and
 SFT that trains on exactly the text inference produces (Qwen3's real chat template included).
 

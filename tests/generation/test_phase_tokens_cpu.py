@@ -1,4 +1,4 @@
-"""Per-phase token counts count generated tokens only (issue 13).
+"""Per-phase token counts count generated tokens only.
 
 Text written for the model (an opener such as "I need to make a step-by-step plan.", a forced boundary, the
 execution's opening tag) is part of a chain's response but was never generated: it must not be counted,

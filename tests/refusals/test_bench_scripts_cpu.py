@@ -1,4 +1,4 @@
-"""Issue #34, "fail cleanly everywhere": bad input to the benchmark scripts (``python bench/<name>.py``).
+"""Fail cleanly everywhere: bad input to the benchmark scripts (``python bench/<name>.py``).
 
 Reported: bad flags gave tracebacks (an unknown ``--backend`` or ``--dtype``, ``--n 0``, ``--reg-frac 2``, a
 ``nan`` timeout); timeouts that parse but make no sense were taken (``python bench/grader_hostile.py

@@ -1,4 +1,4 @@
-"""Issue #34, "fail cleanly everywhere": the data scripts, the quickstart and the GPU recipe, run as a user runs
+"""Fail cleanly everywhere: the data scripts, the quickstart and the GPU recipe, run as a user runs
 them. Each bad input is one ``error:`` line on stderr, exit 2, no traceback and nothing written; a secret is
 never printed; a check-only run (``E2C_CHECK_ONLY=1``) takes paths with spaces and non-ASCII letters.
 """

@@ -1,4 +1,4 @@
-"""Issue #15, "fail cleanly, lose nothing": bad input to the data scripts (eval and prepare with a bad
+"""Fail cleanly, lose nothing: bad input to the data scripts (eval and prepare with a bad
 ``--data-dir``, prepare's and download's flags): exit status 2 (1 for a failed prepare step), exactly one
 line on stderr naming the problem, no traceback, every file that existed before byte-identical.
 """

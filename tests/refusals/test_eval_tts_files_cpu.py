@@ -1,4 +1,4 @@
-"""Issue #34, "fail cleanly everywhere": the failure classes reported for evaluation, test-time scaling and
+"""Fail cleanly everywhere: the failure classes reported for evaluation, test-time scaling and
 the demos, each run as a user runs it. Refused input is exactly one ``error:`` line naming what is wrong,
 exit 2, no traceback, and the files that were there before unchanged; a line cut by a kill is recovered
 from as resume intends (dropped and redone).

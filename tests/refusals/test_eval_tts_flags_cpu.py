@@ -1,4 +1,4 @@
-"""Issue #15 ("fail cleanly, lose nothing") for eval, TTS and the demos: each case runs the real entry point
+"""Fail cleanly, lose nothing: eval, TTS and the demos: each case runs the real entry point
 as a user would and checks one `error:` line naming the problem, exit 2, no traceback, and files that were
 there before left byte-identical; Ctrl-C and SIGTERM stop a run with one line naming what was saved and the
 command that resumes it, and that command resumes."""
@@ -108,7 +108,7 @@ def assert_one_error_line(r: subprocess.CompletedProcess, message: str, code: in
 
 # (entry, extra flags with {placeholders} from fixtures(), the message the one line must hold)
 CASES = [
-    # eval: #15 cases 2, 5, 6, 4, then more of the same kinds
+    # eval: the first reported cases, then more of the same kinds
     ("eval", ["--k", "5"], "--k 5: each k must be from 1 to --sample 1"),
     ("eval", ["--k", "0", "1"], "--k must be >= 1, got 0"),
     ("eval", ["--model", "{badcfg}"], "badcfg: cannot read config.json (not valid JSON"),
@@ -137,7 +137,7 @@ CASES = [
     ("eval", ["--data-dir", "{tmp}/nowhere"], "/nowhere does not exist"),
     ("eval", ["--limit", "-1"], "--limit must be >= 1, got -1"),
     ("eval.sh", ["--k", "4", "--sample", "2"], "--k 4: each k must be from 1 to --sample 2"),
-    # tts: #15 cases 1 and 8, then more
+    # tts: the first reported cases, then more
     ("tts", ["--limit", "-1"], "--limit must be >= 0, got -1"),
     (
         "tts",

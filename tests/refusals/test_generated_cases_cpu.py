@@ -1,4 +1,4 @@
-"""The generated bad-input test (issue #34): every entry point's every flag, a family of bad values by its
+"""The generated bad-input test: every entry point's every flag, a family of bad values by its
 declared type, each refused with exit 2, exactly one ``error:`` line, no traceback, and nothing already
 written changed. The cases come from the parsers themselves (:mod:`entry_fuzz`); a new flag is covered by
 construction, and a new entry point must be registered (the registry test fails until it is).

@@ -1,4 +1,4 @@
-"""Issue #15, "fail cleanly, lose nothing": bad input to the re-scorer (``python -m e2c.eval.score``).
+"""Fail cleanly, lose nothing: bad input to the re-scorer (``python -m e2c.eval.score``).
 
 Every bad input runs the real entry point (as a user would) and must give exit status 2, exactly one line on
 stderr naming the problem, no traceback, and leave every file that existed before byte-identical. The data

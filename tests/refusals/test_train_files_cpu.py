@@ -1,4 +1,4 @@
-"""Bad input to the training entry points that got past their checks before issue #34, each run as a user
+"""Bad input to the training entry points that once got past their checks, each run as a user
 runs it (the scripts, ``python -m``): one ``error:`` line, exit 2, before verl, ray or torchrun start, and
 nothing written.
 

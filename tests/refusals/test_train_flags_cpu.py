@@ -1,4 +1,4 @@
-"""Bad input to the training entry points (issue #15): scripts/e2c_sft.sh, ef-sft.sh, e2c_rl.sh, e2c_dapo.sh and
+"""Bad input to the training entry points: scripts/e2c_sft.sh, ef-sft.sh, e2c_rl.sh, e2c_dapo.sh and
 e2c_curriculum.sh refuse it in one ``error:`` line, exit 2, before anything is launched, and leave every file
 that was there (data, an earlier run's output, the repository's outputs/) as it was.
 

@@ -1,4 +1,4 @@
-"""Issue #15: answer extraction is linear on any text: property tests against a plain reference on small
+"""Answer extraction is linear on any text: property tests against a plain reference on small
 texts, hostile megabyte texts under a CPU-time bound.
 """
 

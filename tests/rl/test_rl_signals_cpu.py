@@ -1,4 +1,4 @@
-"""Training signals that match what inference does (issue 13): the elastic rollout's EOS, e3's
+"""Training signals that match what inference does: the elastic rollout's EOS, e3's
 ``only_train_on_positive`` in verl's loss, and plugin registration whatever was imported first.
 
 CPU only, no ray, no trainer run: the agent loop runs against a scripted server, the trainer's advantage
