@@ -1,12 +1,26 @@
 """Helpers of the bad-input tests: run an entry point as a user would, snapshot files, and check
-that a refusal is exactly one line on stderr with the right exit status."""
+that a refusal is exactly one line on stderr with the right exit status.
+
+A Python entry point (``-m module`` or ``file.py``) runs in this process (:func:`run_in_process`): its
+``main`` under the same guard ``run_main`` puts around it, with the interpreter's output streams captured
+at the file-descriptor level (so what libraries and child processes print is seen too) and the environment,
+working folder, ``sys.argv`` and signal handlers put back afterwards. What only a new interpreter shows
+(import-time output, the exit path itself) is checked by one real process per entry point in
+``refusals/test_generated_cases_cpu.py``; ``real=True`` (and every shell script) runs a real process here.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,11 +37,107 @@ def skip_without_unwritable(case: str) -> None:
         pytest.skip(f"{UNWRITABLE} is not here")
 
 
-def run(*args: str, env: dict[str, str] | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
-    """A command line as a user types it, from the repository root."""
+def run(
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: int = 120,
+    real: bool = False,
+    input: str | None = None,
+) -> subprocess.CompletedProcess:
+    """A command line as a user types it, from the repository root: a Python entry point in this process
+    (``timeout`` applies to real processes only), a shell script or ``real=True`` as a real process;
+    ``input``: its standard input."""
+    full_env = {"HF_HUB_OFFLINE": "1", **(env or {})}
+    if args[0] == "-m" and not real:
+        return run_in_process(args[1], list(args[2:]), full_env, input)
+    if args[0].endswith(".py") and not real:
+        return run_in_process(args[0], list(args[1:]), full_env, input)
     cmd = ["bash", *args] if args[0].endswith((".sh", ".sbatch")) else [sys.executable, *args]
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=full_env, timeout=timeout)
+    return subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **full_env},
+        timeout=timeout,
+        input=input,
+    )
+
+
+@contextlib.contextmanager
+def captured_output() -> Iterator[list[str]]:
+    """Capture stdout and stderr at the file-descriptor level (Python's writes, C libraries' and child
+    processes'); the list holds ``[stdout, stderr]`` once the block ends."""
+    result: list[str] = []
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        files = (out_file, err_file)
+        saved_fds = [os.dup(1), os.dup(2)]
+        saved_streams = (sys.stdout, sys.stderr)
+        streams = [
+            io.TextIOWrapper(os.fdopen(os.dup(f.fileno()), "wb"), encoding="utf-8", errors="surrogateescape",
+                             write_through=True)
+            for f in files
+        ]  # fmt: skip
+        try:
+            os.dup2(out_file.fileno(), 1)
+            os.dup2(err_file.fileno(), 2)
+            sys.stdout, sys.stderr = streams
+            yield result
+        finally:
+            for stream in streams:
+                stream.flush()
+            sys.stdout, sys.stderr = saved_streams
+            for fd, saved in ((1, saved_fds[0]), (2, saved_fds[1])):
+                os.dup2(saved, fd)
+                os.close(saved)
+            for stream in streams:
+                stream.close()
+            for f in files:
+                f.seek(0)
+                result.append(f.read().decode("utf-8", errors="replace"))
+
+
+def run_in_process(
+    target: str, argv: list[str], env: dict[str, str], stdin: str | None = None
+) -> subprocess.CompletedProcess:
+    """``python -m target argv`` (or ``python target argv`` for a file) as :func:`e2c.entry.run_main` runs it,
+    in this process; the exit status, stdout and stderr as a finished process gives them."""
+    from entry_fuzz import load
+
+    from e2c.cli import resume_command
+    from e2c.entry import guarded
+
+    mod = load(target)
+    if not hasattr(mod, "main"):  # a package run with -m: its __main__ module
+        mod = load(f"{target}.__main__")
+    prog = target if not target.endswith(".py") else Path(target).name
+    entry = [target] if target.endswith(".py") else ["-m", target]
+    saved_env, saved_cwd, saved_argv, saved_stdin = dict(os.environ), os.getcwd(), sys.argv, sys.stdin
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    os.environ.update(env)
+    os.chdir(ROOT)
+    sys.argv = [target if target.endswith(".py") else str(mod.__file__), *argv]
+    sys.stdin = io.StringIO(stdin or "")
+    code: int | None
+    try:
+        with captured_output() as out, warnings.catch_warnings():
+            try:
+                code = guarded(lambda: mod.main(argv), prog, resume_command(entry, argv))
+            except SystemExit as e:
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+                if not isinstance(e.code, int) and e.code is not None:
+                    print(e.code, file=sys.stderr)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        sys.stdin = saved_stdin
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    return subprocess.CompletedProcess([sys.executable, *entry, *argv], int(code or 0), out[0], out[1])
 
 
 def score(*args: str | Path, timeout: int = 120) -> subprocess.CompletedProcess:

@@ -72,3 +72,60 @@ def arithmetic_rl_rows(n: int = 16) -> list[dict]:
             }
         )
     return rows
+
+
+# ------------------------------------------------------------------------------------------------ tiers
+# Three tiers (README, "Tests"): unit tests (in process, no model: the ``unit`` marker, given here to every
+# test that is neither of the others), integration tests (one component, a real model on CPU: ``integration``,
+# given here to every test that asks for a model fixture, or marked so), and end-to-end runs (verl and ray
+# trainers, vLLM, several ranks, the quickstart and claims ``--fast``, the paper's pipeline: ``slow``).
+# ``bash scripts/test.sh`` runs the first two; ``.ci/run`` then the third (``-m slow``).
+MODEL_FIXTURES = {"tiny_path", "tiny_tok", "embedded_path", "embedded_tok"}
+# A test of the first two tiers that takes longer than its tier's limit fails, naming the tier it belongs
+# to: so nothing heavy hides in the command developers run. Seconds of the test's own call (fixtures apart)
+# on a 2-core machine; E2C_TIER_LIMIT_SCALE scales them for a slower one (0 turns the check off).
+TIER_LIMITS = {"unit": 20.0, "integration": 150.0}
+TIER_FIX = {
+    "unit": "mark it integration (one component, a real model) or slow",
+    "integration": "mark it slow",
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "real_bench_dir" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real_data)
+        if item.get_closest_marker("slow") or item.get_closest_marker("gpu"):
+            continue
+        if item.get_closest_marker("integration") or MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)
+        else:
+            item.add_marker(pytest.mark.unit)
+
+
+def tier_of(item: pytest.Item) -> str:
+    for name in ("slow", "gpu", "integration", "unit"):
+        if item.get_closest_marker(name):
+            return name
+    return "unit"
+
+
+def over_tier_limit(nodeid: str, tier: str, seconds: float, scale: float = 1.0) -> str | None:
+    """Why a test that took ``seconds`` does not belong to ``tier`` (None: it does)."""
+    if tier not in TIER_LIMITS or scale <= 0 or seconds <= TIER_LIMITS[tier] * scale:
+        return None
+    limit = TIER_LIMITS[tier] * scale
+    return f"{nodeid}: a {tier} test took {seconds:.0f} s, over the {tier} tier's {limit:.0f} s; {TIER_FIX[tier]}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "call" or not report.passed:
+        return
+    scale = float(os.environ.get("E2C_TIER_LIMIT_SCALE", "1") or 1)
+    why = over_tier_limit(item.nodeid, tier_of(item), call.duration, scale)
+    if why:
+        report.outcome = "failed"
+        report.longrepr = why + " (README, 'Tests')"

@@ -32,6 +32,7 @@ def test_engine_choice(monkeypatch: pytest.MonkeyPatch) -> None:
         rollout_engine()
 
 
+@pytest.mark.slow  # vLLM on CPU
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vllm not installed")
 def test_vllm_engine_matches_transformers_engine(tiny_path: str, tmp_path: Path) -> None:
     out = tmp_path / "probe.json"

@@ -18,9 +18,13 @@ import pytest
 from e2c.chain import E2C
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("vllm") is None, reason="vllm not installed (bash scripts/setup_env.sh --vllm)"
-)
+pytestmark = [
+    pytest.mark.slow,  # vLLM on CPU: an engine start per probe
+    pytest.mark.skipif(
+        importlib.util.find_spec("vllm") is None,
+        reason="vllm not installed (bash scripts/setup_env.sh --vllm)",
+    ),
+]
 
 
 def probe(model: str, out: Path, dtype: str = "float32") -> dict:

@@ -241,6 +241,7 @@ def _quickstart(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # the whole quickstart --fast: ~5 min
 def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     out = tmp_path / "qs"
     res = _quickstart("--fast", "--with-control", "--out", str(out))

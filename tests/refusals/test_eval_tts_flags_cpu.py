@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import bad_input
 import pytest
 from conftest import BENCH_DIR
 
@@ -63,17 +64,12 @@ TTS = [
 DEMO = ["--model", "tiny", "--backend", "hf", "--max-tokens", "16", "--explore-budget", "8"]
 
 
-def run(entry: str, args: list[str], timeout: int = 120, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*ENTRY[entry], *args],
-        cwd=ROOT,
-        env=ENV,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        **kw,
-    )
+def run(
+    entry: str, args: list[str], timeout: int = 120, input: str | None = None
+) -> subprocess.CompletedProcess:
+    """The entry point as a user runs it (a Python one in this process: :func:`bad_input.run`)."""
+    cmd = ENTRY[entry]
+    return bad_input.run(*cmd[1:], *args, env=ENV, timeout=timeout, input=input)
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -290,6 +286,7 @@ def check_stopped(
     return last.split("; resume with: ", 1)[1]
 
 
+@pytest.mark.integration  # a tiny-model run stopped by a signal, then resumed: real processes
 @pytest.mark.parametrize("entry", ["eval", "tts", "tts-m"])
 def test_interrupt_says_what_was_saved_and_the_printed_command_resumes(
     tmp_path: Path, bench_dir: Path, entry: str

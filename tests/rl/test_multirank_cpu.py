@@ -122,6 +122,7 @@ def sft_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     return {1: tmp / "r1", 4: tmp / "r4"}
 
 
+@pytest.mark.slow  # real SFT and GRPO runs at 1 and 4 ranks, ray nodes: minutes
 def test_four_rank_sft_agrees_with_one_rank_cpu(sft_runs: dict[int, Path]) -> None:
     m1, m4 = _metrics(sft_runs[1]), _metrics(sft_runs[4])
     assert [m["step"] for m in m1] == [m["step"] for m in m4] == [1, 2, 3]
@@ -149,6 +150,7 @@ def _shards(step: Path, world: int) -> tuple[dict[str, torch.Tensor], list[dict]
     return full, parts
 
 
+@pytest.mark.slow  # real SFT and GRPO runs at 1 and 4 ranks, ray nodes: minutes
 def test_four_rank_checkpoint_is_sharded_and_final_is_its_merge_cpu(sft_runs: dict[int, Path]) -> None:
     run = sft_runs[4]
     step = latest_checkpoint(run / "verl")
@@ -297,6 +299,7 @@ def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
     return {1: tmp / "r1" / "stage1-warmup", 4: tmp / "r4" / "stage1-warmup"}
 
 
+@pytest.mark.slow  # real SFT and GRPO runs at 1 and 4 ranks, ray nodes: minutes
 def test_four_rank_grpo_step_agrees_with_one_rank_cpu(grpo_runs: dict[int, Path]) -> None:
     (m1,), (m4,) = (_metrics(grpo_runs[w]) for w in (1, 4))
     assert m1["step"] == m4["step"] == 1
@@ -321,11 +324,13 @@ def test_four_rank_grpo_step_agrees_with_one_rank_cpu(grpo_runs: dict[int, Path]
     assert b["actor/entropy"] == pytest.approx(a["actor/entropy"], rel=1e-3)
 
 
+@pytest.mark.slow  # real SFT and GRPO runs at 1 and 4 ranks, ray nodes: minutes
 def test_four_rank_grpo_checkpoint_is_sharded_cpu(grpo_runs: dict[int, Path]) -> None:
     m = _check_grpo_step(grpo_runs[4], 4)
     assert m["response_length/mean"] > 0
 
 
+@pytest.mark.slow  # real SFT and GRPO runs at 1 and 4 ranks, ray nodes: minutes
 def test_two_ray_nodes_run_one_grpo_step_cpu(tmp_path: Path) -> None:
     """slurm_e2c.sbatch outside Slurm with --nodes 2: a ray head and a worker on this machine, 2 logical
     GPUs each; the step's 4 ranks fit only on both nodes together."""

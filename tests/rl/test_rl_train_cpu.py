@@ -30,6 +30,7 @@ def _metrics(run: Path) -> list[dict]:
     return [json.loads(line)["data"] for line in (run / "metrics.jsonl").read_text().splitlines() if line]
 
 
+@pytest.mark.slow  # real verl training on ray: minutes
 def test_plugin_registers_inside_ray_workers_cpu() -> None:
     code = (
         "import ray\n"
@@ -99,6 +100,7 @@ def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict:
     }
 
 
+@pytest.mark.slow  # real verl training on ray: minutes
 def test_grpo_stage1_then_stage2_with_weighting_cpu(grpo_runs: dict) -> None:
     s1, s2 = grpo_runs["1"], grpo_runs["2"]
     hf1 = s1 / "global_step_2" / "actor" / "huggingface"
@@ -138,6 +140,7 @@ def test_grpo_stage1_then_stage2_with_weighting_cpu(grpo_runs: dict) -> None:
     assert any(m["e2c/adv_abs_before"] > 0 for m in m2), "no step had a nonzero advantage to weight"
 
 
+@pytest.mark.slow  # real verl training on ray: minutes
 def test_grpo_metrics_reach_tensorboard_under_the_run_folder_cpu(grpo_runs: dict) -> None:
     # The default --logger console,tensorboard: event files in <output-dir>/tensorboard whose scalars carry
     # the E2C metrics under their metrics.jsonl names and values.
@@ -150,6 +153,7 @@ def test_grpo_metrics_reach_tensorboard_under_the_run_folder_cpu(grpo_runs: dict
                 assert scalars[key][line["step"]] == pytest.approx(line["data"][key], rel=1e-6, abs=1e-6)
 
 
+@pytest.mark.slow  # real verl training on ray: minutes
 def test_validation_generations_reach_the_tracker_and_a_jsonl_cpu(grpo_runs: dict) -> None:
     """The launcher's default --val-generations 4: verl's log_val_generations writes a few chains as text to
     tensorboard, each with its reward and parse status, and every validation generation to

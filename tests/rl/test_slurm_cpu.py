@@ -160,6 +160,7 @@ def test_one_node_grpo_on_the_scripts_own_ray_cluster_cpu(tmp_path: Path) -> Non
     assert not current.is_file() or not current.read_text().strip().endswith(":6391")
 
 
+@pytest.mark.slow  # a real SFT run through torchrun
 def test_one_node_sft_through_the_script_cpu(tmp_path: Path) -> None:
     from e2c.data.io import write_parquet
     from e2c.data.synthetic.generate import generate, rows_by_split

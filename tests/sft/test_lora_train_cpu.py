@@ -48,6 +48,7 @@ def _env() -> dict[str, str]:
     return {**env, "E2C_FORCE_CPU": "1"}
 
 
+@pytest.mark.slow  # a real LoRA SFT run
 def test_lora_sft_changes_only_adapted_weights_and_exports_the_merge_cpu(tmp_path: Path) -> None:
     samples, _ = generate(40, seed=0)
     data = write_parquet(rows_by_split(samples)["sft"], tmp_path / "sft.parquet")

@@ -93,6 +93,7 @@ def runs(tmp_path_factory, data) -> dict[str, dict]:
     return res
 
 
+@pytest.mark.slow  # real SFT and EF-SFT runs (torchrun)
 def test_both_runs_train_three_finite_steps(runs: dict) -> None:
     for r in runs.values():
         losses = r["summary"]["losses"]
@@ -101,6 +102,7 @@ def test_both_runs_train_three_finite_steps(runs: dict) -> None:
         assert "e2c sft data:" in r["stdout"]  # the dataset statistics printed at start
 
 
+@pytest.mark.slow  # real SFT and EF-SFT runs (torchrun)
 def test_sft_losses_reach_tensorboard(runs: dict) -> None:
     # --logger defaults to console,tensorboard: the events under <output-dir>/tensorboard hold the same
     # per-step loss as the summary read from metrics.jsonl.
@@ -111,6 +113,7 @@ def test_sft_losses_reach_tensorboard(runs: dict) -> None:
             assert scalars[loss][int(step)] == pytest.approx(value, rel=1e-4)
 
 
+@pytest.mark.slow  # real SFT and EF-SFT runs (torchrun)
 def test_final_folders_load_with_the_tags_and_trained_weights(runs: dict, tiny_path: str) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -133,6 +136,7 @@ def test_final_folders_load_with_the_tags_and_trained_weights(runs: dict, tiny_p
         assert meta["base_model"] == tiny_path and meta["total_steps_requested"] == 3
 
 
+@pytest.mark.slow  # real SFT and EF-SFT runs (torchrun)
 def test_ef_sft_trains_fewer_tokens_than_full_sft(runs: dict) -> None:
     sft = json.loads((runs["sft"]["dir"] / "final" / "e2c_sft.json").read_text())
     ef = json.loads((runs["ef"]["dir"] / "final" / "e2c_sft.json").read_text())
@@ -144,6 +148,7 @@ def test_ef_sft_trains_fewer_tokens_than_full_sft(runs: dict) -> None:
     assert only["rows_by_scope"]["exploration"] > only["rows_by_scope"].get("full", 0) > 0
 
 
+@pytest.mark.slow  # real SFT and EF-SFT runs (torchrun)
 def test_a_finished_run_is_not_repeated(runs: dict, data) -> None:
     proc = _sft(data["sft"], runs["sft"]["dir"], timeout=120)
     assert proc.returncode == 0 and "already the result of this run" in proc.stdout
