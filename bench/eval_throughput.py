@@ -39,10 +39,10 @@ from e2c.cli import DTYPES, ArgumentParser
 from e2c.data.registry import find_local, get_spec, search_dirs
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
-from e2c.paths import project_root
+from e2c.paths import benchmarks_dir
 
-# The benchmark files shared beside the checkout (``../shared/data/benchmarks``).
-DEFAULT_DATA = project_root().parent / "shared" / "data" / "benchmarks"
+# The benchmark files: ``$E2C_BENCH_DIR``, else the ones shared beside the checkout (``../shared/data/benchmarks``).
+DEFAULT_DATA = benchmarks_dir()
 DEFAULT_ARMS = "loop:float32,hf:float32,hf:auto,transformers-cb:auto,vllm:auto"
 ARM_NAMES = ("loop", "hf", "transformers-cb", "vllm")
 # New tokens per response: no model this toolkit runs has a context past 128K tokens.

@@ -37,17 +37,88 @@ def skip_without_unwritable(case: str) -> None:
         pytest.skip(f"{UNWRITABLE} is not here")
 
 
+# The training scripts' env -> flag mapping, as scripts/<name> writes it: (module, [(variable, flag)], the
+# variables its bash checks as whole numbers (low, high)). A script whose checks pass runs this module's main;
+# test_train_flags_cpu.py::test_the_script_mirror_matches_the_scripts checks each against the real script.
+TRAIN_SCRIPTS: dict[str, tuple[str, list[tuple[str, str]], dict[str, tuple[int, int | None]]]] = {
+    "e2c_rl.sh": (
+        "e2c.rl.launch",
+        [("MODEL_PATH", "--model"), ("TRAIN_DATA", "--train-data"), ("VAL_DATA", "--val-data"),
+         ("OUTPUT_DIR", "--root-dir"), ("TOTAL_TRAINING_STEPS", "--steps")],
+        {"TOTAL_TRAINING_STEPS": (1, None), "NNODES": (1, 4096), "N_GPUS": (0, None)},
+    ),
+    "e2c_sft.sh": (
+        "e2c.sft.run",
+        [("MODEL_PATH", "--model"), ("TRAIN_DATA", "--train-data"), ("VAL_DATA", "--val-data"),
+         ("OUTPUT_DIR", "--output-dir"), ("TOTAL_TRAINING_STEPS", "--steps")],
+        {"TOTAL_TRAINING_STEPS": (1, None), "NNODES": (1, 4096), "NODE_RANK": (0, None), "N_GPUS": (0, None)},
+    ),
+    "e2c_curriculum.sh": (
+        "e2c.rl.curriculum",
+        [("CURRICULUM", "--config"), ("MODEL_PATH", "--model"), ("TRAIN_DATA", "--train-data"),
+         ("VAL_DATA", "--val-data"), ("OUTPUT_DIR", "--output-dir")],
+        {},
+    ),
+}  # fmt: skip
+SCRIPT_ALIASES = {
+    "e2c_dapo.sh": ("e2c_rl.sh", "E2C_ALGO", "dapo"),
+    "ef-sft.sh": ("e2c_sft.sh", "E2C_SFT_MODE", "ef-sft"),
+}
+
+
+def script_command(
+    name: str, env: dict[str, str], args: list[str]
+) -> tuple[str, list[str], dict[str, str]] | None:
+    """What ``bash scripts/<name> args`` runs with ``env``: (module, argv, env), or None when the script's own
+    bash checks refuse first (a count that is not a whole number in range), or it is not a training script."""
+    if name in SCRIPT_ALIASES:
+        name, var, value = SCRIPT_ALIASES[name]
+        env = {**env, var: value}
+    if name not in TRAIN_SCRIPTS:
+        return None
+    module, flags, wholes = TRAIN_SCRIPTS[name]
+    for var, (low, high) in wholes.items():
+        val = env.get(var, "")
+        if val and not (
+            val.lstrip("-").isdigit() and val.count("-") <= val.startswith("-") and len(val) <= 15
+            and low <= int(val) and (high is None or int(val) <= high)
+        ):  # fmt: skip
+            return None
+    argv = {
+        "e2c.rl.launch": ["--algo", env.get("E2C_ALGO") or "grpo"],
+        "e2c.sft.run": ["--mode", env.get("E2C_SFT_MODE") or "sft", "--nnodes", env.get("NNODES") or "1",
+                        "--node-rank", env.get("NODE_RANK") or "0"],
+    }.get(module, [])  # fmt: skip
+    for var, flag in flags:
+        if env.get(var):
+            argv += [flag, env[var]]
+    return module, [*argv, *args], env
+
+
 def run(
     *args: str,
     env: dict[str, str] | None = None,
     timeout: int = 120,
     real: bool = False,
     input: str | None = None,
+    replace_env: bool = False,
 ) -> subprocess.CompletedProcess:
     """A command line as a user types it, from the repository root: a Python entry point in this process
-    (``timeout`` applies to real processes only), a shell script or ``real=True`` as a real process;
-    ``input``: its standard input."""
+    (``timeout`` applies to real processes only), a training script as the Python launcher it runs
+    (:func:`script_command`), in this process too; another shell script or ``real=True`` as a real process.
+    ``input``: its standard input; ``replace_env``: ``env`` is the whole environment, not additions."""
     full_env = {"HF_HUB_OFFLINE": "1", **(env or {})}
+    if replace_env:
+        full_env = dict(env or {})
+    script = Path(args[0]).name if args[0].endswith(".sh") else None
+    command = (
+        None
+        if script is None or real
+        else script_command(script, full_env if replace_env else {**os.environ, **full_env}, list(args[1:]))
+    )
+    if command is not None:
+        module, argv, script_env = command
+        return run_in_process(module, argv, script_env, input, replace_env=True)
     if args[0] == "-m" and not real:
         return run_in_process(args[1], list(args[2:]), full_env, input)
     if args[0].endswith(".py") and not real:
@@ -58,7 +129,7 @@ def run(
         cwd=ROOT,
         capture_output=True,
         text=True,
-        env={**os.environ, **full_env},
+        env=full_env if replace_env else {**os.environ, **full_env},
         timeout=timeout,
         input=input,
     )
@@ -100,7 +171,7 @@ def captured_output() -> Iterator[list[str]]:
 
 
 def run_in_process(
-    target: str, argv: list[str], env: dict[str, str], stdin: str | None = None
+    target: str, argv: list[str], env: dict[str, str], stdin: str | None = None, replace_env: bool = False
 ) -> subprocess.CompletedProcess:
     """``python -m target argv`` (or ``python target argv`` for a file) as :func:`e2c.entry.run_main` runs it,
     in this process; the exit status, stdout and stderr as a finished process gives them."""
@@ -116,6 +187,8 @@ def run_in_process(
     entry = [target] if target.endswith(".py") else ["-m", target]
     saved_env, saved_cwd, saved_argv, saved_stdin = dict(os.environ), os.getcwd(), sys.argv, sys.stdin
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    if replace_env:
+        os.environ.clear()
     os.environ.update(env)
     os.chdir(ROOT)
     sys.argv = [target if target.endswith(".py") else str(mod.__file__), *argv]

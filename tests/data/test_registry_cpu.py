@@ -36,8 +36,8 @@ def _offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", list(LOCAL))
-def test_local_copies_load(bench_dir: Path, name: str) -> None:
-    recs = load_benchmark(name, bench_dir)
+def test_local_copies_load(real_bench_dir: Path, name: str) -> None:
+    recs = load_benchmark(name, real_bench_dir)
     rows, first = LOCAL[name]
     assert len(recs) == rows
     assert len({r.id for r in recs}) == rows
@@ -52,8 +52,8 @@ def test_local_copies_load(bench_dir: Path, name: str) -> None:
         assert recs[0].answer == first
 
 
-def test_env_var_and_limit(bench_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(registry.DATA_DIR_ENV, str(bench_dir))
+def test_env_var_and_limit(real_bench_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(registry.DATA_DIR_ENV, str(real_bench_dir))
     assert len(load_benchmark("gsm8k", limit=5)) == 5
     assert load_benchmark("minerva", limit=1)[0].answer == "1.6"
 

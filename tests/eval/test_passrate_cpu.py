@@ -473,6 +473,7 @@ def recipe_commands(**env: str) -> list[list[str]]:
     return [shlex.split(line[2:]) for line in r.stdout.splitlines() if line.startswith("+ ")]
 
 
+@pytest.mark.integration  # two GPU-recipe dry runs, each composing every training config
 def test_gpu_recipe_filters_before_stage_1_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     from e2c import argtypes
 

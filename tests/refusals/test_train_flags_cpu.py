@@ -12,6 +12,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import bad_input
 import pytest
 from conftest import arithmetic_rl_rows
 
@@ -240,14 +241,7 @@ def test_bad_input_is_refused_in_one_line(case: str, files: dict[str, Path]) -> 
             env[k] = v.format(**fill)
     argv = [a.replace("{run}", fill["run"]) for a in args]
     before = _snapshot(files["run"].parent, ROOT / "outputs")
-    proc = subprocess.run(
-        ["bash", str(ROOT / "scripts" / script), *argv],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=ROOT,
-        timeout=120,
-    )
+    proc = bad_input.run(f"scripts/{script}", *argv, env=env, replace_env=True)
     what = f"{script} {shlex.join(argv)}"
     assert proc.returncode == 2, (
         f"{what}: exit {proc.returncode}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
@@ -257,6 +251,29 @@ def test_bad_input_is_refused_in_one_line(case: str, files: dict[str, Path]) -> 
     assert expected.format(**fill) in lines[0], lines[0]
     assert "Traceback" not in proc.stdout + proc.stderr
     assert _snapshot(files["run"].parent, ROOT / "outputs") == before, f"{what} changed files"
+
+
+@pytest.mark.parametrize(
+    "script", ["e2c_rl.sh", "e2c_dapo.sh", "e2c_sft.sh", "ef-sft.sh", "e2c_curriculum.sh"]
+)
+def test_the_script_mirror_matches_the_scripts(script: str, files: dict[str, Path]) -> None:
+    """The refusal cases run a training script as the Python launcher it runs (bad_input.script_command);
+    the real script, with every variable the mirror maps set, prints the same dry-run command."""
+    fill = {k: str(v) for k, v in files.items()}
+    base = CUR if script == "e2c_curriculum.sh" else SFT if "sft" in script else RL
+    env = {**os.environ, **{k: v.format(**fill) for k, v in base.items()}, "TOTAL_TRAINING_STEPS": "3"}
+    env.update(CUDA_VISIBLE_DEVICES="", E2C_FORCE_CPU="1", NNODES="1", N_GPUS="1")
+    args = ["--dry-run"]
+    if script == "e2c_curriculum.sh":  # no dry run: a curriculum file that is not one names what it read
+        env["CURRICULUM"], args = fill["file"], []
+    else:
+        env["OUTPUT_DIR"] = str(files["run"].parent / f"mirror-{script}")
+    real = bad_input.run(f"scripts/{script}", *args, env=env, replace_env=True, real=True)
+    mirrored = bad_input.run(f"scripts/{script}", *args, env=env, replace_env=True)
+    assert real.returncode == mirrored.returncode, (real.stderr[-2000:], mirrored.stderr[-2000:])
+    assert (mirrored.stdout, mirrored.stderr.strip()) == (real.stdout, real.stderr.strip())
+    # the curriculum file and EF-SFT's data (no loss_scope column) are refused: the same line either way
+    assert real.returncode == (2 if script in ("e2c_curriculum.sh", "ef-sft.sh") else 0), real.stderr[-2000:]
 
 
 @pytest.mark.parametrize("script", ["e2c_rl.sh", "e2c_sft.sh"])
