@@ -3,7 +3,9 @@ and reused across runs: the tiny model in seconds, the embedded one in about 40 
 
 from __future__ import annotations
 
+import functools
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -55,6 +57,22 @@ def real_bench_dir() -> Path:
     if not HAVE_REAL:
         pytest.skip(MISSING)
     return REAL
+
+
+@functools.lru_cache(maxsize=8)
+def recipe_dry_run(**env: str) -> tuple[int, str, str]:
+    """``DRY_RUN=1 bash scripts/gpu_recipe.sh`` with ``env``, from another folder: (exit, stdout, stderr).
+    Kept per ``env`` for the session: each dry run composes and checks every training config (~20 s)."""
+    recipe = Path(__file__).resolve().parents[1] / "scripts" / "gpu_recipe.sh"
+    r = subprocess.run(
+        ["bash", str(recipe)],
+        env={**os.environ, "DRY_RUN": "1", **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
+    )
+    return r.returncode, r.stdout, r.stderr
 
 
 def arithmetic_rl_rows(n: int = 16) -> list[dict]:

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-from conftest import TIER_LIMITS, over_tier_limit
-
-ROOT = Path(__file__).resolve().parents[2]
+from conftest import MODEL_FIXTURES, TIER_LIMITS, over_tier_limit
 
 
 def test_limits_by_tier_cpu() -> None:
@@ -21,21 +15,17 @@ def test_limits_by_tier_cpu() -> None:
     assert over_tier_limit("t", "unit", 10_000, scale=0) is None  # the check turned off
 
 
-@pytest.mark.integration  # three collections of the whole suite, ~15 s each
-def test_every_collected_test_has_one_tier_cpu() -> None:
-    """Collection gives each test of the default command a tier marker: ``-m unit`` and ``-m integration``
-    together select exactly what ``-m 'not slow and not gpu'`` selects."""
-
-    def collected(marks: str) -> set[str]:
-        r = subprocess.run(
-            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", marks],
-            cwd=ROOT, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert r.returncode in (0, 5), r.stdout[-2000:] + r.stderr[-2000:]
-        return {line for line in r.stdout.splitlines() if "::" in line}
-
-    default = collected("not slow and not gpu")
-    unit, integration = collected("unit"), collected("integration")
-    assert len(default) > 1000 and unit and integration
-    assert not unit & integration
-    assert unit | integration == default
+def test_every_collected_test_has_one_tier_cpu(request: pytest.FixtureRequest) -> None:
+    """Every test this run collected has exactly one tier: ``slow`` or ``gpu`` (as marked), else
+    ``integration`` or ``unit`` (given at collection, :func:`conftest.pytest_collection_modifyitems`)."""
+    items = request.session.items
+    assert items and any(i.nodeid == request.node.nodeid for i in items)
+    problems = []
+    for item in items:
+        tiers = [t for t in ("slow", "gpu", "integration", "unit") if item.get_closest_marker(t)]
+        if tiers not in (["slow"], ["gpu"], ["slow", "gpu"], ["integration"], ["unit"]):
+            problems.append(f"{item.nodeid}: {tiers}")
+        uses_model = MODEL_FIXTURES & set(getattr(item, "fixturenames", ()))
+        if uses_model and tiers == ["unit"]:
+            problems.append(f"{item.nodeid}: asks for {sorted(uses_model)} but is a unit test")
+    assert not problems, "\n".join(problems[:50])

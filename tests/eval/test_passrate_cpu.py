@@ -6,7 +6,6 @@ the transformers backend, and the opt-in steps of scripts/prepare_all_data.sh an
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 from collections import Counter
@@ -14,7 +13,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from bad_input import ROOT, assert_one_line_error, run, snapshot
+from bad_input import assert_one_line_error, run, snapshot
+from conftest import recipe_dry_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -461,16 +461,9 @@ def test_tiny_model_on_the_transformers_backend(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------------ scripts
 def recipe_commands(**env: str) -> list[list[str]]:
-    full = {**os.environ, "DRY_RUN": "1", **env}
-    r = subprocess.run(
-        ["bash", str(ROOT / "scripts" / "gpu_recipe.sh")],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=180,  # the recipe first composes and checks every training config (recipe_check)
-    )
-    assert r.returncode == 0, r.stderr
-    return [shlex.split(line[2:]) for line in r.stdout.splitlines() if line.startswith("+ ")]
+    code, out, err = recipe_dry_run(**env)  # shared with the GPU recipe's tests (the default dry run)
+    assert code == 0, err
+    return [shlex.split(line[2:]) for line in out.splitlines() if line.startswith("+ ")]
 
 
 @pytest.mark.integration  # two GPU-recipe dry runs, each composing every training config

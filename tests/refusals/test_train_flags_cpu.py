@@ -253,27 +253,57 @@ def test_bad_input_is_refused_in_one_line(case: str, files: dict[str, Path]) -> 
     assert _snapshot(files["run"].parent, ROOT / "outputs") == before, f"{what} changed files"
 
 
-@pytest.mark.parametrize(
-    "script", ["e2c_rl.sh", "e2c_dapo.sh", "e2c_sft.sh", "ef-sft.sh", "e2c_curriculum.sh"]
-)
-def test_the_script_mirror_matches_the_scripts(script: str, files: dict[str, Path]) -> None:
-    """The refusal cases run a training script as the Python launcher it runs (bad_input.script_command);
-    the real script, with every variable the mirror maps set, prints the same dry-run command."""
+SCRIPTS = ["e2c_rl.sh", "e2c_dapo.sh", "e2c_sft.sh", "ef-sft.sh", "e2c_curriculum.sh"]
+
+
+def _mirror_case(script: str, files: dict[str, Path]) -> tuple[dict[str, str], list[str]]:
+    """An environment with every variable the mirror maps set, and the arguments (a dry run; the curriculum
+    has none: a curriculum file that is not one names what it read)."""
     fill = {k: str(v) for k, v in files.items()}
     base = CUR if script == "e2c_curriculum.sh" else SFT if "sft" in script else RL
     env = {**os.environ, **{k: v.format(**fill) for k, v in base.items()}, "TOTAL_TRAINING_STEPS": "3"}
     env.update(CUDA_VISIBLE_DEVICES="", E2C_FORCE_CPU="1", NNODES="1", N_GPUS="1")
-    args = ["--dry-run"]
-    if script == "e2c_curriculum.sh":  # no dry run: a curriculum file that is not one names what it read
-        env["CURRICULUM"], args = fill["file"], []
-    else:
-        env["OUTPUT_DIR"] = str(files["run"].parent / f"mirror-{script}")
-    real = bad_input.run(f"scripts/{script}", *args, env=env, replace_env=True, real=True)
+    if script == "e2c_curriculum.sh":
+        env["CURRICULUM"] = fill["file"]
+        return env, []
+    env["OUTPUT_DIR"] = str(files["run"].parent / f"mirror-{script}")
+    return env, ["--dry-run"]
+
+
+@pytest.fixture(scope="module")
+def real_scripts(files: dict[str, Path]) -> dict[str, tuple[int, str, str]]:
+    """Each training script run for real with its mirror case, all started together (exit, stdout, stderr)."""
+    procs = {}
+    for script in SCRIPTS:
+        env, args = _mirror_case(script, files)
+        procs[script] = subprocess.Popen(
+            ["bash", f"scripts/{script}", *args],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    out = {}
+    for script, p in procs.items():
+        stdout, stderr = p.communicate(timeout=300)
+        out[script] = (p.returncode, stdout, stderr)
+    return out
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_the_script_mirror_matches_the_scripts(
+    script: str, files: dict[str, Path], real_scripts: dict
+) -> None:
+    """The refusal cases run a training script as the Python launcher it runs (bad_input.script_command);
+    the real script, with every variable the mirror maps set, prints the same (dry-run command, or refusal)."""
+    env, args = _mirror_case(script, files)
+    code, out, err = real_scripts[script]
     mirrored = bad_input.run(f"scripts/{script}", *args, env=env, replace_env=True)
-    assert real.returncode == mirrored.returncode, (real.stderr[-2000:], mirrored.stderr[-2000:])
-    assert (mirrored.stdout, mirrored.stderr.strip()) == (real.stdout, real.stderr.strip())
+    assert code == mirrored.returncode, (err[-2000:], mirrored.stderr[-2000:])
+    assert (mirrored.stdout, mirrored.stderr.strip()) == (out, err.strip())
     # the curriculum file and EF-SFT's data (no loss_scope column) are refused: the same line either way
-    assert real.returncode == (2 if script in ("e2c_curriculum.sh", "ef-sft.sh") else 0), real.stderr[-2000:]
+    assert code == (2 if script in ("e2c_curriculum.sh", "ef-sft.sh") else 0), err[-2000:]
 
 
 @pytest.mark.parametrize("script", ["e2c_rl.sh", "e2c_sft.sh"])

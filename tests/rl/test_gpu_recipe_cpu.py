@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import recipe_dry_run
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "scripts" / "gpu_recipe.sh"
@@ -65,10 +66,9 @@ print(json.dumps(results))
 
 
 def _dry_run(**env: str) -> list[list[str]]:
-    full = {**os.environ, "DRY_RUN": "1", **env}
-    r = subprocess.run(["bash", str(RECIPE)], env=full, capture_output=True, text=True, timeout=180, cwd="/")
-    assert r.returncode == 0, r.stderr
-    return [shlex.split(line[2:]) for line in r.stdout.splitlines() if line.startswith("+ ")]
+    code, out, err = recipe_dry_run(**env)  # one dry run per environment for the session
+    assert code == 0, err
+    return [shlex.split(line[2:]) for line in out.splitlines() if line.startswith("+ ")]
 
 
 def _entry(argv: list[str]) -> str:

@@ -346,21 +346,44 @@ print("RESULT", json.dumps({
 """
 
 
+def _result(out: str, err: str) -> tuple[dict, str]:
+    line = [x for x in out.splitlines() if x.startswith("RESULT ")]
+    assert line, out[-2000:] + err[-3000:]
+    return json.loads(line[0][len("RESULT ") :]), err
+
+
 def _probe(code: str) -> tuple[dict, str]:
     out = subprocess.run(
         [sys.executable, "-c", code + PROBE], capture_output=True, text=True, timeout=300, cwd=ROOT
     )
-    line = [x for x in out.stdout.splitlines() if x.startswith("RESULT ")]
-    assert line, out.stdout[-2000:] + out.stderr[-3000:]
-    return json.loads(line[0][len("RESULT ") :]), out.stderr
+    return _result(out.stdout, out.stderr)
 
 
-@pytest.mark.parametrize(
-    "first",
-    ["e2c.rl.reward", "e2c.rl.trainer", "e2c.rl.agent_loop", "verl", "e2c.rl.plugin", "e2c.verl_cpu.hf_verl"],
-)
-def test_plugin_registers_whatever_is_imported_first_cpu(first: str) -> None:
-    res, err = _probe(f"import {first}\n")
+FIRST_IMPORTS = [
+    "e2c.rl.reward", "e2c.rl.trainer", "e2c.rl.agent_loop", "verl", "e2c.rl.plugin", "e2c.verl_cpu.hf_verl"
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def first_import_probes() -> dict[str, tuple[dict, str]]:
+    """The probe after each first import, each in a new interpreter, started together (an interpreter that
+    imports verl spends its seconds on one core)."""
+    procs = {
+        first: subprocess.Popen(
+            [sys.executable, "-c", f"import {first}\n" + PROBE],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+        )
+        for first in FIRST_IMPORTS
+    }
+    return {first: _result(*p.communicate(timeout=300)) for first, p in procs.items()}
+
+
+@pytest.mark.parametrize("first", FIRST_IMPORTS)
+def test_plugin_registers_whatever_is_imported_first_cpu(first: str, first_import_probes: dict) -> None:
+    res, err = first_import_probes[first]
     assert res["error"] is None, err[-3000:]
     assert set(res["registered"]) >= EXPECTED, res
     assert all(res["verl"]), res
