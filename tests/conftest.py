@@ -101,8 +101,9 @@ def arithmetic_rl_rows(n: int = 16) -> list[dict]:
 MODEL_FIXTURES = {"tiny_path", "tiny_tok", "embedded_path", "embedded_tok"}
 # A test of the first two tiers that takes longer than its tier's limit fails, naming the tier it belongs
 # to: so nothing heavy hides in the command developers run. Seconds of the test's own call (fixtures apart)
-# on a 2-core machine; E2C_TIER_LIMIT_SCALE scales them for a slower one (0 turns the check off).
-TIER_LIMITS = {"unit": 20.0, "integration": 150.0}
+# on a 2-core machine, loose enough for a loaded one (an end-to-end run takes minutes); E2C_TIER_LIMIT_SCALE
+# scales them for a slower machine (0 turns the check off).
+TIER_LIMITS = {"unit": 45.0, "integration": 240.0}
 TIER_FIX = {
     "unit": "mark it integration (one component, a real model) or slow",
     "integration": "mark it slow",
