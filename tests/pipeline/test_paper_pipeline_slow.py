@@ -47,10 +47,11 @@ def _run(checkout: Path, cmd: str, timeout: int = 900, **env: str) -> subprocess
     base = {
         k: v for k, v in os.environ.items() if k not in ("MODEL_PATH", "OUTPUT_DIR", "TRAIN_DATA", "N_GPUS")
     }
-    # The project's environment (the copy has none); the copy's files make the same setup stamp.
-    # No CUDA_VISIBLE_DEVICES: an empty one makes ray refuse the CPU set-up's logical GPU.
+    # The environment the tests run in (the copy has none): $E2C_VENV, else the project's .venv; the copy's
+    # files make the same setup stamp. No CUDA_VISIBLE_DEVICES: an empty one makes ray refuse the CPU
+    # set-up's logical GPU.
     base.pop("CUDA_VISIBLE_DEVICES", None)
-    base.update(E2C_VENV=str(ROOT / ".venv"), **env)
+    base.update(E2C_VENV=os.environ.get("E2C_VENV") or str(ROOT / ".venv"), **env)
     res = subprocess.run(
         cmd, shell=True, capture_output=True, text=True, cwd=checkout, env=base, timeout=timeout
     )
