@@ -60,6 +60,13 @@ TRAIN_SCRIPTS: dict[str, tuple[str, list[tuple[str, str]], dict[str, tuple[int, 
         {},
     ),
 }  # fmt: skip
+# Scripts that set up the environment, then run one module with their own arguments (the module whose main
+# the package's __main__ runs).
+PASS_THROUGH = {
+    "eval.sh": "e2c.eval.run",
+    "quickstart.sh": "e2c.quickstart.cli",
+    "claims.sh": "e2c.claims.cli",
+}
 SCRIPT_ALIASES = {
     "e2c_dapo.sh": ("e2c_rl.sh", "E2C_ALGO", "dapo"),
     "ef-sft.sh": ("e2c_sft.sh", "E2C_SFT_MODE", "ef-sft"),
@@ -71,6 +78,8 @@ def script_command(
 ) -> tuple[str, list[str], dict[str, str]] | None:
     """What ``bash scripts/<name> args`` runs with ``env``: (module, argv, env), or None when the script's own
     bash checks refuse first (a count that is not a whole number in range), or it is not a training script."""
+    if name in PASS_THROUGH:
+        return PASS_THROUGH[name], list(args), env
     if name in SCRIPT_ALIASES:
         name, var, value = SCRIPT_ALIASES[name]
         env = {**env, var: value}

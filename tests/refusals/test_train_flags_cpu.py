@@ -253,7 +253,14 @@ def test_bad_input_is_refused_in_one_line(case: str, files: dict[str, Path]) -> 
     assert _snapshot(files["run"].parent, ROOT / "outputs") == before, f"{what} changed files"
 
 
-SCRIPTS = ["e2c_rl.sh", "e2c_dapo.sh", "e2c_sft.sh", "ef-sft.sh", "e2c_curriculum.sh"]
+SCRIPTS = [
+    "e2c_rl.sh",
+    "e2c_dapo.sh",
+    "e2c_sft.sh",
+    "ef-sft.sh",
+    "e2c_curriculum.sh",
+    *bad_input.PASS_THROUGH,
+]
 
 
 def _mirror_case(script: str, files: dict[str, Path]) -> tuple[dict[str, str], list[str]]:
@@ -263,6 +270,8 @@ def _mirror_case(script: str, files: dict[str, Path]) -> tuple[dict[str, str], l
     base = CUR if script == "e2c_curriculum.sh" else SFT if "sft" in script else RL
     env = {**os.environ, **{k: v.format(**fill) for k, v in base.items()}, "TOTAL_TRAINING_STEPS": "3"}
     env.update(CUDA_VISIBLE_DEVICES="", E2C_FORCE_CPU="1", NNODES="1", N_GPUS="1")
+    if script in bad_input.PASS_THROUGH:  # its own arguments, as given: a bad one names the same flag
+        return env, ["--limit", "-3"] if script == "eval.sh" else ["--fast", "--out", fill["file"]]
     if script == "e2c_curriculum.sh":
         env["CURRICULUM"] = fill["file"]
         return env, []
@@ -301,9 +310,12 @@ def test_the_script_mirror_matches_the_scripts(
     code, out, err = real_scripts[script]
     mirrored = bad_input.run(f"scripts/{script}", *args, env=env, replace_env=True)
     assert code == mirrored.returncode, (err[-2000:], mirrored.stderr[-2000:])
-    assert (mirrored.stdout, mirrored.stderr.strip()) == (out, err.strip())
-    # the curriculum file and EF-SFT's data (no loss_scope column) are refused: the same line either way
-    assert code == (2 if script in ("e2c_curriculum.sh", "ef-sft.sh") else 0), err[-2000:]
+    assert mirrored.stderr.strip() == err.strip()
+    if script not in bad_input.PASS_THROUGH:  # those print the environment set-up's line on stdout first
+        assert mirrored.stdout == out
+    # the curriculum file, EF-SFT's data (no loss_scope column) and the pass-through cases are refused
+    refused = ("e2c_curriculum.sh", "ef-sft.sh", *bad_input.PASS_THROUGH)
+    assert code == (2 if script in refused else 0), err[-2000:]
 
 
 @pytest.mark.parametrize("script", ["e2c_rl.sh", "e2c_sft.sh"])
