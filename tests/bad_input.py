@@ -11,16 +11,11 @@ working folder, ``sys.argv`` and signal handlers put back afterwards. What only 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
-import signal
+import re
 import subprocess
 import sys
-import tempfile
-import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -88,10 +83,13 @@ def script_command(
     module, flags, wholes = TRAIN_SCRIPTS[name]
     for var, (low, high) in wholes.items():
         val = env.get(var, "")
+        # e2c_check_whole in scripts/_launch_checks.sh: digits with an optional minus, at most 15 of them
         if val and not (
-            val.lstrip("-").isdigit() and val.count("-") <= val.startswith("-") and len(val) <= 15
-            and low <= int(val) and (high is None or int(val) <= high)
-        ):  # fmt: skip
+            re.fullmatch(r"-?[0-9]+", val)
+            and len(val) <= 15
+            and low <= int(val)
+            and (high is None or int(val) <= high)
+        ):
             return None
     argv = {
         "e2c.rl.launch": ["--algo", env.get("E2C_ALGO") or "grpo"],
@@ -144,82 +142,32 @@ def run(
     )
 
 
-@contextlib.contextmanager
-def captured_output() -> Iterator[list[str]]:
-    """Capture stdout and stderr at the file-descriptor level (Python's writes, C libraries' and child
-    processes'); the list holds ``[stdout, stderr]`` once the block ends."""
-    result: list[str] = []
-    sys.stdout.flush()
-    sys.stderr.flush()
-    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
-        files = (out_file, err_file)
-        saved_fds = [os.dup(1), os.dup(2)]
-        saved_streams = (sys.stdout, sys.stderr)
-        streams = [
-            io.TextIOWrapper(os.fdopen(os.dup(f.fileno()), "wb"), encoding="utf-8", errors="surrogateescape",
-                             write_through=True)
-            for f in files
-        ]  # fmt: skip
-        try:
-            os.dup2(out_file.fileno(), 1)
-            os.dup2(err_file.fileno(), 2)
-            sys.stdout, sys.stderr = streams
-            yield result
-        finally:
-            for stream in streams:
-                stream.flush()
-            sys.stdout, sys.stderr = saved_streams
-            for fd, saved in ((1, saved_fds[0]), (2, saved_fds[1])):
-                os.dup2(saved, fd)
-                os.close(saved)
-            for stream in streams:
-                stream.close()
-            for f in files:
-                f.seek(0)
-                result.append(f.read().decode("utf-8", errors="replace"))
-
-
 def run_in_process(
     target: str, argv: list[str], env: dict[str, str], stdin: str | None = None, replace_env: bool = False
 ) -> subprocess.CompletedProcess:
     """``python -m target argv`` (or ``python target argv`` for a file) as :func:`e2c.entry.run_main` runs it,
-    in this process; the exit status, stdout and stderr as a finished process gives them."""
-    from entry_fuzz import load
+    in this process (:func:`entry_fuzz.call_main`); the exit status, stdout and stderr as a finished process
+    gives them."""
+    from entry_fuzz import call_main, load
 
     from e2c.cli import resume_command
-    from e2c.entry import guarded
 
     mod = load(target)
     if not hasattr(mod, "main"):  # a package run with -m: its __main__ module
         mod = load(f"{target}.__main__")
     prog = target if not target.endswith(".py") else Path(target).name
     entry = [target] if target.endswith(".py") else ["-m", target]
-    saved_env, saved_cwd, saved_argv, saved_stdin = dict(os.environ), os.getcwd(), sys.argv, sys.stdin
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-    if replace_env:
-        os.environ.clear()
-    os.environ.update(env)
-    os.chdir(ROOT)
-    sys.argv = [target if target.endswith(".py") else str(mod.__file__), *argv]
-    sys.stdin = io.StringIO(stdin or "")
-    code: int | None
-    try:
-        with captured_output() as out, warnings.catch_warnings():
-            try:
-                code = guarded(lambda: mod.main(argv), prog, resume_command(entry, argv))
-            except SystemExit as e:
-                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-                if not isinstance(e.code, int) and e.code is not None:
-                    print(e.code, file=sys.stderr)
-    finally:
-        os.environ.clear()
-        os.environ.update(saved_env)
-        os.chdir(saved_cwd)
-        sys.argv = saved_argv
-        sys.stdin = saved_stdin
-        for s, h in handlers.items():
-            signal.signal(s, h)
-    return subprocess.CompletedProcess([sys.executable, *entry, *argv], int(code or 0), out[0], out[1])
+    o = call_main(
+        mod.main,
+        argv,
+        env,
+        prog=prog,
+        rerun=resume_command(entry, argv),
+        argv0=target if target.endswith(".py") else str(mod.__file__),
+        stdin=stdin or "",
+        replace_env=replace_env,
+    )
+    return subprocess.CompletedProcess([sys.executable, *entry, *argv], int(o.code or 0), o.stdout, o.stderr)
 
 
 def score(*args: str | Path, timeout: int = 120) -> subprocess.CompletedProcess:

@@ -16,7 +16,10 @@ import importlib.util
 import io
 import json
 import os
+import signal
 import sys
+import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,28 +88,87 @@ class Outcome:
     stdout: str
 
 
-def run_in_process(main: Callable[..., int | None], argv: list[str], env: dict[str, str]) -> Outcome:
-    """``main(argv)`` under the guard, check-only, with stdout and stderr captured."""
-    err, out = io.StringIO(), io.StringIO()
-    saved = {k: os.environ.get(k) for k in [CHECK_ONLY_ENV, *env]}
-    os.environ.update({CHECK_ONLY_ENV: "1", **env})
-    cwd = os.getcwd()
+@contextlib.contextmanager
+def captured_output() -> Iterator[list[str]]:
+    """Capture stdout and stderr at the file-descriptor level (Python's writes, C libraries' and child
+    processes'); the list holds ``[stdout, stderr]`` once the block ends."""
+    result: list[str] = []
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as out_file, tempfile.TemporaryFile() as err_file:
+        files = (out_file, err_file)
+        saved_fds = [os.dup(1), os.dup(2)]
+        saved_streams = (sys.stdout, sys.stderr)
+        streams = [
+            io.TextIOWrapper(os.fdopen(os.dup(f.fileno()), "wb"), encoding="utf-8", errors="surrogateescape",
+                             write_through=True)
+            for f in files
+        ]  # fmt: skip
+        try:
+            os.dup2(out_file.fileno(), 1)
+            os.dup2(err_file.fileno(), 2)
+            sys.stdout, sys.stderr = streams
+            yield result
+        finally:
+            for stream in streams:
+                stream.flush()
+            sys.stdout, sys.stderr = saved_streams
+            for fd, saved in ((1, saved_fds[0]), (2, saved_fds[1])):
+                os.dup2(saved, fd)
+                os.close(saved)
+            for stream in streams:
+                stream.close()
+            for f in files:
+                f.seek(0)
+                result.append(f.read().decode("utf-8", errors="replace"))
+
+
+def call_main(
+    main: Callable[..., int | None],
+    argv: list[str],
+    env: dict[str, str],
+    *,
+    prog: str = "fuzz",
+    rerun: str | None = None,
+    argv0: str = "fuzz",
+    stdin: str = "",
+    replace_env: bool = False,
+) -> Outcome:
+    """``main(argv)`` under the guard every entry point's ``run_main`` puts around it, in this process, from
+    the repository root, with ``env`` added to the environment (``replace_env``: as the whole of it), output
+    captured at the file-descriptor level (:func:`captured_output`). The environment, working folder,
+    ``sys.argv``, stdin and the signal handlers are put back afterwards."""
+    saved_env, saved_cwd, saved_argv, saved_stdin = dict(os.environ), os.getcwd(), sys.argv, sys.stdin
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    if replace_env:
+        os.environ.clear()
+    os.environ.update(env)
+    os.chdir(ROOT)
+    sys.argv = [argv0, *argv]
+    sys.stdin = io.StringIO(stdin)
+    code: int | None
     try:
-        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+        with captured_output() as out, warnings.catch_warnings():
             try:
-                code: int | None = guarded(lambda: main(argv), "fuzz")
+                code = guarded(lambda: main(argv), prog, rerun)
             except SystemExit as e:
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
                 if not isinstance(e.code, int) and e.code is not None:
                     print(e.code, file=sys.stderr)
     finally:
-        os.chdir(cwd)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return Outcome(code, err.getvalue(), out.getvalue())
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+        sys.argv = saved_argv
+        sys.stdin = saved_stdin
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    return Outcome(code, out[1], out[0])
+
+
+def run_in_process(main: Callable[..., int | None], argv: list[str], env: dict[str, str]) -> Outcome:
+    """``main(argv)`` under the guard, check-only (:func:`call_main`)."""
+    return call_main(main, argv, {CHECK_ONLY_ENV: "1", **env})
 
 
 def contract_broken(o: Outcome) -> str | None:

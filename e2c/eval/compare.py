@@ -26,24 +26,13 @@ from e2c.eval.stats import align_scores, paired_difference, wilson_interval
 from e2c.files import json_kind, read_file_bytes, read_records
 
 
-def prediction_rows(
-    path: Path, data: bytes | None = None, hint: str = "rerun the evaluation"
-) -> list[tuple[int, dict[str, Any]]]:
-    """``(line number, row)`` for each whole line of a predictions file (``data``: its bytes, when read
-    already); a cut last line is left out, any other line that is not a JSON object is a UserError
-    (:func:`e2c.files.read_records`)."""
-    if data is None:
-        data = read_file_bytes(path, missing_ok=False)
-    return read_records(path, what="prediction line", hint=hint, data=data)
-
-
 def per_problem_counts(predictions: Path) -> dict[str, tuple[int, int]]:
     """``{problem id: (samples, correct)}`` from an eval predictions file (empty when it does not exist).
     A line that is not a prediction (no ``id`` or ``correct``) is a UserError naming the file and line."""
     by_id: dict[str, list[int]] = {}
     if not predictions.is_file():
         return {}
-    for n, row in prediction_rows(predictions):
+    for n, row in read_records(predictions, what="prediction line", hint="rerun the evaluation"):
         missing = [k for k in ("id", "correct") if k not in row]
         if missing:
             raise UserError(

@@ -431,7 +431,8 @@ def evaluate_dataset(
     save_path: Path,
     log: Callable[[str], None] = lambda s: None,
     shard: tuple[int, int] = (0, 1),
-    budget: PhaseBudget | None = None,
+    *,
+    budget: PhaseBudget,
 ) -> dict[str, Any] | None:
     """Sample and grade one dataset (resuming from its predictions file); returns its metrics.
     ``budget``: the dataset's checked budget (:func:`dataset_budget`, built by the caller once).
@@ -447,7 +448,6 @@ def evaluate_dataset(
             done.setdefault(i, {}).update(lines)
         path = shard_path(save_path, name, rank)
     check_same_problems(path, done, records)
-    budget = budget or dataset_budget(cfg, name)
     fmt = dataset_format(cfg, name)
     chunks = chunk_problems(len(records), cfg.samples, cfg.chunk_size)
     t0, made, new_tokens = time.perf_counter(), 0, 0
@@ -544,7 +544,7 @@ def run_eval(
     t0 = time.perf_counter()
     if shard[1] > 1:
         for name, recs in data.items():
-            evaluate_dataset(gen, name, recs, cfg, save_path, log, shard, budgets[name])
+            evaluate_dataset(gen, name, recs, cfg, save_path, log, shard, budget=budgets[name])
         return {}
     for name in data:
         merge_shards(save_path, name)  # what data-parallel workers left, a killed run's included
