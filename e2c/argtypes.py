@@ -91,7 +91,8 @@ def _wanted(t: ValueType, text: object) -> UserError:
 
 @dataclass(frozen=True, repr=False)
 class Number(ValueType):
-    """A finite int or float in ``[low, high]`` (``low_open``: ``(low, high]``), or one of ``special``."""
+    """A finite int or float in ``[low, high]`` (``low_open``: ``(low, high]``), or one of ``special``, or one
+    of the texts ``words`` (which ``meaning`` names)."""
 
     kind: type = float
     low: float | None = None
@@ -101,6 +102,7 @@ class Number(ValueType):
     meaning: str = ""  # what the special values mean, for the error line ("-1: never")
 
     label: str = ""  # a name for the whole range ("a positive number"), instead of its bounds
+    words: tuple[str, ...] = ()  # texts taken as they are besides the numbers (``after_each_epoch``)
 
     def _bounds(self, cap: bool = False) -> str:
         """The range in comparisons: ``>= 1``, ``> 0``, ``in [0, 1]``, ``>= 2 and <= 8``. The C-int cap of a
@@ -130,8 +132,10 @@ class Number(ValueType):
             return False
         return self.high is None or v <= self.high
 
-    def parse(self, text: str) -> int | float:
+    def parse(self, text: str) -> int | float | str:
         s = str(text).strip()
+        if s in self.words:
+            return s
         try:
             v: int | float = int(s) if self.kind is int else float(s)
         except (ValueError, OverflowError):
@@ -176,9 +180,16 @@ def probability(open_zero: bool = False) -> Number:
     return Number(float, low=0.0, high=1.0, low_open=open_zero)
 
 
-def whole(low: int = 0, high: int | None = INT_MAX, special: Sequence[int] = (), meaning: str = "") -> Number:
-    """A whole number in ``[low, high]`` or one of ``special`` (``meaning`` says what they mean)."""
-    return Number(int, low=low, high=high, special=tuple(special), meaning=meaning)
+def whole(
+    low: int = 0,
+    high: int | None = INT_MAX,
+    special: Sequence[int] = (),
+    meaning: str = "",
+    words: Sequence[str] = (),
+) -> Number:
+    """A whole number in ``[low, high]`` or one of ``special`` or of the texts ``words`` (``meaning`` says what
+    they mean)."""
+    return Number(int, low=low, high=high, special=tuple(special), meaning=meaning, words=tuple(words))
 
 
 @dataclass(frozen=True, repr=False)

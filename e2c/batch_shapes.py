@@ -110,55 +110,10 @@ def cfg_int(cfg: Any, key: str, default: int | None = None) -> int | None:
     return default if value is None else int(value)
 
 
-# Sizes and counts of each trainer that must be whole numbers >= 1: 0 (or less) parses as an int and passes
-# the config's type check, then divides by zero or trains on nothing inside verl, minutes in. Keys absent
-# from a config (or null there) are verl's default and left alone.
-SFT_COUNTS = (
-    "trainer.n_gpus_per_node",
-    "trainer.nnodes",
-    "data.train_batch_size",
-    "data.micro_batch_size_per_gpu",
-    "data.max_length",
-    "data.max_token_len_per_gpu",
-    "trainer.total_epochs",
-)
-RL_COUNTS = (
-    "trainer.n_gpus_per_node",
-    "trainer.nnodes",
-    "data.train_batch_size",
-    "data.max_prompt_length",
-    "data.max_response_length",
-    "trainer.total_epochs",
-    "actor_rollout_ref.rollout.n",
-    "actor_rollout_ref.actor.ppo_mini_batch_size",
-    "actor_rollout_ref.actor.ppo_epochs",
-    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
-    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
-    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu",
-    # verl starts this many agent-loop and reward workers and splits each batch over them: 0 is a
-    # division by zero in the reward loop, or an agent loop with no worker to run it.
-    "actor_rollout_ref.rollout.agent.num_workers",
-    "reward.num_workers",
-    "reward_model.num_workers",
-)
-
-
-def check_counts(cfg: Any, label: str, keys: Sequence[str]) -> None:
-    """Each of ``keys`` that ``cfg`` sets is a whole number >= 1 (:func:`e2c.argtypes.whole`, the flags'
-    own type): one UserError line naming the key and its value."""
-    from e2c.argtypes import whole
-
-    count = whole(1)
-    for key in keys:
-        value = cfg_value(cfg, key)
-        if value is not None:
-            count.check(value, f"{label}: {key}")
-
-
 def check_sft(cfg: Any, label: str, cluster: Cluster) -> SftShape:
-    """The batch arithmetic of verl's SFT trainer (``verl.trainer.sft_trainer``) on ``cfg``; raises
-    UserError naming the setting."""
-    check_counts(cfg, label, SFT_COUNTS)
+    """The batch arithmetic of verl's SFT trainer (``verl.trainer.sft_trainer``) on ``cfg``, a config
+    :func:`e2c.launch_checks.compose_checked` returned (every size and count a whole number >= 1, checked
+    there); raises UserError naming the setting."""
     world = int(cfg.trainer.n_gpus_per_node) * int(cfg.trainer.nnodes)
     sp = cfg_int(cfg, "engine.ulysses_sequence_parallel_size", 1) or 1
     if world % sp:
@@ -263,9 +218,9 @@ def padded_samples(samples: int, dp: int, mini_samples: int) -> int:
 
 
 def check_rl(cfg: Any, label: str, cluster: Cluster) -> RlShape:
-    """The batch arithmetic verl's RL workers assert at run time, on ``cfg``; raises UserError naming the
-    setting."""
-    check_counts(cfg, label, RL_COUNTS)
+    """The batch arithmetic verl's RL workers assert at run time, on ``cfg``, a config
+    :func:`e2c.launch_checks.compose_checked` returned (every size and count a whole number >= 1, checked
+    there); raises UserError naming the setting."""
     world = int(cfg.trainer.n_gpus_per_node) * int(cfg.trainer.nnodes)
     gpus_per_node = int(cfg.trainer.n_gpus_per_node)
     actor = cfg.actor_rollout_ref.actor

@@ -4,21 +4,25 @@ verl's trainers take their settings as Hydra overrides and read the data in work
 an override or a wrong column ends, minutes later, in pages of traceback that do not name the culprit.
 These checks compose the same config in-process (about a second, without importing verl) and read the data
 files up front; every problem becomes one :class:`~e2c.errors.UserError` line naming the key or the file.
+verl's own fields that users set most (learning rates, temperatures, lengths, batch sizes, clip ratios...) are
+checked by the toolkit's value types, as flags are: :data:`VERL_FIELDS`, one table.
 """
 
 from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import importlib.util
+import math
 import os
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import ValueType
+from e2c.argtypes import Number, ValueType, at_least, finite, positive, probability, whole
 from e2c.errors import UserError
 
 VERL_PKG_CONFIG = "pkg://verl.trainer.config"
@@ -258,6 +262,176 @@ def _fixed_problem(fixed: Sequence[str]) -> str | None:
     return None
 
 
+# ------------------------------------------------------------------------------------------------ verl's fields
+COUNT = whole(1)
+# verl's PPO trainer saves and validates only where the frequency is > 0 (ray_trainer.fit): -1 and 0 are never.
+PPO_FREQ = whole(1, special=(-1, 0), meaning="-1 or 0: never")
+# verl's SFT trainer takes a step count or the word after_each_epoch; -1 (any negative) is the last step only,
+# and 0 a division by zero at the first step (sft_trainer: global_step % save_freq).
+SFT_FREQ = whole(
+    1, special=(-1,), words=("after_each_epoch",), meaning="-1: at the last step only, or after_each_epoch"
+)
+
+# The value type of verl's own settings, by key (a glob over the dotted key: ``**.`` is any leading sections,
+# ``*`` any part of one key; ``sft:`` / ``ppo:``: in that trainer's config only, else in both). Checked in
+# every composed config (compose_checked: the user's overrides, the config files, the launcher's own), after
+# interpolations resolve; a null is verl's "unset" and left to verl. Types follow verl's semantics (0.9.1):
+VERL_FIELDS: dict[str, ValueType] = {
+    # The optimizer (FSDPOptimizerConfig): warm-up steps <= 0 take lr_warmup_steps_ratio of the steps
+    # (engine/fsdp/transformer_impl.py); get_cosine_schedule_with_warmup asserts min_lr_ratio in [0, 1].
+    "**.optim.lr": positive(),
+    "**.optim.lr_warmup_steps_ratio": probability(),
+    "**.optim.lr_warmup_steps": whole(
+        1, special=(-1, 0), meaning="-1 or 0: lr_warmup_steps_ratio of the steps"
+    ),
+    "**.optim.min_lr_ratio": probability(),
+    # Sizes and counts of both trainers (null steps: from the epochs).
+    "data.train_batch_size": COUNT,
+    "trainer.total_epochs": COUNT,
+    "trainer.total_training_steps": COUNT,
+    "trainer.n_gpus_per_node": COUNT,
+    "trainer.nnodes": COUNT,
+    # The SFT trainer (sft_trainer.py).
+    "sft:data.micro_batch_size_per_gpu": COUNT,
+    "sft:data.max_length": COUNT,
+    "sft:data.max_token_len_per_gpu": COUNT,
+    "sft:trainer.save_freq": SFT_FREQ,
+    "sft:trainer.test_freq": SFT_FREQ,
+    # The PPO trainer's lengths and batches (actor, reference, critic and reward-model rollout alike).
+    "ppo:data.max_prompt_length": COUNT,
+    "ppo:data.max_response_length": COUNT,
+    "ppo:data.gen_batch_size": COUNT,
+    "ppo:data.val_batch_size": COUNT,
+    "ppo:**.rollout.prompt_length": COUNT,
+    "ppo:**.rollout.response_length": COUNT,
+    "ppo:**.rollout.max_model_len": COUNT,
+    "ppo:**.rollout.max_num_batched_tokens": COUNT,
+    "ppo:**.ppo_mini_batch_size": COUNT,
+    "ppo:**.ppo_micro_batch_size": COUNT,
+    "ppo:**.ppo_micro_batch_size_per_gpu": COUNT,
+    "ppo:**.log_prob_micro_batch_size": COUNT,
+    "ppo:**.log_prob_micro_batch_size_per_gpu": COUNT,
+    "ppo:**.ppo_max_token_len_per_gpu": COUNT,
+    "ppo:**.log_prob_max_token_len_per_gpu": COUNT,
+    "ppo:**.ppo_epochs": COUNT,
+    # verl splits each batch over these workers: 0 divides by zero or leaves the agent loop with none.
+    "ppo:actor_rollout_ref.rollout.agent.num_workers": COUNT,
+    "ppo:reward.num_workers": COUNT,
+    "ppo:reward_model.num_workers": COUNT,
+    # Sampling: the actor divides its logits by the rollout temperature (0 divides by zero); validation may
+    # decode greedily (0, verl's default). top_k: -1 (vLLM) or 0 (HF) is no cut.
+    "ppo:**.rollout.n": COUNT,
+    "ppo:**.val_kwargs.n": COUNT,
+    "ppo:**.rollout.temperature": positive(),
+    "ppo:**.val_kwargs.temperature": at_least(0),
+    "ppo:**.top_p": probability(open_zero=True),
+    "ppo:**.top_k": whole(1, special=(-1, 0), meaning="-1 or 0: no top-k cut"),
+    "ppo:**.rollout.gpu_memory_utilization": probability(open_zero=True),
+    # The loss: PPO's clip range is [1 - low, 1 + high]; dual-clip asserts clip_ratio_c > 1 (core_algos). A
+    # negative entropy coefficient (entropy minimisation) is a choice, not an error: any finite number.
+    "ppo:**.clip_ratio": at_least(0),
+    "ppo:**.clip_ratio_low": at_least(0),
+    "ppo:**.clip_ratio_high": at_least(0),
+    "ppo:**.clip_ratio_c": Number(float, low=1.0, low_open=True),
+    "ppo:**.kl_loss_coef": at_least(0),
+    "ppo:algorithm.kl_ctrl.kl_coef": at_least(0),
+    "ppo:**.entropy_coeff": finite(),
+    "ppo:algorithm.gamma": probability(),
+    "ppo:algorithm.lam": probability(),
+    "ppo:trainer.save_freq": PPO_FREQ,
+    "ppo:trainer.test_freq": PPO_FREQ,
+}
+TRAINERS = ("sft", "ppo")
+FINITE = finite()  # every other float of a config: nan and inf are refused everywhere
+
+
+def trainer_of(values: Mapping[str, Any]) -> str:
+    """``ppo`` for a config of verl's PPO trainer (it has ``actor_rollout_ref``), else ``sft``."""
+    return "ppo" if "actor_rollout_ref" in values else "sft"
+
+
+def field_pattern(pattern: str) -> tuple[str | None, str]:
+    """``(trainer or None, glob)`` of a :data:`VERL_FIELDS` key."""
+    trainer, sep, glob = pattern.partition(":")
+    return (trainer, glob) if sep else (None, pattern)
+
+
+def glob_regex(glob: str) -> re.Pattern[str]:
+    """A :data:`VERL_FIELDS` glob as a regex for ``fullmatch`` on dotted keys."""
+    out = re.escape(glob).replace(r"\*\*\.", "(?:[^.]+\\.)*")
+    return re.compile(out.replace(r"\*", "[^.]*"))
+
+
+@functools.lru_cache(maxsize=len(TRAINERS))
+def _field_matcher(trainer: str) -> dict[str, list[tuple[re.Pattern[str], ValueType]]]:
+    """The patterns that apply to ``trainer``'s config, in table order, by the last section of the keys they
+    match (``*``: patterns whose last section is a wildcard): a key is tried against a few patterns only."""
+    out: dict[str, list[tuple[re.Pattern[str], ValueType]]] = {}
+    for pattern, kind in VERL_FIELDS.items():
+        owner, glob = field_pattern(pattern)
+        if owner in (None, trainer):
+            last = glob.rsplit(".", 1)[-1]
+            out.setdefault("*" if "*" in last else last, []).append((glob_regex(glob), kind))
+    return out
+
+
+def field_type(key: str, trainer: str) -> ValueType | None:
+    """The :data:`VERL_FIELDS` type of a dotted key in ``trainer``'s config (the first pattern that
+    matches), or None."""
+    matcher = _field_matcher(trainer)
+    for rx, kind in (*matcher.get(key.rsplit(".", 1)[-1], ()), *matcher.get("*", ())):
+        if rx.fullmatch(key):
+            return kind
+    return None
+
+
+def _fields(node: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) of every leaf of a resolved config, and of every section (a table key that holds
+    a section instead of a number is refused too)."""
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for k, v in items:
+        key = f"{prefix}[{k}]" if isinstance(node, list) else f"{prefix}.{k}" if prefix else str(k)
+        yield key, v
+        if isinstance(v, dict | list):
+            yield from _fields(v, key)
+
+
+def _override_of(key: str, given: Mapping[str, str]) -> str | None:
+    """The user's override that set ``key`` (or a section holding it), if any."""
+    hits = [k for k in given if key == k or key.startswith(k + ".")]
+    return given[max(hits, key=len)] if hits else None
+
+
+def _quoted(line: str, limit: int = 120) -> str:
+    return repr(line if len(line) <= limit else line[: limit - 3] + "...")
+
+
+def check_fields(values: Mapping[str, Any], given: Mapping[str, str] | None = None, source: str = "") -> None:
+    """Every value of a resolved config (``OmegaConf.to_container(cfg, resolve=True)``) that
+    :data:`VERL_FIELDS` types, by its type, and every other float as finite: one UserError line,
+    ``override 'KEY=VALUE': KEY must be ..., got ...`` when an override of the user's (``given``: key ->
+    override line) set it, else ``SOURCE: KEY must be ..., got ...``. The keys the user set go first."""
+    given = given or {}
+    trainer = trainer_of(values)
+    fields = list(_fields(values))
+    if given:
+        fields.sort(key=lambda kv: _override_of(kv[0], given) is None)  # stable: config order otherwise
+    for key, value in fields:
+        if value is None:
+            continue
+        kind = field_type(key, trainer)
+        if kind is None:
+            if not (isinstance(value, float) and not math.isfinite(value)):
+                continue
+            kind = FINITE
+        try:
+            kind.check(value, key)
+        except UserError as e:
+            line = _override_of(key, given)
+            where = f"override {_quoted(line)}" if line is not None else (source or "config")
+            raise UserError(f"{where}: {e}") from None
+
+
 def check_launcher_overrides(lines: Sequence[str]) -> None:
     """The overrides a launcher writes itself (paths of the user's among them) parse as Hydra will parse
     them in the trainer: one line naming the first that does not, before anything starts."""
@@ -266,26 +440,45 @@ def check_launcher_overrides(lines: Sequence[str]) -> None:
         raise UserError(problem)
 
 
+def parse_overrides(user: Sequence[str]) -> list[Any]:
+    """The user's overrides as Hydra reads them (``hydra.core.override_parser.overrides_parser.Override``);
+    one UserError line for the first Hydra cannot read."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    parser, parsed = OverridesParser.create(), []
+    for line in user:
+        try:
+            parsed.extend(parser.parse_overrides([line]))
+        except HydraException as e:
+            raise UserError(
+                f"malformed Hydra override: {_condense(e)} (overrides look like key=value)"
+            ) from None
+        except ValueError as e:  # a number Python will not convert (an int of over 4300 digits)
+            raise UserError(
+                f"Hydra cannot read the override {_quoted(line)}: {str(e).split(';')[0]}"
+            ) from None
+    return parsed
+
+
 def compose_checked(config_dir: Path, config_name: str, fixed: Sequence[str], user: Sequence[str]) -> Any:
     """Compose ``config_name`` with the launcher's overrides and the user's, as the trainer will.
 
     Returns the composed config. Raises UserError naming the override for: a malformed override, an
     unknown key (with the closest existing key), a value whose type differs from the config's (an int or
     float key given text), a value verl's dataclass for that section rejects, a missing config group
-    option, and an interpolation that does not resolve.
+    option, and an interpolation that does not resolve; then, interpolations resolved, a value outside its
+    type in :data:`VERL_FIELDS` or a float that is nan or inf anywhere (:func:`check_fields`: naming the
+    user's override when one set it, else the config).
     """
     from hydra import compose, initialize_config_dir
-    from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     config_dir = Path(config_dir).resolve()
     search = [f"hydra.searchpath=[{','.join(_searchpath(config_dir, config_name))}]"]
-    try:
-        parsed = OverridesParser.create().parse_overrides(list(user))
-    except HydraException as e:
-        raise UserError(f"malformed Hydra override: {_condense(e)} (overrides look like key=value)") from None
+    parsed = parse_overrides(user)
     # hydra.* settings (run folder, logging) are not part of the job's config.
     job_user = [o for o in parsed if not o.key_or_group.startswith("hydra.")]
     job_fixed = [o for o in fixed if not o.startswith(("hydra.", "+hydra."))]
@@ -323,11 +516,13 @@ def compose_checked(config_dir: Path, config_name: str, fixed: Sequence[str], us
         except OmegaConfBaseException as e:
             raise UserError(f"override {o.input_line!r} does not resolve: {str(e).splitlines()[0]}") from None
     try:
-        OmegaConf.to_container(cfg, resolve=True)
+        values = OmegaConf.to_container(cfg, resolve=True)
     except OmegaConfBaseException as e:
         lines = str(e).splitlines()
         where = next((ln.split(":", 1)[1].strip() for ln in lines if ln.strip().startswith("full_key:")), "")
         raise UserError(f"config value {where or '?'} does not resolve: {lines[0]}") from None
+    given = {o.key_or_group: o.input_line for o in job_user if not o.is_delete()}
+    check_fields(values, given, f"{config_dir / config_name}.yaml as composed")
     return cfg
 
 

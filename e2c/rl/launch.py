@@ -11,12 +11,13 @@ that make the same config run here:
   storage unit, and a small size preset (batch 4, n 4, 256+128 tokens) that any override given after
   ``--`` replaces.
 
-Before verl starts, the launcher composes the config with every override in-process and checks the data
-files (the rl schema) and the model folder (config, weight headers, a tokenizer that loads, a chat
-template; :mod:`e2c.launch_checks`), the ``e2c`` settings group with each key's declared type
-(:mod:`e2c.rl.settings`: a Hydra override of an ``e2c.*`` key is checked like its flag), that the config
-runs the algorithm and stage asked for and an advantage estimator verl has, the sizes and worker counts
-(:mod:`e2c.batch_shapes`) and the output folder (:func:`e2c.files.check_output_dir`; created when the stage
+Before verl starts, the launcher composes the config with every override in-process, verl's own fields
+users set most (learning rates, temperatures, lengths, batch sizes, clip ratios: each by its value type,
+:data:`e2c.launch_checks.VERL_FIELDS`) included, and checks the data files (the rl schema) and the model
+folder (config, weight headers, a tokenizer that loads, a chat template; :mod:`e2c.launch_checks`), the
+``e2c`` settings group with each key's declared type (:mod:`e2c.rl.settings`: a Hydra override of an
+``e2c.*`` key is checked like its flag), that the config runs the algorithm and stage asked for and an
+advantage estimator verl has, the batch arithmetic (:mod:`e2c.batch_shapes`) and the output folder (:func:`e2c.files.check_output_dir`; created when the stage
 starts): bad input is one ``error:`` line and exit 2 (``E2C_CHECK_ONLY=1``: stop there, "checks passed"),
 never a traceback from inside verl minutes later. Paths go into the overrides quoted where Hydra would not
 read them plainly (a space, an accented letter: :func:`e2c.launch_checks.hydra_value`). Hydra's own files go
@@ -566,10 +567,8 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     # e2c.explore_adv_rule or chain format stops here, not inside a ray worker.
     settings = e2c_settings(cfg, SETTINGS)
     check_algorithm(cfg, settings, args.algo, stage)
-    from e2c.batch_shapes import RL_COUNTS, check_counts
-
-    # Before the CPU preset's micro-batches are fitted to the batch (a batch of 0 would divide by zero).
-    check_counts(cfg, shape_label(cfg, args, stage), RL_COUNTS)
+    # Every size and count is a whole number >= 1 (compose_checked: e2c.launch_checks.VERL_FIELDS), so the
+    # CPU preset's micro-batches can be fitted to the batch.
     if gpus == 0:
         named = {o.partition("=")[0].lstrip("+~") for o in args.overrides}
         fitted = cpu_micro_batches(cfg, named)
