@@ -9,6 +9,7 @@ a problem directly, or ``q``, also works.
 
 Each answer shows the EXPLORATION PHASE and EXECUTION PHASE, the extracted answer (graded for built-in
 problems) and per-phase token counts. Reads from a terminal or from piped stdin; ``q`` or end of input quits.
+A line that is not UTF-8 text is skipped with one ``error:`` line on stderr, and the session goes on.
 """
 
 from __future__ import annotations
@@ -93,14 +94,40 @@ def menu(items: list[dict[str, Any]]) -> str:
 
 
 def read_line(prompt: str, tty: bool) -> str | None:
-    """One input line (None at the end of input); piped lines are echoed after the prompt."""
+    """One input line (None at the end of input); piped lines are echoed after the prompt. Bytes that are
+    not UTF-8 come back as surrogates (:func:`session` reads stdin with ``surrogateescape``): see
+    :func:`is_text`."""
     try:
         line = input(prompt if tty else "")
     except EOFError:
         return None
     if not tty:
-        print(prompt + echo(line))
+        print(prompt + echo(shown(line)))
     return line
+
+
+def is_text(line: str) -> bool:
+    """Whether an input line was UTF-8 text (no byte of it was read as a surrogate)."""
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def shown(line: str) -> str:
+    """A line as it can be printed: bytes that were not UTF-8 as U+FFFD."""
+    return line.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def skip_line(line: str) -> None:
+    """The one line a non-UTF-8 input line gets; the session goes on."""
+    bad = line.encode("utf-8", "surrogateescape")
+    print(
+        f"error: that input line is not UTF-8 text ({bad[:16]!r}); skipped, type it again",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def question(item: dict[str, Any]) -> str:
@@ -132,6 +159,9 @@ def main(argv: list[str] | None = None) -> int:
 def session(gen: Any, args: argparse.Namespace, items: list[dict[str, Any]]) -> None:
     """The menu loop, until q or the end of input; a problem that cannot run is one line, then the menu."""
     tty = sys.stdin.isatty()
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if reconfigure is not None:  # a line that is not UTF-8 is read (and refused), not a decoding error
+        reconfigure(errors="surrogateescape")
     print(menu(items))
     own, leave = len(items) + 1, len(items) + 2
     while True:
@@ -140,6 +170,9 @@ def session(gen: Any, args: argparse.Namespace, items: list[dict[str, Any]]) -> 
         )
         if line is None:
             break
+        if not is_text(line):
+            skip_line(line)
+            continue
         choice = line.strip()
         if not choice:
             print(menu(items))
@@ -150,6 +183,9 @@ def session(gen: Any, args: argparse.Namespace, items: list[dict[str, Any]]) -> 
             typed = read_line("Your problem: ", tty)
             if typed is None:
                 break
+            if not is_text(typed):
+                skip_line(typed)
+                continue
             if not typed.strip():
                 print("no problem typed; back to the menu")
                 continue

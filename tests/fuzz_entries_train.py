@@ -26,6 +26,10 @@ DATA = Path(tempfile.mkdtemp(prefix="e2c-fuzz-train-"))
 atexit.register(shutil.rmtree, DATA, True)
 SFT = str(write_parquet(rows_by_split(generate(12, seed=0)[0])["sft"], DATA / "sft.parquet"))
 RL = str(write_parquet(arithmetic_rl_rows(8), DATA / "rl.parquet"))
+# An RL run folder as python -m e2c.rl.health reads it (a folder without metrics.jsonl is refused).
+RUN = DATA / "rl-run"
+RUN.mkdir()
+(RUN / "metrics.jsonl").write_text('{"step": 1, "data": {"health/zero_var_group_share": 1.0}}\n')
 
 # The run's shape comes from flags, not from the machine or the caller's environment: no GPU, one node.
 CPU = {"E2C_FORCE_CPU": "1", "N_GPUS": "", "NNODES": "", "NODE_RANK": "", "RAY_ADDRESS": ""}
@@ -57,7 +61,7 @@ ENTRIES: dict[str, Entry] = {
         ("--model", "tiny", "--train-data", RL, "--val-data", RL, "--output-dir", "{tmp}/curriculum"),
         env=CPU,
     ),
-    "e2c.rl.health": Entry("e2c.rl.health.__main__", ("{folder}",)),
+    "e2c.rl.health": Entry("e2c.rl.health.__main__", (str(RUN),)),
     "e2c.rl.plugin": Entry("e2c.rl.plugin", ()),
     "e2c.cluster": Entry("e2c.cluster", ("--address", "127.0.0.1:6379", "--nodes", "2", "--timeout", "1")),
     "e2c.recipe_check": Entry("e2c.recipe_check", ("--gpus", "8", "--nnodes", "2"), env=CPU),

@@ -15,12 +15,14 @@ from e2c.errors import UserError
 from e2c.lora import lora_flags
 from e2c.rl.agent_loop import row_budget
 from e2c.rl.curriculum import (
+    Curriculum,
+    Stage,
     difficulty_value,
-    in_band,
     launch_args,
     load_curriculum,
+    parse_band,
+    parse_curriculum,
     stage_data,
-    validate_curriculum,
     with_budget,
 )
 
@@ -38,10 +40,14 @@ def test_difficulty_values_and_bands_cpu() -> None:
         and difficulty_value("Hard") == "hard"
     )
     assert difficulty_value(None) is None
+
+    def in_band(value: object, band: object) -> bool:
+        return parse_band(band, "difficulty").contains(value)
+
     assert in_band(1, {"max": 1}) and not in_band(2, {"max": 1})
     assert in_band("Level 4", {"min": 2, "max": 5}) and not in_band("Level 1", {"min": 2})
     assert in_band("hard", ["Medium", "HARD"]) and not in_band("easy", ["medium", "hard"])
-    assert in_band(None, None) and in_band("x", []) and not in_band(None, {"min": 0})
+    assert in_band(None, None) and in_band("x", []) and in_band("x", {}) and not in_band(None, {"min": 0})
     assert not in_band("hard", {"min": 0})  # text has no number: outside any numeric band
 
 
@@ -63,11 +69,10 @@ def test_with_budget_copies_cpu() -> None:
 def test_stage_data_bands_and_budgets_cpu(tmp_path: Path) -> None:
     import pandas as pd
 
-    cfg = {"difficulty_field": "difficulty", "val_budget_factor": 2}
+    easy = Stage("easy", 32, parse_band({"max": 1}, "difficulty"))
+    cfg = Curriculum(stages=(easy,), difficulty_field="difficulty", val_budget_factor=2)
     rows = _rows(12)
-    tr, va, vb = stage_data(
-        cfg, {"name": "easy", "difficulty": {"max": 1}, "max_response_length": 32}, rows, rows[:4], tmp_path
-    )
+    tr, va, vb = stage_data(cfg, easy, rows, rows[:4], tmp_path)
     assert vb == 64
     train, val = pd.read_parquet(tr), pd.read_parquet(va)
     assert len(train) == 4 and {e["difficulty"] for e in train.extra_info} == {1}
@@ -76,33 +81,31 @@ def test_stage_data_bands_and_budgets_cpu(tmp_path: Path) -> None:
     with pytest.raises(
         UserError, match=r"no training row has extra_info.difficulty in .*values present: 1.0, 2.0, 3.0"
     ):
-        stage_data(
-            cfg, {"name": "x", "difficulty": {"min": 9}, "max_response_length": 8}, rows, rows, tmp_path
-        )
+        stage_data(cfg, Stage("x", 8, parse_band({"min": 9}, "difficulty")), rows, rows, tmp_path)
 
 
 def test_curriculum_config_checks_cpu(tmp_path: Path) -> None:
     cfg = load_curriculum(ROOT / "configs" / "e2c_curriculum.yaml")
-    budgets = [s["max_response_length"] for s in cfg["stages"]]
-    assert budgets == [8192, 16384] and cfg["val_budget_factor"] == 2  # e3's stages
+    budgets = [s.max_response_length for s in cfg.stages]
+    assert budgets == [8192, 16384] and cfg.val_budget_factor == 2  # e3's stages
     bad = [
         ({"stages": []}, "non-empty 'stages'"),
-        ({"stages": [{"name": "a"}]}, "positive integer max_response_length"),
+        ({"stages": [{"name": "a"}]}, "needs max_response_length"),
         ({"stages": [{"name": "a", "max_response_length": 8}] * 2}, "used twice"),
         ({"stages": [{"name": "a", "max_response_length": 8, "difficulty": "easy"}]}, "list of values or"),
-        ({"algo": "ppo", "stages": [{"name": "a", "max_response_length": 8}]}, "grpo or dapo"),
+        ({"algo": "ppo", "stages": [{"name": "a", "max_response_length": 8}]}, "grpo, dapo"),
         ({"val_budget_factor": 0.5, "stages": [{"name": "a", "max_response_length": 8}]}, ">= 1"),
     ]
     for c, msg in bad:
         with pytest.raises(UserError, match=msg):
-            validate_curriculum(c, "c.yaml")
+            parse_curriculum(c, "c.yaml")
     with pytest.raises(UserError, match="no curriculum config"):
         load_curriculum(tmp_path / "none.yaml")
 
 
 def test_launch_args_order_cpu(tmp_path: Path) -> None:
-    cfg = {"algo": "dapo", "stage": 2, "overrides": ["a=1"], "stages": []}
-    st = {"name": "s", "max_response_length": 8, "overrides": ["b=2"]}
+    st = Stage("s", 8, overrides=("b=2",))
+    cfg = Curriculum(stages=(st,), algo="dapo", stage=2, overrides=("a=1",))
     args = launch_args(cfg, st, "m", (tmp_path / "t", tmp_path / "v", 16), tmp_path / "o", 3, ["c=3"])
     assert args[:6] == ["--algo", "dapo", "--stage", "2", "--model", "m"]
     tail = args[args.index("--") + 1 :]

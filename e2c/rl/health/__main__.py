@@ -1,5 +1,6 @@
 """``python -m e2c.rl.health RUN_DIR [--start-model DIR]``: the per-step health table of an RL run folder
-and its one-line verdict (the metrics are :mod:`e2c.rl.health`'s)."""
+and its one-line verdict (the metrics are :mod:`e2c.rl.health`'s). A folder without the run's metrics file
+is refused in one line (exit 2), not reported as a run with no step."""
 
 from __future__ import annotations
 
@@ -47,12 +48,38 @@ def check_weights_folder(folder: Path, what: str) -> None:
             raise UserError(f"{what} {folder}: weights file {f.name} is {why}")
 
 
+# What the table is read from (health_table): the per-step metrics (metrics_history.jsonl holds a resumed
+# run's earlier launches), and the weight movement beside them.
+METRICS_FILES = ("metrics.jsonl", "metrics_history.jsonl")
+SYNC_FILE = "rollout_sync.jsonl"
+
+
+def run_folder_error(run_dir: Path) -> str | None:
+    """Why ``run_dir`` is not an RL run folder this report can read (None: it is): it has neither metrics
+    file, so there is no step to report (a wrong folder, or a run that has not logged its first step)."""
+    if any((run_dir / name).is_file() for name in METRICS_FILES):
+        return None
+    sync = (
+        " (it has rollout_sync.jsonl, but the table's rows are the metrics' steps)"
+        if (run_dir / SYNC_FILE).is_file()
+        else ""
+    )
+    return (
+        f"run folder {run_dir} has no metrics.jsonl (nor metrics_history.jsonl){sync}: the report reads the "
+        f"per-step metrics and {SYNC_FILE} that an RL run (scripts/e2c_rl.sh) writes there; give that run's "
+        "output folder, or wait for its first step"
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         # fail(), not a UserError: callers of main() (the tests) see the exit status run_main would give
         fail(f"run folder {run_dir} does not exist" + (" (it is a file)" if run_dir.exists() else ""))
+    lacking = run_folder_error(run_dir)
+    if lacking:
+        raise UserError(lacking)
     if args.start_model is not None:
         check_weights_folder(args.start_model, "--start-model")
     checks_done()
