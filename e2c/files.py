@@ -294,3 +294,96 @@ def read_records(
         elif strict:
             raise UserError(f"{path} line {n}: not a {what} ({why}); {hint}")
     return out
+
+
+# ------------------------------------------------------------------------- appends of whole records
+class RecordFile:
+    """A JSONL (or text-log) file that only ever ends on a whole record: the one way a run appends.
+
+    Each :meth:`write` appends its lines with unbuffered writes; a failed write (no space, quota, an I/O
+    error) cuts the file back to where that call began and becomes one UserError naming the file and the
+    cause, so the file ends on its last whole record and the same command resumes from it. A file removed
+    (with its folder) while the run writes is noticed after each write and refused the same way, since
+    writes to it would vanish. :meth:`sync` makes what was written durable (a kill of the machine keeps it).
+
+    >>> import json, tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "predictions.jsonl"
+    >>> with RecordFile(p) as f:
+    ...     f.write([{"index": 0}, {"index": 1}])
+    >>> [json.loads(line)["index"] for line in p.read_text().splitlines()]
+    [0, 1]
+    """
+
+    RESUME_HINT = "it ends on its last whole record, and the same command resumes from it"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as e:
+            raise UserError(f"cannot write {self.path}: {e.strerror or e}") from None
+
+    def __enter__(self) -> RecordFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def write(self, records: Sequence[dict[str, Any]]) -> None:
+        """Append ``records`` as JSON lines (non-ASCII kept as it is), all or none."""
+        self.write_lines([json.dumps(r, ensure_ascii=False) for r in records])
+
+    def write_lines(self, lines: Sequence[str]) -> None:
+        """Append ``lines`` (each without its newline; a newline inside one is an error of the caller's),
+        all or none."""
+        if lines:
+            self._append(("\n".join(lines) + "\n").encode("utf-8", "surrogateescape"))
+
+    def write_text(self, text: str) -> None:
+        """Append free text (a log's lines as they arrive): all of it or none of it."""
+        if text:
+            self._append(text.encode("utf-8", "surrogateescape"))
+
+    def _append(self, data: bytes) -> None:
+        start = -1
+        try:
+            start = os.lseek(self._fd, 0, os.SEEK_END)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as e:
+            self._cut(start)
+            raise UserError(f"cannot write {self.path}: {e.strerror or e}; {self.RESUME_HINT}") from None
+        self._check_linked()
+
+    def sync(self) -> None:
+        """Make what was written durable (fsync); a failure is one UserError like a failed write."""
+        try:
+            os.fsync(self._fd)
+        except OSError as e:
+            raise UserError(f"cannot write {self.path}: {e.strerror or e}; {self.RESUME_HINT}") from None
+        self._check_linked()
+
+    def _cut(self, size: int) -> None:
+        if size < 0:
+            return
+        try:
+            os.ftruncate(self._fd, size)
+        except OSError:
+            pass  # the file may hold a cut line; readers leave it out (read_records) and a resume repairs it
+
+    def _check_linked(self) -> None:
+        try:
+            gone = os.fstat(self._fd).st_nlink == 0
+        except OSError:
+            gone = True
+        if gone:
+            raise UserError(
+                f"cannot write {self.path}: it was removed (or its folder) while the run wrote it"
+            )

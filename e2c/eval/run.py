@@ -47,6 +47,7 @@ from e2c.eval.runner import (
     EvalConfig,
     check_resume,
     chunk_size_for,
+    eval_run_folder,
     format_table,
     run_eval,
     tracker_payload,
@@ -54,6 +55,7 @@ from e2c.eval.runner import (
 from e2c.files import check_output_dir
 from e2c.flags import add_setting_flags, flag_values
 from e2c.models import default_subfolder, model_context, resolve_model
+from e2c.run_folder import FORCE_HELP
 from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 
 # The paper's evaluation folder; each model and setting gets its own run folder inside it (resume needs that).
@@ -194,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     a("--no-hub", action="store_true", help="use local benchmark files only, never the HF hub")
     a("--quiet", action="store_true", help="no progress lines")
     a("--logger", type=RESULT_TRACKERS, default="", help=RESULTS_LOGGER_HELP)
+    a("--force", action="store_true", help=FORCE_HELP)
     return p
 
 
@@ -280,7 +283,7 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
     Everything that can be refused is refused before :func:`e2c.entry.checks_done` (the flags by their
     types, then the settings together, the run folder, the model folder, the data, an earlier run in the
     folder and the GPUs), so a bad command costs no model load and changes no file."""
-    from e2c.generation import make_generator, pick_backend
+    from e2c.generation import pick_backend
 
     quiet_transformers()
     trackers = result_trackers(args.logger)
@@ -305,16 +308,42 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
     if backend == "vllm":
         check_max_model_len(args.max_model_len, Path(res.path))
     data = load_benchmarks(names, cfg.data_dir, args.limit, use_hub=not args.no_hub)
-    check_resume(save, data, cfg)
     shard = parse_shard(args.shard)
+    # A data-parallel worker writes its own file in the folder its parent holds.
+    check_resume(save, data, cfg, args.force, worker=shard[1] > 1)
     gpus = parse_gpus(args.gpus)
     visible = visible_devices()
     groups = plan_workers(visible, gpus, args.tp, args.workers) if shard[1] == 1 else []
     checks_done()
     interrupt_on_sigterm()
-    log = (lambda s: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
+    return run_checked(args, cfg, res, data, save, shard, groups, trackers, backend, visible, argv)
+
+
+def note(line: str) -> None:
+    """An informational line (a lock taken over, a run moved aside): on stderr, beside the progress."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def run_checked(
+    args: argparse.Namespace,
+    cfg: EvalConfig,
+    res: Any,
+    data: dict[str, list[Any]],
+    save: Path,
+    shard: tuple[int, int],
+    groups: list[list[str]],
+    trackers: list[str],
+    backend: str,
+    visible: list[str],
+    argv: list[str] | None,
+) -> dict:
+    """The run, once every check passed. The folder is claimed by :func:`run_eval` once the model is
+    loaded and the prompts are known to fit (or by :func:`run_workers` for the workers it starts)."""
+    from e2c.generation import make_generator
+
+    log = (lambda s: None) if args.quiet else note
     if len(groups) > 1:
-        return run_workers(argv or [], cfg, res, data, save, groups, log)
+        return run_workers(argv or [], cfg, res, data, save, groups, log, args.force)
     gen, _ = make_generator(
         backend,
         res.path,
@@ -332,7 +361,7 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
     )
     cfg.extra = {"model_path": res.path, "model_description": res.description}
     log(f"model: {res.description} [{res.path}] on {gen.name}; run folder {save}")
-    results = run_eval(gen, data, cfg, save, log, shard)
+    results = run_eval(gen, data, cfg, save, log, shard, force=args.force)
     if not results:
         return results
     if trackers:
@@ -358,16 +387,31 @@ def run_workers(
     save: Path,
     groups: list[list[str]],
     log: Any,
+    force: bool = False,
 ) -> dict:
     """Data-parallel evaluation: one worker process per device group, each sampling its share of every
     dataset's chunks into its own file; then merge, grade and report here. A killed run resumes: finished
-    chunks (merged or still in a worker's file) are not sampled again."""
+    chunks (merged or still in a worker's file) are not sampled again. This process holds the folder for
+    its workers (``force``: start over there)."""
+    from e2c.eval.runner import write_config
+
+    with eval_run_folder(save, cfg, force).claim(note):
+        write_config(save, cfg)  # written once, before the workers read it
+        return _run_workers(argv, cfg, res, data, save, groups, log)
+
+
+def _run_workers(
+    argv: list[str],
+    cfg: EvalConfig,
+    res: Any,
+    data: dict[str, list[Any]],
+    save: Path,
+    groups: list[list[str]],
+    log: Any,
+) -> dict:
     import subprocess
     import types
 
-    from e2c.eval.runner import check_config
-
-    check_config(save, cfg)  # written once, before the workers read it
     world = len(groups)
     logs = save / "workers"
     logs.mkdir(parents=True, exist_ok=True)

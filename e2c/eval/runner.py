@@ -18,7 +18,6 @@ run. A line cut by the kill is dropped before resuming.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +33,7 @@ from e2c.data.registry import Record, get_spec, options_of, question_text
 from e2c.errors import UserError
 from e2c.eval.compare import run_summary
 from e2c.eval.metrics import summarize
-from e2c.files import atomic_write_json, json_kind, read_records
+from e2c.files import RecordFile, atomic_write_json, json_kind, read_records
 from e2c.flags import setting
 from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
@@ -42,6 +41,7 @@ from e2c.generation.base import check_fits, context_length, derive_seed
 from e2c.generation.chains import ChainResult, generate_chains
 from e2c.models import RELEASED_REPO
 from e2c.rewards.grader import grade_many
+from e2c.run_folder import RunFolder
 from e2c.runinfo import git_commit, versions
 from e2c.tracking import SAMPLE_CHAINS
 
@@ -326,15 +326,19 @@ def check_same_problems(
         if i < len(records) and any(line.get("id") != records[i].id for line in lines.values()):
             raise UserError(
                 f"{path}: problem {i} was {next(iter(lines.values())).get('id')!r}, now {records[i].id!r}; "
-                "the data changed since this run started: use another --output-dir"
+                "the data changed since this run started: use another --output-dir, or --force to start over"
             )
 
 
-def check_resume(save_path: Path, data: dict[str, list[Record]], cfg: EvalConfig) -> None:
+def check_resume(
+    save_path: Path, data: dict[str, list[Record]], cfg: EvalConfig, force: bool = False, worker: bool = False
+) -> None:
     """Refuse, before the model is loaded and without changing a file, a run folder this run cannot
-    resume: a ``config.json`` that is unreadable or holds other settings, a predictions file (a data-parallel
+    resume: one in use by another command or holding another run (:func:`eval_run_folder`; ``force``
+    moves that one aside instead; a data-parallel ``worker`` skips the lock, which its parent holds), a predictions file (a data-parallel
     worker's included) with a line that is not a prediction, or predictions of problems that changed."""
-    compare_config(save_path, cfg)
+    if eval_run_folder(save_path, cfg, force).check(lock=not worker):
+        return  # --force: the old run's files move aside; nothing of theirs is resumed
     for name, recs in data.items():
         path = save_path / "predictions" / f"{name}.jsonl"
         shards = sorted(path.parent.glob(f"{name}.rank*.jsonl")) if path.parent.is_dir() else []
@@ -408,16 +412,17 @@ def merge_shards(save_path: Path, name: str) -> int:
         return 0
     done = read_predictions(path)
     added = 0
-    with path.open("a", encoding="utf-8") as f:
+    with RecordFile(path) as f:
         for shard in shards:
+            new = []
             for i, lines in sorted(read_predictions(shard).items()):
                 for j, line in sorted(lines.items()):
                     if j not in done.get(i, {}):
-                        f.write(json.dumps(line, ensure_ascii=False) + "\n")
+                        new.append(line)
                         done.setdefault(i, {})[j] = line
-                        added += 1
-        f.flush()
-        os.fsync(f.fileno())
+            f.write(new)
+            added += len(new)
+        f.sync()
     for shard in shards:
         shard.unlink()
     return added
@@ -453,7 +458,7 @@ def evaluate_dataset(
     t0, made, new_tokens = time.perf_counter(), 0, 0
     have = sum(min(len(v), cfg.samples) for i, v in done.items() if i < len(records))
     pbar = progress.bar(len(records) * cfg.samples, name, unit="sample", initial=have)
-    with pbar, path.open("a", encoding="utf-8") as f:
+    with pbar, RecordFile(path) as f:
         for ci, chunk in enumerate(chunks):
             if ci % world != rank or all(len(done.get(i, {})) >= cfg.samples for i in chunk):
                 continue
@@ -468,16 +473,17 @@ def evaluate_dataset(
                 seed=derive_seed(cfg.seed, name, ci),
                 opener=cfg.opener,
             )
+            new = []
             for i, row in zip(chunk, chains, strict=True):
                 for line in prediction_lines(name, i, records[i], row, cfg, fmt):
                     if line["sample"] not in done.get(i, {}):
-                        f.write(json.dumps(line, ensure_ascii=False) + "\n")
+                        new.append(line)
                         done.setdefault(i, {})[line["sample"]] = line
-                        made += 1
                         new_tokens += line["explore_tokens"] + line["execute_tokens"]
-                        pbar.update(1)
-            f.flush()
-            os.fsync(f.fileno())
+            f.write(new)  # the chunk's lines, all or none
+            f.sync()
+            made += len(new)
+            pbar.update(len(new))
             secs = time.perf_counter() - t0
             finished = sum(len(done.get(i, {})) >= cfg.samples for i in range(len(records)))
             rate = f"{new_tokens / max(secs, 1e-9):.0f} tok/s"
@@ -495,12 +501,12 @@ def evaluate_dataset(
 
 
 # ---------------------------------------------------------------------------------------- run files
-def compare_config(save_path: Path, cfg: EvalConfig) -> bool:
-    """Whether ``save_path`` holds the config of a run with ``cfg``'s settings (False: no config yet);
-    UserError, changing nothing, for a config that cannot be read or holds other settings."""
+def legacy_config(save_path: Path) -> dict[str, Any] | None:
+    """The settings a run folder of an older toolkit recorded in ``config.json`` only (None: none), with
+    the defaults of settings added since; UserError, changing nothing, for one that cannot be read."""
     path = save_path / "config.json"
     if not path.exists():
-        return False
+        return None
     try:
         before = json.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
@@ -512,18 +518,26 @@ def compare_config(save_path: Path, cfg: EvalConfig) -> bool:
             f"{path} is not a run config (a JSON object of settings, got a {json_kind(before)}); "
             "move the run folder away to start over"
         )
-    now = cfg.generation_settings()
-    diff = [k for k in GENERATION_FIELDS if before.get(k, FIELD_DEFAULTS.get(k)) != now[k]]
-    if diff:
-        what = ", ".join(f"{k} {before.get(k, FIELD_DEFAULTS.get(k))!r} -> {now[k]!r}" for k in diff)
-        raise UserError(f"{save_path} holds a run with other settings ({what}); use another --output-dir")
-    return True
+    return {k: before.get(k, FIELD_DEFAULTS.get(k)) for k in GENERATION_FIELDS}
 
 
-def check_config(save_path: Path, cfg: EvalConfig) -> None:
-    """Write ``config.json`` on a new run; on a restart, refuse settings that differ from it."""
-    if compare_config(save_path, cfg):
-        return
+def eval_run_folder(save_path: Path, cfg: EvalConfig, force: bool = False) -> RunFolder:
+    """The run folder's claim: an eval run is its generation settings (the model among them); the
+    datasets are not part of it (a run takes more datasets later; each one's problems are checked by
+    :func:`check_same_problems`)."""
+    return RunFolder(
+        save_path,
+        "eval",
+        cfg.generation_settings(),
+        force=force,
+        legacy=lambda: legacy_config(save_path),
+        own=("config.json",),
+        defaults=FIELD_DEFAULTS,
+    )
+
+
+def write_config(save_path: Path, cfg: EvalConfig) -> None:
+    """``config.json``: the settings, for the reports that read a run folder."""
     save_path.mkdir(parents=True, exist_ok=True)
     atomic_write_json(save_path / "config.json", cfg.generation_settings())
 
@@ -535,12 +549,29 @@ def run_eval(
     save_path: Path,
     log: Callable[[str], None] = lambda s: None,
     shard: tuple[int, int] = (0, 1),
+    force: bool = False,
 ) -> dict[str, Any]:
     """Evaluate every dataset in ``data`` and write ``results.json``; returns its content. A data-parallel
-    worker (``shard``, see :func:`evaluate_dataset`) samples its chunks only and returns ``{}``."""
+    worker (``shard``, see :func:`evaluate_dataset`) samples its chunks only and returns ``{}``. The run
+    holds ``save_path`` while it runs (:func:`eval_run_folder`; ``force``: start over there)."""
     budgets = {name: dataset_budget(cfg, name) for name in data}  # each checked once, here
     check_context(gen, data, cfg, budgets)
-    check_config(save_path, cfg)
+    if shard[1] > 1:  # a data-parallel worker: the folder is its parent's
+        return _run_eval(gen, data, cfg, save_path, log, shard, budgets)
+    with eval_run_folder(save_path, cfg, force).claim(log):
+        return _run_eval(gen, data, cfg, save_path, log, shard, budgets)
+
+
+def _run_eval(
+    gen: Any,
+    data: dict[str, list[Record]],
+    cfg: EvalConfig,
+    save_path: Path,
+    log: Callable[[str], None],
+    shard: tuple[int, int],
+    budgets: dict[str, PhaseBudget],
+) -> dict[str, Any]:
+    write_config(save_path, cfg)
     t0 = time.perf_counter()
     if shard[1] > 1:
         for name, recs in data.items():

@@ -52,6 +52,7 @@ from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
 from e2c.models import default_subfolder
 from e2c.paths import project_root
+from e2c.run_folder import FORCE_HELP
 from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.tts.base import METHODS, methods_with
 
@@ -179,6 +180,7 @@ def build_parser(prog: str = PROG) -> ArgumentParser:
         "off its first k samples (default: off, every budget sampled afresh)",
     )
     p.add_argument("--logger", type=RESULT_TRACKERS, default="", help=RESULTS_LOGGER_HELP)
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     return p
 
 
@@ -320,7 +322,7 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
     }
     if args.nested_budgets:  # recorded only when on, so earlier run folders keep resuming
         run_cfg["nested_budgets"] = True
-    check_run_folder(out_dir, run_cfg)
+    check_run_folder(out_dir, run_cfg, args.force)
     checks_done()
     interrupt_on_sigterm()
     try:
@@ -339,6 +341,7 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
             embed,
             workers=workers,
             nested=args.nested_budgets,
+            force=args.force,
         )
         if trackers:
             results = selected_results(read_done(out_dir / "records.jsonl"), methods, budgets, records)

@@ -26,9 +26,10 @@ from e2c import progress
 from e2c.argtypes import ValueType
 from e2c.data.registry import Record
 from e2c.errors import UserError
-from e2c.files import atomic_write_json, drop_cut_line, read_records
+from e2c.files import RecordFile, atomic_write_json, drop_cut_line, read_records
 from e2c.generation.base import check_fits, context_length
 from e2c.generation.batching import SharedGenerator, SharedHandle
+from e2c.run_folder import RunFolder
 from e2c.tracking import SAMPLE_CHAINS
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.base import canonical_settings, traits
@@ -138,24 +139,11 @@ def read_done(path: Path) -> dict[str, dict[str, Any]]:
     return done
 
 
-def config_diff(old: Any, new: Any, prefix: str = "") -> list[str]:
-    """``key old -> new`` for every differing leaf of two configs (nested keys joined by dots)."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        return [
-            line
-            for k in sorted(set(old) | set(new), key=str)
-            for line in config_diff(old.get(k), new.get(k), f"{prefix}{k}.")
-        ]
-    return [] if old == new else [f"{prefix.rstrip('.')} {old!r} -> {new!r}"]
-
-
-def run_config_conflict(path: Path, config: dict[str, Any]) -> bool:
-    """Whether the run folder's ``config.json`` is ``config`` already (False: absent, or other settings in
-    a folder that holds no result yet, which this run may take over). UserError, changing nothing, for a
-    config that cannot be read, or other settings in a folder that holds results: resuming would mix them.
-    """
+def legacy_config(path: Path) -> dict[str, Any] | None:
+    """The settings a run folder of an older toolkit recorded in ``config.json`` only (None: none), under
+    today's setting names; UserError, changing nothing, for one that cannot be read."""
     if not path.is_file():
-        return False
+        return None
     try:
         old = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -169,31 +157,30 @@ def run_config_conflict(path: Path, config: dict[str, Any]) -> bool:
         # A run recorded before a setting's rename (explore_tokens -> explore_budget) still resumes.
         with contextlib.suppress(ValueError):
             old["settings"] = canonical_settings(old["settings"])
-    if old != config and read_done(path.parent / "records.jsonl"):
-        raise UserError(
-            f"{path.parent} holds a run with other settings ({', '.join(config_diff(old, config))}); "
-            "use another --output-dir or delete it"
-        )
-    return old == config
+    return old
 
 
-def check_run_folder(out_dir: Path, config: dict[str, Any]) -> None:
+def tts_run_folder(out_dir: Path, config: dict[str, Any], force: bool = False) -> RunFolder:
+    """The run folder's claim: a TTS run is its ``config`` (dataset, model, backend, limit, settings)."""
+    return RunFolder(
+        out_dir,
+        "tts",
+        config,
+        force=force,
+        legacy=lambda: legacy_config(out_dir / "config.json"),
+        own=("config.json",),
+    )
+
+
+def check_run_folder(out_dir: Path, config: dict[str, Any], force: bool = False) -> None:
     """Refuse, changing nothing, a run folder this run cannot resume: a results file that is not a file,
-    a config that cannot be read or holds other settings (:func:`run_config_conflict`)."""
+    one in use by another command, or holding another run (:func:`tts_run_folder`; ``force`` moves that
+    one aside instead)."""
     for name in ("records.jsonl", "config.json"):
         path = out_dir / name
         if path.exists() and not path.is_file():
             raise UserError(f"{path} is not a file; move it away to start over")
-    run_config_conflict(out_dir / "config.json", config)
-
-
-def check_run_config(path: Path, config: dict[str, Any]) -> None:
-    """A run folder belongs to one set of settings: resuming with others would mix results
-    (:func:`run_config_conflict`); a new run's settings, or those of one with no result yet, are written."""
-    if run_config_conflict(path, config):
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, config)
+    tts_run_folder(out_dir, config, force).check()
 
 
 def nested_records(res: dict[str, Any], budgets: Sequence[int]) -> list[dict[str, Any]]:
@@ -317,6 +304,7 @@ def run_tts(
     log: Callable[[str], None] = print,
     workers: int = 1,
     nested: bool = False,
+    force: bool = False,
 ) -> list[dict[str, Any]]:
     """Run every (method, budget, problem) not yet in ``out_dir/records.jsonl``; write the summaries.
 
@@ -327,10 +315,29 @@ def run_tts(
     With ``workers > 1`` that many runs go at once in threads sharing ``gen`` through
     :class:`e2c.generation.batching.SharedGenerator`, whose waiting calls reach the backend together (the
     speed-up of a batching engine such as vLLM); records are written as runs finish, in any order.
+    The run holds ``out_dir`` while it runs (:func:`tts_run_folder`; ``force``: start over there).
     """
     check_context(gen, records, settings, methods)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    check_run_config(out_dir / "config.json", config)
+    with tts_run_folder(out_dir, config, force).claim(log):
+        return _run_tts(
+            gen, records, methods, budgets, settings, out_dir, config, embed, log, workers, nested
+        )
+
+
+def _run_tts(
+    gen: Any,
+    records: Sequence[Record],
+    methods: Sequence[str],
+    budgets: Sequence[int],
+    settings: TTSSettings,
+    out_dir: Path,
+    config: dict[str, Any],
+    embed: Callable[[list[str]], Any] | None,
+    log: Callable[[str], None],
+    workers: int,
+    nested: bool,
+) -> list[dict[str, Any]]:
+    atomic_write_json(out_dir / "config.json", config)  # for the reports; the identity is the claim's
     rec_path = out_dir / "records.jsonl"
     drop_cut_line(rec_path)  # what this run appends starts on a line of its own
     done = read_done(rec_path)
@@ -370,8 +377,7 @@ def run_tts(
         else:
             res = run_method(m, g, r, b, settings, embed=embed).to_dict()
         with lock:
-            f.write(json.dumps(res) + "\n")
-            f.flush()
+            f.write([res])
             done[record_key(m, b, str(r.id))] = res
             if m in derive:
                 write_nested(res)
@@ -403,18 +409,19 @@ def run_tts(
                     return
 
     def write_nested(res: dict[str, Any]) -> None:
+        new = []
         for sub in nested_records(res, budgets):
             key = record_key(sub["method"], sub["budget"], sub["problem_id"])
             if key not in done:
-                f.write(json.dumps(sub) + "\n")
+                new.append(sub)
                 done[key] = sub
+        f.write(new)
 
-    with pbar, rec_path.open("a", encoding="utf-8") as f:
+    with pbar, RecordFile(rec_path) as f:
         # A run killed between a budget-K result and its nested ones: derive those now.
         for res in list(done.values()):
             if res["method"] in derive and int(res["budget"]) == top:
                 write_nested(res)
-        f.flush()
         workers = max(1, min(workers, len(todo)))
         if workers == 1:
             for task in todo:

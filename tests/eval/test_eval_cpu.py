@@ -101,7 +101,7 @@ def test_resume_appends_only_what_is_missing(tmp_path: Path) -> None:
 def test_run_folder_guards(tmp_path: Path) -> None:
     run_eval(scripted(), {"gsm8k": MATH}, config(), tmp_path)
     with pytest.raises(
-        UserError, match=r"other settings \(temperature 1.0 -> 0.5\); use another --output-dir"
+        UserError, match=r"holds another run \(temperature 1.0 -> 0.5\); use another --output-dir"
     ):
         run_eval(scripted(), {"gsm8k": MATH}, config(temperature=0.5), tmp_path)
     changed = [Record("gsm8k-z", "What is 2+3?", "5", "math"), *MATH[1:]]

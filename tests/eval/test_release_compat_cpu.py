@@ -138,7 +138,7 @@ def test_no_prefill_run_sends_the_bare_prompt_and_parses_the_models_tag(tmp_path
     saved = json.loads((tmp_path / "results.json").read_text())
     assert saved["config"]["prefill"] is False and saved["prompts"]["gsm8k"] == prompt
     assert json.loads((tmp_path / "config.json").read_text())["prefill"] is False
-    with pytest.raises(UserError, match=r"other settings \(prefill False -> True\)"):
+    with pytest.raises(UserError, match=r"another run \(prefill False -> True\)"):
         run_eval(gen, {"gsm8k": [rec]}, _config(), tmp_path)
 
 

@@ -234,7 +234,9 @@ def test_tts_rerun_with_other_settings_names_them_and_changes_nothing(
     assert first.returncode == 0, first.stderr[-2000:]
     before = snapshot(tmp_path)
     r = run("tts", [*TTS, "--output-dir", str(out), "--set", "temperature=0.5", "--set", "cot_tokens=9"])
-    assert_one_error_line(r, "other settings (settings.cot_tokens 8 -> 9, settings.temperature 0.9 -> 0.5)")
+    assert_one_error_line(
+        r, "holds another run (settings.cot_tokens 8 -> 9; settings.temperature 0.9 -> 0.5)"
+    )
     assert snapshot(tmp_path) == before
 
 

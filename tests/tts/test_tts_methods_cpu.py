@@ -15,7 +15,7 @@ from e2c.generation.scripted import ASSISTANT, ScriptedGenerator
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.base import Candidate, canonical_settings, weighted_vote
 from e2c.tts.methods import best_leaves, dedupe_plans, kmeans, read_reply_int
-from e2c.tts.run import check_run_config, settings_from
+from e2c.tts.run import settings_from, tts_run_folder
 
 REC = Record(id="p1", problem="What is 7 + 5?", answer="12", kind="math")
 SET = TTSSettings(
@@ -395,6 +395,8 @@ def test_old_budget_setting_names_are_aliases_cpu(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model": "m", "settings": {"explore_tokens": 7, "seed": 0}}))
     (tmp_path / "records.jsonl").write_text('{"method": "e2c_sc", "budget": 1, "problem_id": "a"}\n')
-    check_run_config(path, {"model": "m", "settings": {"explore_budget": 7, "seed": 0}})
-    with pytest.raises(UserError, match="other settings"):
-        check_run_config(path, {"model": "m", "settings": {"explore_budget": 8, "seed": 0}})
+    assert (
+        tts_run_folder(tmp_path, {"model": "m", "settings": {"explore_budget": 7, "seed": 0}}).check() == []
+    )
+    with pytest.raises(UserError, match=r"holds another run \(settings.explore_budget 7 -> 8\)"):
+        tts_run_folder(tmp_path, {"model": "m", "settings": {"explore_budget": 8, "seed": 0}}).check()

@@ -99,7 +99,8 @@ def test_run_tts_tiny_all_methods_and_resume_cpu(tmp_path: Path, bench_dir: Path
     other = _run([*args, "--set", "temperature=0.5"], timeout=300)
     assert (
         other.returncode == 2
-        and "holds a run with other settings (settings.temperature 0.9 -> 0.5)" in other.stderr
+        and "holds another run (settings.temperature 0.9 -> 0.5); use another --output-dir, or --force to start over"
+        in other.stderr
     )
 
 

@@ -1,0 +1,300 @@
+"""A run owns its folder: one lock for the run's lifetime, and a record of what made the run.
+
+Every command that writes a run folder (eval, TTS, SFT, each RL stage, the quickstart, the claims run, the
+pass-rate filter) goes through here:
+
+- **The lock.** :class:`RunClaim` takes an exclusive ``flock`` on ``<folder>/.e2c-run.lock`` and holds it
+  until the command ends. A second command on the folder refuses in one line naming the process that holds
+  it. The kernel drops the lock when its process dies (SIGKILL, OOM, a lost node), so a killed run never
+  leaves a stale lock: the next command takes it and says whose it was.
+- **The identity.** ``<folder>/e2c-run.json`` records the command, what made the run (model, data, the
+  settings that change results) and the toolkit's commit. :func:`identity_diff` is the one definition of
+  "the same run": a command whose identity differs from the recorded one refuses, before any work and
+  without touching a file (``use another --output-dir, or --force to start over``), so it never resumes
+  another run's files and never deletes them. ``--force`` moves the old run's files into a sibling folder
+  ``<folder>.replaced-<time>`` (nothing is deleted) and starts over.
+
+What the lock protects against: two commands on one machine, or on machines sharing a file system whose
+``flock`` is real (local disks, NFSv4, Lustre with ``flock`` mounted). What it does not: file systems that
+ignore locks (some FUSE mounts, Lustre with ``localflock`` across nodes), and a process that writes the
+folder without going through a command of the toolkit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import errno
+import fcntl
+import json
+import os
+import socket
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from e2c.errors import UserError
+from e2c.files import atomic_write_json, json_kind
+
+LOCK_NAME = ".e2c-run.lock"
+IDENTITY_NAME = "e2c-run.json"
+FORCE_HINT = "use another {flag}, or --force to start over"
+FORCE_HELP = (
+    "start over in a run folder that holds another run: its files are moved to a sibling folder "
+    "<folder>.replaced-<time> (nothing is deleted)"
+)
+OWN_FILES = (LOCK_NAME, IDENTITY_NAME)
+# Folders this process holds -> how many claims on each are open: a command's library call that claims its
+# folder again (run_eval inside the eval command) nests instead of meeting its own lock.
+_HELD: dict[Path, int] = {}
+
+
+def identity_diff(recorded: Any, now: Any, prefix: str = "") -> list[str]:
+    """``key old -> new`` for every leaf where two run identities differ (nested keys joined by dots): the
+    one definition of "the same run", used by every command. Empty: the same run.
+
+    >>> identity_diff({"model": "tiny", "settings": {"seed": 0}}, {"model": "tiny", "settings": {"seed": 1}})
+    ['settings.seed 0 -> 1']
+    """
+    if isinstance(recorded, Mapping) and isinstance(now, Mapping):
+        return [
+            line
+            for k in sorted(set(recorded) | set(now), key=str)
+            for line in identity_diff(recorded.get(k), now.get(k), f"{prefix}{k}.")
+        ]
+    if isinstance(recorded, list | tuple) and isinstance(now, list | tuple):
+        recorded, now = list(recorded), list(now)  # JSON reads a tuple back as a list
+    return [] if recorded == now else [f"{prefix.rstrip('.')} {recorded!r} -> {now!r}"]
+
+
+def _holder(lock: Path) -> dict[str, Any]:
+    """What the lock file says about the process that holds (or held) it; {} when empty or unreadable."""
+    try:
+        info = json.loads(lock.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _describe(info: Mapping[str, Any]) -> str:
+    if not info.get("pid"):
+        return "another process"
+    where = f" on {info['host']}" if info.get("host") and info["host"] != socket.gethostname() else ""
+    since = f", since {info['started']}" if info.get("started") else ""
+    return f"process {info['pid']}{where} ({info.get('command', '?')}{since})"
+
+
+def _in_use(folder: Path, flag: str, info: Mapping[str, Any]) -> UserError:
+    return UserError(
+        f"{flag} {folder} is in use by {_describe(info)}; wait for it to finish, or use another {flag}"
+    )
+
+
+def _locked_by_other(lock: Path) -> bool:
+    """Whether a live process holds ``lock`` (probed without creating or changing anything)."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        return e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+    finally:
+        os.close(fd)  # closing drops a lock this probe took
+    return False
+
+
+def read_identity(folder: Path) -> dict[str, Any] | None:
+    """The recorded identity of the run in ``folder`` (None: none recorded). UserError, changing nothing,
+    for a record that cannot be read."""
+    path = folder / IDENTITY_NAME
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise UserError(
+            f"cannot read {path} ({e.strerror or e}); move the run folder away to start over"
+        ) from None
+    except ValueError:
+        raise UserError(f"{path} is not valid JSON; move the run folder away to start over") from None
+    if not isinstance(record, dict) or not isinstance(record.get("identity"), dict):
+        kind = json_kind(record) if not isinstance(record, dict) else "object without an identity"
+        raise UserError(f"{path} is not a run record (got a {kind}); move the run folder away to start over")
+    return record
+
+
+def _has_results(folder: Path, own: tuple[str, ...]) -> bool:
+    """Whether ``folder`` holds anything but the run's own bookkeeping (``own``)."""
+    try:
+        return any(p.name not in own for p in folder.iterdir())
+    except OSError:
+        return False
+
+
+class RunFolder:
+    """The checked plan of one command's claim on a run folder (see the module's docstring).
+
+    ``identity``: what made the run (JSON values); ``command``: its name in lines and records;
+    ``legacy``: for folders written before ``e2c-run.json`` existed, a reader of the identity they
+    recorded some other way (eval's and TTS's ``config.json``), None when they recorded none; ``own``:
+    files the command writes before any result (a folder holding only these may be taken over by another
+    identity); ``flag``: how the folder was given; ``defaults``: the values of settings added since a run
+    was recorded (an older record without them is still the same run)."""
+
+    def __init__(
+        self,
+        folder: str | Path,
+        command: str,
+        identity: Mapping[str, Any],
+        *,
+        force: bool = False,
+        flag: str = "--output-dir",
+        legacy: Callable[[], dict[str, Any] | None] | None = None,
+        own: tuple[str, ...] = (),
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.folder = Path(folder)
+        self.command = command
+        self.identity = json.loads(json.dumps(dict(identity), default=str))  # as it will read back
+        self.force = force
+        self.flag = flag
+        self.legacy = legacy
+        self.own = (*OWN_FILES, *own)
+        self.defaults = dict(defaults or {})
+
+    # ---------------------------------------------------------------- read-only checks before any work
+    def check(self, lock: bool = True) -> list[str]:
+        """Refuse, creating and changing nothing, a folder in use by a live process, or holding another
+        run (unless ``force``). Run before :func:`e2c.entry.checks_done`; :meth:`claim` checks again
+        under the lock (``lock=False``: a worker of the command that holds it). Returns how the recorded run differs when ``force`` will move it aside, else []."""
+        path = self.folder / LOCK_NAME
+        if lock and _locked_by_other(path):
+            raise _in_use(self.folder, self.flag, _holder(path))
+        return self._conflict()
+
+    def _recorded(self) -> dict[str, Any] | None:
+        record = read_identity(self.folder)
+        if record is not None:
+            return record
+        old = self.legacy() if self.legacy is not None else None
+        return None if old is None else {"command": self.command, "identity": old}
+
+    def _conflict(self) -> list[str]:
+        """The differences from the recorded run when it holds results (UserError unless ``force``)."""
+        if not self.folder.is_dir():
+            return []
+        record = self._recorded()
+        if record is None:
+            # Nothing recorded (a new folder, or a run of an older toolkit): this run takes it, as before.
+            return []
+        else:
+            diff = identity_diff(
+                {"command": record.get("command"), **self.defaults, **record["identity"]},
+                {"command": self.command, **self.identity},
+            )
+            if diff and not _has_results(self.folder, self.own):
+                return []  # nothing to mix: this run takes the folder over
+        if diff and not self.force:
+            raise UserError(
+                f"{self.flag} {self.folder} holds another run ({'; '.join(diff[:4])}"
+                f"{'; ...' if len(diff) > 4 else ''}); {FORCE_HINT.format(flag=self.flag)}"
+            )
+        return diff
+
+    # ---------------------------------------------------------------- the claim, for the run's lifetime
+    @contextlib.contextmanager
+    def claim(self, log: Callable[[str], None] = print) -> Iterator[Path]:
+        """Create the folder, hold its lock while the block runs, and record the identity. With
+        ``force`` and another run there, its files move to ``<folder>.replaced-<time>`` first. ``log``
+        gets the informational lines (a lock taken over, files moved). Yields the folder. A claim
+        inside one this process holds on the same folder only checks the identity (it is one command)."""
+        key = self.folder.resolve()
+        if key in _HELD:
+            if self._conflict():
+                raise UserError(f"{self.folder} is already held by this process for another run")
+            _HELD[key] += 1
+            try:
+                yield self.folder
+            finally:
+                _HELD[key] -= 1
+            return
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as e:
+            raise UserError(f"cannot write {self.flag} {self.folder}: {e.strerror or e}") from None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise UserError(f"cannot lock {self.folder / LOCK_NAME}: {e.strerror or e}") from None
+                raise _in_use(self.folder, self.flag, _holder(self.folder / LOCK_NAME)) from None
+            before = _holder(self.folder / LOCK_NAME)
+            if before.get("pid") and before.get("pid") != os.getpid():
+                log(f"{self.command}: took over the lock of {_describe(before)}, which no longer runs")
+            self._write_holder(fd)
+            if self._conflict():
+                self._move_aside(log)
+            self._record()
+            _HELD[key] = 1
+            try:
+                yield self.folder
+            finally:
+                del _HELD[key]
+        finally:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)  # a clean end: the next command has nobody to take the lock over from
+            os.close(fd)
+
+    def _write_holder(self, fd: int) -> None:
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": self.command,
+            "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "argv": sys.argv,
+        }
+        data = json.dumps(info).encode()
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+        except OSError as e:
+            raise UserError(f"cannot write {self.folder / LOCK_NAME}: {e.strerror or e}") from None
+
+    def _move_aside(self, log: Callable[[str], None]) -> None:
+        stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")
+        aside = self.folder.with_name(f"{self.folder.name}.replaced-{stamp}")
+        n = 0
+        while aside.exists():
+            n += 1
+            aside = self.folder.with_name(f"{self.folder.name}.replaced-{stamp}-{n}")
+        try:
+            aside.mkdir()
+            for p in sorted(self.folder.iterdir()):
+                if p.name != LOCK_NAME:
+                    os.replace(p, aside / p.name)
+        except OSError as e:
+            raise UserError(
+                f"--force: cannot move the old run's files to {aside}: {e.strerror or e}"
+            ) from None
+        log(f"{self.command}: --force: the old run's files are now in {aside}")
+
+    def _record(self) -> None:
+        from e2c.runinfo import git_commit
+
+        record = read_identity(self.folder)
+        if record is not None and not identity_diff(record["identity"], self.identity):
+            return
+        atomic_write_json(
+            self.folder / IDENTITY_NAME,
+            {
+                "command": self.command,
+                "identity": self.identity,
+                "toolkit_commit": git_commit(),
+                "created": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            },
+        )
