@@ -20,6 +20,9 @@
 #   CUDA_VISIBLE_DEVICES  GPUs to use; GPUs are counted from it or torch; none found -> CPU processes (N_GPUS, 1)
 #   N_GPUS                GPUs per node, at most the visible ones; with no GPU, CPU ranks (FSDP over gloo)
 #   NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT   multi-node torchrun rendezvous (default: 1 node)
-# Extra arguments are Hydra overrides for configs/e2c_sft.yaml or flags of python -m e2c.sft.run (--help).
+# Extra arguments are Hydra overrides for configs/e2c_sft.yaml or flags of python -m e2c.sft.run (--help);
+# the mode is this script's: --mode ef-sft is accepted, any other --mode is refused (plain SFT: e2c_sft.sh).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/_launch_checks.sh"
+e2c_fixed_flag scripts/ef-sft.sh --mode --mode ef-sft "for E2C SFT on full chains run scripts/e2c_sft.sh" "$@"
 E2C_SFT_MODE=ef-sft exec bash "$(dirname "${BASH_SOURCE[0]}")/e2c_sft.sh" "$@"

@@ -66,15 +66,44 @@ SCRIPT_ALIASES = {
     "e2c_dapo.sh": ("e2c_rl.sh", "E2C_ALGO", "dapo"),
     "ef-sft.sh": ("e2c_sft.sh", "E2C_SFT_MODE", "ef-sft"),
 }
+# The flag each alias fixes, as its e2c_fixed_flag call in scripts/_launch_checks.sh: (flag, the shortest
+# abbreviation taken for it, the script's value). Another value is refused by the script's bash.
+FIXED_FLAGS = {"e2c_dapo.sh": ("--algo", "--a", "dapo"), "ef-sft.sh": ("--mode", "--mode", "ef-sft")}
+
+
+def fixed_flag_refused(name: str, args: list[str]) -> bool:
+    """Whether scripts/<name>'s e2c_fixed_flag refuses ``args`` (its flag with another value before ``--``)."""
+    if name not in FIXED_FLAGS:
+        return False
+    flag, shortest, value = FIXED_FLAGS[name]
+    rest = list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--":
+            return False
+        key = arg.split("=", 1)[0]
+        if len(key) >= len(shortest) and flag.startswith(key):
+            if key != arg:
+                given = arg.split("=", 1)[1]
+            elif rest:
+                given = rest.pop(0)
+            else:
+                return False
+            if given != value:
+                return True
+    return False
 
 
 def script_command(
     name: str, env: dict[str, str], args: list[str]
 ) -> tuple[str, list[str], dict[str, str]] | None:
     """What ``bash scripts/<name> args`` runs with ``env``: (module, argv, env), or None when the script's own
-    bash checks refuse first (a count that is not a whole number in range), or it is not a training script."""
+    bash checks refuse first (a count that is not a whole number in range, a flag the script fixes given
+    another value), or it is not a training script."""
     if name in PASS_THROUGH:
         return PASS_THROUGH[name], list(args), env
+    if fixed_flag_refused(name, args):
+        return None
     if name in SCRIPT_ALIASES:
         name, var, value = SCRIPT_ALIASES[name]
         env = {**env, var: value}

@@ -374,3 +374,54 @@ def test_health_reads_a_resumed_runs_history_alone_cpu(tmp_path: Path) -> None:
     r = run("-m", "e2c.rl.health", str(tmp_path))
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert r.stdout.splitlines()[1].startswith("1\t")
+
+
+# ------------------------------------------------------------------------------ 4. a script's fixed flag
+@pytest.fixture(scope="module")
+def sft_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from e2c.data.synthetic.generate import generate, rows_by_split
+
+    sft = rows_by_split(generate(12, seed=0)[0])["sft"]
+    return write_parquet(sft, tmp_path_factory.mktemp("sft") / "sft.parquet")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--algo", "grpo"], ["--algo=grpo"], ["--alg", "grpo"], ["--stage", "1", "--algo", "ppo"]],
+    ids=["algo-grpo", "algo=grpo", "abbreviated", "not-an-algo"],
+)
+def test_the_dapo_script_refuses_another_algo_cpu(args: list[str], tmp_path: Path, rl_data: Path) -> None:
+    """``bash scripts/e2c_dapo.sh --dry-run --algo grpo`` printed GRPO's commands, exit 0."""
+    env = {**CPU, "MODEL_PATH": "tiny", "TRAIN_DATA": str(rl_data), "VAL_DATA": str(rl_data)}
+    env["OUTPUT_DIR"] = str(tmp_path / "out")
+    r = run("scripts/e2c_dapo.sh", "--dry-run", *args, env=env)
+    assert_one_line_error(r, "scripts/e2c_dapo.sh runs --algo dapo, so --algo", "run scripts/e2c_rl.sh")
+    assert r.stdout == "" and not (tmp_path / "out").exists()
+
+
+def test_the_dapo_script_takes_algo_dapo_cpu(tmp_path: Path, rl_data: Path) -> None:
+    env = {**CPU, "MODEL_PATH": "tiny", "TRAIN_DATA": str(rl_data), "VAL_DATA": str(rl_data)}
+    env["OUTPUT_DIR"] = str(tmp_path / "out")
+    r = run("scripts/e2c_dapo.sh", "--dry-run", "--stage", "1", "--algo=dapo", env=env, real=True)
+    assert r.returncode == 0 and r.stderr == "", r.stderr[-2000:]
+    assert "--config-name=e2c_dapo" in r.stdout
+
+
+@pytest.mark.parametrize("args", [["--mode", "sft"], ["--mode=sft"]], ids=["mode-sft", "mode=sft"])
+def test_the_ef_sft_script_refuses_another_mode_cpu(args: list[str], tmp_path: Path, sft_data: Path) -> None:
+    env = {**CPU, "MODEL_PATH": "tiny", "TRAIN_DATA": str(sft_data), "VAL_DATA": "none"}
+    env["OUTPUT_DIR"] = str(tmp_path / "out")
+    r = run("scripts/ef-sft.sh", "--dry-run", *args, env=env)
+    assert_one_line_error(r, "scripts/ef-sft.sh runs --mode ef-sft, so --mode 'sft'", "scripts/e2c_sft.sh")
+
+
+def test_the_fixed_flag_mirror_matches_the_scripts_cpu() -> None:
+    """bad_input.FIXED_FLAGS (what the in-process mirror refuses) is each script's e2c_fixed_flag call."""
+    import shlex
+
+    import bad_input
+
+    for name, (flag, shortest, value) in bad_input.FIXED_FLAGS.items():
+        text = (ROOT / "scripts" / name).read_text().replace("\\\n", " ")
+        [call] = [ln for ln in text.splitlines() if ln.startswith("e2c_fixed_flag ")]
+        assert shlex.split(call)[1:5] == [f"scripts/{name}", flag, shortest, value], call
