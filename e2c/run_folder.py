@@ -11,8 +11,9 @@ pass-rate filter) goes through here:
   settings that change results) and the toolkit's commit. :func:`identity_diff` is the one definition of
   "the same run": a command whose identity differs from the recorded one refuses, before any work and
   without touching a file (``use another --output-dir, or --force to start over``), so it never resumes
-  another run's files and never deletes them. ``--force`` moves the old run's files into a sibling folder
-  ``<folder>.replaced-<time>`` (nothing is deleted) and starts over.
+  another run's files and never deletes them. ``--force`` moves the folder's files (another run's, or this
+  run's own, to do it again) into a sibling folder ``<folder>.replaced-<time>`` (nothing is deleted) and
+  starts over.
 
 What the lock protects against: two commands on one machine, or on machines sharing a file system whose
 ``flock`` is real (local disks, NFSv4, Lustre with ``flock`` mounted). What it does not: file systems that
@@ -30,7 +31,7 @@ import json
 import os
 import socket
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +42,49 @@ LOCK_NAME = ".e2c-run.lock"
 IDENTITY_NAME = "e2c-run.json"
 FORCE_HINT = "use another {flag}, or --force to start over"
 FORCE_HELP = (
-    "start over in a run folder that holds another run: its files are moved to a sibling folder "
+    "start over: the run folder's files (another run's, or this run's) move to a sibling folder "
     "<folder>.replaced-<time> (nothing is deleted)"
 )
 OWN_FILES = (LOCK_NAME, IDENTITY_NAME)
 # Folders this process holds -> how many claims on each are open: a command's library call that claims its
 # folder again (run_eval inside the eval command) nests instead of meeting its own lock.
 _HELD: dict[Path, int] = {}
+
+
+# Hydra keys that say how a run is run, watched, saved or how long it goes on, not what it computes: left
+# out of a training run's identity, so a resumed run may log elsewhere, save more often or train longer.
+NOT_IDENTITY_KEYS = (
+    "trainer.logger",
+    "trainer.project_name",
+    "trainer.experiment_name",
+    "trainer.save_freq",
+    "trainer.test_freq",
+    "trainer.total_epochs",
+    "trainer.total_training_steps",
+    "trainer.max_actor_ckpt_to_keep",
+    "trainer.max_ckpt_to_keep",
+    "trainer.resume_mode",
+    "trainer.resume_from_path",
+    "trainer.val_before_train",
+    "trainer.log_val_generations",
+    "trainer.default_local_dir",
+)
+
+
+def identity_overrides(overrides: Sequence[str]) -> list[str]:
+    """The Hydra overrides that are part of a training run's identity: all but :data:`NOT_IDENTITY_KEYS`
+    (with ``+``/``++``/``~`` prefixes), in order.
+
+    >>> identity_overrides(["optim.lr=1e-5", "trainer.logger=[console]", "+trainer.save_freq=5"])
+    ['optim.lr=1e-5']
+    """
+    return [o for o in overrides if o.partition("=")[0].lstrip("+~") not in NOT_IDENTITY_KEYS]
+
+
+def local_paths(paths: Sequence[str]) -> list[str]:
+    """Data or model paths as one identity: local ones absolute (a run resumed from another folder is
+    the same run), remote ones (``hdfs://``, hub ids that are not folders) as written."""
+    return [p if "://" in p or not os.path.exists(p) else os.path.abspath(p) for p in paths]
 
 
 def identity_diff(recorded: Any, now: Any, prefix: str = "") -> list[str]:
@@ -85,10 +122,8 @@ def _describe(info: Mapping[str, Any]) -> str:
     return f"process {info['pid']}{where} ({info.get('command', '?')}{since})"
 
 
-def _in_use(folder: Path, flag: str, info: Mapping[str, Any]) -> UserError:
-    return UserError(
-        f"{flag} {folder} is in use by {_describe(info)}; wait for it to finish, or use another {flag}"
-    )
+def _in_use(what: str, flag: str, info: Mapping[str, Any]) -> UserError:
+    return UserError(f"{what} is in use by {_describe(info)}; wait for it to finish, or use another {flag}")
 
 
 def _locked_by_other(lock: Path) -> bool:
@@ -104,6 +139,54 @@ def _locked_by_other(lock: Path) -> bool:
     finally:
         os.close(fd)  # closing drops a lock this probe took
     return False
+
+
+def check_lock(lock: Path, what: str, flag: str) -> None:
+    """UserError when a live process holds ``lock`` (``what`` names the run's files in the line, ``flag``
+    the way out); creates and changes nothing."""
+    if _locked_by_other(lock):
+        raise _in_use(what, flag, _holder(lock))
+
+
+@contextlib.contextmanager
+def hold_lock(
+    lock: Path, command: str, what: str, flag: str, log: Callable[[str], None] = print
+) -> Iterator[None]:
+    """Hold the exclusive lock ``lock`` (created, with its folder) while the block runs, writing into it
+    who holds it. Another live holder: UserError naming it (``what``: the run's files, ``flag``: the way
+    out). A holder that died (its lock dropped by the kernel): taken over, with a line to ``log``."""
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        raise UserError(f"cannot write {what}: {e.strerror or e}") from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise UserError(f"cannot lock {lock}: {e.strerror or e}") from None
+            raise _in_use(what, flag, _holder(lock)) from None
+        before = _holder(lock)
+        if before.get("pid") and before.get("pid") != os.getpid():
+            log(f"{command}: took over the lock of {_describe(before)}, which no longer runs")
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": command,
+            "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+            "argv": sys.argv,
+        }
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
+        except OSError as e:
+            raise UserError(f"cannot write {lock}: {e.strerror or e}") from None
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)  # a clean end: the next command has nobody to take the lock over from
+        os.close(fd)
 
 
 def read_identity(folder: Path) -> dict[str, Any] | None:
@@ -169,10 +252,10 @@ class RunFolder:
     def check(self, lock: bool = True) -> list[str]:
         """Refuse, creating and changing nothing, a folder in use by a live process, or holding another
         run (unless ``force``). Run before :func:`e2c.entry.checks_done`; :meth:`claim` checks again
-        under the lock (``lock=False``: a worker of the command that holds it). Returns how the recorded run differs when ``force`` will move it aside, else []."""
-        path = self.folder / LOCK_NAME
-        if lock and _locked_by_other(path):
-            raise _in_use(self.folder, self.flag, _holder(path))
+        under the lock (``lock=False``: a worker of the command that holds it). Returns ``["--force"]``
+        when ``force`` will move the folder's files aside, else []."""
+        if lock:
+            check_lock(self.folder / LOCK_NAME, f"{self.flag} {self.folder}", self.flag)
         return self._conflict()
 
     def _recorded(self) -> dict[str, Any] | None:
@@ -183,26 +266,27 @@ class RunFolder:
         return None if old is None else {"command": self.command, "identity": old}
 
     def _conflict(self) -> list[str]:
-        """The differences from the recorded run when it holds results (UserError unless ``force``)."""
-        if not self.folder.is_dir():
-            return []
+        """Why this run cannot resume the folder's files: how the recorded run differs, or (with ``force``
+        and files there) ``--force``; [] when it can (the same run, no run, or nothing but bookkeeping).
+        UserError for another run without ``force``."""
+        if not self.folder.is_dir() or not _has_results(self.folder, self.own):
+            return []  # nothing to mix: this run takes the folder (over)
+        if self.force:
+            return ["--force"]
         record = self._recorded()
         if record is None:
-            # Nothing recorded (a new folder, or a run of an older toolkit): this run takes it, as before.
+            # No record (a run of an older toolkit): resumed as before.
             return []
-        else:
-            diff = identity_diff(
-                {"command": record.get("command"), **self.defaults, **record["identity"]},
-                {"command": self.command, **self.identity},
-            )
-            if diff and not _has_results(self.folder, self.own):
-                return []  # nothing to mix: this run takes the folder over
-        if diff and not self.force:
+        diff = identity_diff(
+            {"command": record.get("command"), **self.defaults, **record["identity"]},
+            {"command": self.command, **self.identity},
+        )
+        if diff:
             raise UserError(
                 f"{self.flag} {self.folder} holds another run ({'; '.join(diff[:4])}"
                 f"{'; ...' if len(diff) > 4 else ''}); {FORCE_HINT.format(flag=self.flag)}"
             )
-        return diff
+        return []
 
     # ---------------------------------------------------------------- the claim, for the run's lifetime
     @contextlib.contextmanager
@@ -212,31 +296,14 @@ class RunFolder:
         gets the informational lines (a lock taken over, files moved). Yields the folder. A claim
         inside one this process holds on the same folder only checks the identity (it is one command)."""
         key = self.folder.resolve()
-        if key in _HELD:
-            if self._conflict():
-                raise UserError(f"{self.folder} is already held by this process for another run")
+        if key in _HELD:  # the outer claim checked the folder and moved it aside if asked to
             _HELD[key] += 1
             try:
                 yield self.folder
             finally:
                 _HELD[key] -= 1
             return
-        try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-        except OSError as e:
-            raise UserError(f"cannot write {self.flag} {self.folder}: {e.strerror or e}") from None
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError as e:
-                if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                    raise UserError(f"cannot lock {self.folder / LOCK_NAME}: {e.strerror or e}") from None
-                raise _in_use(self.folder, self.flag, _holder(self.folder / LOCK_NAME)) from None
-            before = _holder(self.folder / LOCK_NAME)
-            if before.get("pid") and before.get("pid") != os.getpid():
-                log(f"{self.command}: took over the lock of {_describe(before)}, which no longer runs")
-            self._write_holder(fd)
+        with hold_lock(self.folder / LOCK_NAME, self.command, f"{self.flag} {self.folder}", self.flag, log):
             if self._conflict():
                 self._move_aside(log)
             self._record()
@@ -245,25 +312,6 @@ class RunFolder:
                 yield self.folder
             finally:
                 del _HELD[key]
-        finally:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)  # a clean end: the next command has nobody to take the lock over from
-            os.close(fd)
-
-    def _write_holder(self, fd: int) -> None:
-        info = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "command": self.command,
-            "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-            "argv": sys.argv,
-        }
-        data = json.dumps(info).encode()
-        try:
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, data, 0)
-        except OSError as e:
-            raise UserError(f"cannot write {self.folder / LOCK_NAME}: {e.strerror or e}") from None
 
     def _move_aside(self, log: Callable[[str], None]) -> None:
         stamp = datetime.datetime.now().strftime("%Y%m%dT%H%M%S")

@@ -74,7 +74,8 @@ from e2c.data.bands import (
 )
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
-from e2c.files import read_file_bytes, read_records
+from e2c.files import RecordFile, read_file_bytes, read_records
+from e2c.run_folder import check_lock, hold_lock, identity_diff
 
 DEFAULT_K = 8
 DEFAULT_MODEL = "models/checkpoints/sft/final"  # the RL configs' start model
@@ -171,6 +172,7 @@ class PassRateFiles:
     samples: Path  # X.passrate.jsonl: per-prompt results, appended as batches finish (resume)
     report: Path  # X.passrate.json
     plot: Path  # X.passrate.png
+    lock: Path  # X.passrate.lock: held by the filter that writes these files (e2c.run_folder.hold_lock)
 
     @classmethod
     def of(cls, output: str | Path) -> PassRateFiles:
@@ -182,7 +184,11 @@ class PassRateFiles:
         out = Path(output)
         stem = out.with_suffix("")
         return cls(
-            out, Path(f"{stem}.passrate.jsonl"), Path(f"{stem}.passrate.json"), Path(f"{stem}.passrate.png")
+            out,
+            Path(f"{stem}.passrate.jsonl"),
+            Path(f"{stem}.passrate.json"),
+            Path(f"{stem}.passrate.png"),
+            Path(f"{stem}.passrate.lock"),
         )
 
 
@@ -284,11 +290,14 @@ def check_resume(path: Path, settings: dict[str, Any]) -> None:
     try:
         before = json.loads(first)["settings"]
         # A file written before require_format existed was graded without it.
-        diff = [f for f in SAMPLE_FIELDS if before.get(f, RECORDED_BEFORE.get(f)) != settings[f]]
+        diff = identity_diff(
+            {f: before.get(f, RECORDED_BEFORE.get(f)) for f in SAMPLE_FIELDS},
+            {f: settings[f] for f in SAMPLE_FIELDS},
+        )
     except (ValueError, KeyError, TypeError, AttributeError):
         raise UserError(f"{path} is not a pass-rate samples file; move it away to start over") from None
     if diff:
-        what = ", ".join(f"{f} {before.get(f)!r} -> {settings[f]!r}" for f in diff)
+        what = ", ".join(diff)
         raise UserError(
             f"{path} holds samples drawn with other settings ({what}); delete it to start over, "
             "or give another --output"
@@ -363,80 +372,85 @@ def filter_prompts(
         i = max(range(len(prompts)), key=lengths.__getitem__)
         check_fits(lengths[i], cfg.max_tokens, context, f"--input row {i}'s prompt", "--max-tokens")
 
-    settings = cfg.sample_settings()
-    done = read_samples(files.samples, settings)
-    for i, rec in done.items():
-        if i < len(rows) and rec.get("key") != keys[i]:
-            raise UserError(
-                f"{files.samples}: prompt {i} differs from --input row {i}; the input changed since these "
-                "samples were drawn: delete the file to start over, or give another --output"
-            )
-    sampling = Sampling(
-        n=cfg.k,
-        max_tokens=cfg.max_tokens,
-        temperature=cfg.temperature,
-        top_p=cfg.top_p,
-        stop=fmt.stop_strings("full"),  # the rollout stops at the execution's closing tag, as inference
-    )
-    t0, new_tokens = time.perf_counter(), 0
-    have = sum(1 for i in done if i < len(rows))
-    batches = [range(s, min(s + cfg.batch_size, len(rows))) for s in range(0, len(rows), cfg.batch_size)]
-    pbar = progress.bar(len(rows), "pass rate", unit="prompt", initial=have)
-    fresh = not files.samples.exists() or files.samples.stat().st_size == 0
-    files.samples.parent.mkdir(parents=True, exist_ok=True)
-    with pbar, files.samples.open("a", encoding="utf-8") as f, ThreadPoolExecutor(cfg.grader_threads) as pool:
-        if fresh:
-            f.write(json.dumps({"settings": settings}) + "\n")
-        for b, batch in enumerate(batches):
-            todo = [i for i in batch if i not in done]
-            if not todo:
-                continue
-            # One seed per fixed batch: a resumed batch is drawn as it was (same machine and backend).
-            outs = gen.generate(
-                [prompts[i] for i in todo], sampling.replace(seed=derive_seed(cfg.seed, "passrate", b))
-            )
-            # text_with_stop: the closing tag the rollout's response keeps (it stops on the tag's id). The
-            # whole batch is graded at once, so slow symbolic checks of one prompt overlap the others'.
-            flat = [(rows[i], c.text_with_stop) for i, comps in zip(todo, outs, strict=True) for c in comps]
-            grades = list(pool.map(lambda rc: grade_samples(rc[0], [rc[1]], cfg.require_format)[0], flat))
-            for n, (i, comps) in enumerate(zip(todo, outs, strict=True)):
-                correct = grades[n * cfg.k : (n + 1) * cfg.k]
-                done[i] = sample_line(i, keys[i], correct, comps)
-                f.write(json.dumps(done[i]) + "\n")
-                new_tokens += sum(c.num_tokens for c in comps)
-            f.flush()
-            os.fsync(f.fileno())
-            pbar.update(len(todo))
-            secs = time.perf_counter() - t0
-            counts = histogram([sum(done[i]["correct"]) for i in done if i < len(rows)], cfg.k)
-            status = f"p=0: {counts[0]}, 0<p<1: {sum(counts[1:-1])}, p=1: {counts[-1]}"
-            if pbar.disable:
-                log(
-                    f"pass rate: {sum(counts)}/{len(rows)} prompts ({status}), "
-                    f"{new_tokens / max(secs, 1e-9):.0f} tok/s"
+    # One filter at a time writes these files (a second one would append the same prompts again).
+    with hold_lock(files.lock, "pass-rate filter", str(files.samples), "--output", log):
+        settings = cfg.sample_settings()
+        done = read_samples(files.samples, settings)
+        for i, rec in done.items():
+            if i < len(rows) and rec.get("key") != keys[i]:
+                raise UserError(
+                    f"{files.samples}: prompt {i} differs from --input row {i}; the input changed since these "
+                    "samples were drawn: delete the file to start over, or give another --output"
                 )
-            else:
-                pbar.set_postfix_str(status)
-
-    results = [done[i] for i in range(len(rows))]
-    rates = [r["pass_rate"] for r in results]
-    counts = histogram([sum(r["correct"]) for r in results], cfg.k)
-    keep = kept_indices(rates, band)
-    if not keep:
-        raise UserError(
-            f"no prompt left in --band {cfg.band} ({band.describe()}): correct samples per prompt out of "
-            f"k={cfg.k} over {len(rows)} prompts: {format_histogram(counts)}; no output written (the samples "
-            f"stay in {files.samples}: a rerun with another --band reuses them)"
+        sampling = Sampling(
+            n=cfg.k,
+            max_tokens=cfg.max_tokens,
+            temperature=cfg.temperature,
+            top_p=cfg.top_p,
+            stop=fmt.stop_strings("full"),  # the rollout stops at the execution's closing tag, as inference
         )
-    out_table = with_pass_rates(table, keep, rates)
-    report = build_report(cfg, band, input_path, files, results, counts, keep, gen, time.perf_counter() - t0)
-    write_rl_table(out_table, files.output)
-    from e2c.files import atomic_write_json
+        t0, new_tokens = time.perf_counter(), 0
+        have = sum(1 for i in done if i < len(rows))
+        batches = [range(s, min(s + cfg.batch_size, len(rows))) for s in range(0, len(rows), cfg.batch_size)]
+        pbar = progress.bar(len(rows), "pass rate", unit="prompt", initial=have)
+        fresh = not files.samples.exists() or files.samples.stat().st_size == 0
+        files.samples.parent.mkdir(parents=True, exist_ok=True)
+        with pbar, RecordFile(files.samples) as f, ThreadPoolExecutor(cfg.grader_threads) as pool:
+            if fresh:
+                f.write([{"settings": settings}])
+            for b, batch in enumerate(batches):
+                todo = [i for i in batch if i not in done]
+                if not todo:
+                    continue
+                # One seed per fixed batch: a resumed batch is drawn as it was (same machine and backend).
+                outs = gen.generate(
+                    [prompts[i] for i in todo], sampling.replace(seed=derive_seed(cfg.seed, "passrate", b))
+                )
+                # text_with_stop: the closing tag the rollout's response keeps (it stops on the tag's id). The
+                # whole batch is graded at once, so slow symbolic checks of one prompt overlap the others'.
+                flat = [
+                    (rows[i], c.text_with_stop) for i, comps in zip(todo, outs, strict=True) for c in comps
+                ]
+                grades = list(pool.map(lambda rc: grade_samples(rc[0], [rc[1]], cfg.require_format)[0], flat))
+                for n, (i, comps) in enumerate(zip(todo, outs, strict=True)):
+                    correct = grades[n * cfg.k : (n + 1) * cfg.k]
+                    done[i] = sample_line(i, keys[i], correct, comps)
+                    new_tokens += sum(c.num_tokens for c in comps)
+                f.write([done[i] for i in todo])  # the batch's lines, all or none
+                f.sync()
+                pbar.update(len(todo))
+                secs = time.perf_counter() - t0
+                counts = histogram([sum(done[i]["correct"]) for i in done if i < len(rows)], cfg.k)
+                status = f"p=0: {counts[0]}, 0<p<1: {sum(counts[1:-1])}, p=1: {counts[-1]}"
+                if pbar.disable:
+                    log(
+                        f"pass rate: {sum(counts)}/{len(rows)} prompts ({status}), "
+                        f"{new_tokens / max(secs, 1e-9):.0f} tok/s"
+                    )
+                else:
+                    pbar.set_postfix_str(status)
 
-    atomic_write_json(files.report, report)
-    plot_histogram(report, files.plot)
-    log(f"kept {len(keep)} of {len(rows)} prompts ({band.describe()}): {files.output}")
-    return report
+        results = [done[i] for i in range(len(rows))]
+        rates = [r["pass_rate"] for r in results]
+        counts = histogram([sum(r["correct"]) for r in results], cfg.k)
+        keep = kept_indices(rates, band)
+        if not keep:
+            raise UserError(
+                f"no prompt left in --band {cfg.band} ({band.describe()}): correct samples per prompt out of "
+                f"k={cfg.k} over {len(rows)} prompts: {format_histogram(counts)}; no output written (the samples "
+                f"stay in {files.samples}: a rerun with another --band reuses them)"
+            )
+        out_table = with_pass_rates(table, keep, rates)
+        report = build_report(
+            cfg, band, input_path, files, results, counts, keep, gen, time.perf_counter() - t0
+        )
+        write_rl_table(out_table, files.output)
+        from e2c.files import atomic_write_json
+
+        atomic_write_json(files.report, report)
+        plot_histogram(report, files.plot)
+        log(f"kept {len(keep)} of {len(rows)} prompts ({band.describe()}): {files.output}")
+        return report
 
 
 def build_report(
@@ -709,6 +723,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     output = Path(args.output) if args.output else default_output(args.input)
     files = check_paths(args.input, output)
     check_resume(files.samples, cfg.sample_settings())
+    check_lock(files.lock, str(files.samples), "--output")
     gpus = None
     if args.gpus is not None:
         from e2c.eval.run import parse_gpus

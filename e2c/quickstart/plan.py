@@ -22,6 +22,7 @@ from typing import Any
 
 from e2c.errors import UserError
 from e2c.quickstart.config import DEPENDS, REQUIRES, STAGES
+from e2c.run_folder import identity_diff
 
 ACTIONS = ("skip", "run", "redo", "missing")
 
@@ -44,9 +45,9 @@ def check_stage_name(name: str, flag: str = "--from", stages: Sequence[str] = ST
 
 
 def settings_diff(before: Mapping[str, Any], now: Mapping[str, Any]) -> str:
-    """``key old -> new`` for every key whose value differs (sorted), joined with commas."""
-    keys = sorted(set(before) | set(now))
-    return ", ".join(f"{k} {before.get(k)!r} -> {now.get(k)!r}" for k in keys if before.get(k) != now.get(k))
+    """``key old -> new`` for every setting that differs (:func:`e2c.run_folder.identity_diff`, the one
+    definition of the same run), joined with commas; '' for the same settings."""
+    return ", ".join(identity_diff(dict(before), dict(now)))
 
 
 def select_stages(
@@ -82,7 +83,7 @@ def select_stages(
             continue
         if state.done is not None:
             before = dict(state.done.get("settings") or {})
-            if before != now:
+            if settings_diff(before, now):
                 raise UserError(
                     f"stage {stage} finished with other settings ({settings_diff(before, now)}); add "
                     f"--from {stage} to redo it and the stages after it, or --force to redo everything"
@@ -90,7 +91,7 @@ def select_stages(
             actions[stage] = "skip"
         elif start is not None:
             actions[stage] = "missing"
-        elif state.started is not None and dict(state.started) != now:
+        elif state.started is not None and settings_diff(dict(state.started), now):
             raise UserError(
                 f"stage {stage} was started with other settings ({settings_diff(dict(state.started), now)}); "
                 f"rerun with the earlier flags to resume it, or add --from {stage} to start it over"

@@ -19,6 +19,7 @@ from e2c.files import atomic_write_json, check_output_dir
 from e2c.quickstart.context import read_done, read_started
 from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, select_stages
 from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
+from e2c.run_folder import RunFolder
 
 REPORT_FILES = ("report.md", "report.json")
 
@@ -163,7 +164,24 @@ def run_pipeline(
     actions = select_stages(states, wanted, from_stage, force, stages=p.stages, depends=p.depends)
     check_inputs(actions, states, stages=p.stages, requires=p.requires)
     check_foreign(p, ctx, actions)
+    # The stages record their own settings (DONE.json, STARTED.json); the folder's lock keeps a second
+    # run of the tool out while this one runs.
+    run = RunFolder(ctx.out, p.tool, {}, flag="--out")
+    run.check()
     checks_done()
+    with run.claim():
+        return _run_stages(p, ctx, actions, states, header, before, from_stage)
+
+
+def _run_stages(
+    p: Pipeline,
+    ctx: Any,
+    actions: dict[str, str],
+    states: dict[str, StageState],
+    header: str,
+    before: Callable[[], None] | None,
+    from_stage: str | None,
+) -> float:
     if before is not None:
         before()
     ctx.out.mkdir(parents=True, exist_ok=True)

@@ -60,6 +60,7 @@ from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
 from e2c.rl.settings import GROUP, ON_POLICY_LOSS, E2CSettings, e2c_settings, setting_flags
+from e2c.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
 from e2c.verl_cpu.hf_rollout import SYNC_LOG, SYNC_LOG_ENV
 
@@ -434,6 +435,7 @@ def build_parser() -> ArgumentParser:
     )
     add_lora_args(p)
     p.add_argument("--dry-run", action="store_true", help="print the verl command and exit")
+    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. trainer.total_epochs=3")
     return p
 
@@ -534,7 +536,9 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     )
     if start is not None:
         args.model_path = start
+        started = f"stage 1 in {stage1_dir(args)}"
     elif stage == 2 and (args.model is None or len(args.stages) > 1):
+        started = f"stage 1 in {stage1_dir(args)}"
         args.model_path = str(latest_hf_checkpoint(stage1_dir(args)))
         check_policy_folder(Path(args.model_path))  # a checkpoint cut short by a kill
         print(f"[e2c-rl] stage 2 starts from stage 1's checkpoint {args.model_path}", flush=True)
@@ -545,6 +549,7 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
                 f"no SFT model at {spec}; run bash scripts/e2c_sft.sh first or pass --model (tiny|embedded|folder)"
             )
         args.model_path = resolve_model_path(spec)
+        started = local_paths([spec])[0]
     synthetic_fallback(args)
     for attr in ("train_data", "val_data"):
         if getattr(args, attr):  # verl runs in the repository: relative paths are the caller's
@@ -582,6 +587,19 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
         # start) exist.
         overrides.append(f"{SAVE_FREQ_KEY}={LAST_STEP_ONLY}")
     check_output_dir(args.output_dir, "output folder")  # created when the stage starts (run_stage)
+    args.run_folder = RunFolder(
+        args.output_dir,
+        f"rl-{args.algo}-stage{stage}",
+        {
+            "start_model": started,
+            "train_data": args.train_data,
+            "val_data": args.val_data,
+            "settings": setting_overrides(args),
+            "lora": lora_overrides(args, MODEL_KEY),
+            "overrides": identity_overrides(args.overrides),
+        },
+        force=args.force,
+    )
     return [
         sys.executable,
         "-m",
@@ -786,8 +804,14 @@ def stage_env(gpus: int, env: Mapping[str, str] | None = None) -> dict[str, str]
 
 
 def run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
-    """Run one stage's verl command; keep its metrics, merge LoRA adapters and link ``final``."""
+    """Run one stage's verl command, holding its folder (:class:`e2c.run_folder.RunFolder`); keep its
+    metrics, merge LoRA adapters and link ``final``."""
     ensure_output_dir(args.output_dir, "output folder")
+    with args.run_folder.claim():
+        return _run_stage(args, cmd)
+
+
+def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
     print(f"[e2c-rl] {args.algo} stage {args.stage} -> {args.output_dir}", flush=True)
     keep_metrics(args.output_dir)
     try:
@@ -809,7 +833,12 @@ def main(argv: list[str] | None = None) -> int:
     first = command(args)
     # Both stages: check stage 2's configuration now, with the start model it will have.
     planned = f"{stage1_dir(args)}/global_step_LATEST/actor/huggingface"
-    second = command(argparse.Namespace(**vars(args)), 2, start=planned) if both else None
+    later = argparse.Namespace(**vars(args))
+    second = command(later, 2, start=planned) if both else None
+    if not args.dry_run:
+        for run in (args.run_folder, later.run_folder if both else None):
+            if run is not None:
+                run.check()
     checks_done()
     if args.dry_run:
         for cmd in (first, second):

@@ -17,6 +17,7 @@ from e2c.argtypes import whole
 from e2c.checkpoints import keep_metrics, restore_metrics
 from e2c.devices import cpu_note, cpu_ranks, env_count, gpu_count, requested_gpus
 from e2c.errors import UserError
+from e2c.files import RecordFile
 from e2c.launch_checks import hydra_list, hydra_value
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset, preset_path
@@ -303,8 +304,8 @@ def run_trainer(
     watcher = watch(tail, stop)
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
-        with open(train_log(run_dir, node_rank), "a") as logf:
-            logf.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
+        with RecordFile(train_log(run_dir, node_rank)) as logf:
+            logf.write_text(f"# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
             proc = subprocess.Popen(
                 cmd,
                 stdout=subprocess.PIPE,
@@ -319,9 +320,13 @@ def run_trainer(
                 for line in proc.stdout:
                     sys.stdout.write(line)
                     sys.stdout.flush()
-                    logf.write(line)
+                    logf.write_text(line)
             except KeyboardInterrupt:
                 proc.terminate()
+            except UserError:  # the log cannot be written (a full disk): neither can the checkpoints
+                proc.terminate()
+                proc.wait()
+                raise
             return proc.wait(), tail
     finally:
         stop.set()

@@ -35,7 +35,6 @@ import argparse
 import json
 import os
 import shlex
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -49,6 +48,7 @@ from e2c.errors import UserError, fail
 from e2c.launch_checks import DATA_FILES, DATA_FILES_OR_NONE, check_launcher_overrides
 from e2c.lora import add_lora_args, lora_overrides
 from e2c.paths import configs_dir
+from e2c.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
 from e2c.sft.export import export_final
 from e2c.sft.launch import (
     CONFIG_NAME,
@@ -66,7 +66,7 @@ from e2c.sft.launch import (
     run_trainer,
     train_log,
 )
-from e2c.sft.metrics import METRICS, METRICS_HISTORY, StepLosses, read_losses
+from e2c.sft.metrics import METRICS, StepLosses, read_losses
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_env, tracker_names
 
 
@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a("--logger", type=TEXT, default=DEFAULT_LOGGERS, help=LOGGER_HELP)
     add_lora_args(p)
-    a("--force", action="store_true", help="train again even if <output-dir>/final exists for a finished run")
+    a("--force", action="store_true", help=FORCE_HELP + "; also trains a finished run again")
     a("--dry-run", action="store_true", help="print the trainer command and exit")
     return p
 
@@ -184,7 +184,34 @@ def main(argv: list[str] | None = None) -> int:
     cmd = launch_command(
         plan, launcher, Path(args.config_dir).resolve() if args.config_dir else configs_dir()
     )
+    # Another node's launcher (node_rank > 0) writes its own log into the folder node 0 holds.
+    run = sft_run_folder(plan, args.force)
+    if plan.node_rank == 0 and not args.dry_run:
+        run.check()
     checks_done()
+    if plan.node_rank == 0 and not args.dry_run:
+        with run.claim():
+            return launch(args, plan, cmd, total, trackers)
+    return launch(args, plan, cmd, total, trackers)
+
+
+def sft_run_folder(plan: Plan, force: bool) -> RunFolder:
+    """The run folder's claim: an SFT run is its mode, base model, data and the overrides that change
+    what it computes (:func:`e2c.run_folder.identity_overrides`; not the step count: a run may go on)."""
+    identity = {
+        "mode": plan.mode,
+        "base_model": local_paths([plan.model])[0],
+        "train_files": local_paths(plan.train),
+        "val_files": local_paths(plan.val),
+        "overrides": identity_overrides(plan.overrides),
+    }
+    return RunFolder(plan.output_dir, "sft", identity, force=force)
+
+
+def launch(
+    args: argparse.Namespace, plan: Plan, cmd: list[str], total: int | None, trackers: list[str]
+) -> int:
+    """The run, once every check passed (and, on node 0, with the run folder held)."""
     prepare(plan)  # the run folder and the model's tagged copy, now that every check passed
     devices = f"{plan.gpus} GPU(s)" if plan.gpus else f"no GPU, {plan.ranks} CPU rank(s)"
     print(f"e2c sft: mode {plan.mode}, model {plan.model_note}, {devices} x {plan.nnodes} node(s)")
@@ -192,11 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.dry_run:
         print(shlex.join(cmd))  # quoted: ${now:...} and [a,b] survive a paste into a shell
         return 0
-    if not args.force and finished(plan, total):
+    if finished(plan, total):
         print(f"e2c sft: {plan.final_dir} is already the result of this run (use --force to train again)")
         return 0
-    if args.force and plan.node_rank == 0:
-        forget_run(plan)
     env = dict(os.environ)
     if plan.gpus == 0:
         env.setdefault("E2C_FORCE_CPU", "1")  # the verl plugin picks its CPU platform in every process
@@ -228,14 +253,6 @@ def main(argv: list[str] | None = None) -> int:
     shown = ("mode", "losses", "seconds_per_step", "wall_seconds", "trained_share")
     print(json.dumps({"final": str(final), **{k: meta[k] for k in shown}}))
     return 0
-
-
-def forget_run(plan: Plan) -> None:
-    """--force: drop the checkpoints (verl would resume from them) and the metrics of earlier launches."""
-    if plan.ckpt_dir.exists():
-        shutil.rmtree(plan.ckpt_dir)
-    for name in (METRICS, METRICS_HISTORY):
-        (plan.output_dir / name).unlink(missing_ok=True)
 
 
 def run_meta(
