@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from e2c.files import RecordFile
 from e2c.paths import project_root
 
 HEARTBEAT_S = 60.0  # a line at least this often while a subprocess runs without visible progress
@@ -137,9 +138,8 @@ def run_logged(
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     lines: queue.Queue[str | None] = queue.Queue()
-    with open(log_path, "a", encoding="utf-8") as log:
-        log.write(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
-        log.flush()
+    with RecordFile(log_path) as log:
+        log.write_text(f"\n# {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n")
         proc = subprocess.Popen(
             list(cmd),
             stdout=subprocess.PIPE,
@@ -172,18 +172,16 @@ def run_logged(
                 if line is None:
                     break
                 if line:
-                    log.write(line)
+                    log.write_text(line)  # a full disk: one line, and the child is stopped below
                     tail = ([*tail, line.rstrip("\n")])[-TAIL_LINES:]
                     got = parse(line) if parse else None
                     if got is not None:
                         reporter.say(got[0], got[1])
                         last_report = time.monotonic()
-                        log.flush()
                         continue
                 if time.monotonic() - last_report >= HEARTBEAT_S:
                     reporter.say("running")
                     last_report = time.monotonic()
-                    log.flush()
             rc = proc.wait()
         except BaseException:
             _stop(proc)

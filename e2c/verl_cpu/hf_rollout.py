@@ -26,7 +26,6 @@ arrive in (fp32 weights of a 135M model: about 0.5 GB); ``E2C_ROLLOUT_WEIGHT_MOV
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import time
@@ -309,8 +308,10 @@ def record_sync(record: dict[str, Any]) -> None:
     weights are from the base, so a run shows that its rollout samples from the trained adapter."""
     path = os.environ.get(SYNC_LOG_ENV)
     if path:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"time": round(time.time(), 3), **record}) + "\n")
+        from e2c.files import RecordFile
+
+        with RecordFile(path) as f:
+            f.write([{"time": round(time.time(), 3), **record}])
 
 
 def rollout_dtype(name: str | None = None) -> Any:
