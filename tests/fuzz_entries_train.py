@@ -1,4 +1,4 @@
-"""Entry points of training (SFT, RL, the curriculum, the cluster and recipe checks) for the generated bad-input test (see ``fuzz_entries.py``).
+"""Entry points of training (SFT, RL, the curriculum, the cluster, stage-argument and recipe checks) for the generated bad-input test (see ``fuzz_entries.py``).
 
 The launchers read their data before ``checks_done()``: a small SFT and RL parquet are written once, when
 the registry is imported, into a folder of their own (removed at exit). Every good command line uses the
@@ -65,4 +65,5 @@ ENTRIES: dict[str, Entry] = {
     "e2c.rl.plugin": Entry("e2c.rl.plugin", ()),
     "e2c.cluster": Entry("e2c.cluster", ("--address", "127.0.0.1:6379", "--nodes", "2", "--timeout", "1")),
     "e2c.recipe_check": Entry("e2c.recipe_check", ("--gpus", "8", "--nnodes", "2"), env=CPU),
+    "e2c.stage_args": Entry("e2c.stage_args", ("grpo", "--stage", "1", "--model", "tiny")),
 }

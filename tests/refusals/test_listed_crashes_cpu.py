@@ -425,3 +425,83 @@ def test_the_fixed_flag_mirror_matches_the_scripts_cpu() -> None:
         text = (ROOT / "scripts" / name).read_text().replace("\\\n", " ")
         [call] = [ln for ln in text.splitlines() if ln.startswith("e2c_fixed_flag ")]
         assert shlex.split(call)[1:5] == [f"scripts/{name}", flag, shortest, value], call
+
+
+# ------------------------------------------------------------------------------ 5. the Slurm script
+SBATCH = "scripts/slurm_e2c.sbatch"
+SBATCH_CASES: dict[str, tuple[list[str], dict[str, str], str]] = {
+    "grpo-stage-3": (
+        ["grpo", "--stage", "3"],
+        {},
+        "--stage: invalid choice: '3' (choose from '1', '2', 'both')",
+    ),
+    "dapo-stage-0": (["dapo", "--stage", "0"], {}, "invalid choice: '0' (choose from '1', '2', 'both')"),
+    "dapo-algo-grpo": (["dapo", "--algo", "grpo"], {}, "scripts/e2c_dapo.sh runs --algo dapo"),
+    "ef-sft-mode-sft": (["ef-sft", "--mode=sft"], {}, "scripts/ef-sft.sh runs --mode ef-sft"),
+    "sft-steps-0": (["sft", "--steps", "0"], {}, "--steps must be >= 1, got 0"),
+    "grpo-unknown-flag": (["grpo", "--stages", "1"], {}, "unrecognized arguments: --stages"),
+    "grpo-unknown-tracker": (["grpo", "--logger", "tensorbord"], {}, "unknown tracker"),
+    "grpo-output-dir-both-stages": (["grpo", "--output-dir", "/tmp/x"], {}, "names one stage's folder"),
+    "curriculum-steps-text": (
+        ["curriculum", "--steps", "x"],
+        {},
+        "--steps must be a whole number >= 0, got x",
+    ),
+    "curriculum-file": (["curriculum", "--config", "{bad_yaml}"], {}, "difficulty: unknown key 'low'"),
+    "ray-auth-mode": (["grpo"], {"RAY_AUTH_MODE": "tokn"}, "RAY_AUTH_MODE must be token or disabled"),
+    "n-gpus-text": (["grpo"], {"N_GPUS": "two"}, "N_GPUS must be a whole number"),
+    "slurm-gpus-text": (["grpo"], {"SLURM_GPUS_ON_NODE": "gpu:8"}, "GPUS_PER_NODE must be a whole number"),
+}
+
+
+@pytest.mark.parametrize("case", list(SBATCH_CASES))
+def test_the_sbatch_dry_run_refuses_bad_stage_arguments_cpu(case: str, tmp_path: Path) -> None:
+    """``bash scripts/slurm_e2c.sbatch --dry-run grpo --stage 3`` printed the commands, exit 0 (and a real
+    job failed once its nodes were up): the stage's arguments are read by its parser before anything."""
+    args, env, needle = SBATCH_CASES[case]
+    bad_yaml = tmp_path / "curriculum.yaml"
+    bad_yaml.write_text("stages:\n  - name: easy\n    max_response_length: 64\n    difficulty: {low: abc}\n")
+    argv = [a.format(bad_yaml=bad_yaml) for a in args]
+    full_env = {k: v for k, v in os.environ.items() if k not in ("GPUS_PER_NODE", "N_GPUS", "RAY_AUTH_MODE")}
+    r = run(SBATCH, "--dry-run", *argv, env={**full_env, **env}, replace_env=True)
+    assert_one_line_error(r, needle)
+    assert r.stdout == ""  # refused before the first command is printed
+
+
+def test_the_sbatch_dry_run_takes_good_stage_arguments_cpu() -> None:
+    r = run(SBATCH, "--dry-run", "dapo", "--stage", "2", "--algo", "dapo", "--", "trainer.save_freq=5")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    assert r.stdout.splitlines()[-1].endswith(
+        "scripts/e2c_dapo.sh --stage 2 --algo dapo -- trainer.save_freq=5"
+    )
+
+
+@pytest.mark.integration  # a real ray head starts (~10-20 s on 2 cores)
+def test_a_stage_refused_after_the_ray_head_started_is_one_line_cpu(tmp_path: Path) -> None:
+    """A refusal only the stage itself finds (its training data is missing) comes after ray started: ray's
+    shutdown lines go to stdout, stderr has the stage's one line. ``CUDA_VISIBLE_DEVICES=`` (no GPU) used to
+    stop ``ray start`` with a traceback, and the job then waited RAY_WAIT_S for a head that had died."""
+    env = {**CPU, "GPUS_PER_NODE": "0", "RAY_PORT": "6397", "RAY_WAIT_S": "60", "RAY_AUTH_MODE": "disabled"}
+    env["TRAIN_DATA"] = str(tmp_path / "missing.parquet")
+    args = ["grpo", "--stage", "1", "--model", "tiny", "--steps", "1", "--output-dir", str(tmp_path / "out")]
+    r = run(SBATCH, *args, env=env, timeout=180)
+    assert_one_line_error(r, "training data", "missing.parquet does not exist")
+    assert "[e2c-cluster] 1 of 1 node(s) up" in r.stdout
+    assert "Traceback" not in r.stdout
+    assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------------ 6. the GPU recipe's check
+def test_the_recipe_checks_progress_is_not_beside_its_error_cpu() -> None:
+    """``DRY_RUN=1 N_GPUS=7 bash scripts/gpu_recipe.sh``: the check printed its first steps' lines on stderr,
+    then the error line; the progress is stdout's now."""
+    env = {**os.environ, "DRY_RUN": "1", "N_GPUS": "7", "NNODES": "1"}
+    r = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_recipe.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert_one_line_error(r, "SFT at 1x7 GPUs: data.train_batch_size=160 does not split over 7")
+    assert "[recipe-check] data:" in r.stdout and "+ " not in r.stdout
