@@ -157,7 +157,7 @@ started=0
 # step NAME: whether NAME runs (it is FROM or comes after it).
 step() {
   if [ "$1" = "$FROM" ]; then started=1; fi
-  if [ "$started" = 1 ]; then echo "[recipe] step $1" >&2; fi
+  if [ "$started" = 1 ]; then echo "[recipe] step $1"; fi
   [ "$started" = 1 ]
 }
 # run CMD...: the command, printed first (shell-quoted; with DRY_RUN=1 only printed).
@@ -187,8 +187,9 @@ check=(--gpus "$([ "$DRY_RUN" = 1 ] && echo "${N_GPUS:-8}" || echo auto)" --nnod
 [ -n "$RL2_STEPS" ] && check+=(--rl2-steps "$RL2_STEPS")
 [ -n "$EVAL_MAX_TOKENS" ] && check+=(--eval-max-tokens "$EVAL_MAX_TOKENS")
 [ "$PASS_RATE_FILTER" = 1 ] && check+=(--filter-k "$PASS_RATE_K")
-# (E2C_CHECK_ONLY is this script's: the check runs in full either way)
-E2C_CHECK_ONLY= "$PY" -m e2c.recipe_check "${check[@]}" >&2
+# (E2C_CHECK_ONLY is this script's: the check runs in full either way.) Its progress lines go to stdout with
+# the commands; stderr holds only the error line of a size that cannot run.
+E2C_CHECK_ONLY= "$PY" -m e2c.recipe_check "${check[@]}"
 # E2C_CHECK_ONLY=1: every knob and the sizes are checked; stop before the first step (as every entry point)
 case "${E2C_CHECK_ONLY:-}" in
   1|[Tt]rue|TRUE|[Yy]es|YES|[Oo]n|ON) echo "checks passed" >&2; exit 0 ;;

@@ -219,17 +219,22 @@ def _recipe(**env: str) -> subprocess.CompletedProcess[str]:
 def test_dry_run_checks_a_good_size_first() -> None:
     r = _recipe(N_GPUS="8", NNODES="2")
     assert r.returncode == 0, r.stderr[-2000:]
+    # progress is stdout's, with the commands: stderr is for an error line alone
+    assert r.stderr == "", r.stderr[-2000:]
     for step in ("sft", "rl1", "rl2"):
-        assert f"[recipe-check] {step}: ok:" in r.stderr
-    assert "2x8 GPUs" in r.stderr and "ESTIMATE" in r.stderr
-    assert r.stderr.index("[recipe-check]") < r.stderr.index("[recipe] step data")
+        assert f"[recipe-check] {step}: ok:" in r.stdout
+    assert "2x8 GPUs" in r.stdout and "ESTIMATE" in r.stdout
+    assert r.stdout.index("[recipe-check]") < r.stdout.index("[recipe] step data")
     assert len([ln for ln in r.stdout.splitlines() if ln.startswith("+ ")]) == 6
 
 
 def test_dry_run_stops_in_one_line_at_a_bad_size() -> None:
     r = _recipe(N_GPUS="7", NNODES="1")
     assert r.returncode == 2
-    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
-    assert len(errors) == 1 and "data.train_batch_size=160" in errors[0], r.stderr
-    assert "Traceback" not in r.stderr
-    assert r.stdout == "" and "[recipe] step" not in r.stderr  # nothing printed, nothing queued
+    # the check's progress before the bad step ("[recipe-check] data: ...") is on stdout, not beside the error
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), r.stderr
+    assert "data.train_batch_size=160" in lines[0]
+    assert "Traceback" not in r.stderr + r.stdout
+    assert "[recipe-check] data:" in r.stdout
+    assert "+ " not in r.stdout and "[recipe] step" not in r.stdout  # nothing printed, nothing queued
