@@ -122,7 +122,7 @@ for name in e2c_rl_train synthetic_rl; do
   # Only files this run wrote: an older one may be from other settings, and is filtered when re-made.
   if [ ! -f "$input" ] || [ "$(stat -c %Y "$input")" -lt "$started" ]; then continue; fi
   filtered=1
-  echo "pass-rate filter: $input with $PR_MODEL" >&2
+  echo "pass-rate filter: $input with $PR_MODEL"  # progress: stdout (stderr is for error lines)
   if ! "$PY" -m e2c.eval.passrate --model "$PR_MODEL" --input "$input" "${PR_ARGS[@]}"; then
     echo "FAILED pass-rate filter $input" >&2
     status=1
