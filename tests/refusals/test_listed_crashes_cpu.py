@@ -450,6 +450,11 @@ SBATCH_CASES: dict[str, tuple[list[str], dict[str, str], str]] = {
     "curriculum-file": (["curriculum", "--config", "{bad_yaml}"], {}, "difficulty: unknown key 'low'"),
     "ray-auth-mode": (["grpo"], {"RAY_AUTH_MODE": "tokn"}, "RAY_AUTH_MODE must be token or disabled"),
     "n-gpus-text": (["grpo"], {"N_GPUS": "two"}, "N_GPUS must be a whole number"),
+    "steps-env-zero": (
+        ["sft"],
+        {"TOTAL_TRAINING_STEPS": "0"},
+        "TOTAL_TRAINING_STEPS must be a whole number >= 1",
+    ),
     "slurm-gpus-text": (["grpo"], {"SLURM_GPUS_ON_NODE": "gpu:8"}, "GPUS_PER_NODE must be a whole number"),
 }
 
@@ -462,7 +467,8 @@ def test_the_sbatch_dry_run_refuses_bad_stage_arguments_cpu(case: str, tmp_path:
     bad_yaml = tmp_path / "curriculum.yaml"
     bad_yaml.write_text("stages:\n  - name: easy\n    max_response_length: 64\n    difficulty: {low: abc}\n")
     argv = [a.format(bad_yaml=bad_yaml) for a in args]
-    full_env = {k: v for k, v in os.environ.items() if k not in ("GPUS_PER_NODE", "N_GPUS", "RAY_AUTH_MODE")}
+    skip = ("GPUS_PER_NODE", "N_GPUS", "RAY_AUTH_MODE", "TOTAL_TRAINING_STEPS")
+    full_env = {k: v for k, v in os.environ.items() if k not in skip}
     r = run(SBATCH, "--dry-run", *argv, env={**full_env, **env}, replace_env=True)
     assert_one_line_error(r, needle)
     assert r.stdout == ""  # refused before the first command is printed
