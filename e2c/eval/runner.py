@@ -558,7 +558,8 @@ def run_eval(
     check_context(gen, data, cfg, budgets)
     if shard[1] > 1:  # a data-parallel worker: the folder is its parent's
         return _run_eval(gen, data, cfg, save_path, log, shard, budgets)
-    with eval_run_folder(save_path, cfg, force).claim(log):
+    # A lock taken over or a run moved aside is said even with --quiet (which silences progress only).
+    with eval_run_folder(save_path, cfg, force).claim(lambda s: print(s, file=sys.stderr, flush=True)):
         return _run_eval(gen, data, cfg, save_path, log, shard, budgets)
 
 

@@ -11,8 +11,10 @@ import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -290,3 +292,50 @@ def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_
     assert torch.allclose(emb[n_base : n_base + 4], want, atol=1e-5)
     assert not (emb[n_base : n_base + 4] == 7.0).any()  # the padding rows' untrained values are gone
     assert tagging.tagged_model(str(base), str(tmp_path / "tagged"))[1].endswith("(reused)")
+
+
+@pytest.mark.slow  # real SFT and EF-SFT runs (torchrun)
+def test_a_finished_run_with_another_model_is_refused_and_kept(runs: dict, data) -> None:
+    """The finished run's folder with another model: one line, before anything starts; nothing changed."""
+    out = runs["sft"]["dir"]
+    before = {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    proc = _sft(data["sft"], out, timeout=120)  # the same run: nothing to do
+    assert proc.returncode == 0
+    args = ["--train-data", str(data["sft"]), "--output-dir", str(out), *SFT_ARGS, "--model", "embedded"]
+    proc = _run([PY, "-m", "e2c.sft.run", *args], timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("error:") == 1, proc.stderr[-2000:]
+    assert re.search(
+        rf"--output-dir {re.escape(str(out))} holds another run \(base_model '[^']*tiny[^']*' -> '[^']*embedded[^']*'\); "
+        "use another --output-dir, or --force to start over$",
+        proc.stderr.strip(),
+    ), proc.stderr
+    assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
+
+
+def test_a_second_sft_run_into_a_running_ones_folder_is_refused_cpu(data, tmp_path: Path) -> None:
+    """Two identical SFT runs into one folder: the second refuses in one line naming the first."""
+    out = tmp_path / "sft"
+    args = [PY, "-m", "e2c.sft.run", "--train-data", str(data["sft"]), "--output-dir", str(out), *SFT_ARGS]
+    first = subprocess.Popen(
+        args,
+        cwd=ROOT,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        lock = out / ".e2c-run.lock"
+        deadline = time.monotonic() + 120
+        while (
+            not (lock.is_file() and lock.read_text()) and first.poll() is None and time.monotonic() < deadline
+        ):
+            time.sleep(0.1)
+        assert first.poll() is None, "the first run ended before the second started"
+        second = _run(args, timeout=120)
+        assert second.returncode == 2 and second.stderr.count("error:") == 1, second.stderr[-2000:]
+        assert f"--output-dir {out} is in use by process {first.pid} (sft, since " in second.stderr
+        assert "Traceback" not in second.stderr
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
