@@ -14,9 +14,13 @@ import contextlib
 import difflib
 import functools
 import importlib.util
+import io
 import math
 import os
 import re
+import sys
+import traceback
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -524,6 +528,79 @@ def compose_checked(config_dir: Path, config_name: str, fixed: Sequence[str], us
     given = {o.key_or_group: o.input_line for o in job_user if not o.is_delete()}
     check_fields(values, given, f"{config_dir / config_name}.yaml as composed")
     return cfg
+
+
+# ------------------------------------------------------------------------------------------------ verl's own checks
+@contextlib.contextmanager
+def quiet_verl() -> Iterator[None]:
+    """verl prints and warns when imported and when it validates: keep that out of the one-line output."""
+    sys.stdout.flush()  # what was printed before goes out before fd 1 points elsewhere
+    sys.stderr.flush()
+    with _quiet_fds(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def first_line(e: BaseException) -> str:
+    """The message of ``e`` on one line; for Hydra's "Error in call to target" wrapper, its cause's.
+
+    >>> first_line(ValueError("bad value\\nmore"))
+    'bad value'
+    """
+    cause = e.__cause__
+    if cause is not None and "Error in call to target" in str(e):
+        parts = str(e).split("'")
+        return f"{parts[1]}: {first_line(cause)}" if len(parts) > 2 else first_line(cause)
+    text = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
+    if text:
+        return text[0]
+    frames = traceback.extract_tb(e.__traceback__) if e.__traceback__ else []
+    if frames and frames[-1].line:  # a bare ``assert``: its source line says what failed
+        return f"{type(e).__name__}: {frames[-1].line}"
+    return type(e).__name__
+
+
+def verl_sft_checks(cfg: Any, label: str) -> None:
+    """The dataclasses ``verl.trainer.sft_trainer`` builds from the config (engine, optim, checkpoint,
+    profiler; not the model's, which loads the tokenizer), their ``__post_init__`` checks included."""
+    with quiet_verl():
+        from verl.utils.config import omega_conf_to_dataclass
+    for section in ("engine", "optim", "checkpoint", "profiler"):
+        try:
+            with quiet_verl():
+                omega_conf_to_dataclass(cfg[section])
+        except Exception as e:
+            raise UserError(
+                f"{label}: verl.utils.config.omega_conf_to_dataclass ({section}) refuses the configuration: "
+                f"{first_line(e)}"
+            ) from None
+
+
+def verl_rl_checks(cfg: Any, label: str) -> None:
+    """verl's own checks of a PPO config, as ``verl.trainer.main_ppo`` runs them before it starts ray:
+    ``validate_config`` (the actor's and critic's dataclasses and ``validate``), then the rollout and
+    algorithm dataclasses (the ``e2c`` settings group is :func:`e2c.rl.settings.e2c_settings`'s)."""
+    with quiet_verl():
+        from verl.trainer.ppo.utils import need_critic, need_reference_policy
+        from verl.utils.config import omega_conf_to_dataclass, validate_config
+    steps = (
+        (
+            "validate_config",
+            lambda: validate_config(
+                cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg)
+            ),
+        ),
+        ("omega_conf_to_dataclass (rollout)", lambda: omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)),
+        ("omega_conf_to_dataclass (algorithm)", lambda: omega_conf_to_dataclass(cfg.algorithm)),
+    )
+    for name, call in steps:
+        try:
+            with quiet_verl():
+                call()
+        except Exception as e:
+            raise UserError(
+                f"{label}: verl.utils.config.{name} refuses the configuration: {first_line(e)}"
+            ) from None
 
 
 # ------------------------------------------------------------------------------------------------ files

@@ -53,13 +53,8 @@ method stops, which the paper measured only at K=32).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-import io
 import json
-import sys
-import traceback
-import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +81,8 @@ from e2c.cli import ArgumentParser
 from e2c.devices import MAX_NODES
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
+from e2c.launch_checks import first_line, verl_rl_checks, verl_sft_checks
+from e2c.rl.settings import e2c_settings
 
 # ------------------------------------------------------------------------------------------------ constants
 # Peak dense bf16 tensor-core throughput of one H100 SXM (NVIDIA's datasheet, without sparsity).
@@ -150,37 +147,6 @@ class Assumptions:
 
 
 # ------------------------------------------------------------------------------------------------ helpers
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    """verl prints and warns when imported and when it validates: keep that out of the one-line output."""
-    from e2c.launch_checks import _quiet_fds
-
-    sys.stdout.flush()  # what was printed before goes out before fd 1 points elsewhere
-    sys.stderr.flush()
-    with _quiet_fds(), contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        yield
-
-
-def _first_line(e: BaseException) -> str:
-    """The message of ``e`` on one line; for Hydra's "Error in call to target" wrapper, its cause's.
-
-    >>> _first_line(ValueError("bad value\\nmore"))
-    'bad value'
-    """
-    cause = e.__cause__
-    if cause is not None and "Error in call to target" in str(e):
-        parts = str(e).split("'")
-        return f"{parts[1]}: {_first_line(cause)}" if len(parts) > 2 else _first_line(cause)
-    text = [ln.strip() for ln in str(e).strip().splitlines() if ln.strip()]
-    if text:
-        return text[0]
-    frames = traceback.extract_tb(e.__traceback__) if e.__traceback__ else []
-    if frames and frames[-1].line:  # a bare ``assert``: its source line says what failed
-        return f"{type(e).__name__}: {frames[-1].line}"
-    return type(e).__name__
-
-
 # ------------------------------------------------------------------------------------------------ compose
 def sft_config(cluster: Cluster, model: str, overrides: Sequence[str] = (), steps: int | None = None) -> Any:
     """The composed ``configs/e2c_sft.yaml`` as :func:`e2c.sft.launch.hydra_overrides` writes it for a GPU
@@ -236,55 +202,6 @@ def rl_config(
 
 
 # ------------------------------------------------------------------------------------------------ checks
-def verl_sft_checks(cfg: Any, label: str) -> None:
-    """The dataclasses ``verl.trainer.sft_trainer`` builds from the config (engine, optim, checkpoint,
-    profiler; not the model's, which loads the tokenizer), their ``__post_init__`` checks included."""
-    with _quiet():
-        from verl.utils.config import omega_conf_to_dataclass
-    for section in ("engine", "optim", "checkpoint", "profiler"):
-        try:
-            with _quiet():
-                omega_conf_to_dataclass(cfg[section])
-        except Exception as e:
-            raise UserError(
-                f"{label}: verl.utils.config.omega_conf_to_dataclass ({section}) refuses the configuration: "
-                f"{_first_line(e)}"
-            ) from None
-
-
-def verl_rl_checks(cfg: Any, label: str) -> None:
-    """verl's own checks of a PPO config, as ``verl.trainer.main_ppo`` runs them before it starts ray:
-    ``validate_config`` (the actor's and critic's dataclasses and ``validate``), then the rollout and
-    algorithm dataclasses, then the ``e2c`` settings group."""
-    from e2c.rl.settings import e2c_settings
-
-    with _quiet():
-        from verl.trainer.ppo.utils import need_critic, need_reference_policy
-        from verl.utils.config import omega_conf_to_dataclass, validate_config
-    steps = (
-        (
-            "validate_config",
-            lambda: validate_config(
-                cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg)
-            ),
-        ),
-        ("omega_conf_to_dataclass (rollout)", lambda: omega_conf_to_dataclass(cfg.actor_rollout_ref.rollout)),
-        ("omega_conf_to_dataclass (algorithm)", lambda: omega_conf_to_dataclass(cfg.algorithm)),
-    )
-    for name, call in steps:
-        try:
-            with _quiet():
-                call()
-        except Exception as e:
-            raise UserError(
-                f"{label}: verl.utils.config.{name} refuses the configuration: {_first_line(e)}"
-            ) from None
-    try:
-        e2c_settings(cfg)
-    except UserError as e:
-        raise UserError(f"{label}: {e}") from None
-
-
 # ------------------------------------------------------------------------------------------------ estimate
 def params_from_hf_config(config: dict[str, Any]) -> float | None:
     """Parameters of a dense decoder from its HF ``config.json`` (embeddings, attention, gated MLP, norms);
@@ -403,7 +320,7 @@ def eval_tokens(
     try:
         names = resolve_names(datasets)
     except Exception as e:  # a bad name is the eval entry point's to report
-        return None, f"unknown datasets {datasets!r} ({_first_line(e)})"
+        return None, f"unknown datasets {datasets!r} ({first_line(e)})"
     missing = [n for n in names if n not in EVAL_SIZES]
     if missing:
         return None, f"no size known for {', '.join(missing)}"
@@ -511,6 +428,10 @@ def _rl_step(
     shape = check_rl(cfg, label, c)
     if opts.verl:
         verl_rl_checks(cfg, label)
+        try:
+            e2c_settings(cfg)
+        except UserError as e:
+            raise UserError(f"{label}: {e}") from None
     samples = shape.batch * shape.n
     facts = (
         f"ok: {shape.batch} prompts x n={shape.n} = {samples:,} samples a step over {shape.dp} ranks, "

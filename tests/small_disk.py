@@ -30,4 +30,3 @@ def small_disk(folder: Path, kib: int) -> Iterator[Path]:
         yield folder
     finally:
         subprocess.run(["umount", "-l", str(folder)], capture_output=True)
-

@@ -55,7 +55,7 @@ from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import check_output_dir, ensure_output_dir
 from e2c.flags import add_setting_flags
-from e2c.launch_checks import DATA_FILES, hydra_list, hydra_value
+from e2c.launch_checks import DATA_FILES, hydra_list, hydra_value, verl_rl_checks
 from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
@@ -581,6 +581,8 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
         for key, value in fitted.items():
             OmegaConf.update(cfg, key, int(value))
     check_shape(cfg, args, stage)
+    # verl's own dataclasses and validators, as main_ppo runs them inside its ray driver: one line here.
+    verl_rl_checks(cfg, shape_label(cfg, args, stage))
     overrides.extend(f"{k}={v}" for k, v in on_policy_overrides(cfg, args.overrides).items())
     if user_save_freq(args) is None and int(cfg.trainer.save_freq) <= 0:
         # The CPU preset saves nothing; every stage still ends with a checkpoint, so final/ (and stage 2's

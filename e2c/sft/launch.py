@@ -21,6 +21,7 @@ from e2c.files import RecordFile
 from e2c.launch_checks import hydra_list, hydra_value
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset, preset_path
+from e2c.run_folder import identity_diff
 from e2c.sft.export import META
 from e2c.sft.metrics import METRICS, PATH_ENV, MetricsTail, watch
 from e2c.sft.tagging import TaggedModel, plan_tagged_model
@@ -149,7 +150,7 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
     else:
         val = []
     from e2c.files import check_output_dir
-    from e2c.launch_checks import check_data_file, compose_checked
+    from e2c.launch_checks import check_data_file, compose_checked, verl_sft_checks
 
     for f in train:
         check_data_file(f, "training data", schema, DATA_SUFFIXES, "--train-data (TRAIN_DATA)")
@@ -168,7 +169,9 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
     # verl's batch arithmetic at this run's ranks and nodes (the GPU recipe's own check): one line now, not
     # a silently smaller batch or an assertion inside a rank.
     cluster = Cluster(ranks, args.nnodes)
-    check_sft(cfg, f"{args.mode.upper()} at {cluster}" + ("" if gpus else " (CPU ranks)"), cluster)
+    label = f"{args.mode.upper()} at {cluster}" + ("" if gpus else " (CPU ranks)")
+    check_sft(cfg, label, cluster)
+    verl_sft_checks(cfg, label)  # the dataclasses verl's SFT trainer builds, inside its ranks
     out = Path(args.output_dir or project_root() / out_default).expanduser().resolve()
     check_output_dir(out, "output folder")
     tagging = plan_tagged_model(
@@ -208,7 +211,7 @@ def finished(plan: Plan, total_steps: int | None) -> bool:
         "total_steps_requested": total_steps,
         "overrides": plan.overrides,
     }
-    return all(done.get(k) == v for k, v in same.items())
+    return not identity_diff({k: done.get(k) for k in same}, same)
 
 
 # ------------------------------------------------------------------------------------------------ CPU preset
