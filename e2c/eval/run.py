@@ -343,7 +343,12 @@ def run_checked(
 
     log = (lambda s: None) if args.quiet else note
     if len(groups) > 1:
-        return run_workers(argv or [], cfg, res, data, save, groups, log, args.force)
+        from e2c.eval.runner import write_config
+
+        # This process holds the folder for its workers, which write their own files in it.
+        with eval_run_folder(save, cfg, args.force).claim(note):
+            write_config(save, cfg)  # written once, before the workers read it
+            return run_workers(argv or [], cfg, res, data, save, groups, log)
     gen, _ = make_generator(
         backend,
         res.path,
@@ -387,28 +392,10 @@ def run_workers(
     save: Path,
     groups: list[list[str]],
     log: Any,
-    force: bool = False,
 ) -> dict:
     """Data-parallel evaluation: one worker process per device group, each sampling its share of every
     dataset's chunks into its own file; then merge, grade and report here. A killed run resumes: finished
-    chunks (merged or still in a worker's file) are not sampled again. This process holds the folder for
-    its workers (``force``: start over there)."""
-    from e2c.eval.runner import write_config
-
-    with eval_run_folder(save, cfg, force).claim(note):
-        write_config(save, cfg)  # written once, before the workers read it
-        return _run_workers(argv, cfg, res, data, save, groups, log)
-
-
-def _run_workers(
-    argv: list[str],
-    cfg: EvalConfig,
-    res: Any,
-    data: dict[str, list[Any]],
-    save: Path,
-    groups: list[list[str]],
-    log: Any,
-) -> dict:
+    chunks (merged or still in a worker's file) are not sampled again. The caller holds the folder."""
     import subprocess
     import types
 

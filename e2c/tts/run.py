@@ -319,129 +319,112 @@ def run_tts(
     """
     check_context(gen, records, settings, methods)
     with tts_run_folder(out_dir, config, force).claim(log):
-        return _run_tts(
-            gen, records, methods, budgets, settings, out_dir, config, embed, log, workers, nested
-        )
+        atomic_write_json(out_dir / "config.json", config)  # for the reports; the identity is the claim's
+        rec_path = out_dir / "records.jsonl"
+        drop_cut_line(rec_path)  # what this run appends starts on a line of its own
+        done = read_done(rec_path)
+        top = max(budgets)
+        derive = {m for m in methods if nested and traits(m).nestable}
+        todo = [
+            (m, b, r)
+            for m in methods
+            for b in budgets
+            for r in records
+            if record_key(m, b, str(r.id)) not in done and (m not in derive or b == top)
+        ]
+        total = len(methods) * len(budgets) * len(records)
+        have = sum(record_key(m, b, str(r.id)) in done for m in methods for b in budgets for r in records)
+        nested_note = f" (budgets below {top} of {', '.join(sorted(derive))} read off it)" if derive else ""
+        log(f"[tts] {have}/{total} results already in {rec_path}; {len(todo)} to run{nested_note}")
+        t0 = time.perf_counter()
+        lock = threading.Lock()
+        queue = list(reversed(todo))
+        finished = 0
+        # (method, budget) -> [finished, correct] in this launch
+        groups: dict[tuple[str, int], list[int]] = {}
+        pbar = progress.bar(len(todo), "[tts]", unit="run")
 
-
-def _run_tts(
-    gen: Any,
-    records: Sequence[Record],
-    methods: Sequence[str],
-    budgets: Sequence[int],
-    settings: TTSSettings,
-    out_dir: Path,
-    config: dict[str, Any],
-    embed: Callable[[list[str]], Any] | None,
-    log: Callable[[str], None],
-    workers: int,
-    nested: bool,
-) -> list[dict[str, Any]]:
-    atomic_write_json(out_dir / "config.json", config)  # for the reports; the identity is the claim's
-    rec_path = out_dir / "records.jsonl"
-    drop_cut_line(rec_path)  # what this run appends starts on a line of its own
-    done = read_done(rec_path)
-    top = max(budgets)
-    derive = {m for m in methods if nested and traits(m).nestable}
-    todo = [
-        (m, b, r)
-        for m in methods
-        for b in budgets
-        for r in records
-        if record_key(m, b, str(r.id)) not in done and (m not in derive or b == top)
-    ]
-    total = len(methods) * len(budgets) * len(records)
-    have = sum(record_key(m, b, str(r.id)) in done for m in methods for b in budgets for r in records)
-    nested_note = f" (budgets below {top} of {', '.join(sorted(derive))} read off it)" if derive else ""
-    log(f"[tts] {have}/{total} results already in {rec_path}; {len(todo)} to run{nested_note}")
-    t0 = time.perf_counter()
-    lock = threading.Lock()
-    queue = list(reversed(todo))
-    finished = 0
-    groups: dict[tuple[str, int], list[int]] = {}  # (method, budget) -> [finished, correct] in this launch
-    pbar = progress.bar(len(todo), "[tts]", unit="run")
-
-    def one(m: str, b: int, r: Record, g: Any) -> None:
-        nonlocal finished
-        with lock:
-            same = next(
-                (
-                    v
-                    for k, v in done.items()
-                    if traits(m).budget_free and k.startswith(f"{m}\t") and k.endswith(f"\t{r.id}")
-                ),
-                None,
-            )
-        if same is not None:  # e.g. greedy_cot: one greedy chain whatever the budget
-            res = {**same, "budget": b, "details": {**same["details"], "same_as_budget": same["budget"]}}
-        else:
-            res = run_method(m, g, r, b, settings, embed=embed).to_dict()
-        with lock:
-            f.write([res])
-            done[record_key(m, b, str(r.id))] = res
-            if m in derive:
-                write_nested(res)
-            finished += 1
-            group = groups.setdefault((m, b), [0, 0])
-            group[0] += 1
-            group[1] += bool(res["correct"])
-            if pbar.disable:
-                log(
-                    f"[tts] {finished}/{len(todo)} {m} K={b} {r.id}: {'correct' if res['correct'] else 'wrong'}, "
-                    f"{res['generated_tokens']} tokens, {time.perf_counter() - t0:.0f} s"
+        def one(m: str, b: int, r: Record, g: Any) -> None:
+            nonlocal finished
+            with lock:
+                same = next(
+                    (
+                        v
+                        for k, v in done.items()
+                        if traits(m).budget_free and k.startswith(f"{m}\t") and k.endswith(f"\t{r.id}")
+                    ),
+                    None,
                 )
+            if same is not None:  # e.g. greedy_cot: one greedy chain whatever the budget
+                res = {**same, "budget": b, "details": {**same["details"], "same_as_budget": same["budget"]}}
             else:
-                pbar.update(1)
-                pbar.set_postfix_str(f"{m} K={b}: {group[1]}/{group[0]} correct of {len(records)}")
+                res = run_method(m, g, r, b, settings, embed=embed).to_dict()
+            with lock:
+                f.write([res])
+                done[record_key(m, b, str(r.id))] = res
+                if m in derive:
+                    write_nested(res)
+                finished += 1
+                group = groups.setdefault((m, b), [0, 0])
+                group[0] += 1
+                group[1] += bool(res["correct"])
+                if pbar.disable:
+                    log(
+                        f"[tts] {finished}/{len(todo)} {m} K={b} {r.id}: {'correct' if res['correct'] else 'wrong'}, "
+                        f"{res['generated_tokens']} tokens, {time.perf_counter() - t0:.0f} s"
+                    )
+                else:
+                    pbar.update(1)
+                    pbar.set_postfix_str(f"{m} K={b}: {group[1]}/{group[0]} correct of {len(records)}")
 
-    stop = threading.Event()  # set on an interrupt: workers finish their call in flight and take no more
+        stop = threading.Event()  # set on an interrupt: workers finish their call in flight and take no more
 
-    def worker(handle: SharedHandle) -> None:
-        with handle:  # leaves the shared generator when out of work, or on an error
-            while not stop.is_set():
-                with lock:
-                    if not queue:
+        def worker(handle: SharedHandle) -> None:
+            with handle:  # leaves the shared generator when out of work, or on an error
+                while not stop.is_set():
+                    with lock:
+                        if not queue:
+                            return
+                        task = queue.pop()
+                    try:
+                        one(*task, Stoppable(handle, stop))
+                    except Stopped:
                         return
-                    task = queue.pop()
-                try:
-                    one(*task, Stoppable(handle, stop))
-                except Stopped:
-                    return
 
-    def write_nested(res: dict[str, Any]) -> None:
-        new = []
-        for sub in nested_records(res, budgets):
-            key = record_key(sub["method"], sub["budget"], sub["problem_id"])
-            if key not in done:
-                new.append(sub)
-                done[key] = sub
-        f.write(new)
+        def write_nested(res: dict[str, Any]) -> None:
+            new = []
+            for sub in nested_records(res, budgets):
+                key = record_key(sub["method"], sub["budget"], sub["problem_id"])
+                if key not in done:
+                    new.append(sub)
+                    done[key] = sub
+            f.write(new)
 
-    with pbar, RecordFile(rec_path) as f:
-        # A run killed between a budget-K result and its nested ones: derive those now.
-        for res in list(done.values()):
-            if res["method"] in derive and int(res["budget"]) == top:
-                write_nested(res)
-        workers = max(1, min(workers, len(todo)))
-        if workers == 1:
-            for task in todo:
-                one(*task, gen)
-        else:
-            shared = SharedGenerator(gen, workers)
-            with ThreadPoolExecutor(workers) as ex:
-                futures = [ex.submit(worker, shared.handle()) for _ in range(workers)]
-                try:
-                    for fut in futures:
-                        fut.result()  # re-raises a worker's error, after what finished was written
-                except BaseException:
-                    stop.set()  # the executor then waits for the calls in flight only, not the queue
-                    raise
-    results = selected_results(done, methods, budgets, records)
-    rows = summarize(results)
-    atomic_write_json(out_dir / "results.json", {"config": config, "summary": rows})
-    write_csv(out_dir / "results.csv", rows)
-    plot(out_dir / "accuracy_vs_tokens.png", rows, f"{config.get('dataset')} - {config.get('model')}")
-    return rows
+        with pbar, RecordFile(rec_path) as f:
+            # A run killed between a budget-K result and its nested ones: derive those now.
+            for res in list(done.values()):
+                if res["method"] in derive and int(res["budget"]) == top:
+                    write_nested(res)
+            workers = max(1, min(workers, len(todo)))
+            if workers == 1:
+                for task in todo:
+                    one(*task, gen)
+            else:
+                shared = SharedGenerator(gen, workers)
+                with ThreadPoolExecutor(workers) as ex:
+                    futures = [ex.submit(worker, shared.handle()) for _ in range(workers)]
+                    try:
+                        for fut in futures:
+                            fut.result()  # re-raises a worker's error, after what finished was written
+                    except BaseException:
+                        stop.set()  # the executor then waits for the calls in flight only, not the queue
+                        raise
+        results = selected_results(done, methods, budgets, records)
+        rows = summarize(results)
+        atomic_write_json(out_dir / "results.json", {"config": config, "summary": rows})
+        write_csv(out_dir / "results.csv", rows)
+        plot(out_dir / "accuracy_vs_tokens.png", rows, f"{config.get('dataset')} - {config.get('model')}")
+        return rows
 
 
 class Stopped(Exception):

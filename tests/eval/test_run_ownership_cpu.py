@@ -15,6 +15,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from conftest import BENCH_DIR
 from small_disk import small_disk
 
@@ -23,49 +24,17 @@ from e2c.run_folder import LOCK_NAME
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "E2C_PROGRESS": "0"}
 PROBLEMS, SAMPLES = 12, 2
-EVAL = [
-    sys.executable,
-    "-m",
-    "e2c.eval.run",
-    "--model",
-    "tiny",
-    "--backend",
-    "hf",
-    "--dataset",
-    "gsm8k",
-    "--data-dir",
-    str(BENCH_DIR),
-    "--limit",
-    str(PROBLEMS),
-    "--sample",
-    str(SAMPLES),
-    "--max-tokens",
-    "24",
-    "--chunk-size",
-    "4",
-    "--quiet",
-]
-TTS = [
-    sys.executable,
-    "-m",
-    "e2c.tts",
-    "--model",
-    "tiny",
-    "--backend",
-    "hf",
-    "--dataset",
-    "gsm8k",
-    "--data-dir",
-    str(BENCH_DIR),
-    "--limit",
-    "6",
-    "--methods",
-    "greedy_cot",
-    "--budgets",
-    "1",
-    "--set",
-    "cot_tokens=48",
-]
+
+
+def tiny(module: str, *flags: str) -> list[str]:
+    """``python -m MODULE`` on the tiny model (transformers backend) and the gsm8k file, with ``flags``."""
+    base = ["--model", "tiny", "--backend", "hf", "--dataset", "gsm8k", "--data-dir", str(BENCH_DIR)]
+    return [sys.executable, "-m", module, *base, *flags]
+
+
+EVAL = tiny("e2c.eval.run", "--limit", str(PROBLEMS), "--sample", str(SAMPLES), "--max-tokens", "24")
+EVAL += ["--chunk-size", "4", "--quiet"]
+TTS = tiny("e2c.tts", "--limit", "6", "--methods", "greedy_cot", "--budgets", "1", "--set", "cot_tokens=48")
 
 
 def run(cmd: list[str], out: Path, timeout: int = 180) -> subprocess.CompletedProcess:
@@ -91,6 +60,7 @@ def one_error_line(r: subprocess.CompletedProcess, text: str) -> None:
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.slow  # the real command, a model loaded and sampled
 def test_two_identical_evaluations_into_one_folder_cpu(tmp_path: Path) -> None:
     """Started together: the one that comes second to the folder refuses in one line naming the other
     (or, when the first has finished by then, resumes it and adds nothing); never a problem twice."""
@@ -120,6 +90,7 @@ def test_two_identical_evaluations_into_one_folder_cpu(tmp_path: Path) -> None:
     assert every_sample_once(out)
 
 
+@pytest.mark.slow  # the real command, a model loaded and sampled
 def test_an_evaluation_killed_while_it_holds_its_folder_resumes_cpu(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = subprocess.Popen(
@@ -140,6 +111,7 @@ def test_an_evaluation_killed_while_it_holds_its_folder_resumes_cpu(tmp_path: Pa
     assert every_sample_once(out)
 
 
+@pytest.mark.slow  # the real command, a model loaded and sampled
 def test_an_evaluation_on_a_full_disk_then_on_a_bigger_one_cpu(tmp_path: Path) -> None:
     with small_disk(tmp_path / "disk", 16) as disk:
         out = disk / "run"
@@ -156,6 +128,7 @@ def test_an_evaluation_on_a_full_disk_then_on_a_bigger_one_cpu(tmp_path: Path) -
     assert cut_short < PROBLEMS * SAMPLES
 
 
+@pytest.mark.slow  # the real command, a model loaded and sampled
 def test_a_tts_run_on_a_full_disk_then_on_a_bigger_one_cpu(tmp_path: Path) -> None:
     with small_disk(tmp_path / "disk", 20) as disk:
         r = run(TTS, disk)

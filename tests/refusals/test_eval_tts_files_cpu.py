@@ -128,14 +128,14 @@ def finished_eval(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save
 
 
-@pytest.mark.parametrize("damage", ["bad json", "not utf-8", "config a list"])
+@pytest.mark.parametrize("damage", ["bad json", "not utf-8", "record a list"])
 def test_eval_resume_names_a_bad_run_file_and_changes_nothing(
     tmp_path: Path, finished_eval: Path, damage: str
 ) -> None:
     save = Path(shutil.copytree(finished_eval, tmp_path / "run"))
     preds = save / "predictions" / "gsm8k.jsonl"
-    if damage == "config a list":
-        bad, needle = save / "config.json", "is not a run config (a JSON object of settings, got a list)"
+    if damage == "record a list":  # what made the run (e2c.run_folder); config.json is only for reports
+        bad, needle = save / "e2c-run.json", "is not a run record (got a list); move the run folder away"
         bad.write_text("[1, 2]\n")
     else:
         bad, needle = preds, "line 2: not a prediction line"

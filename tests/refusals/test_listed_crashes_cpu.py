@@ -482,7 +482,7 @@ def test_the_sbatch_dry_run_takes_good_stage_arguments_cpu() -> None:
     )
 
 
-@pytest.mark.integration  # a real ray head starts (~10-20 s on 2 cores)
+@pytest.mark.slow  # a real ray head starts (~10-20 s on 2 cores)
 def test_a_stage_refused_after_the_ray_head_started_is_one_line_cpu(tmp_path: Path) -> None:
     """A refusal only the stage itself finds (its training data is missing) comes after ray started: ray's
     shutdown lines go to stdout, stderr has the stage's one line. ``CUDA_VISIBLE_DEVICES=`` (no GPU) used to

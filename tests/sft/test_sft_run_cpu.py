@@ -312,6 +312,7 @@ def test_a_finished_run_with_another_model_is_refused_and_kept(runs: dict, data)
     assert {p: p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()} == before
 
 
+@pytest.mark.slow  # a real SFT run (torchrun) holds the folder
 def test_a_second_sft_run_into_a_running_ones_folder_is_refused_cpu(data, tmp_path: Path) -> None:
     """Two identical SFT runs into one folder: the second refuses in one line naming the first."""
     out = tmp_path / "sft"
