@@ -89,7 +89,9 @@ def local_paths(paths: Sequence[str]) -> list[str]:
 
 def identity_diff(recorded: Any, now: Any, prefix: str = "") -> list[str]:
     """``key old -> new`` for every leaf where two run identities differ (nested keys joined by dots): the
-    one definition of "the same run", used by every command. Empty: the same run.
+    one definition of "the same run", used by every command. Empty: the same run. A key missing from one
+    mapping reads as null there, so a setting an older record lacks is the same as one set to null (a new
+    setting whose default is not null needs the record's ``defaults``, see :class:`RunFolder`).
 
     >>> identity_diff({"model": "tiny", "settings": {"seed": 0}}, {"model": "tiny", "settings": {"seed": 1}})
     ['settings.seed 0 -> 1']

@@ -44,10 +44,20 @@ json_values = st.recursive(
 )
 
 
+def without_nulls(value: object) -> object:
+    """A mapping's null entries left out, at every depth: what :func:`identity_diff` compares."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
+
+
 @given(json_values, json_values)
 def test_identity_diff_is_empty_exactly_for_equal_values_cpu(a: object, b: object) -> None:
+    """Equal values, where a key missing from a mapping reads as null (a setting an older record lacks)."""
     assert identity_diff(a, a) == []
-    assert (identity_diff(a, b) == []) == (a == b)
+    assert (identity_diff(a, b) == []) == (without_nulls(a) == without_nulls(b))
     assert (identity_diff(a, b) == []) == (identity_diff(b, a) == [])
 
 
