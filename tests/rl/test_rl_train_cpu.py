@@ -209,8 +209,23 @@ def test_grpo_resumes_from_latest_checkpoint_cpu(grpo_runs: dict) -> None:
     data = str(grpo_runs["data"])
     env = {**os.environ, "TRAIN_DATA": data, "VAL_DATA": data, "TOTAL_TRAINING_STEPS": "3"}
     cmd = ["bash", "scripts/e2c_rl.sh", "--stage", "1", "--model", "tiny", "--output-dir", str(s1)]
-    res = subprocess.run(
+    # Without the run's --explore-budget it is another run: refused before anything starts, the folder kept.
+    other = subprocess.run(
         [*cmd, "--", "trainer.save_freq=1"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=600
+    )
+    assert other.returncode == 2 and other.stderr.count("error:") == 1, other.stderr[-3000:]
+    assert (
+        f"--output-dir {s1} holds another run (settings.e2c.rollout.explore_budget '16' -> None)"
+        in other.stderr
+    )
+    # The same run (save_freq and the step count are not part of what it is) resumes.
+    res = subprocess.run(
+        [*cmd, "--explore-budget", "16", "--", "trainer.save_freq=1"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
     )
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     steps = [json.loads(line)["step"] for line in (s1 / "metrics.jsonl").read_text().splitlines() if line]
