@@ -296,9 +296,10 @@ class RunFolder:
         """Create the folder, hold its lock while the block runs, and record the identity. With
         ``force`` and another run there, its files move to ``<folder>.replaced-<time>`` first. ``log``
         gets the informational lines (a lock taken over, files moved). Yields the folder. A claim
-        inside one this process holds on the same folder only checks the identity (it is one command)."""
+        inside one this process holds on the same folder nests without checking again: the outer claim
+        (the same command) checked the folder and moved it aside if asked to."""
         key = self.folder.resolve()
-        if key in _HELD:  # the outer claim checked the folder and moved it aside if asked to
+        if key in _HELD:
             _HELD[key] += 1
             try:
                 yield self.folder

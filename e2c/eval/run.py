@@ -49,6 +49,7 @@ from e2c.eval.runner import (
     chunk_size_for,
     eval_run_folder,
     format_table,
+    note,
     run_eval,
     tracker_payload,
 )
@@ -317,11 +318,6 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
     checks_done()
     interrupt_on_sigterm()
     return run_checked(args, cfg, res, data, save, shard, groups, trackers, backend, visible, argv)
-
-
-def note(line: str) -> None:
-    """An informational line (a lock taken over, a run moved aside): on stderr, beside the progress."""
-    print(line, file=sys.stderr, flush=True)
 
 
 def run_checked(

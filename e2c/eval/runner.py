@@ -521,6 +521,11 @@ def legacy_config(save_path: Path) -> dict[str, Any] | None:
     return {k: before.get(k, FIELD_DEFAULTS.get(k)) for k in GENERATION_FIELDS}
 
 
+def note(line: str) -> None:
+    """An informational line (a lock taken over, a run moved aside): on stderr, beside the progress."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def eval_run_folder(save_path: Path, cfg: EvalConfig, force: bool = False) -> RunFolder:
     """The run folder's claim: an eval run is its generation settings (the model among them); the
     datasets are not part of it (a run takes more datasets later; each one's problems are checked by
@@ -559,7 +564,7 @@ def run_eval(
     if shard[1] > 1:  # a data-parallel worker: the folder is its parent's
         return _run_eval(gen, data, cfg, save_path, log, shard, budgets)
     # A lock taken over or a run moved aside is said even with --quiet (which silences progress only).
-    with eval_run_folder(save_path, cfg, force).claim(lambda s: print(s, file=sys.stderr, flush=True)):
+    with eval_run_folder(save_path, cfg, force).claim(note):
         return _run_eval(gen, data, cfg, save_path, log, shard, budgets)
 
 
