@@ -54,6 +54,10 @@ class GradeResult:
     chain_status: str = "unparsed"
     format_score: float = 0.0
     plan_adherence: float | None = None
+    # A kind that runs programs (code): tests passed and run, and the sandbox's wall seconds.
+    tests_passed: int | None = None
+    tests_total: int | None = None
+    sandbox_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,8 +103,10 @@ def grade(
         response: model output (the continuation after the prefilled tag, or a full tagged text).
         gold: reference answer: a string, number, list, GSM8K solution or boxed solution (math); a letter,
             index or option text (mcq).
-        kind: a name in :data:`e2c.rewards.kinds.ANSWER_KINDS`: ``math``, ``mcq`` or ``countdown`` (gold
-            ``{"target", "numbers"}``; the boxed expression must use each number once and equal the target).
+        kind: a name in :data:`e2c.rewards.kinds.ANSWER_KINDS`: ``math``, ``mcq``, ``countdown`` (gold
+            ``{"target", "numbers"}``; the boxed expression must use each number once and equal the target)
+            or ``code`` (gold: the tests, :mod:`e2c.rewards.code_tests`; the last fenced program runs on them
+            in the sandbox, :mod:`e2c.sandbox`).
         options: the MCQ options ``{"A": text, ...}`` or a list of choice texts (lets option text count as
             an answer).
         fmt: the chain format to parse; ``None`` grades the raw text with no chain parsing.
@@ -162,7 +168,9 @@ def _grade(
 
     gold_s = spec.reference(gold, options)
     pred, method = spec.extract(region, options, fallback_number)
-    correct, check = spec.check(pred, gold_s, timeout)
+    checked = spec.check(pred, gold_s, timeout)
+    correct, check = checked[0], checked[1]
+    verdict = checked[2] if len(checked) > 2 else None  # a program's run (code): tests and seconds
     # No kind's check may call a missing answer or an unreadable reference correct.
     correct = correct and gold_s is not None and pred is not None
     reason = _reason(correct, check, gold_s, pred)
@@ -186,6 +194,9 @@ def _grade(
         chain_status=status,
         format_score=fscore,
         plan_adherence=adherence,
+        tests_passed=verdict.passed if verdict is not None else None,
+        tests_total=verdict.total if verdict is not None else None,
+        sandbox_s=round(verdict.seconds, 4) if verdict is not None else None,
     )
 
 

@@ -16,7 +16,7 @@ Adding a kind is one entry in :data:`ANSWER_KINDS` and its functions. Code reads
 every derived place accept it.
 
 >>> sorted(ANSWER_KINDS)
-['countdown', 'math', 'mcq']
+['code', 'countdown', 'math', 'mcq']
 >>> MCQ.extract("The answer is (B).", None, False), MCQ.reference(1, None), MCQ.check("B", "B", 5.0)
 (('B', 'phrase'), 'B', (True, 'letter'))
 """
@@ -68,19 +68,26 @@ class AnswerKind:
         options: answers are option letters: a record needs at least two options and its reference must
             be one of their letters; the question shows the options.
         object_gold: a reference may be a JSON object (not only a string, a number or a list of them).
+        prompt_suffix: what the prompt asks for instead of the chain format's own suffix (a boxed answer);
+            None keeps the format's.
+        runs_programs: its check runs the answer in the sandbox (:mod:`e2c.sandbox`): callers bound their
+            concurrency and report sandbox seconds; the check may return a third element, the
+            :class:`~e2c.rewards.code_judge.CodeVerdict`.
     """
 
     name: str
     summary: str
     reference: Callable[[Any, Options], str | None]
     extract: Callable[[str, Options, bool], tuple[str | None, str]]
-    check: Callable[[str | None, str | None, float], tuple[bool, str]]
+    check: Callable[[str | None, str | None, float], tuple[Any, ...]]
     canon: Callable[[str], str]
     symbolic: bool = False
     answer_keys: tuple[str, ...] = ("answer",)
     gold_keys: tuple[str, ...] = ()
     options: bool = False
     object_gold: bool = False
+    prompt_suffix: str | None = None
+    runs_programs: bool = False
 
 
 # ---------------------------------------------------------------------------------------------- math
@@ -140,6 +147,50 @@ def _countdown_check(pred: str | None, ref: str | None, timeout: float) -> tuple
     return countdown_check(pred, ref)
 
 
+# ---------------------------------------------------------------------------------------------- code
+CODE_PROMPT_SUFFIX = (
+    "\n\nPlan first, then carry the plan out. End with the complete solution as one Python program in a "
+    "```python code block."
+)
+
+
+def _code_reference(gold: Any, options: Options) -> str | None:
+    """The tests as canonical JSON text; None when they do not fit the schema (``unparseable_gold``)."""
+    from e2c.rewards.code_tests import CodeTestsError, parse_tests
+
+    try:
+        return parse_tests(gold).dumps()
+    except (CodeTestsError, RecursionError):
+        return None
+
+
+def _code_extract(region: str, options: Options, fallback_number: bool) -> tuple[str | None, str]:
+    from e2c.rewards.code_tests import extract_code
+
+    return extract_code(region)
+
+
+def _code_check(pred: str | None, ref: str | None, timeout: float) -> tuple[bool, str] | tuple[bool, str, Any]:
+    """Run the program on every test in the sandbox; ``how`` is ``tests k/n``, ``too_long`` or ``error`` (the
+    sandbox failed: an error, never a wrong answer)."""
+    if pred is None or ref is None:
+        return False, ""
+    from e2c.rewards.code_judge import judge
+    from e2c.rewards.code_tests import parse_tests
+
+    v = judge(pred, parse_tests(ref))
+    if v.status == "error":
+        return False, "error", v
+    if v.status != "ok":
+        return False, v.status, v
+    return v.correct, f"tests {v.passed}/{v.total}", v
+
+
+def _code_canon(answer: str) -> str:
+    # Programs vote by their behaviour on public tests (e2c.tts); as text, only whitespace is folded.
+    return "\n".join(line.rstrip() for line in answer.strip().splitlines())
+
+
 # ------------------------------------------------------------------------------------------- the table
 MATH = AnswerKind(
     name="math",
@@ -181,7 +232,20 @@ COUNTDOWN = AnswerKind(
     object_gold=True,
 )
 
-ANSWER_KINDS: dict[str, AnswerKind] = {k.name: k for k in (MATH, MCQ, COUNTDOWN)}
+CODE = AnswerKind(
+    name="code",
+    summary="a Python program (the last fenced block); the reference is its tests (e2c.rewards.code_tests)",
+    reference=_code_reference,
+    extract=_code_extract,
+    check=_code_check,
+    canon=_code_canon,
+    answer_keys=("tests", "answer", "input_output", "ground_truth"),
+    object_gold=True,
+    prompt_suffix=CODE_PROMPT_SUFFIX,
+    runs_programs=True,
+)
+
+ANSWER_KINDS: dict[str, AnswerKind] = {k.name: k for k in (MATH, MCQ, COUNTDOWN, CODE)}
 """Every answer kind by name: the one place a kind is defined."""
 
 DEFAULT_KIND: Kind = "math"
@@ -213,7 +277,7 @@ def kind_names(where: Callable[[AnswerKind], bool] = lambda k: True) -> tuple[st
     """The names of the kinds (those ``where`` holds for), in table order, read now.
 
     >>> kind_names(lambda k: k.object_gold)
-    ('countdown',)
+    ('countdown', 'code')
     """
     return tuple(n for n, k in ANSWER_KINDS.items() if where(k))
 

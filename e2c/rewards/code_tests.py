@@ -1,0 +1,340 @@
+"""The code answer kind's reference: a problem's tests in one schema for every source, and how outputs compare.
+
+A code record's reference (its ``answer``; ``reward_model.ground_truth`` of an RL row) is a JSON object::
+
+    {"mode": "stdin" | "call" | "assert",
+     "tests": [...],                 # at least one
+     "fn_name": "f",                 # call mode: the function (or ``Solution`` method) to call
+     "setup": "from typing import List",   # optional: code run before the program (imports)
+     "time_limit": 6.0,              # optional: seconds per test (LiveCodeBench's 6 s by default)
+     "compare": "lines",             # optional: how an output is compared (below)
+     "float_tol": 1e-6}              # optional: the tolerance of numbers under ``lines`` and ``json``
+
+and each test, by mode:
+
+- ``stdin`` (LiveCodeBench stdin problems, Codeforces, TACO/APPS): ``{"input": str, "output": str}``: the
+  program reads ``input`` on its standard input; its standard output is compared with ``output``;
+- ``call`` (LiveCodeBench's LeetCode problems, TACO's ``fn_name``): ``{"args": [...], "output": value}``:
+  ``fn_name(*args)`` (a top-level function, or a method of a class ``Solution``) returns a JSON value that is
+  compared with ``output``;
+- ``assert`` (MBPP, HumanEval's ``check``): ``{"code": "assert f(1) == 2"}``: the code runs after the
+  program; it passes when it raises nothing.
+
+Any test may say ``"public": true``: public tests are those a problem statement shows; test-time search may
+run them, and only they (never the hidden ones). The verdict counts every test.
+
+Comparison rules (``compare``):
+
+- ``lines`` (the default of ``stdin``; LiveCodeBench's rule): both outputs stripped and split into lines,
+  the same number of lines, and each pair of lines equal after stripping, or equal token by token where a
+  token pair is equal as text or as numbers (within ``float_tol``);
+- ``tokens``: the whitespace-separated tokens are equal (a Codeforces checker's default), numbers as above;
+- ``exact``: equal after removing trailing whitespace at the very end;
+- ``json`` (the default of ``call``): equal JSON values, a list equal to a tuple's list, numbers within
+  ``float_tol`` (relative or absolute), booleans never equal to numbers.
+
+The expected outputs of ``stdin`` and ``call`` tests never enter the program's process: the comparison
+happens here, in the caller. ``assert`` tests carry their expected values in their code, which must run
+beside the program: a hostile program can read or forge them (the documented limit of assert tests).
+
+>>> t = parse_tests({"mode": "stdin", "tests": [{"input": "1 2", "output": "3", "public": True}]})
+>>> t.mode, t.compare, t.time_limit, len(t.public)
+('stdin', 'lines', 6.0, 1)
+>>> outputs_equal("3 \\n4.0000001\\n", "3\\n4", "lines", 1e-6)
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+MODES = ("stdin", "call", "assert")
+COMPARES = ("lines", "tokens", "exact", "json")
+DEFAULT_COMPARE = {"stdin": "lines", "call": "json", "assert": "exact"}
+DEFAULT_TIME_LIMIT = 6.0
+MAX_TIME_LIMIT = 60.0
+DEFAULT_FLOAT_TOL = 1e-6
+MAX_PROGRAM_CHARS = 100_000
+"""Longest program that is run: a longer answer is graded ``too_long`` without running it."""
+
+
+@dataclass(frozen=True)
+class CodeTest:
+    """One test: ``input`` (stdin text), ``args`` (call arguments) or ``code`` (an assert), and its
+    expected ``output`` (stdin text or a JSON value; None for assert tests)."""
+
+    input: str = ""
+    args: tuple[Any, ...] = ()
+    code: str = ""
+    output: Any = None
+    public: bool = False
+
+
+@dataclass(frozen=True)
+class CodeTests:
+    """A problem's tests, checked once where they enter (:func:`parse_tests`)."""
+
+    mode: str
+    tests: tuple[CodeTest, ...]
+    fn_name: str = ""
+    setup: str = ""
+    time_limit: float = DEFAULT_TIME_LIMIT
+    compare: str = "lines"
+    float_tol: float = DEFAULT_FLOAT_TOL
+
+    @property
+    def public(self) -> tuple[CodeTest, ...]:
+        """The tests a problem statement shows (what test-time search may run)."""
+        return tuple(t for t in self.tests if t.public)
+
+    def only(self, tests: Sequence[CodeTest]) -> CodeTests:
+        """The same problem with other tests (the public ones, for search)."""
+        return CodeTests(
+            self.mode, tuple(tests), self.fn_name, self.setup, self.time_limit, self.compare, self.float_tol
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The schema's JSON object (what :func:`parse_tests` reads back)."""
+        out: dict[str, Any] = {"mode": self.mode, "tests": [_test_json(self.mode, t) for t in self.tests]}
+        if self.fn_name:
+            out["fn_name"] = self.fn_name
+        if self.setup:
+            out["setup"] = self.setup
+        out["time_limit"] = self.time_limit
+        out["compare"] = self.compare
+        if self.float_tol != DEFAULT_FLOAT_TOL:
+            out["float_tol"] = self.float_tol
+        return out
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), ensure_ascii=False)
+
+
+def _test_json(mode: str, t: CodeTest) -> dict[str, Any]:
+    if mode == "stdin":
+        d: dict[str, Any] = {"input": t.input, "output": t.output}
+    elif mode == "call":
+        d = {"args": list(t.args), "output": t.output}
+    else:
+        d = {"code": t.code}
+    if t.public:
+        d["public"] = True
+    return d
+
+
+class CodeTestsError(ValueError):
+    """A reference that is not a valid test set; its message is one line naming the problem."""
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def parse_tests(obj: Any) -> CodeTests:
+    """Check a reference against the schema above and return it as :class:`CodeTests`.
+
+    ``obj`` is the JSON object or its text. Raises :class:`CodeTestsError` with one line naming what is wrong
+    and the valid choices (no tests, a test of the wrong shape, an unknown mode or comparison rule).
+
+    >>> parse_tests('{"mode": "call", "fn_name": "f", "tests": [{"args": [1], "output": 2}]}').compare
+    'json'
+    >>> parse_tests({"mode": "stdin", "tests": []})
+    Traceback (most recent call last):
+    ...
+    e2c.rewards.code_tests.CodeTestsError: no tests (a code reference needs at least one)
+    """
+    if isinstance(obj, (str, bytes)):
+        try:
+            obj = json.loads(obj)
+        except (ValueError, RecursionError) as e:
+            raise CodeTestsError(f"not JSON: {str(e)[:80]}") from None
+    if not isinstance(obj, Mapping):
+        raise CodeTestsError(f"a code reference is a JSON object with mode and tests, not {type(obj).__name__}")
+    unknown = sorted(set(obj) - {"mode", "tests", "fn_name", "setup", "time_limit", "compare", "float_tol"})
+    if unknown:
+        raise CodeTestsError(
+            f"unknown field {unknown[0]!r}; valid: mode, tests, fn_name, setup, time_limit, compare, float_tol"
+        )
+    mode = obj.get("mode")
+    if mode not in MODES:
+        raise CodeTestsError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+    compare = obj.get("compare", DEFAULT_COMPARE[mode])
+    if compare not in COMPARES:
+        raise CodeTestsError(f"unknown comparison rule {compare!r}; valid: {', '.join(COMPARES)}")
+    fn_name = obj.get("fn_name") or ""
+    if not isinstance(fn_name, str) or (fn_name and not _IDENT.match(fn_name)):
+        raise CodeTestsError(f"fn_name must be a Python identifier, not {fn_name!r}")
+    if mode == "call" and not fn_name:
+        raise CodeTestsError("call tests need fn_name (the function to call)")
+    setup = obj.get("setup") or ""
+    if not isinstance(setup, str):
+        raise CodeTestsError(f"setup must be text, not {type(setup).__name__}")
+    time_limit = _number(obj.get("time_limit", DEFAULT_TIME_LIMIT), "time_limit", 0.01, MAX_TIME_LIMIT)
+    float_tol = _number(obj.get("float_tol", DEFAULT_FLOAT_TOL), "float_tol", 0.0, 1.0)
+    tests = obj.get("tests")
+    if hasattr(tests, "tolist"):  # a parquet list column
+        tests = tests.tolist()
+    if not isinstance(tests, (list, tuple)):
+        raise CodeTestsError(f"tests must be a list, not {type(tests).__name__}")
+    if not tests:
+        raise CodeTestsError("no tests (a code reference needs at least one)")
+    parsed = tuple(_parse_test(mode, t, i) for i, t in enumerate(tests))
+    return CodeTests(mode, parsed, fn_name, setup, time_limit, compare, float_tol)
+
+
+def _number(v: Any, name: str, lo: float, hi: float) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= float(v) <= hi:
+        raise CodeTestsError(f"{name} must be a number from {lo:g} to {hi:g}, not {v!r}")
+    return float(v)
+
+
+_FIELDS = {"stdin": ("input", "output"), "call": ("args", "output"), "assert": ("code",)}
+
+
+def _parse_test(mode: str, t: Any, i: int) -> CodeTest:
+    if not isinstance(t, Mapping):
+        raise CodeTestsError(f"test {i} must be an object with {' and '.join(_FIELDS[mode])}, not {type(t).__name__}")
+    need = _FIELDS[mode]
+    extra = sorted(set(t) - {*need, "public"})
+    if extra or any(k not in t for k in need):
+        raise CodeTestsError(f"test {i} of a {mode} problem has fields {sorted(t)}; it needs {', '.join(need)}")
+    public = t.get("public", False)
+    if not isinstance(public, bool):
+        raise CodeTestsError(f"test {i}: public must be true or false, not {public!r}")
+    if mode == "stdin":
+        if not isinstance(t["input"], str) or not isinstance(t["output"], str):
+            raise CodeTestsError(f"test {i}: a stdin test's input and output are text")
+        return CodeTest(input=t["input"], output=t["output"], public=public)
+    if mode == "call":
+        args = t["args"]
+        if hasattr(args, "tolist"):
+            args = args.tolist()
+        if not isinstance(args, (list, tuple)):
+            raise CodeTestsError(f"test {i}: args is the list of arguments, not {type(args).__name__}")
+        return CodeTest(args=tuple(args), output=t["output"], public=public)
+    if not isinstance(t["code"], str) or not t["code"].strip():
+        raise CodeTestsError(f"test {i}: an assert test's code is non-empty text")
+    return CodeTest(code=t["code"], public=public)
+
+
+# ------------------------------------------------------------------------------------------- comparing
+def _num(tok: str) -> Decimal | None:
+    if len(tok) > 100:  # a huge literal is compared as text
+        return None
+    try:
+        d = Decimal(tok)
+    except (InvalidOperation, ValueError):
+        return None
+    return d if d.is_finite() else None
+
+
+def _tokens_equal(a: Sequence[str], b: Sequence[str], tol: float) -> bool:
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x == y:
+            continue
+        dx, dy = _num(x), _num(y)
+        if dx is None or dy is None:
+            return False
+        diff = abs(dx - dy)
+        if diff > Decimal(tol) and diff > Decimal(tol) * max(abs(dx), abs(dy)):
+            return False
+    return True
+
+
+def outputs_equal(got: str, want: str, rule: str, tol: float = DEFAULT_FLOAT_TOL) -> bool:
+    """Whether a program's standard output ``got`` matches the expected ``want`` under ``rule`` (``lines``,
+    ``tokens`` or ``exact``; see the module's text). Pure; linear in the sizes.
+
+    >>> outputs_equal("1 2\\n", "1  2", "lines", 0.0), outputs_equal("1\\n2", "1 2", "tokens", 0.0)
+    (True, True)
+    >>> outputs_equal("1\\n2", "1 2", "lines", 0.0), outputs_equal("ab ", "ab", "exact", 0.0)
+    (False, True)
+    """
+    if rule == "exact":
+        return got.rstrip() == want.rstrip()
+    if rule == "tokens":
+        return _tokens_equal(got.split(), want.split(), tol)
+    gl, wl = got.strip().splitlines(), want.strip().splitlines()
+    if len(gl) != len(wl):
+        return False
+    return all(g.strip() == w.strip() or _tokens_equal(g.split(), w.split(), tol) for g, w in zip(gl, wl))
+
+
+def values_equal(got: Any, want: Any, tol: float = DEFAULT_FLOAT_TOL, _depth: int = 0) -> bool:
+    """JSON equality of a returned value with the expected one: lists and tuples alike, numbers within
+    ``tol`` (relative or absolute), booleans only equal to booleans, keys as strings.
+
+    >>> values_equal([1, 0.30000000000000004], (1, 0.3)), values_equal(True, 1), values_equal({"1": 2}, {1: 2})
+    (True, False, True)
+    """
+    if _depth > 200:
+        return False
+    if isinstance(got, bool) or isinstance(want, bool):
+        return isinstance(got, bool) and isinstance(want, bool) and got == want
+    if isinstance(got, (int, float)) and isinstance(want, (int, float)):
+        if isinstance(got, int) and isinstance(want, int):
+            return got == want
+        g, w = float(got), float(want)
+        if math.isnan(g) or math.isnan(w):
+            return math.isnan(g) and math.isnan(w)
+        return g == w or abs(g - w) <= tol or abs(g - w) <= tol * max(abs(g), abs(w))
+    if isinstance(got, (list, tuple)) and isinstance(want, (list, tuple)):
+        return len(got) == len(want) and all(values_equal(x, y, tol, _depth + 1) for x, y in zip(got, want))
+    if isinstance(got, Mapping) and isinstance(want, Mapping):
+        g2 = {str(k): v for k, v in got.items()}
+        w2 = {str(k): v for k, v in want.items()}
+        return g2.keys() == w2.keys() and all(values_equal(g2[k], w2[k], tol, _depth + 1) for k in g2)
+    return type(got) is type(want) and got == want
+
+
+# ------------------------------------------------------------------------------------------ extraction
+# A fence opens a line, or follows a tag directly (``<EXECUTION>```python``, as chains write it).
+_FENCE = re.compile(r"(?:^|(?<=>))[ \t]*(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n", re.M)
+PYTHON_TAGS = ("python", "py", "python3")
+
+
+def extract_code(text: str) -> tuple[str | None, str]:
+    """The program in a response: the last fenced block tagged python (``python``, ``py``, ``python3``), else
+    the last fenced block of any language, else None. Returns ``(code or None, method)`` where method is
+    ``python_block``, ``block``, ``unclosed_block`` (a final fence never closed, as a cut-off response has)
+    or ``none``. Linear time; never raises.
+
+    >>> extract_code("plan\\n```python\\nprint(1)\\n```\\ntext\\n```\\nx\\n```")
+    ('print(1)\\n', 'python_block')
+    >>> extract_code("no code here")
+    (None, 'none')
+    """
+    if not isinstance(text, str) or "```" not in text and "~~~" not in text:
+        return None, "none"
+    blocks: list[tuple[str, str, bool]] = []  # (lang, body, closed)
+    pos = 0
+    while True:
+        m = _FENCE.search(text, pos)
+        if m is None:
+            break
+        fence, lang = m.group(1), m.group(2).lower()
+        # A closing fence ends its line, or a tag follows it (``````</EXECUTION>``).
+        close = re.compile(r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*(?=$|<)", re.M)
+        c = close.search(text, m.end())
+        if c is None:
+            blocks.append((lang, text[m.end() :], False))
+            break
+        blocks.append((lang, text[m.end() : c.start()], True))
+        pos = c.end()
+    if not blocks:
+        return None, "none"
+    closed = [b for b in blocks if b[2]]
+    py = [b for b in closed if b[0] in PYTHON_TAGS]
+    if py:
+        return py[-1][1], "python_block"
+    if closed:
+        return closed[-1][1], "block"
+    lang, body, _ = blocks[-1]
+    return (body, "unclosed_block") if body.strip() else (None, "none")
