@@ -32,7 +32,7 @@ from e2c.sandbox import Limits, RunResult, Sandbox, current, slots
 DRIVER_OVERHEAD_S = 2.0
 MAX_VALUE_CHARS = 1_000_000
 
-_DRIVER = r'''
+_DRIVER = r"""
 import json, os, signal, sys
 
 def _plain(v, depth=0):
@@ -107,7 +107,7 @@ def main():
             say({"i": i, "e": type(e).__name__})
 
 main()
-'''
+"""
 
 
 @dataclass(frozen=True)

@@ -154,7 +154,9 @@ def parse_tests(obj: Any) -> CodeTests:
         except (ValueError, RecursionError) as e:
             raise CodeTestsError(f"not JSON: {str(e)[:80]}") from None
     if not isinstance(obj, Mapping):
-        raise CodeTestsError(f"a code reference is a JSON object with mode and tests, not {type(obj).__name__}")
+        raise CodeTestsError(
+            f"a code reference is a JSON object with mode and tests, not {type(obj).__name__}"
+        )
     unknown = sorted(set(obj) - {"mode", "tests", "fn_name", "setup", "time_limit", "compare", "float_tol"})
     if unknown:
         raise CodeTestsError(
@@ -198,11 +200,15 @@ _FIELDS = {"stdin": ("input", "output"), "call": ("args", "output"), "assert": (
 
 def _parse_test(mode: str, t: Any, i: int) -> CodeTest:
     if not isinstance(t, Mapping):
-        raise CodeTestsError(f"test {i} must be an object with {' and '.join(_FIELDS[mode])}, not {type(t).__name__}")
+        raise CodeTestsError(
+            f"test {i} must be an object with {' and '.join(_FIELDS[mode])}, not {type(t).__name__}"
+        )
     need = _FIELDS[mode]
     extra = sorted(set(t) - {*need, "public"})
     if extra or any(k not in t for k in need):
-        raise CodeTestsError(f"test {i} of a {mode} problem has fields {sorted(t)}; it needs {', '.join(need)}")
+        raise CodeTestsError(
+            f"test {i} of a {mode} problem has fields {sorted(t)}; it needs {', '.join(need)}"
+        )
     public = t.get("public", False)
     if not isinstance(public, bool):
         raise CodeTestsError(f"test {i}: public must be true or false, not {public!r}")
@@ -311,7 +317,7 @@ def extract_code(text: str) -> tuple[str | None, str]:
     >>> extract_code("no code here")
     (None, 'none')
     """
-    if not isinstance(text, str) or "```" not in text and "~~~" not in text:
+    if not isinstance(text, str) or ("```" not in text and "~~~" not in text):
         return None, "none"
     blocks: list[tuple[str, str, bool]] = []  # (lang, body, closed)
     pos = 0
@@ -321,7 +327,9 @@ def extract_code(text: str) -> tuple[str | None, str]:
             break
         fence, lang = m.group(1), m.group(2).lower()
         # A closing fence ends its line, or a tag follows it (``````</EXECUTION>``).
-        close = re.compile(r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*(?=$|<)", re.M)
+        close = re.compile(
+            r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*(?=$|<)", re.M
+        )
         c = close.search(text, m.end())
         if c is None:
             blocks.append((lang, text[m.end() :], False))

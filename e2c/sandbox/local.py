@@ -30,6 +30,7 @@ import os
 import queue
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -89,9 +90,9 @@ def probe_isolation() -> Isolation:
         from e2c.errors import UserError
 
         raise UserError("the local sandbox needs prlimit and setpriv (Debian: apt-get install util-linux)")
-    if unshare is not None and os.geteuid() == 0:
-        if _probe([unshare, "--net", "--pid", "--fork", "--kill-child", "true"]):
-            return Isolation("root", prlimit, setpriv, unshare)
+    root = os.geteuid() == 0
+    if unshare is not None and root and _probe([unshare, "--net", "--pid", "--fork", "--kill-child", "true"]):
+        return Isolation("root", prlimit, setpriv, unshare)
     if unshare is not None and _probe(
         [unshare, "--user", "--map-root-user", "--net", "--pid", "--fork", "--kill-child", "true"]
     ):
@@ -114,6 +115,43 @@ def limit_args(prlimit: str, limits: Limits) -> list[str]:
     ]
 
 
+def world_reachable(path: str) -> bool:
+    """Whether any user may execute ``path``: every folder on its real path searchable by others, and the
+    file executable by others (the program runs as a user of its own)."""
+    real = os.path.realpath(path)
+    try:
+        if not os.stat(real).st_mode & stat.S_IXOTH:
+            return False
+        d = os.path.dirname(real)
+        while True:
+            if not os.stat(d).st_mode & stat.S_IXOTH:
+                return False
+            if d == os.path.dirname(d):
+                return True
+            d = os.path.dirname(d)
+    except OSError:
+        return False
+
+
+PYTHON_CANDIDATES = ("/usr/local/bin/python3", "/usr/bin/python3")
+
+
+def interpreter(root: bool) -> str:
+    """The Python that runs programs: the caller's own when a user of the sandbox's may execute it (always,
+    without root), else the system's ``python3`` (a pyenv under a private ``/root``, for instance)."""
+    if not root or world_reachable(sys.executable):
+        return sys.executable
+    for cand in PYTHON_CANDIDATES:
+        if world_reachable(cand):
+            return cand
+    from e2c.errors import UserError
+
+    raise UserError(
+        f"the sandbox's user cannot execute {sys.executable} (a folder on its path is private) and there "
+        f"is no {' or '.join(PYTHON_CANDIDATES)}; install python3 system-wide"
+    )
+
+
 def _child_env(home: str) -> dict[str, str]:
     # Nothing of the caller's environment (tokens, proxies, paths) reaches the program.
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "HOME": home}
@@ -125,8 +163,8 @@ class LocalSandbox:
     name = "local"
 
     def __init__(self, python: str | None = None, isolation: Isolation | None = None) -> None:
-        self.python = python or sys.executable
         self.iso = isolation or probe_isolation()
+        self.python = python or interpreter(self.iso.mode == "root")
         self._uids: queue.Queue[int] = queue.Queue()
         # A uid range per caller process, so two toolkit processes on one machine do not share users.
         base = UID_BASE + (os.getpid() % 30_000) * UID_SLOTS
@@ -136,10 +174,10 @@ class LocalSandbox:
     def describe(self) -> str:
         return self.iso.describe()
 
-    def command(self, limits: Limits, uid: int | None, argv: list[str]) -> list[str]:
-        """The exec chain that runs ``argv`` under ``limits`` (as ``uid`` in root mode)."""
+    def command(self, limits: Limits, uid: int | None, argv: list[str], work: str = "") -> list[str]:
+        """The exec chain that runs ``argv`` under ``limits`` (as ``uid`` in root mode) in folder ``work``."""
         iso = self.iso
-        cmd = limit_args(iso.prlimit, limits) + [iso.setpriv, "--pdeathsig", "KILL", "--"]
+        cmd = [*limit_args(iso.prlimit, limits), iso.setpriv, "--pdeathsig", "KILL", "--"]
         if iso.mode == "root":
             cmd += [iso.unshare or "unshare", "--net", "--pid", "--fork", "--kill-child", "--"]
             cmd += [iso.setpriv, f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--nnp"]
@@ -194,7 +232,7 @@ class LocalSandbox:
             open(paths["err"], "wb") as ferr,
         ):
             proc = subprocess.Popen(
-                self.command(limits, uid, argv),
+                self.command(limits, uid, argv, work),
                 stdin=fin,
                 stdout=fout,
                 stderr=ferr,
@@ -236,9 +274,7 @@ def _read(path: str, limit: int | None = None) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def _result(
-    rc: int | None, timed_out: bool, out: str, err: str, limits: Limits, seconds: float
-) -> RunResult:
+def _result(rc: int | None, timed_out: bool, out: str, err: str, limits: Limits, seconds: float) -> RunResult:
     stdout, stderr = _read(out), _read(err, STDERR_TAIL)
     cap = limits.file_mb * 1024 * 1024
     if timed_out:
