@@ -14,7 +14,10 @@ Steps (each prints what it wrote; a failed step is reported and the others still
 4. generate ``--synthetic N`` verified synthetic problems (``synthetic_*`` files in sft, rl, eval);
 5. build EF-SFT data from the paper's SFT (or the synthetic SFT when it is absent) and print the share
    of trained tokens;
-6. validate every written file against its schema.
+6. with ``--code-rl SOURCE ...``: code RL prompts (``rl/code_rl_{train,val}.parquet``) from DeepCoder-style
+   rows (:mod:`e2c.data.code_sets`: DeepCoder-Preview, TACO/APPS, LiveCodeBench, Codeforces, MBPP shapes),
+   each ``reward_model.ground_truth`` the problem's tests as JSON and ``extra_info.kind`` ``code``;
+7. validate every written file against its schema.
 
 Exit status 0 when every requested step succeeded, 1 otherwise (what succeeded is kept).
 """
@@ -31,7 +34,7 @@ from e2c import progress
 from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, probability, whole
 from e2c.chain import E2C
 from e2c.cli import ArgumentParser
-from e2c.data import efsft, paper, registry
+from e2c.data import code_sets, efsft, paper, registry
 from e2c.data.download import DATA_REPO, download, endpoint, hf_token
 from e2c.data.io import read_rows, write_parquet
 from e2c.data.schema import validate_file
@@ -41,6 +44,7 @@ from e2c.errors import UserError
 from e2c.files import check_output_dir
 from e2c.models import ModelSpecError
 from e2c.paths import data_dir
+from e2c.rewards.kinds import find_kind
 
 # The paper's README spells the processed files it passes as TRAIN_DATA with hyphens (its
 # data/processed/sft/e2c-sft-train.parquet); each of ours is also reachable under that spelling, as a link in
@@ -205,6 +209,75 @@ def prepare_synthetic(run: Run, out: Path, n: int, seed: int, workers: int = 2) 
     return rows["sft"]
 
 
+# --code-rl deepcoder: DeepCoder-Preview's training splits (its test splits are test_livecodebench and
+# test_codeforces in the registry, kept out of training).
+DEEPCODER_REPO = "agentica-org/DeepCoder-Preview-Dataset"
+DEEPCODER_TRAIN = ("primeintellect", "taco", "lcbv5")
+
+
+def code_rl_files(source: str) -> list[Path]:
+    """The row files of one ``--code-rl`` source: a file, or a folder's .jsonl/.json/.parquet files (sorted);
+    UserError naming the source when there are none."""
+    p = Path(source)
+    if p.is_file():
+        return [p]
+    if p.is_dir():
+        files = _raw_files(p, "*")
+        if files:
+            return files
+        raise UserError(f"--code-rl {source}: no .jsonl, .json or .parquet file in that folder")
+    raise UserError(
+        f"--code-rl {source}: no such file or folder; valid: a file, a folder, or 'deepcoder' (hub)"
+    )
+
+
+def _deepcoder_rows(use_hub: bool) -> list[tuple[str, Any]]:
+    if not use_hub:
+        raise UserError("--code-rl deepcoder reads the hub; without --skip-download, or give local files")
+    try:
+        import datasets
+
+        return [
+            (f"deepcoder_{c}", datasets.load_dataset(DEEPCODER_REPO, c, split="train"))
+            for c in DEEPCODER_TRAIN
+        ]
+    except Exception as e:  # no network, no such repo, ...
+        raise UserError(
+            f"--code-rl deepcoder: {DEEPCODER_REPO} is unavailable ({type(e).__name__})"
+        ) from None
+
+
+def prepare_code_rl(
+    run: Run, sources: Sequence[str], out: Path, val_frac: float, seed: int, use_hub: bool
+) -> None:
+    """Code RL rows from every source, split by a hash of the prompt (as the paper's RL prompts)."""
+    parts: list[tuple[str, Any]] = []
+    for src in sources:
+        if src == "deepcoder":
+            parts.extend(_deepcoder_rows(use_hub))
+        else:
+            parts.extend((f.stem, read_rows(f)) for f in code_rl_files(src))
+    # The code kind asks for the program in a ```python block instead of the format's boxed answer.
+    kind = find_kind(code_sets.CODE_KIND)
+    suffix = kind.prompt_suffix if kind is not None else None
+    fmt = E2C if suffix is None else E2C.replace(prompt_suffix=suffix, suffix_separator="")
+    rows: list[dict[str, Any]] = []
+    for name, part in parts:
+        got, dropped = code_sets.code_rl_rows(part, name, fmt.messages)
+        if dropped:
+            run.notes.append(f"code RL {name}: dropped {dict(dropped)}")
+        rows.extend(got)
+    if not rows:
+        raise UserError(f"--code-rl: no code problem in {', '.join(sources)}")
+    train, val = paper.split_train_val(rows, paper.first_user, val_frac, seed)
+    for split in (train, val):  # each file's rows are numbered from 0
+        for i, r in enumerate(split):
+            r["extra_info"]["index"] = i
+    run.write(train, out / "rl" / "code_rl_train.parquet", "rl")
+    if val:
+        run.write(val, out / "rl" / "code_rl_val.parquet", "rl")
+
+
 # Any tokenizer with a vocabulary makes tokens of this; one without makes none.
 PROBE_TEXT = "Explore first, then execute: 12 + 30 = 42."
 
@@ -277,6 +350,15 @@ def build_parser() -> ArgumentParser:
         metavar="N",
         help="synthetic problems to generate (0: none; default 2000)",
     )
+    ap.add_argument(
+        "--code-rl",
+        nargs="+",
+        type=TEXT,
+        default=None,
+        metavar="SOURCE",
+        help="code RL prompts from DeepCoder-style rows: files, folders, or 'deepcoder' (the hub's "
+        f"{DEEPCODER_REPO} training splits); written to rl/code_rl_{{train,val}}.parquet (default: none)",
+    )
     ap.add_argument("--seed", type=whole(0), default=0, help="seed for synthetic data and splits (default 0)")
     ap.add_argument(
         "--val-frac",
@@ -329,6 +411,11 @@ def check_args(args: argparse.Namespace) -> Any:
         hf_token()
     elif raw.exists() and not raw.is_dir():
         raise UserError(f"--raw {raw}: {raw.absolute()} is a file, not a folder")
+    for src in args.code_rl or ():
+        if src == "deepcoder" and args.skip_download:
+            raise UserError("--code-rl deepcoder reads the hub; drop --skip-download, or give local files")
+        if src != "deepcoder":
+            code_rl_files(src)
     if args.synthetic or not (args.skip_download or args.skip_sft) or raw_files(raw, "sft"):
         return load_tokenizer(args.tokenizer)  # EF-SFT runs last: a bad tokenizer is refused now
     return None
@@ -358,6 +445,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         ),
         ("eval", lambda: prepare_eval(run, raw, out, args.data_dir, use_hub=not args.skip_download)),
     ]
+    if args.code_rl:
+        steps.append(
+            (
+                "code RL",
+                lambda: prepare_code_rl(
+                    run, args.code_rl, out, args.val_frac, args.seed, use_hub=not args.skip_download
+                ),
+            )
+        )
     results: dict[str, Any] = {}
     for name, fn in steps:
         try:

@@ -46,7 +46,13 @@ class SpecFields(Protocol):
 
 @dataclass
 class Record:
-    """One evaluation problem in the project's schema."""
+    """One evaluation problem in the project's schema.
+
+    ``extra`` holds facts a set keeps beside the problem (a Codeforces ``rating``, a LiveCodeBench
+    ``contest_date``): :meth:`to_dict` writes it as JSON text, and only when there is something in it, so the
+    rows of the other sets keep their columns (and parquet gets one text column, never a struct whose fields
+    differ from row to row); :func:`extra_of` reads it back.
+    """
 
     id: str
     problem: str
@@ -54,9 +60,30 @@ class Record:
     kind: Kind
     choices: list[str] = field(default_factory=list)
     data_source: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        extra = d.pop("extra")
+        if extra:
+            d["extra"] = json.dumps(extra, ensure_ascii=False, sort_keys=True)
+        return d
+
+
+def extra_of(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's ``extra`` (JSON text, as :meth:`Record.to_dict` writes it, or a mapping); ValueError for any
+    other value."""
+    v = row.get("extra")
+    if v is None or v == "" or v == {}:
+        return {}
+    if isinstance(v, str):
+        try:
+            v = json.loads(v)
+        except (ValueError, RecursionError):
+            raise ValueError("extra is not JSON text") from None
+    if not isinstance(v, Mapping):
+        raise ValueError(f"extra must be a JSON object, not {type(v).__name__}")
+    return dict(v)
 
 
 # ------------------------------------------------------------------------------------------- mapping
@@ -213,7 +240,11 @@ def to_record(row: Mapping[str, Any], spec: SpecFields, index: int) -> Record:
         raise ValueError(f"answer {gold!r} (field {akey}) is not one of the options {', '.join(options)}")
     if not answer:
         raise ValueError(f"no reference answer (looked for {', '.join(keys)})")
-    return Record(rid, problem, answer, kind.name, choices, spec.name)
+    try:
+        extra = extra_of(row)
+    except ValueError:  # a source's own column of that name, not ours: not a fact of the record
+        extra = {}
+    return Record(rid, problem, answer, kind.name, choices, spec.name, extra)
 
 
 def letter_options(choices: Sequence[str]) -> dict[str, str]:

@@ -2,9 +2,14 @@
 
 Every benchmark, whatever its source, loads into :class:`Record`::
 
-    id, problem, answer, kind (a name of e2c.rewards.kinds: "math" | "mcq" | "countdown"),
+    id, problem, answer, kind (a name of e2c.rewards.kinds: "math" | "mcq" | "countdown" | "code"),
     choices (option texts, A.. order; empty unless the kind's answers are options), data_source (the
-    registry name)
+    registry name), extra (facts kept beside the problem: a Codeforces rating, a contest date)
+
+The code sets (group ``code``; :mod:`e2c.data.code_sets` converts each source's rows) have kind ``code``:
+``answer`` is the problem's tests as JSON (:mod:`e2c.rewards.code_tests`). ``livecodebench`` (and
+``test_livecodebench``) take a selection after ``@``: a release (``livecodebench@release_v5``) or a
+contest-date window (``livecodebench@2024-08-01..2025-02-01``).
 
 For multiple choice ``answer`` is the option letter and ``problem`` is the stem only; use
 :func:`question_text` to get the text a model sees (stem plus lettered options).
@@ -30,11 +35,12 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from e2c.data import code_sets
 from e2c.data.io import ROW_SUFFIXES, read_rows
 
 # The record schema and the row mapping live in e2c.data.records; these names stay importable from here.
@@ -65,14 +71,25 @@ class DatasetSpec:
 
     Attributes:
         name: registry name (also the ``data_source`` of its records).
-        group: ``math``, ``med`` or ``synthetic``.
-        kind: the answer kind (:mod:`e2c.rewards.kinds`): ``math`` (free-form answer) or ``mcq`` (option
-            letter); a ``synthetic`` set's rows may name their own (``countdown``).
+        group: ``math``, ``med``, ``synthetic`` or ``code``.
+        kind: the answer kind (:mod:`e2c.rewards.kinds`): ``math`` (free-form answer), ``mcq`` (option
+            letter) or ``code`` (a program; the reference is its tests); a ``synthetic`` set's rows may name
+            their own (``countdown``).
         hf_id / hf_config / split: the hub source; ``hf_id=None`` means local files only.
         problem_keys / answer_keys: the source's field names, tried before the common fallbacks.
         local_names: file stems accepted in a local folder, in order of preference.
         subject: for a combined MMLU file, keep the rows whose ``subject`` equals this.
-        max_new_tokens: the paper's generation budget for the set (8,192 math, 1,500 medical).
+        max_new_tokens: the paper's generation budget for the set (8,192 math, 1,500 medical; 8,192 code,
+            the math budget: the E2C models' training length).
+        convert: ``(row, spec, index) -> Record | None`` for a set whose rows are not problem/answer pairs
+            (the code sets: :mod:`e2c.data.code_sets`); None (left out) for a row the set cannot grade.
+            Unset: :func:`~e2c.data.records.to_record`.
+        builtin: rows shipped with an installed package (HumanEval's), read when no local file exists,
+            before the hub.
+        hub_files: files of the hub repository to read instead of ``datasets.load_dataset`` (a repository
+            whose loading script the ``datasets`` library no longer runs: LiveCodeBench's).
+        windowed: the set takes a ``name@selector`` (a LiveCodeBench release or a contest-date window,
+            :func:`e2c.data.code_sets.parse_window`).
     """
 
     name: str
@@ -86,6 +103,10 @@ class DatasetSpec:
     local_names: tuple[str, ...] = ()
     subject: str | None = None
     max_new_tokens: int = 8192
+    convert: Callable[[Mapping[str, Any], DatasetSpec, int], Record | None] | None = None
+    builtin: Callable[[], list[dict[str, Any]]] | None = None
+    hub_files: tuple[str, ...] = ()
+    windowed: bool = False
 
     @property
     def file_stems(self) -> tuple[str, ...]:
@@ -114,6 +135,89 @@ def _mmlu(subject: str) -> DatasetSpec:
         max_new_tokens=1500,
     )
 
+
+def code_converter(**opts: Any) -> Callable[[Mapping[str, Any], DatasetSpec, int], Record | None]:
+    """A code set's ``convert``: any source shape (:func:`e2c.data.code_sets.detect_shape`) to a record named
+    after the set; ``opts`` are the DeepCoder converter's (``compare``, ``preamble_stdin``)."""
+
+    def convert(row: Mapping[str, Any], spec: DatasetSpec, index: int) -> Record | None:
+        return code_sets.to_code_record(row, spec.name, index, **opts)
+
+    return convert
+
+
+CODE = code_converter()
+CODE_TOKENS = code_converter(compare="tokens")  # Codeforces, TACO: a checker's whitespace-token comparison
+CODE_LCB = code_converter(preamble_stdin=True)  # LiveCodeBench's harness imports its preamble for all
+# The code sets (e2c.data.code_sets has the shapes each source's rows come in). Codeforces from open-r1 keeps
+# the problems' ratings (what e2c.eval.codeforces_elo needs); DeepCoder's test sets (Elastic Reasoning's
+# test_livecodebench, test_codeforces) are DeepCoder-Preview's lcbv5 and codeforces test splits.
+CODE_SPECS: tuple[DatasetSpec, ...] = (
+    DatasetSpec(
+        "humaneval",
+        "code",
+        "code",
+        "openai/openai_humaneval",
+        None,
+        "test",
+        local_names=("HumanEval", "openai_humaneval"),
+        convert=CODE,
+        builtin=code_sets.humaneval_rows,
+    ),
+    DatasetSpec(
+        "mbpp",
+        "code",
+        "code",
+        "google-research-datasets/mbpp",
+        "full",
+        "test",
+        local_names=("mbpp_full", "mbpp_sanitized"),
+        convert=CODE,
+    ),
+    DatasetSpec(
+        "mbppplus",
+        "code",
+        "code",
+        "evalplus/mbppplus",
+        None,
+        "test",
+        local_names=("mbpp_plus",),
+        convert=CODE,
+    ),
+    DatasetSpec(
+        "livecodebench",
+        "code",
+        "code",
+        "livecodebench/code_generation_lite",
+        None,
+        "test",
+        local_names=("code_generation_lite",),
+        convert=CODE_LCB,
+        hub_files=code_sets.LCB_FILES,
+        windowed=True,
+    ),
+    DatasetSpec("codeforces", "code", "code", "open-r1/codeforces", None, "test", convert=CODE_TOKENS),
+    DatasetSpec("taco", "code", "code", "BAAI/TACO", None, "test", convert=CODE_TOKENS),
+    DatasetSpec(
+        "test_livecodebench",
+        "code",
+        "code",
+        "agentica-org/DeepCoder-Preview-Dataset",
+        "lcbv5",
+        "test",
+        convert=CODE_LCB,
+        windowed=True,
+    ),
+    DatasetSpec(
+        "test_codeforces",
+        "code",
+        "code",
+        "agentica-org/DeepCoder-Preview-Dataset",
+        "codeforces",
+        "test",
+        convert=CODE_TOKENS,
+    ),
+)
 
 SPECS: tuple[DatasetSpec, ...] = (
     DatasetSpec(
@@ -185,6 +289,7 @@ SPECS: tuple[DatasetSpec, ...] = (
     _mmlu("medical_genetics"),
     _mmlu("professional_medicine"),
     DatasetSpec("synthetic", "synthetic", "math", None, local_names=("synthetic_eval",), max_new_tokens=2048),
+    *CODE_SPECS,
 )
 
 REGISTRY: dict[str, DatasetSpec] = {s.name: s for s in SPECS}
@@ -192,6 +297,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "all": tuple(s.name for s in SPECS if s.group == "math"),
     "med": tuple(s.name for s in SPECS if s.group == "med"),
     "mmlu_medical": tuple(s.name for s in SPECS if s.hf_id == "cais/mmlu"),
+    # The code benchmarks (TACO, mostly a training set, and DeepCoder's test splits, which repeat
+    # LiveCodeBench and Codeforces problems, are named on their own).
+    "code": ("humaneval", "mbpp", "mbppplus", "livecodebench", "codeforces"),
 }
 # Other names users (and the paper's scripts) use for the same sets.
 ALIASES: dict[str, str] = {
@@ -204,6 +312,11 @@ ALIASES: dict[str, str] = {
     # Elastic Reasoning's (and DeepScaleR's) evaluation names.
     "aime": "aime24",
     "amc": "amc23",
+    # Code sets' other spellings (DeepCoder's and the hub's).
+    "openai_humaneval": "humaneval",
+    "mbpp_plus": "mbppplus",
+    "lcb": "livecodebench",
+    "code_generation_lite": "livecodebench",
 }
 
 
@@ -237,11 +350,34 @@ def valid_names() -> list[str]:
     return [*GROUPS, *REGISTRY, *ALIASES]
 
 
+def split_selector(name: str) -> tuple[str, str]:
+    """``"livecodebench@release_v5"`` -> ``("livecodebench", "release_v5")``; no ``@``: an empty selector."""
+    base, _, selector = name.partition("@")
+    return base, selector
+
+
+def _windowed(name: str, key: str) -> str:
+    """A ``set@selector`` name, checked (a windowed set, a valid selector) and spelled canonically."""
+    base, selector = split_selector(key)
+    base = ALIASES.get(base, base)
+    spec = REGISTRY.get(base)
+    if spec is None or not spec.windowed:
+        takers = ", ".join(s.name for s in SPECS if s.windowed)
+        raise UserError(f"{name!r}: only {takers} take an @selection ({code_sets.WINDOW_HELP})")
+    try:
+        window = code_sets.parse_window(selector)
+    except code_sets.CodeSetError as e:
+        raise UserError(f"{name!r}: {e}") from None
+    return f"{base}@{window.text}"
+
+
 def resolve_names(spec: str | Iterable[str]) -> list[str]:
     """Expand a comma-separated (or listed) selection of groups, names and aliases into benchmark names.
 
     Order is kept and duplicates dropped. An unknown name raises :class:`UserError` with the valid
-    names and the closest matches.
+    names and the closest matches. A set that takes a selection (LiveCodeBench) may be named
+    ``set@selection`` (``livecodebench@release_v5``, ``livecodebench@2024-08-01..2025-02-01``); the name
+    stays as given, checked and lower-cased.
     """
     items = spec.split(",") if isinstance(spec, str) else list(spec)
     out: list[str] = []
@@ -250,8 +386,10 @@ def resolve_names(spec: str | Iterable[str]) -> list[str]:
         if not name:
             continue
         key = name.lower()
-        if key in GROUPS:
-            names: Sequence[str] = GROUPS[key]
+        if "@" in key:
+            names: Sequence[str] = (_windowed(name, key),)
+        elif key in GROUPS:
+            names = GROUPS[key]
         elif key in REGISTRY:
             names = (key,)
         elif key in ALIASES:
@@ -274,7 +412,7 @@ def get_spec(name: str) -> DatasetSpec:
     names = resolve_names(name)
     if len(names) != 1:
         raise UserError(f"{name!r} is a group of {len(names)} sets; name one of: {', '.join(names)}")
-    return REGISTRY[names[0]]
+    return REGISTRY[split_selector(names[0])[0]]
 
 
 # ------------------------------------------------------------------------------------------- mapping
@@ -314,13 +452,16 @@ def find_local(spec: DatasetSpec, dirs: Sequence[Path]) -> Path | None:
 def records_from_rows(rows: Iterable[Mapping[str, Any]], spec: DatasetSpec, source: str) -> list[Record]:
     """Map rows to records; the first bad row raises UserError naming the source, row and problem."""
     out = []
+    convert = spec.convert or to_record
     for i, row in enumerate(rows):
         if spec.subject and "subject" in row and row["subject"] != spec.subject:
             continue
         try:
-            out.append(to_record(row, spec, i))
+            rec = convert(row, spec, i)
         except ValueError as e:
             raise UserError(f"{source} row {i}: {e}") from None
+        if rec is not None:
+            out.append(rec)
     if not out:
         raise UserError(
             f"{source}: no rows for {spec.name}" + (f" (subject {spec.subject})" if spec.subject else "")
@@ -340,13 +481,25 @@ def _no_local_file(spec: DatasetSpec, dirs: Sequence[Path]) -> str:
     return f"benchmark {spec.name!r}: no local file ({'|'.join(spec.file_stems)}.jsonl/.parquet) in {looked}"
 
 
-def _from_hub(spec: DatasetSpec, dirs: Sequence[Path]) -> list[Record]:
+def _from_hub(spec: DatasetSpec, dirs: Sequence[Path], files: Sequence[str] | None = None) -> list[Record]:
+    """Records from the hub copy: ``datasets.load_dataset``, or the spec's ``hub_files`` (``files``: the
+    ones a selection needs) read one by one."""
     hint = f"{_no_local_file(spec, dirs)}, and the hub copy ({spec.hub_source}) is unavailable"
     fix = "; run `bash scripts/download_datasets.sh --dataset eval` or pass --data-dir DIR"
     if not spec.hf_id:
         raise UserError(f"{hint}; build it with `bash scripts/prepare_all_data.sh --skip-download`")
     if _hub_offline():
         raise UserError(f"{hint} (HF offline mode is on){fix}")
+    if spec.hub_files:
+        paths = []
+        for f in files or spec.hub_files:
+            try:
+                from huggingface_hub import hf_hub_download
+
+                paths.append(Path(hf_hub_download(spec.hf_id, f, repo_type="dataset")))
+            except Exception as e:  # no network, no such file, gated, ...
+                raise UserError(f"{hint} ({f}: {type(e).__name__}){fix}") from None
+        return [r for p in paths for r in records_from_rows(read_rows(p), spec, f"{spec.hf_id}/{p.name}")]
     try:
         import datasets
 
@@ -354,6 +507,20 @@ def _from_hub(spec: DatasetSpec, dirs: Sequence[Path]) -> list[Record]:
     except Exception as e:  # no network, no such repo, gated, ...
         raise UserError(f"{hint} ({type(e).__name__}){fix}") from None
     return records_from_rows(ds, spec, f"{spec.hf_id}[{spec.split}]")
+
+
+def in_window(records: Sequence[Record], window: code_sets.Window, source: str) -> list[Record]:
+    """The records of a windowed set inside ``window`` (by ``extra["contest_date"]``); one line when a record
+    has no date, or when none is left."""
+    if window.start is None and window.end is None:
+        return list(records)
+    try:
+        kept = code_sets.in_window(records, window, lambda r: str(r.extra.get("contest_date") or ""))
+    except code_sets.CodeSetError as e:
+        raise UserError(f"{source}: {e}") from None
+    if not kept:
+        raise UserError(f"{source}: no problem in {window.text!r} ({len(records)} problems outside it)")
+    return kept
 
 
 def hub_records(name: str) -> list[Record]:
@@ -369,22 +536,35 @@ def load_benchmark(
     """Records of one benchmark: from a local file if one exists, else from the hub.
 
     Args:
-        name: a registry name or alias (not a group).
+        name: a registry name or alias (not a group); a windowed set may carry a selection
+            (``livecodebench@release_v5``, ``livecodebench@2024-08-01..2025-02-01``).
         data_dir: searched first; then ``$E2C_DATA_DIR`` and ``data/processed/eval``.
         limit: keep the first ``limit`` records.
-        use_hub: fall back to the hub when no local file exists.
+        use_hub: fall back to the hub when no local file (nor an installed package's rows) exists.
     """
     spec = get_spec(name)
+    selector = split_selector(resolve_names(name)[0])[1]
+    window = code_sets.parse_window(selector) if selector else None
     dirs = search_dirs(data_dir)
     if data_dir is not None and not Path(data_dir).is_dir():
         raise UserError(f"--data-dir {data_dir}: no such folder")
     path = find_local(spec, dirs)
     if path is not None:
         recs = records_from_rows(read_rows(path), spec, str(path))
+    elif spec.builtin is not None:
+        try:
+            rows = spec.builtin()
+        except ValueError as e:  # the package that ships the rows is not installed
+            raise UserError(f"benchmark {spec.name!r}: {e}") from None
+        recs = records_from_rows(rows, spec, f"{spec.name} (installed package data)")
     elif use_hub:
-        recs = _from_hub(spec, dirs)
+        recs = _from_hub(spec, dirs, window.files if window and spec.hub_files else None)
+        if window is not None and window.files and spec.hub_files:
+            window = None  # a release read from its own files is exact; its dates are the card's months
     else:
         raise UserError(_no_local_file(spec, dirs))
+    if window is not None:
+        recs = in_window(recs, window, name)
     return recs[:limit] if limit else recs
 
 

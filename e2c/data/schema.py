@@ -3,9 +3,9 @@
 =========  =====================================================================================
 kind       columns
 =========  =====================================================================================
-eval       id, problem, answer, kind (a name of e2c.rewards.kinds: math|mcq|countdown), choices (list;
+eval       id, problem, answer, kind (a name of e2c.rewards.kinds: math|mcq|countdown|code), choices (list;
            >= 2 for a kind whose answers are options, mcq, and then the answer is one of their letters),
-           data_source
+           data_source; optional extra (JSON text of an object: a code set's rating, contest_date)
 sft        messages (chat list ending with the assistant's tagged chain), data_source, extra_info
 ef_sft     sft columns + loss_scope (``exploration``: train up to and including the closing
            exploration tag; ``full``: the whole chain)

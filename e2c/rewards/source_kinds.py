@@ -16,11 +16,18 @@ from __future__ import annotations
 SOURCE_KINDS: dict[str, str] = {
     "anatomy": "mcq",
     "clinical_knowledge": "mcq",
+    "code_generation_lite": "code",
+    "codeforces": "code",
     "college_biology": "mcq",
     "college_medicine": "mcq",
+    "deepcoder-preview-dataset": "code",
+    "humaneval": "code",
+    "livecodebench": "code",
+    "mbpp": "code",
     "medical_genetics": "mcq",
     "medmcqa": "mcq",
     "medqa": "mcq",
     "mmlu": "mcq",
     "professional_medicine": "mcq",
+    "taco": "code",
 }

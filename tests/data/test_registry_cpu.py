@@ -79,7 +79,9 @@ def test_groups_aliases_and_order() -> None:
     assert resolve_names(["mmlu_medical"]) == [
         n for n in resolve_names("med") if n not in ("medqa", "medmcqa")
     ]
-    assert len(REGISTRY) == 17  # the paper's 16 and the synthetic set
+    # the paper's 16 and the synthetic set, and the 8 code sets (tests/data/test_code_sets_cpu.py)
+    assert len([s for s in REGISTRY.values() if s.group != "code"]) == 17
+    assert len([s for s in REGISTRY.values() if s.group == "code"]) == 8
 
 
 def test_unknown_name_suggests() -> None:
