@@ -11,6 +11,10 @@ every answer, right or wrong, is grouped by the grader's own equivalence:
   expression for countdown), else starts a new class;
 - an answer-less sample is in no class and does not vote.
 
+Programs (the ``code`` kind) are grouped differently, by their behaviour on the public tests
+(:func:`program_key`, :func:`behaviour_classes`): test-time search never grades a candidate program on the
+hidden tests before choosing.
+
 Cost is bounded: identical normalised strings are merged without a check, each distinct pair is checked
 at most once per process (an LRU cache), symbolic checks get a 1 s timeout, and after ``max_checks``
 checks or two timed-out checks per call the remaining answers are grouped by the in-process fast path
@@ -133,3 +137,42 @@ def majority_class(classes: Sequence[int | None], weights: Sequence[float] | Non
         return None
     best = max(totals.values())
     return next(c for c in totals if totals[c] == best)  # dicts keep first-appearance order
+
+
+# ---------------------------------------------------------------------------------------------- programs
+# Programs (the ``code`` kind) vote by what they do, not how they are written: test-time search runs each
+# candidate on the problem's public tests only (e2c.tts) and programs with equal behaviour vote together.
+# The grader's correctness never enters (it would need the hidden tests).
+ProgramKey = tuple[str, ...]
+
+
+def program_key(program: str | None, behaviour: Sequence[str] | None) -> ProgramKey | None:
+    """The vote key of one program: ``None`` (no program: no vote); ``("run", *behaviour)`` when it ran
+    on the public tests (``behaviour``: :attr:`e2c.rewards.code_judge.CodeVerdict.behaviour`, one key per
+    test, equal keys for equal outputs); otherwise (no public tests, a program too long to run, a sandbox
+    failure: ``behaviour`` None) ``("text", canonical text)``, whitespace folded as the ``code`` kind's
+    ``canon`` folds it. The two tags never collide, so a program that could not run votes by its text alone.
+
+    >>> program_key("print(1)", ("a1", "b2")), program_key("print(1)  \\n", None), program_key(None, ("a1",))
+    (('run', 'a1', 'b2'), ('text', 'print(1)'), None)
+    """
+    if program is None or not str(program).strip():
+        return None
+    if behaviour is not None:
+        return ("run", *behaviour)
+    return ("text", _canon(str(program), "code"))
+
+
+def behaviour_classes(keys: Sequence[ProgramKey | None]) -> list[int | None]:
+    """Class id of each program's vote key (:func:`program_key`): equal keys share an id, ids are 0, 1, ...
+    in order of first appearance, and ``None`` (no program) is in no class. Linear in the number of
+    programs (a dict of the keys seen); :func:`majority_class` then counts the votes.
+
+    >>> behaviour_classes([("run", "x"), None, ("run", "y"), ("run", "x")])
+    [0, None, 1, 0]
+    """
+    ids: dict[ProgramKey, int] = {}
+    out: list[int | None] = []
+    for k in keys:
+        out.append(None if k is None else ids.setdefault(k, len(ids)))
+    return out

@@ -1,7 +1,7 @@
 """Test-time scaling: accuracy against generated tokens for the registered search methods.
 
     python -m e2c.tts [--methods ...] [--budgets 4 8 16 32] [--limit N] [--dataset aime24] [--model ...]
-                      [--backend ...] [--config tts/config/tts.yaml] [--set key=value ...]
+                      [--backend ...] [--config tts/config/tts.yaml] [--set key=value ...] [--sandbox SPEC]
 
 ``python tts/run_tts.py`` (the paper's command) is the same program with the same flags. Defaults come
 from ``tts/config/tts.yaml``; flags override them, ``--set`` overrides method settings (``--set
@@ -10,6 +10,11 @@ explore_budget=256``; the old names ``explore_tokens`` and ``execute_tokens`` ar
 a rerun with the same settings resumes per (method, budget, problem); Ctrl-C or SIGTERM stops a run with one
 line naming what was saved and the command that resumes it (exit 130 / 143). The last line printed is one
 JSON object with the results' paths and the summary.
+
+On a code benchmark (answers that are programs), ``--sandbox`` says where programs run (default
+``$E2C_SANDBOX`` or local): the candidates' runs on the public tests during the search and the chosen
+program's grading. It does not change results, so it is not part of a run's identity: a run resumes under
+another sandbox.
 
 Run it with the package installed (``pip install -e .``); relative paths of the config (its ``output_dir``)
 are the project's (:func:`e2c.paths.project_root`). The methods, their ``--methods`` names and what the
@@ -20,8 +25,9 @@ runner does with each (whole chains, budget-free, nestable, needs an embedder) c
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +59,7 @@ from e2c.generation import BACKENDS
 from e2c.models import default_subfolder
 from e2c.paths import project_root
 from e2c.run_folder import FORCE_HELP
+from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, SandboxSpec, parse_spec
 from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.tts.base import METHODS, methods_with
 
@@ -181,7 +188,31 @@ def build_parser(prog: str = PROG) -> ArgumentParser:
     )
     p.add_argument("--logger", type=RESULT_TRACKERS, default="", help=RESULTS_LOGGER_HELP)
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
+    p.add_argument("--sandbox", type=TEXT, default=None, metavar="SPEC", help=SANDBOX_HELP)
     return p
+
+
+def sandbox_spec(flag: str | None, env: str | None = None) -> SandboxSpec:
+    """The sandbox the run asks for, checked where it enters: ``--sandbox``, else ``$E2C_SANDBOX`` (``env``:
+    its value, read from the environment when None), else local; one line naming the choices otherwise."""
+    if flag is not None:
+        return parse_spec(flag, "--sandbox")
+    value = os.environ.get(SANDBOX_ENV) if env is None else env
+    return parse_spec(value or None, f"${SANDBOX_ENV}")
+
+
+def use_sandbox(spec: SandboxSpec, records: Sequence[Any], log: Callable[[str], None] = print) -> bool:
+    """Build and set the process's sandbox (:func:`e2c.sandbox.configure`, once) when a problem's answers
+    are programs; a run with none leaves it alone (nothing to run, and no backend to probe). Building it
+    may refuse in one line (bubblewrap missing), so it happens before anything is written."""
+    from e2c.rewards.kinds import find_kind
+    from e2c.sandbox import configure
+
+    if not any((k := find_kind(r.kind)) is not None and k.runs_programs for r in records):
+        return False
+    sbx = configure(spec)
+    log(f"[tts] sandbox {spec}: {sbx.describe()}")
+    return True
 
 
 def parse_args(argv: list[str] | None = None, prog: str = PROG):
@@ -295,6 +326,7 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv, prog)
+    spec = sandbox_spec(args.sandbox)  # the edge: a bad value is refused before anything is read
     quiet_transformers()
     trackers = result_trackers(args.logger)
     cfg = load_config(args)
@@ -322,7 +354,9 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
     }
     if args.nested_budgets:  # recorded only when on, so earlier run folders keep resuming
         run_cfg["nested_budgets"] = True
+    # The sandbox is not in run_cfg (the run's identity): where programs run does not change results.
     check_run_folder(out_dir, run_cfg, args.force)
+    use_sandbox(spec, records)
     checks_done()
     interrupt_on_sigterm()
     try:

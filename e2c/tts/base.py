@@ -4,6 +4,13 @@ Every method receives a :class:`Meter`, a generator wrapper that counts every to
 forwards (explorations, executions, judge and refinement calls alike), so a method cannot spend tokens
 that are not reported. Votes merge answers with the project's grader, exactly as maj@k does in
 :mod:`e2c.eval.metrics` (equivalent answers vote together, however written, whether right or wrong).
+
+Programs (an answer kind that ``runs_programs``: ``code``) are different, because grading one runs it on
+the problem's hidden tests: while a method searches, a candidate program is only extracted
+(:meth:`Context.grade`), run on the problem's public tests when a vote or the ReAct loop asks
+(:meth:`Context.public_run`), and programs vote by that behaviour (:func:`weighted_vote`). Only the program
+a method chooses is graded on every test (:meth:`Context.final`, called by :func:`run_method`). Sandbox
+seconds are metered beside tokens (:attr:`MethodResult.sandbox_s`).
 """
 
 from __future__ import annotations
@@ -11,8 +18,9 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields, replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from e2c.argtypes import ANY_TEXT, TEXT, at_least, probability, whole
 from e2c.budget import TTS_NAMES, PhaseBudget
@@ -21,8 +29,14 @@ from e2c.data.registry import Record, question_text
 from e2c.flags import setting
 from e2c.generation.base import DEFAULT_SAMPLING, Completion, Generator, Sampling, Usage, derive_seed
 from e2c.generation.chains import chain_prompts
+from e2c.rewards import code_judge
 from e2c.rewards.grader import GradeResult, grade
-from e2c.rewards.vote import answer_classes, majority_class
+from e2c.rewards.kinds import find_kind
+from e2c.rewards.vote import answer_classes, behaviour_classes, majority_class, program_key
+
+if TYPE_CHECKING:
+    from e2c.rewards.code_judge import CodeVerdict
+    from e2c.rewards.code_tests import CodeTests
 
 
 @dataclass
@@ -167,6 +181,12 @@ class MethodResult:
     tokens_by_role: dict[str, int] = field(default_factory=dict)
     details: dict[str, Any] = field(default_factory=dict)
     response: str | None = None  # the chosen answer's chain (its execution, for plan-then-execute methods)
+    # Sandbox wall seconds (programs only; 0 for other kinds): the public-test runs of the search plus the
+    # chosen program's grading on every test. ``sandbox_by_role`` splits them: select (public runs for
+    # votes and acceptance), feedback (the ReAct loop's reruns of a failed public test), grade (the
+    # chosen program), prefix (grading the choices of smaller budgets for nested budgets; not in the total).
+    sandbox_s: float = 0.0
+    sandbox_by_role: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -181,10 +201,105 @@ class Context:
     settings: TTSSettings
     fmt: ChainFormat = E2C
     embed: Callable[[list[str]], Any] | None = None  # texts -> (n, d) array, for semantic clustering
+    # Sandbox seconds spent while searching, by use (select, feedback); the final grading is the result's.
+    sandbox: Counter = field(default_factory=Counter)
+    # How the last vote over programs was taken (written to the record as details["code_vote"]).
+    vote_basis: dict[str, Any] | None = None
+    # program text -> its verdict on the public tests; response -> its grade on every test. A program is
+    # run once per problem however many candidates or votes hold it.
+    _public: dict[str, CodeVerdict] = field(default_factory=dict, repr=False)
+    _final: dict[str, GradeResult] = field(default_factory=dict, repr=False)
 
     @property
     def question(self) -> str:
         return question_text(self.record)
+
+    @property
+    def runs_programs(self) -> bool:
+        """The problem's answers are programs, graded by running them (the ``code`` kind)."""
+        spec = find_kind(self.record.kind)
+        return spec is not None and spec.runs_programs
+
+    @cached_property
+    def code_tests(self) -> CodeTests | None:
+        """The problem's tests (every one, hidden included: only :meth:`final` grades against them); None
+        for a problem that is not code or whose tests do not parse."""
+        if not self.runs_programs:
+            return None
+        from e2c.rewards.code_tests import CodeTestsError, parse_tests
+
+        try:
+            return parse_tests(self.record.answer)
+        except (CodeTestsError, RecursionError):
+            return None
+
+    @cached_property
+    def public_tests(self) -> CodeTests | None:
+        """The tests a search may run: the public ones only (None when the problem shows none)."""
+        tests = self.code_tests
+        return tests.only(tests.public) if tests is not None and tests.public else None
+
+    def public_run(self, program: str | None) -> CodeVerdict | None:
+        """``program`` run on the public tests (never a hidden one), once per program text; its sandbox
+        seconds count as ``select``. None when there is no program or no public test."""
+        tests = self.public_tests
+        if program is None or tests is None:
+            return None
+        if program not in self._public:
+            # Looked up on the module at call time, so the judge a test wraps is the one called.
+            verdict = code_judge.judge(program, tests)
+            self.sandbox["select"] += verdict.seconds
+            self._public[program] = verdict
+        return self._public[program]
+
+    def vote_key(self, cand: Candidate) -> tuple[str, ...] | None:
+        """A program's vote (:func:`e2c.rewards.vote.program_key`): its behaviour on the public tests, or
+        its text when it cannot run there (no public tests, too long, a sandbox failure)."""
+        program = cand.graded.extracted
+        verdict = self.public_run(program)
+        ran = verdict is not None and verdict.status == "ok"
+        return program_key(program, verdict.behaviour if ran else None)
+
+    def program_classes(self, cands: Sequence[Candidate]) -> list[int | None]:
+        """The vote class of each candidate program (equal behaviour on the public tests: one class);
+        runs every program that has not run yet, then notes how the vote was taken in :attr:`vote_basis`."""
+        keys = [self.vote_key(c) for c in cands]
+        public = self.public_tests
+        if public is None:
+            self.vote_basis = {"by": "text", "why": "the problem has no public tests"}
+        else:
+            unrun = sum(k is not None and k[0] != "run" for k in keys)
+            self.vote_basis = {"by": "public_tests", "tests": len(public.tests)}
+            if unrun:  # too long to run, or the sandbox failed: these voted by their text
+                self.vote_basis["by_text"] = unrun
+        classes = behaviour_classes(keys)
+        self.vote_basis["classes"] = len({c for c in classes if c is not None})
+        return classes
+
+    def final(self, cand: Candidate) -> Candidate:
+        """The candidate graded on every test (programs; any other kind is graded already and returned as
+        it is). Once per response: a later choice of the same one costs no second run."""
+        if not self.runs_programs:
+            return cand
+        if cand.response not in self._final:
+            self._final[cand.response] = grade(
+                cand.response,
+                self.record.answer,
+                self.record.kind,
+                fmt=self.fmt,
+                prefilled=self.fmt.prefill_assistant,
+            )
+        return replace(cand, graded=self._final[cand.response])
+
+    def final_seconds(self, chosen: Candidate | None) -> tuple[float, float]:
+        """(sandbox seconds of grading ``chosen`` in full, of grading every other response in full)."""
+        mine = other = 0.0
+        for response, g in self._final.items():
+            if chosen is not None and response == chosen.response:
+                mine += g.sandbox_s or 0.0
+            else:
+                other += g.sandbox_s or 0.0
+        return mine, other
 
     def seed(self, *keys: Any) -> int | None:
         return derive_seed(self.settings.seed, self.record.id, *keys)
@@ -195,10 +310,13 @@ class Context:
         return options_of(self.record)
 
     def grade(self, response: str, plan: str | None = None, weight: float = 1.0) -> Candidate:
+        """A candidate from a response. A program is not graded here: with no reference the grader parses
+        the chain and extracts the program but runs nothing (it has no tests), so a search never runs a
+        hidden test; :meth:`final` grades the chosen one."""
         # Responses continue the prefilled tag: one that writes it again has it twice.
         g = grade(
             response,
-            self.record.answer,
+            None if self.runs_programs else self.record.answer,
             self.record.kind,
             options=self.options(),
             fmt=self.fmt,
@@ -296,18 +414,30 @@ def methods_with(trait: str, names: Sequence[str] | None = None) -> list[str]:
     return [n for n in (METHODS if names is None else names) if getattr(traits(n), trait)]
 
 
-def weighted_vote(cands: Sequence[Candidate]) -> Candidate | None:
+def weighted_vote(cands: Sequence[Candidate], ctx: Context | None = None) -> Candidate | None:
     """The first candidate of the answer class with the largest total weight.
 
     Answers are grouped by the grader's equivalence, right and wrong alike (``3``, ``3.0`` and ``x=3`` are
     one answer), exactly as maj@k groups them (:func:`e2c.rewards.vote.answer_classes`); ties go to the
     class seen first; candidates without an answer do not vote (``None`` if none has one).
+
+    Programs (``ctx`` is then required) are grouped by their behaviour on the public tests instead
+    (:meth:`Context.program_classes`: equal outputs on every public input, one vote), never by a grade,
+    which would need the hidden tests; the chosen candidate is still ungraded (:meth:`Context.final`).
     """
     if not cands:
         return None
-    classes = answer_classes(
-        [c.graded.extracted for c in cands], [c.graded.correct for c in cands], kind=cands[0].graded.kind
-    )
+    spec = find_kind(cands[0].graded.kind)
+    if spec is not None and spec.runs_programs:
+        if ctx is None:
+            raise ValueError(
+                "programs vote by their behaviour on the public tests: pass the method's Context"
+            )
+        classes = ctx.program_classes(cands)
+    else:
+        classes = answer_classes(
+            [c.graded.extracted for c in cands], [c.graded.correct for c in cands], kind=cands[0].graded.kind
+        )
     best = majority_class(classes, [c.weight for c in cands])
     if best is None:
         return None
@@ -332,7 +462,14 @@ def run_method(
     ctx = Context(meter, record, settings, fmt, embed)
     t0 = time.perf_counter()
     chosen, details = METHODS[name](ctx, budget)
+    if chosen is not None:
+        chosen = ctx.final(chosen)  # a program is graded on every test only now, once chosen
     secs = time.perf_counter() - t0
+    if ctx.vote_basis is not None:
+        details = {**details, "code_vote": ctx.vote_basis}
+    graded_s, prefix_s = ctx.final_seconds(chosen)
+    by_role = {**ctx.sandbox, "grade": graded_s, "prefix": prefix_s}
+    by_role = {k: round(v, 4) for k, v in by_role.items() if v}
     return MethodResult(
         method=name,
         budget=budget,
@@ -346,4 +483,6 @@ def run_method(
         tokens_by_role=dict(meter.by_role),
         details=details,
         response=None if chosen is None else chosen.response,
+        sandbox_s=round(sum(v for k, v in by_role.items() if k != "prefix"), 4),
+        sandbox_by_role=by_role,
     )

@@ -8,6 +8,11 @@ exploration (:meth:`e2c.chain.ChainFormat.close_exploration`: ``</EXPLORATION><E
 rule eval's two-phase chains and the RL agent loop follow) and are decoded greedily
 (``execute_temperature``), as in the paper's TTS code.
 
+On a problem whose answers are programs (the ``code`` kind), every method that votes votes over the
+programs' behaviour on the problem's public tests (:func:`e2c.tts.base.weighted_vote`), the ReAct loop
+accepts a program only when it passes them and otherwise refines with a short description of the first
+failing public test (:func:`public_failure`); no hidden test is run before a method has chosen.
+
 A method declares what the runner must know about it where it registers (``@register("name",
 chains=True, ...)``, the fields of :class:`~e2c.tts.base.MethodTraits`), so adding one is adding one
 decorated function here: the runner, ``python -m e2c.tts --methods`` and its config check all read the
@@ -16,6 +21,7 @@ registry.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from typing import Any, NamedTuple
@@ -79,25 +85,53 @@ def execute(
     return cands
 
 
-def prefix_votes(cands: list[Candidate]) -> list[dict[str, Any]]:
+def prefix_votes(cands: list[Candidate], ctx: Context | None = None) -> list[dict[str, Any]]:
     """For every k from 1 to ``len(cands)``, the vote of the first k candidates: ``{"k", "correct",
-    "answer", "tokens_by_role"}`` (tokens summed over those k). The candidates are independent draws, so the
-    first k of K are a sample of size k: a runner can read budget k off a budget-K run (nested budgets)."""
+    "answer", "tokens_by_role", "sandbox_s"}`` (tokens summed over those k). The candidates are independent
+    draws, so the first k of K are a sample of size k: a runner can read budget k off a budget-K run (nested
+    budgets).
+
+    Programs need ``ctx``: all K run on the public tests first, then each prefix's choice is graded on every
+    test (:meth:`~e2c.tts.base.Context.final`, once per program); ``sandbox_s`` is what budget k alone would
+    have spent: its k programs' public runs plus the grading of its choice (0 for other kinds)."""
     out: list[dict[str, Any]] = []
     tokens: dict[str, int] = {}
+    programs = ctx is not None and ctx.runs_programs
+    if programs:
+        ctx.program_classes(cands)  # every public run before any choice is graded in full
+    seen: set[str] = set()
+    select_s = 0.0
     for k, cand in enumerate(cands, 1):
         for role, n in cand.tokens.items():
             tokens[role] = tokens.get(role, 0) + n
-        chosen = weighted_vote(cands[:k])
+        chosen = weighted_vote(cands[:k], ctx)
+        grade_s = 0.0
+        if programs and chosen is not None:
+            chosen = ctx.final(chosen)
+            grade_s = chosen.graded.sandbox_s or 0.0
+        program = cand.graded.extracted
+        if programs and program is not None and program not in seen:
+            seen.add(program)
+            verdict = ctx.public_run(program)  # already run: its seconds, once per program
+            select_s += verdict.seconds if verdict is not None else 0.0
         out.append(
             {
                 "k": k,
                 "correct": bool(chosen is not None and chosen.graded.correct),
                 "answer": None if chosen is None else chosen.graded.extracted,
                 "tokens_by_role": dict(tokens),
+                "sandbox_s": round(select_s + grade_s, 4),
             }
         )
     return out
+
+
+def vote_labels(ctx: Context, cands: list[Candidate]) -> list[Any]:
+    """What each candidate voted for, for the record: its answer as written, or, for programs, its class id
+    (equal ids: equal behaviour on the public tests; whole programs would bloat the record)."""
+    if ctx.runs_programs:
+        return ctx.program_classes(cands)
+    return [c.key for c in cands]
 
 
 class ReplyInt(NamedTuple):
@@ -276,7 +310,8 @@ def greedy_cot(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, A
 def self_consistency(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """Self-consistency: N whole chains sampled at ``temperature``; the majority answer wins."""
     cands = sample_full(ctx, budget, ctx.settings.temperature, "sc")
-    return weighted_vote(cands), {"votes": [c.key for c in cands], "prefix": prefix_votes(cands)}
+    votes = vote_labels(ctx, cands)
+    return weighted_vote(cands, ctx), {"votes": votes, "prefix": prefix_votes(cands, ctx)}
 
 
 @register("e2c_sc", nestable=True)
@@ -284,7 +319,8 @@ def e2c_sc(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]
     """E2C self-consistency: K sampled explorations, each executed (greedy); the majority answer wins."""
     plans, plan_tokens = explore_counted(ctx, budget)
     cands = execute(ctx, plans, plan_tokens=plan_tokens)
-    return weighted_vote(cands), {"votes": [c.key for c in cands], "prefix": prefix_votes(cands)}
+    votes = vote_labels(ctx, cands)
+    return weighted_vote(cands, ctx), {"votes": votes, "prefix": prefix_votes(cands, ctx)}
 
 
 @register("e2c_rp")
@@ -328,7 +364,7 @@ def e2c_select_semantic_cluster(ctx: Context, budget: int) -> tuple[Candidate | 
     cands = execute(ctx, [plans[i] for i in reps])
     for c, size in zip(cands, sizes, strict=True):
         c.weight = float(size)
-    return weighted_vote(cands), {"representatives": reps, "cluster_sizes": sizes}
+    return weighted_vote(cands, ctx), {"representatives": reps, "cluster_sizes": sizes}
 
 
 def accepted(c: Candidate) -> bool:
@@ -336,12 +372,126 @@ def accepted(c: Candidate) -> bool:
     return c.graded.extracted is not None and c.graded.chain_status == "ok"
 
 
-def refine(ctx: Context, plan: str, cand: Candidate, round_: int) -> str:
-    """A revised plan from the old plan and the tail of its execution (the feedback)."""
+# Bound on each quoted piece of public-test feedback (an input, an expected or a produced output).
+FEEDBACK_CHARS = 300
+
+
+def clip(text: str, limit: int = FEEDBACK_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was.
+
+    >>> clip("abcdef", 3), clip("abc", 3)
+    ('abc... (6 characters)', 'abc')
+    """
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def error_line(stderr: str) -> str:
+    """The error a crashed program reports: the last non-empty line of its standard error (a traceback
+    ends with ``ZeroDivisionError: division by zero``), clipped; empty when it wrote none.
+
+    >>> error_line("Traceback ...\\n  x = 1/0\\nZeroDivisionError: division by zero\\n")
+    'ZeroDivisionError: division by zero'
+    """
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return clip(lines[-1], 200) if lines else ""
+
+
+def describe_failure(
+    tests: Any, i: int, n_failed: int, outcome: str, error: str = "", got: str | None = None
+) -> str:
+    """A short description of public test ``i`` of ``tests`` (:class:`e2c.rewards.code_tests.CodeTests`,
+    the public ones only) failing with ``outcome``: the test's input, its expected output, and what the
+    program did (``got``: its output, when known; ``error``: the error it raised). Each quoted piece is
+    clipped (:data:`FEEDBACK_CHARS`). Pure: the caller passes only public tests, so no hidden test can appear.
+    """
+    t = tests.tests[i]
+    lines = [f"{n_failed} of {len(tests.tests)} public tests failed. The first, public test {i + 1}:"]
+    if tests.mode == "stdin":
+        lines += [f"input:\n{clip(t.input)}", f"expected output:\n{clip(str(t.output))}"]
+    elif tests.mode == "call":
+        args = ", ".join(json.dumps(a, ensure_ascii=False) for a in t.args)
+        lines += [
+            f"call: {clip(f'{tests.fn_name}({args})')}",
+            f"expected return value: {clip(json.dumps(t.output))}",
+        ]
+    else:
+        lines.append(f"test code:\n{clip(t.code)}")
+    if outcome == "timeout":
+        lines.append(f"result: it ran past the time limit ({tests.time_limit:g} s)")
+    elif outcome == "memory":
+        lines.append("result: it ran out of memory")
+    elif outcome == "output_limit":
+        lines.append("result: it wrote too much output")
+    elif error:
+        lines.append(f"result: it raised {error}")
+    elif got is not None:
+        lines.append(f"got:\n{clip(got)}")
+    elif outcome == "wrong":
+        lines.append("result: a different value" if tests.mode == "call" else "result: a different output")
+    else:
+        lines.append("result: it crashed")
+    return "\n".join(lines)
+
+
+def _stdin_output(ctx: Context, program: str, i: int) -> tuple[str | None, str]:
+    """(standard output or None, error line) of ``program`` rerun on public test ``i`` of a stdin problem:
+    the judge compares outputs without returning them. Its sandbox seconds count as ``feedback``."""
+    from e2c.sandbox import Limits, current, slots
+
+    tests = ctx.public_tests
+    assert tests is not None
+    source = f"{tests.setup}\n{program}" if tests.setup else program
+    with slots():
+        r = current().run(
+            {"main.py": source}, "main.py", tests.tests[i].input, Limits().with_wall(tests.time_limit)
+        )
+    ctx.sandbox["feedback"] += r.seconds
+    if r.status == "ok":
+        return r.stdout, ""
+    if r.status == "exit":
+        return None, error_line(r.stderr) or "an error"
+    return None, ""
+
+
+def public_failure(ctx: Context, cand: Candidate) -> str:
+    """Why the candidate's program fails the problem's public tests (:func:`describe_failure` of the first
+    failing one), or ``""`` when it passes them all or cannot be judged there: not a program problem, no
+    program, no public tests, or a sandbox failure (not the program's fault). Only public tests are run
+    (:meth:`~e2c.tts.base.Context.public_run`), so the text never holds a hidden test's data."""
+    program = cand.graded.extracted
+    verdict = ctx.public_run(program)
+    tests = ctx.public_tests
+    if verdict is None or tests is None or program is None or verdict.status == "error":
+        return ""
+    if verdict.status != "ok":
+        return f"The program was not run: {verdict.status.replace('_', ' ')}."
+    failed = [i for i, o in enumerate(verdict.outcomes) if o != "pass"]
+    if not failed:
+        return ""
+    i, outcome = failed[0], verdict.outcomes[failed[0]]
+    load_error = verdict.extra.get("load_error", "")
+    if load_error:
+        return f"The program fails before any test runs: {clip(str(load_error), 200)}."
+    got, error = None, ""
+    if tests.mode == "stdin" and outcome in ("wrong", "runtime_error"):
+        got, error = _stdin_output(ctx, program, i)
+    elif outcome == "runtime_error":
+        raised = verdict.behaviour[i].lstrip("!") if i < len(verdict.behaviour) else ""
+        error = "an AssertionError (the assertion failed)" if raised == "AssertionError" else raised
+    return describe_failure(tests, i, len(failed), outcome, error, got)
+
+
+def refine(ctx: Context, plan: str, cand: Candidate, round_: int, failure: str = "") -> str:
+    """A revised plan from the old plan and the tail of its execution (the feedback); for a program that
+    fails a public test, also ``failure`` (:func:`public_failure`: public tests only)."""
     tail = cand.response[-1500:]
+    if failure:
+        outcome = f"Its program was run on the public tests the problem shows:\n{failure}\n\n"
+    else:
+        outcome = "It did not reach a clear final answer. "
     msg = (
         f"Problem:\n{ctx.question}\n\nA plan for solving it:\n{plan.strip()}\n\n"
-        f"Carrying the plan out ended like this:\n...{tail}\n\nIt did not reach a clear final answer. "
+        f"Carrying the plan out ended like this:\n...{tail}\n\n{outcome}"
         "Write a revised, better plan. Reply with the plan only."
     )
     s = ctx.settings
@@ -353,10 +503,12 @@ def refine(ctx: Context, plan: str, cand: Candidate, round_: int) -> str:
 @register("e2c_react_loop")
 def e2c_react_loop(ctx: Context, budget: int) -> tuple[Candidate | None, dict[str, Any]]:
     """E2C-ReAct: K sampled explorations, near-duplicates removed; the LM judge picks a plan, which is
-    executed. A well-formed answer is accepted. Otherwise the plan is refined from the tail of its
-    execution (up to ``react_rounds`` rounds per plan); when a refinement stops changing the plan, or the
-    rounds run out, the loop falls back to the judge's pick among the unused plans. At most K executions;
-    with none accepted, the last execution's answer stands."""
+    executed. A well-formed answer is accepted (a program: one that also passes the problem's public
+    tests). Otherwise the plan is refined from the tail of its execution, and for a program from its first
+    failing public test (input, expected and produced output or the error; :func:`public_failure`), up to
+    ``react_rounds`` rounds per plan; when a refinement stops changing the plan, or the rounds run out, the
+    loop falls back to the judge's pick among the unused plans. At most K executions; with none accepted,
+    the last execution's answer stands."""
     pool = dedupe_plans(explore(ctx, budget)) or [""]
     i, _, _ = judge_pick(ctx, pool)
     plan, unused = pool[i], [p for j, p in enumerate(pool) if j != i]
@@ -366,10 +518,16 @@ def e2c_react_loop(ctx: Context, budget: int) -> tuple[Candidate | None, dict[st
     while executions < budget:
         last = execute(ctx, [plan], tag=f"execute{executions}")[0]
         executions += 1
-        trace.append({"plan": plan[:200], "answer": last.graded.extracted, "accepted": accepted(last)})
-        if accepted(last):
+        failure = public_failure(ctx, last)
+        ok = accepted(last) and not failure
+        step = {"plan": plan[:200], "answer": last.graded.extracted, "accepted": ok}
+        if ctx.runs_programs:  # the program itself is in the chosen response; the trace keeps a glimpse
+            step["answer"] = None if last.graded.extracted is None else clip(last.graded.extracted, 200)
+            step["public_failure"] = failure.split("\n", 1)[0]
+        trace.append(step)
+        if ok:
             break
-        new = refine(ctx, plan, last, executions) if rounds < ctx.settings.react_rounds else ""
+        new = refine(ctx, plan, last, executions, failure) if rounds < ctx.settings.react_rounds else ""
         if new and normalize_plan(new) != normalize_plan(plan):
             plan, rounds = new, rounds + 1
             continue
@@ -480,5 +638,5 @@ def forest_of_thought(ctx: Context, budget: int) -> tuple[Candidate | None, dict
         cand, _ = _tot_answer(ctx, per, f"forest{t}")
         if cand is not None:
             answers.append(Candidate(cand.response, cand.plan, cand.graded, 1.0))
-    chosen = weighted_vote(answers) or (answers[0] if answers else None)
-    return chosen, {"trees": trees, "votes": [a.key for a in answers]}
+    chosen = weighted_vote(answers, ctx) or (answers[0] if answers else None)
+    return chosen, {"trees": trees, "votes": vote_labels(ctx, answers)}

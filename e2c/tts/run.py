@@ -3,7 +3,7 @@
 Every (method, budget, problem) result is appended to ``records.jsonl`` in the run folder as soon as it
 exists, so a killed run restarted with the same settings skips what is done. At the end the folder gets
 ``results.json`` and ``results.csv`` (accuracy, mean generated tokens per problem in thousands, mean
-prompt tokens, wall time, per method and budget) and ``accuracy_vs_tokens.png`` (one line per method,
+prompt tokens, mean sandbox seconds (programs run by the code kind), wall time, per method and budget) and ``accuracy_vs_tokens.png`` (one line per method,
 generated tokens on a log axis).
 """
 
@@ -34,7 +34,17 @@ from e2c.tracking import SAMPLE_CHAINS
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.base import canonical_settings, traits
 
-SUMMARY_KEYS = ("method", "budget", "problems", "accuracy", "tokens_k", "prompt_tokens_k", "calls", "seconds")
+SUMMARY_KEYS = (
+    "method",
+    "budget",
+    "problems",
+    "accuracy",
+    "tokens_k",
+    "prompt_tokens_k",
+    "sandbox_s",
+    "calls",
+    "seconds",
+)
 
 
 def check_methods(names: Sequence[str]) -> list[str]:
@@ -186,8 +196,9 @@ def check_run_folder(out_dir: Path, config: dict[str, Any], force: bool = False)
 def nested_records(res: dict[str, Any], budgets: Sequence[int]) -> list[dict[str, Any]]:
     """The results at every budget in ``budgets`` below ``res``'s, read off its first k draws
     (``details["prefix"]``, written by the methods registered ``nestable``). Generated tokens are exact
-    (summed over those draws); prompt tokens, calls and seconds are the run's scaled by k/K. Empty when
-    ``res`` has no prefix."""
+    (summed over those draws); prompt tokens, calls and seconds are the run's scaled by k/K. Sandbox
+    seconds are the prefix's own (its k programs' public runs and the grading of its choice; scaled by k/K
+    for a record written before prefixes carried them). Empty when ``res`` has no prefix."""
     prefix = (res.get("details") or {}).get("prefix") or []
     big = int(res["budget"])
     out = []
@@ -196,45 +207,49 @@ def nested_records(res: dict[str, Any], budgets: Sequence[int]) -> list[dict[str
             continue
         p = prefix[b - 1]
         scale = b / big
-        out.append(
-            {
-                "method": res["method"],
-                "budget": b,
-                "problem_id": res["problem_id"],
-                "correct": bool(p["correct"]),
-                "answer": p["answer"],
-                "generated_tokens": int(sum(p["tokens_by_role"].values())),
-                "prompt_tokens": round(res["prompt_tokens"] * scale),
-                "calls": res["calls"],
-                "seconds": round(res["seconds"] * scale, 3),
-                "tokens_by_role": dict(p["tokens_by_role"]),
-                "details": {"nested_from": big},
-                "response": None,
-            }
-        )
+        sub = {
+            "method": res["method"],
+            "budget": b,
+            "problem_id": res["problem_id"],
+            "correct": bool(p["correct"]),
+            "answer": p["answer"],
+            "generated_tokens": int(sum(p["tokens_by_role"].values())),
+            "prompt_tokens": round(res["prompt_tokens"] * scale),
+            "calls": res["calls"],
+            "seconds": round(res["seconds"] * scale, 3),
+            "tokens_by_role": dict(p["tokens_by_role"]),
+            "details": {"nested_from": big},
+            "response": None,
+        }
+        if "sandbox_s" in res:  # a record of an older toolkit has no sandbox figure: its nested ones neither
+            sub["sandbox_s"] = float(p.get("sandbox_s", round(float(res["sandbox_s"]) * scale, 4)))
+        out.append(sub)
     return out
 
 
 def summarize(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (method, budget): accuracy, mean generated / prompt tokens per problem (k), calls, seconds."""
+    """Per (method, budget): accuracy, mean generated / prompt tokens per problem (k), mean sandbox seconds
+    per problem (``sandbox_s``: only when every record of the group carries it; records of an older toolkit
+    do not, and an unknown figure is left out rather than counted as 0), calls, seconds."""
     groups: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     for r in results:
         groups[(r["method"], int(r["budget"]))].append(r)
     out = []
     for (method, budget), rs in sorted(groups.items()):
         n = len(rs)
-        out.append(
-            {
-                "method": method,
-                "budget": budget,
-                "problems": n,
-                "accuracy": round(sum(bool(r["correct"]) for r in rs) / n, 4),
-                "tokens_k": round(sum(r["generated_tokens"] for r in rs) / n / 1000, 4),
-                "prompt_tokens_k": round(sum(r["prompt_tokens"] for r in rs) / n / 1000, 4),
-                "calls": round(sum(r["calls"] for r in rs) / n, 2),
-                "seconds": round(sum(r["seconds"] for r in rs) / n, 3),
-            }
-        )
+        row: dict[str, Any] = {
+            "method": method,
+            "budget": budget,
+            "problems": n,
+            "accuracy": round(sum(bool(r["correct"]) for r in rs) / n, 4),
+            "tokens_k": round(sum(r["generated_tokens"] for r in rs) / n / 1000, 4),
+            "prompt_tokens_k": round(sum(r["prompt_tokens"] for r in rs) / n / 1000, 4),
+        }
+        if all("sandbox_s" in r for r in rs):
+            row["sandbox_s"] = round(sum(float(r["sandbox_s"]) for r in rs) / n, 3)
+        row["calls"] = round(sum(r["calls"] for r in rs) / n, 2)
+        row["seconds"] = round(sum(r["seconds"] for r in rs) / n, 3)
+        out.append(row)
     return out
 
 
@@ -243,7 +258,7 @@ def write_csv(path: Path, rows: Sequence[dict[str, Any]]) -> None:
         w = csv.DictWriter(f, fieldnames=list(SUMMARY_KEYS))
         w.writeheader()
         for r in rows:
-            w.writerow({k: r[k] for k in SUMMARY_KEYS})
+            w.writerow({k: r.get(k, "") for k in SUMMARY_KEYS})  # no sandbox figure: an empty cell
 
 
 def plot(path: Path, rows: Sequence[dict[str, Any]], title: str) -> None:
@@ -282,12 +297,16 @@ def plot(path: Path, rows: Sequence[dict[str, Any]], title: str) -> None:
 
 
 def format_table(rows: Sequence[dict[str, Any]]) -> str:
-    head = f"{'method':<30} {'K/N':>4} {'n':>4} {'acc %':>6} {'tokens k':>9} {'prompt k':>9} {'calls':>6} {'s':>7}"
+    head = (
+        f"{'method':<30} {'K/N':>4} {'n':>4} {'acc %':>6} {'tokens k':>9} {'prompt k':>9} {'sandbox s':>9} "
+        f"{'calls':>6} {'s':>7}"
+    )
     lines = [head]
     for r in rows:
+        sandbox = f"{r['sandbox_s']:>9.2f}" if "sandbox_s" in r else f"{'-':>9}"
         lines.append(
             f"{r['method']:<30} {r['budget']:>4} {r['problems']:>4} {100 * r['accuracy']:>6.1f} "
-            f"{r['tokens_k']:>9.3f} {r['prompt_tokens_k']:>9.3f} {r['calls']:>6.1f} {r['seconds']:>7.2f}"
+            f"{r['tokens_k']:>9.3f} {r['prompt_tokens_k']:>9.3f} {sandbox} {r['calls']:>6.1f} {r['seconds']:>7.2f}"
         )
     return "\n".join(lines)
 
