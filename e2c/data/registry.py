@@ -530,6 +530,17 @@ def hub_records(name: str) -> list[Record]:
     return _from_hub(spec, search_dirs())
 
 
+def _builtin_rows(spec: DatasetSpec) -> list[dict[str, Any]] | None:
+    """The rows an installed package ships for ``spec`` (HumanEval's), or None when it has none or the package
+    is missing (then the hub, or the line naming what to install, follows)."""
+    if spec.builtin is None:
+        return None
+    try:
+        return spec.builtin()
+    except ValueError:  # the package is not installed
+        return None
+
+
 def load_benchmark(
     name: str, data_dir: str | Path | None = None, limit: int | None = None, use_hub: bool = True
 ) -> list[Record]:
@@ -551,16 +562,17 @@ def load_benchmark(
     path = find_local(spec, dirs)
     if path is not None:
         recs = records_from_rows(read_rows(path), spec, str(path))
-    elif spec.builtin is not None:
-        try:
-            rows = spec.builtin()
-        except ValueError as e:  # the package that ships the rows is not installed
-            raise UserError(f"benchmark {spec.name!r}: {e}") from None
+    elif (rows := _builtin_rows(spec)) is not None:
         recs = records_from_rows(rows, spec, f"{spec.name} (installed package data)")
     elif use_hub:
         recs = _from_hub(spec, dirs, window.files if window and spec.hub_files else None)
         if window is not None and window.files and spec.hub_files:
             window = None  # a release read from its own files is exact; its dates are the card's months
+    elif spec.builtin is not None:
+        raise UserError(
+            f"{_no_local_file(spec, dirs)}, and the package that ships its rows is not installed "
+            "(pip install -r requirements.txt)"
+        )
     else:
         raise UserError(_no_local_file(spec, dirs))
     if window is not None:

@@ -4,6 +4,7 @@ names and LiveCodeBench selections, the HumanEval package data, safe decoding, a
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
 import pickle
@@ -124,6 +125,19 @@ def test_humaneval_loads_from_the_package_with_no_files_and_no_hub() -> None:
     assert {r.kind for r in recs} == {"code"} and recs[0].data_source == "humaneval"
     assert parse_tests(recs[5].answer).mode == "assert"
     assert registry.get_spec("openai_humaneval").name == "humaneval"
+
+
+def test_humaneval_without_its_package_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> list:
+        raise CodeSetError("HumanEval's data file is not installed")
+
+    monkeypatch.setitem(
+        registry.REGISTRY, "humaneval", dataclasses.replace(registry.REGISTRY["humaneval"], builtin=missing)
+    )
+    with pytest.raises(UserError, match=r"no local file .*package that ships its rows is not installed"):
+        registry.load_benchmark("humaneval", use_hub=False)
+    with pytest.raises(UserError, match=r"hub copy \(openai/openai_humaneval, split test\) is unavailable"):
+        registry.load_benchmark("humaneval")  # offline: the hub cannot serve it either
 
 
 # ------------------------------------------------------------------------------------------------ MBPP
