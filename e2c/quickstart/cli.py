@@ -302,7 +302,7 @@ def config_from_args(args: argparse.Namespace) -> Config:
 def validate(cfg: Config) -> None:
     """One UserError line for a setting out of range: every field with a value type (:data:`TYPES`, the
     flags' own rule), then what one value cannot say alone."""
-    from e2c.data.synthetic.families import FAMILIES
+    from e2c.data.synthetic.families import family_names
     from e2c.tts import METHODS
 
     for key, kind in TYPES.items():
@@ -311,9 +311,9 @@ def validate(cfg: Config) -> None:
         value = getattr(cfg, key)
         for v in value if isinstance(value, tuple) else (value,):
             check_value(v, kind, f"--{key.replace('_', '-')}")
-    bad = [f for f in cfg.families if f not in FAMILIES]
+    bad = [f for f in cfg.families if f not in family_names()]
     if bad:
-        raise UserError(f"--families: unknown family {bad[0]!r}; valid: {', '.join(FAMILIES)}")
+        raise UserError(f"--families: unknown family {bad[0]!r}; valid: {', '.join(family_names())}")
     bad = [m for m in cfg.tts_methods if m not in METHODS]
     if bad:
         raise UserError(f"--tts-methods: unknown method {bad[0]!r}; valid: {', '.join(METHODS)}")

@@ -54,15 +54,15 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
     from transformers.utils import logging as hf_logging
 
     from e2c.data.io import write_parquet
-    from e2c.data.synthetic.families import FAMILIES
+    from e2c.data.synthetic.families import family_names
     from e2c.data.synthetic.generate import eval_row, generate, rl_row, sft_row
     from e2c.models import ModelSpecError, resolve_model
 
     hf_logging.disable_progress_bar()  # the one-time model conversion would print bars between our lines
     cfg = ctx.cfg
-    bad = [f for f in cfg.families if f not in FAMILIES]
+    bad = [f for f in cfg.families if f not in family_names()]
     if bad:
-        raise UserError(f"unknown task family {bad[0]!r}; valid: {', '.join(FAMILIES)}")
+        raise UserError(f"unknown task family {bad[0]!r}; valid: {', '.join(family_names())}")
     try:
         model = resolve_model(cfg.model)
     except ModelSpecError as e:

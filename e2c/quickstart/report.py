@@ -47,6 +47,89 @@ def by_family(ctx: Context) -> dict[str, dict[str, dict[str, int]]]:
     return out
 
 
+KIND_LABEL = {"math": "math-style families", "code": "code (all tests pass)", "countdown": "countdown"}
+
+
+def kind_scores(predictions: Path) -> dict[str, dict[str, list[int]]]:
+    """``{kind: {problem id: [correct of each sample]}}`` from an eval predictions file (each record carries
+    its problem's answer kind; empty when the file does not exist). A code sample is correct when its
+    program passes every test, public and hidden."""
+    from e2c.files import read_records
+
+    out: dict[str, dict[str, list[int]]] = {}
+    if not predictions.is_file():
+        return out
+    for _, row in read_records(predictions, what="prediction line", hint="rerun the evaluation"):
+        if "id" not in row or "correct" not in row:
+            continue  # per_problem_counts, which every report reads first, names such a line
+        kind = str(row.get("kind") or "math")
+        out.setdefault(kind, {}).setdefault(str(row["id"]), []).append(int(bool(row["correct"])))
+    return out
+
+
+def by_kind(ctx: Context) -> dict[str, dict[str, dict[str, Any]]]:
+    """Held-out synthetic accuracy per answer kind (the math-style families against the code family):
+    ``{stage: {kind: {"correct", "problems", "accuracy", "sampled"}}}``: greedy correct of problems, and
+    ``sampled`` the sampled run's avg@k (mean over problems of the share of correct samples; None when that
+    run does not exist)."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for stage in EVAL_STAGES:
+        greedy = kind_scores(ctx.dir(stage) / "predictions" / "synthetic.jsonl")
+        if not greedy:
+            continue
+        sampled = kind_scores(eval_folder(ctx, stage, True) / "predictions" / "synthetic.jsonl")
+        table: dict[str, dict[str, Any]] = {}
+        for kind, problems in sorted(greedy.items()):
+            correct = sum(max(v) for v in problems.values())  # one greedy sample per problem
+            means = [sum(v) / len(v) for v in sampled.get(kind, {}).values()]
+            table[kind] = {
+                "correct": correct,
+                "problems": len(problems),
+                "accuracy": correct / len(problems),
+                "sampled": sum(means) / len(means) if means else None,
+            }
+        out[stage] = table
+    return out
+
+
+def kind_lines(rep: Mapping[str, Any]) -> list[str]:
+    """The by-kind table (greedy and avg@k of each kind per stage) and a one-line code summary; nothing when
+    the held-out set has one kind only."""
+    kinds = rep.get("by_kind") or {}
+    names = sorted({k for t in kinds.values() for k in t}, key=lambda k: (k == "code", k))
+    if len(names) < 2:
+        return []
+    measure = rep.get("measure", "avg@k")
+    L = [
+        "Held-out synthetic accuracy by answer kind (greedy correct / problems; the sampled run's "
+        f"{measure}). A code problem counts as solved when the last `python` block of its execution "
+        "passes every test, public and hidden, in the sandbox:\n",
+        "| stage | "
+        + " | ".join(f"{KIND_LABEL.get(k, k)}: greedy | {KIND_LABEL.get(k, k)}: {measure}" for k in names)
+        + " |",
+        "| --- |" + " --- | --- |" * len(names),
+    ]
+    for stage, table in kinds.items():
+        cells = []
+        for k in names:
+            c = table.get(k)
+            cells += (
+                [f"{c['correct']}/{c['problems']} ({100 * c['accuracy']:.1f}%)", pct(c["sampled"])]
+                if c
+                else ["-", "-"]
+            )
+        L.append(f"| {STAGE_LABEL[stage]} | " + " | ".join(cells) + " |")
+    L.append("")
+    code = {s: t["code"] for s, t in kinds.items() if "code" in t}
+    if code:
+        said = ", ".join(
+            f"{STAGE_LABEL[s]} {c['correct']}/{c['problems']} ({100 * c['accuracy']:.1f}%)"
+            for s, c in code.items()
+        )
+        L.append(f"- Code, greedy (a function that passes all its tests): {said}.\n")
+    return L
+
+
 def eval_folder(ctx: Context, stage: str, sampled: bool) -> Path:
     """The run folder of a stage's greedy evaluation, or of its sampled one."""
     return sampled_dir(ctx.dir(stage)) if sampled else ctx.dir(stage)
@@ -246,6 +329,7 @@ def collect(ctx: Context) -> dict[str, Any]:
         "eval_sampled": sampled,
         "measure": measure,
         "by_family": by_family(ctx),
+        "by_kind": by_kind(ctx),
         "differences": differences,
         "sampled_differences": sampled_differences,
         "verdicts": {
@@ -494,6 +578,7 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
         "execution, closed tags).\n"
     )
     L.extend(pass_at_k_lines(rep, plots))
+    L.extend(kind_lines(rep))
     fam = rep.get("by_family") or {}
     if fam:
         stages = list(fam)

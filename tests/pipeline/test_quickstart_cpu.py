@@ -273,12 +273,19 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     assert diff["n"] == 6 and diff["after"] == "eval_sft"
     # Per family and level: every held-out problem counted once, and the cells add up to the stage's total.
     families = json.loads((out / "data" / "eval_families.json").read_text())
-    assert len(families) == 6 and set(families.values()) <= {"arithmetic/L1"}
+    assert len(families) == 6 and set(families.values()) <= {"arithmetic/L1", "code/L1"}
     for stage in ("baseline", "eval_sft", "eval_rl", "eval_control"):
         cells = report["by_family"][stage].values()
         assert sum(c["problems"] for c in cells) == 6
         assert sum(c["correct"] for c in cells) == report["eval"][stage]["synthetic"]["correct"]
     assert "| arithmetic/L1 | " in md
+    # The code family's own line: a code problem counts as solved when its program passes every test.
+    code_ids = [k for k, v in families.items() if v.startswith("code/")]
+    for stage in ("baseline", "eval_sft", "eval_rl", "eval_control"):
+        kinds = report["by_kind"][stage]
+        assert kinds.get("code", {"problems": 0})["problems"] == len(code_ids)
+        assert sum(c["correct"] for c in kinds.values()) == report["eval"][stage]["synthetic"]["correct"]
+    assert ("- Code, greedy" in md) == bool(code_ids)
     for row in report["stages"]:
         assert row["seconds"] == json.loads((out / row["stage"] / "DONE.json").read_text())["seconds"]
     assert len(report["sft"]["losses"]) == 2 and len(report["rl"]["curve"]) == 1
@@ -401,7 +408,7 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
         (
             ["--families", "geometry"],
             "error: --families: unknown family 'geometry'; valid: arithmetic, "
-            "linear_equation, modular, gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic",
+            "linear_equation, modular, gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic, code",
         ),
         (["--filter-k", "1"], "error: --filter-k must be >= 2, got 1 (see scripts/quickstart.sh --help)"),
         (

@@ -5,7 +5,12 @@ reference program (with the standard library: ``math.gcd``, ``pow``, ``math.comb
 the program is later run under the tracer and its result must agree, or the sample is dropped.
 
 The task's shape is in :mod:`e2c.data.synthetic.task`; the families are in
-:mod:`e2c.data.synthetic.word_families` and :mod:`e2c.data.synthetic.math_families`.
+:mod:`e2c.data.synthetic.word_families`, :mod:`e2c.data.synthetic.math_families` and
+:mod:`e2c.data.synthetic.code_families` (write a small Python function; graded by its tests).
+
+:data:`FAMILIES` are the default selection (all of them, in this order, when none are named);
+:data:`OPT_IN_FAMILIES` are drawn only when named. Task ``i`` is family ``i mod F`` over the selection, so a
+family added to :data:`FAMILIES` would change every default run's output: new families join the opt-in ones.
 """
 
 from __future__ import annotations
@@ -13,13 +18,16 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from e2c.data.synthetic.code_families import code
 from e2c.data.synthetic.math_families import counting, gcd_lcm, linear_equation, modular, sequence
 from e2c.data.synthetic.task import Line, Step, Task
 from e2c.data.synthetic.word_families import arithmetic, countdown, list_ops, small_arithmetic
 
-__all__ = ["FAMILIES", "LEVELS", "Line", "Step", "Task"]
+__all__ = ["FAMILIES", "LEVELS", "OPT_IN_FAMILIES", "Line", "Step", "Task", "family_names", "get_family"]
 
-FAMILIES: dict[str, Callable[[random.Random, int], Task]] = {
+Family = Callable[[random.Random, int], Task]
+
+FAMILIES: dict[str, Family] = {
     "arithmetic": arithmetic,
     "linear_equation": linear_equation,
     "modular": modular,
@@ -30,4 +38,17 @@ FAMILIES: dict[str, Callable[[random.Random, int], Task]] = {
     "countdown": countdown,
     "small_arithmetic": small_arithmetic,
 }
+OPT_IN_FAMILIES: dict[str, Family] = {
+    "code": code,
+}
 LEVELS = (1, 2, 3)
+
+
+def family_names() -> tuple[str, ...]:
+    """Every valid family name: the default ones in order, then the opt-in ones."""
+    return (*FAMILIES, *OPT_IN_FAMILIES)
+
+
+def get_family(name: str) -> Family:
+    """The family called ``name`` (read when called, so a test may replace an entry); KeyError if none."""
+    return FAMILIES[name] if name in FAMILIES else OPT_IN_FAMILIES[name]

@@ -3,12 +3,14 @@
 Pipeline per task: a family makes the problem, the answer (computed independently) and a reference
 program; the program runs under the tracer in a limited subprocess (batched); the trace is narrated
 into the execution; the sample is kept only if the run succeeded, the program's value equals the
-independent answer, and the narrated execution's boxed answer grades correct against the reference with
-the project's grader. Everything else is dropped and counted by reason.
+independent answer, and the narrated execution's answer (its boxed answer; for the code family, the
+function in its last ``python`` block, run on the task's tests in the sandbox) grades correct against the
+reference with the project's grader. Everything else is dropped and counted by reason.
 
 Task ``i`` is drawn from ``random.Random(f"{seed}:{i}")``, family ``i mod F`` and level from ``i`` (over the
-F chosen families, all by default, and the chosen levels): the output depends only on the seed, the count and
-that choice, never on batching or worker timing. The split of a
+F chosen families, by default those of ``FAMILIES``, opt-in ones such as ``code`` only when named, and the
+chosen levels): the output depends only on the seed, the count and that choice, never on batching or worker
+timing. The split of a
 problem is a hash of its text, so a problem can never land in two splits; variable-tracing questions are
 made only from SFT problems.
 """
@@ -26,11 +28,14 @@ from typing import Any
 
 from e2c.chain import E2C, ChainFormat
 from e2c.data.paper import unit_hash
-from e2c.data.synthetic.families import FAMILIES, LEVELS, Task
+from e2c.data.synthetic.code_families import CodeTask, code_execution, code_plan
+from e2c.data.synthetic.families import FAMILIES, LEVELS, Task, family_names, get_family
 from e2c.data.synthetic.narrate import PLAN_OPENER, execution_steps, execution_text, fmt_value, plan_text
 from e2c.data.synthetic.tracer import TraceResult, run_traced
+from e2c.rewards.code_tests import extract_code
 from e2c.rewards.extract import extract_answer
-from e2c.rewards.grader import grade
+from e2c.rewards.grader import GradeResult, grade
+from e2c.rewards.kinds import get_kind
 
 SPLITS = ("sft", "rl", "eval")
 DEFAULT_FRACTIONS = (0.8, 0.15, 0.05)
@@ -86,27 +91,61 @@ def split_of(problem: str, seed: int, fractions: Sequence[float] = DEFAULT_FRACT
 def make_task(
     seed: int, i: int, families: Sequence[str] | None = None, levels: Sequence[int] = LEVELS
 ) -> Task:
-    """Task number ``i`` of a seed, cycling through ``families`` (default: all, in registry order) and, for
-    each round of them, the next of ``levels``."""
+    """Task number ``i`` of a seed, cycling through ``families`` (default: every default family, in registry
+    order; opt-in ones such as ``code`` only when named) and, for each round of them, the next of ``levels``."""
     names = list(families or FAMILIES)
     family = names[i % len(names)]
     level = levels[(i // len(names)) % len(levels)]
-    return FAMILIES[family](random.Random(f"{seed}:{i}"), level)
+    return get_family(family)(random.Random(f"{seed}:{i}"), level)
 
 
-def _verify(task: Task, trace: TraceResult, execution: str) -> str | None:
-    """Why a sample must be dropped, or None."""
+def plan_of(task: Task) -> str:
+    """The exploration of a task (a code task's plan ends with writing the function)."""
+    return code_plan(task) if isinstance(task, CodeTask) else plan_text(task)
+
+
+def execution_of(task: Task, trace: TraceResult) -> str:
+    """The narrated execution of a task's traced run (a code task's ends with the function in a
+    ``python`` block)."""
+    return code_execution(task, trace) if isinstance(task, CodeTask) else execution_text(task, trace)
+
+
+def _verify(task: Task, trace: TraceResult, execution: str, graded: GradeResult | None = None) -> str | None:
+    """Why a sample must be dropped, or None (``graded``: the grader's verdict when already known)."""
     if not trace.ok:
         return "program_error"
     if trace.value != task.expected:
         return "program_disagrees"
-    boxed, _ = extract_answer(execution)
-    if boxed is None or boxed.strip() != task.answer:
-        return "narration_disagrees"
-    res = grade(execution, task.gold, task.kind, fmt=None)  # type: ignore[arg-type]
+    if task.kind == "code":
+        program, _ = extract_code(execution)
+        if program != task.answer:
+            return "narration_disagrees"
+    else:
+        boxed, _ = extract_answer(execution)
+        if boxed is None or boxed.strip() != task.answer:
+            return "narration_disagrees"
+    res = graded if graded is not None else grade(execution, task.gold, task.kind, fmt=None)
     if not res.correct:
         return "grader_disagrees"
     return None
+
+
+def _code_grades(
+    tasks: Sequence[Task], traces: Sequence[TraceResult], workers: int
+) -> dict[int, GradeResult]:
+    """The grader's verdicts on a round's code tasks whose program agreed, by index, graded concurrently: each
+    runs the written function on its tests in the sandbox (tens of ms, a subprocess), the rest of a round is
+    cheap. The verdicts do not depend on the order they are made in."""
+    jobs = {
+        i: execution_of(t, tr)
+        for i, (t, tr) in enumerate(zip(tasks, traces))
+        if t.kind == "code" and tr.ok and tr.value == t.expected
+    }
+    if not jobs:
+        return {}
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as ex:
+        verdicts = ex.map(lambda i: grade(jobs[i], tasks[i].gold, "code", fmt=None), jobs)
+        return dict(zip(jobs, verdicts))
 
 
 def _trace_variant(task: Task, trace: TraceResult, rng: random.Random) -> tuple[str, str, str, str] | None:
@@ -167,10 +206,10 @@ def generate(
     order and a report."""
     if n < 1:
         raise ValueError("n must be at least 1")
-    unknown = [f for f in families or () if f not in FAMILIES]
+    unknown = [f for f in families or () if f not in family_names()]
     if unknown or not levels or any(lv not in LEVELS for lv in levels):
         what = f"family {unknown[0]!r}" if unknown else f"levels {list(levels)}"
-        raise ValueError(f"unknown {what}; families: {', '.join(FAMILIES)}; levels: {list(LEVELS)}")
+        raise ValueError(f"unknown {what}; families: {', '.join(family_names())}; levels: {list(LEVELS)}")
     report = Report()
     t0 = time.perf_counter()
     seen: set[str] = set()
@@ -189,12 +228,13 @@ def generate(
             seen.add(task.problem)
             tasks.append(task)
         traces = [tr for batch in _traced_batches(tasks, workers) for tr in batch]
+        graded = _code_grades(tasks, traces, workers)
         before = kept
-        for task, trace in zip(tasks, traces):
+        for index, (task, trace) in enumerate(zip(tasks, traces)):
             if kept >= n:
                 break
-            execution = execution_text(task, trace) if trace.ok else ""
-            why = _verify(task, trace, execution)
+            execution = execution_of(task, trace) if trace.ok else ""
+            why = _verify(task, trace, execution, graded.get(index))
             if why:
                 report.dropped[why] += 1
                 continue
@@ -208,7 +248,7 @@ def generate(
                     task.level,
                     "solve",
                     task.problem,
-                    plan_text(task),
+                    plan_of(task),
                     execution,
                     task.answer,
                     task.gold,
@@ -252,11 +292,21 @@ def generate(
 
 
 # --------------------------------------------------------------------------------------------- rows
+def prompt_format(fmt: ChainFormat, kind: str) -> ChainFormat:
+    """The format a problem of answer ``kind`` is put with: the kind's own prompt suffix, when it has one (code
+    asks for the program in a ``python`` block, not a boxed answer), in place of the format's."""
+    suffix = get_kind(kind).prompt_suffix
+    return fmt if suffix is None else fmt.replace(prompt_suffix=suffix, suffix_separator="")
+
+
 def sft_row(s: Sample, fmt: ChainFormat = E2C) -> dict[str, Any]:
     """verl multi-turn SFT row: the user prompt and the tagged chain as the assistant turn."""
     response = fmt.format_response(f"\n{s.exploration}\n", f"\n{s.execution}\n")
     return {
-        "messages": [*fmt.messages(s.problem), {"role": "assistant", "content": response}],
+        "messages": [
+            *prompt_format(fmt, s.kind).messages(s.problem),
+            {"role": "assistant", "content": response},
+        ],
         "data_source": f"synthetic/{s.family}",
         "extra_info": {
             "id": s.uid,
@@ -272,9 +322,9 @@ def sft_row(s: Sample, fmt: ChainFormat = E2C) -> dict[str, Any]:
 def rl_row(s: Sample, index: int, fmt: ChainFormat = E2C) -> dict[str, Any]:
     """verl RL row: chat prompt, rule reward with the reference, difficulty in extra_info."""
     return {
-        "prompt": fmt.messages(s.problem),
+        "prompt": prompt_format(fmt, s.kind).messages(s.problem),
         "data_source": f"synthetic/{s.family}",
-        "ability": "math",
+        "ability": "code" if s.kind == "code" else "math",
         "reward_model": {"style": "rule", "ground_truth": s.gold},
         "extra_info": {
             "index": index,
