@@ -59,8 +59,10 @@ from e2c.launch_checks import DATA_FILES, hydra_list, hydra_value, verl_rl_check
 from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
+from e2c.rewards.verl_score import CODE_REWARD_KEY, CODE_REWARDS, code_reward_mode
 from e2c.rl.settings import GROUP, ON_POLICY_LOSS, E2CSettings, e2c_settings, setting_flags
 from e2c.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
+from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, WORKERS_ENV, SandboxSpec, parse_spec, workers_setting
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
 from e2c.verl_cpu.hf_rollout import SYNC_LOG, SYNC_LOG_ENV
 
@@ -296,6 +298,7 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
         str(args.output_dir / METRICS)
     )
     env = {**tracker_env(trackers, args.output_dir), SYNC_LOG_ENV: str(args.output_dir / SYNC_LOG)}
+    env.update(sandbox_env(args))
     for key, value in env.items():
         out[f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}"] = hydra_value(value)
     # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
@@ -312,6 +315,9 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
     if args.save_freq is not None:
         out["trainer.save_freq"] = str(args.save_freq)
     out.update(setting_overrides(args, SETTINGS))
+    if args.code_reward is not None:
+        # Where plan_bonus and require_format travel; "++": stage 1's config has no reward_kwargs to override.
+        out[f"++{CODE_REWARD_KEY}"] = args.code_reward
     if args.dr_grpo:
         out["algorithm.norm_adv_by_std_in_grpo"] = "false"
     return [f"{k}={v}" for k, v in out.items()]
@@ -424,6 +430,20 @@ def build_parser() -> ArgumentParser:
         "group becomes a full-size advantage. The loss stays token-mean (Dr. GRPO's constant normaliser: "
         "-- actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum-norm). Default: off (the paper's GRPO)",
     )
+    # -- code rows: where their programs run, how they are rewarded ---------------------------------------
+    p.add_argument(
+        "--sandbox",
+        type=TEXT,  # checked by e2c.sandbox.parse_spec in parse_args, then exported to every ray worker
+        default=None,
+        help=f"{SANDBOX_HELP}; a SandboxFusion server must answer before training starts",
+    )
+    p.add_argument(
+        "--code-reward",
+        choices=CODE_REWARDS,
+        default=None,
+        help="reward of a code answer: all (1 when every test passes) or fraction (the share of tests passed, "
+        "as verl's prime_code); default: each row's extra_info.code_reward, else all",
+    )
     p.add_argument("--nnodes", type=NODES, default=None, help="nodes (default $NNODES or 1)")
     p.add_argument("--logger", type=TEXT, default=DEFAULT_LOGGERS, help=LOGGER_HELP)
     p.add_argument(
@@ -446,9 +466,86 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.nnodes is None:
         args.nnodes = env_count("NNODES", NODES, 1)
     check_numbers(args)
+    args.sandbox = sandbox_setting(args.sandbox)
+    args.sandbox_workers = sandbox_workers_setting()
     tracker_names(args.logger)  # an unknown tracker is one line before anything starts
     lora_overrides(args, MODEL_KEY)
     return args
+
+
+# The trivial program a sandbox must run before training starts, and how long it may take (a cold server).
+READY_PROGRAM = "print(1)"
+READY_WALL_S = 30.0
+WHERE_SANDBOX = f"--sandbox or ${SANDBOX_ENV}"
+
+
+def sandbox_setting(flag: str | None, env: Mapping[str, str] | None = None) -> SandboxSpec | None:
+    """The run's sandbox, checked where it enters: ``--sandbox``, else ``$E2C_SANDBOX``, else None (the
+    workers' default, local). One line naming the backends for anything else.
+
+    >>> str(sandbox_setting("http://h:8080", {})), sandbox_setting(None, {}) is None
+    ('fusion:http://h:8080', True)
+    """
+    env = os.environ if env is None else env
+    if flag is not None:
+        return parse_spec(flag)
+    if env.get(SANDBOX_ENV):
+        return parse_spec(env[SANDBOX_ENV], f"${SANDBOX_ENV}")
+    return None
+
+
+def sandbox_workers_setting(env: Mapping[str, str] | None = None) -> int | None:
+    """``$E2C_SANDBOX_WORKERS`` (programs at once per reward worker) when set, checked here rather than
+    inside a ray worker; None when unset."""
+    value = (os.environ if env is None else env).get(WORKERS_ENV)
+    return workers_setting(value) if value else None
+
+
+def sandbox_env(args: argparse.Namespace) -> dict[str, str]:
+    """What the ray workers need to build the same sandbox (their reward managers run the programs):
+    ``$E2C_SANDBOX`` and ``$E2C_SANDBOX_WORKERS`` when set. Not part of the run's identity: where programs
+    run does not change what a run is (a resumed run may move to another server)."""
+    out = {}
+    if args.sandbox is not None:
+        out[SANDBOX_ENV] = str(args.sandbox)
+    if args.sandbox_workers is not None:
+        out[WORKERS_ENV] = str(args.sandbox_workers)
+    return out
+
+
+def check_sandbox(spec: SandboxSpec | None) -> None:
+    """The sandbox a run names answers before training starts: built (a missing tool is one line), then
+    :data:`READY_PROGRAM` run through it. A SandboxFusion server that does not answer would otherwise turn
+    every code sample into an error minutes into the run. Nothing to check without ``--sandbox`` or
+    ``$E2C_SANDBOX``."""
+    if spec is None:
+        return
+    from e2c.sandbox import Limits, make
+
+    try:
+        res = make(spec).run({"main.py": READY_PROGRAM}, "main.py", "", Limits(wall_s=READY_WALL_S))
+    except UserError:
+        raise
+    except Exception as e:  # a client bug or an unreachable host: one line, not a traceback
+        raise UserError(
+            f"sandbox {spec} ({WHERE_SANDBOX}) does not run programs ({type(e).__name__}: {e})"
+        ) from None
+    if res.status != "ok" or res.stdout.strip() != "1":
+        why = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1][:200]
+        raise UserError(
+            f"sandbox {spec} ({WHERE_SANDBOX}) did not run {READY_PROGRAM!r} ({res.status}: {why})"
+        )
+
+
+def check_code_reward(cfg: Any) -> None:
+    """The composed config's code reward (``--code-reward`` or a Hydra override of its key) is one verl's
+    reward workers accept: one line here, not a ValueError in every reward worker."""
+    from omegaconf import OmegaConf
+
+    try:
+        code_reward_mode(OmegaConf.select(cfg, CODE_REWARD_KEY), CODE_REWARD_KEY)
+    except ValueError as e:
+        raise UserError(str(e)) from None
 
 
 def check_numbers(args: argparse.Namespace) -> None:
@@ -567,6 +664,7 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
         configs_dir(), config_name(args.algo), [f"e2c_stage=stage{stage}", *overrides], args.overrides
     )
     check_data(cfg)
+    check_code_reward(cfg)
     epochs = epochs_for_steps(cfg, args.steps)
     # An unknown or mistyped e2c.* key, a value outside its type (nan, a negative budget), an unregistered
     # e2c.explore_adv_rule or chain format stops here, not inside a ray worker.
@@ -599,6 +697,8 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
             "settings": setting_overrides(args),
             "lora": lora_overrides(args, MODEL_KEY),
             "overrides": identity_overrides(args.overrides),
+            # A launcher override (not in args.overrides): the reward, so the run's identity; --sandbox is not.
+            **({"code_reward": args.code_reward} if args.code_reward is not None else {}),
         },
         force=args.force,
     )
@@ -841,6 +941,7 @@ def main(argv: list[str] | None = None) -> int:
         for run in (args.run_folder, later.run_folder if both else None):
             if run is not None:
                 run.check()
+    check_sandbox(args.sandbox)
     checks_done()
     if args.dry_run:
         for cmd in (first, second):

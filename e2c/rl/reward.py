@@ -11,26 +11,70 @@ Overlong penalty (DAPO's soft overlong punishment, also used by the E2C paper's 
 to ``penalty_factor`` linearly over the buffer (:func:`overlong_penalty`); a row with its own
 ``extra_info.max_response_tokens`` budget is measured against that budget.
 
-Every response's ``reward_extra_info`` carries the reward's parts: ``acc`` (correctness), ``plan_reward``
-(grader score - acc) and ``overlong_reward`` (0.0 when the penalty is off); their sum is the reward. The
-trainer logs their per-step means as ``health/reward_*`` (:mod:`e2c.rl.health`).
+Every response's ``reward_extra_info`` carries the reward's parts: ``correct_reward`` (the correctness term:
+``acc``, or the share of tests passed under ``code_reward=fraction``), ``plan_reward`` (grader score - that
+term) and ``overlong_reward`` (0.0 when the penalty is off); their sum is the reward. The trainer logs their
+per-step means as ``health/reward_*`` (:mod:`e2c.rl.health`).
+
+Reward options (``plan_bonus``, ``require_format``, ``format_credit``, ``code_reward``) are
+``reward.custom_reward_function.reward_kwargs``; verl binds them to a configured function, and this manager
+binds them to the project's grader when no function is configured (stage 1), with the same precedence (they
+win over a row's ``extra_info``). ``code_reward`` is checked here, once.
+
+Concurrency: verl's reward worker scores a batch as one asyncio task per response (``compute_score_batch``)
+and each task runs the blocking grader on a thread. Rows whose answer runs in the sandbox (``code``) go to
+:func:`code_pool`, threads of their own, as many as the sandbox runs programs at once
+(:func:`e2c.sandbox.slots`, ``$E2C_SANDBOX_WORKERS``): a batch's programs run concurrently up to that bound and
+never hold the threads that decode responses and grade math rows, which keep the event loop's default
+executor as before. Each response's result is its own task's, so order and values do not depend on timing.
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Collection
+import threading
+from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+from e2c.rewards.verl_score import CODE_REWARD_KEY, code_reward_mode, runs_programs
 from e2c.rewards.verl_score import compute_score as e2c_compute_score
 from e2c.rl import registry
 from e2c.rl.agent_loop import eos_ids, model_generation_config, row_budget
+from e2c.sandbox import workers_setting
 
 REWARD_MANAGER_NAME = "e2c"
+
+_code_pool: ThreadPoolExecutor | None = None
+_code_pool_lock = threading.Lock()
+
+
+def code_pool() -> ThreadPoolExecutor:
+    """The process's threads for rows whose answer runs in the sandbox, built once: as many as
+    :func:`e2c.sandbox.slots` lets run at once (:func:`e2c.sandbox.workers_setting`), so no thread waits on a
+    slot while another could run, and a slow batch of programs never starves the default executor."""
+    global _code_pool
+    with _code_pool_lock:
+        if _code_pool is None:
+            _code_pool = ThreadPoolExecutor(max_workers=workers_setting(), thread_name_prefix="e2c-code")
+        return _code_pool
+
+
+def with_reward_kwargs(fn: Callable[..., Any], reward_kwargs: Mapping[str, Any]) -> Callable[..., Any]:
+    """``fn`` with ``reward_kwargs`` merged into every call, winning over the caller's keywords (verl's rule
+    for a configured function's ``reward_kwargs``)."""
+    bound = dict(reward_kwargs)
+    if not bound:
+        return fn
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **{**kwargs, **bound})
+
+    return call
 
 
 def overlong_penalty(length: int, max_len: int, buffer_len: int, factor: float) -> float:
@@ -68,8 +112,18 @@ class E2CRewardManager(RewardManagerBase):
         super().__init__(config, tokenizer, compute_score)
         # verl passes its own default scorer when no custom function is configured; that one does not
         # know E2C data sources, so only a configured function replaces the project's grader.
-        custom = (config.reward.get("custom_reward_function", None) or {}).get("path", None)
-        self.compute_score = compute_score if (custom and compute_score is not None) else e2c_compute_score
+        fn_cfg = config.reward.get("custom_reward_function", None) or {}
+        reward_kwargs = fn_cfg.get("reward_kwargs", None) or {}
+        # Checked once here, not per response inside a reward worker.
+        code_reward_mode(reward_kwargs.get("code_reward"), CODE_REWARD_KEY)
+        custom = fn_cfg.get("path", None)
+        self.compute_score = (
+            compute_score
+            if (custom and compute_score is not None)
+            # verl binds reward_kwargs only to a configured function: without one (stage 1) they would be
+            # silently ignored.
+            else with_reward_kwargs(e2c_compute_score, reward_kwargs)
+        )
         self.is_async = inspect.iscoroutinefunction(self.compute_score)
         # Every id the rollout stops on (vLLM and the hf server add the generation config's EOS ids).
         model = (config.get("actor_rollout_ref", None) or {}).get("model", None) or {}
@@ -109,20 +163,22 @@ class E2CRewardManager(RewardManagerBase):
         if self.is_async:
             result = await self.compute_score(**kwargs)
         else:
-            result = await self.loop.run_in_executor(None, lambda: self.compute_score(**kwargs))
+            pool = code_pool() if runs_programs(kwargs["data_source"], kwargs["extra_info"]) else None
+            result = await self.loop.run_in_executor(pool, lambda: self.compute_score(**kwargs))
         if isinstance(result, dict):
             score = float(result["score"])
             info = dict(result)
         else:
             score = float(result)
             info = {"acc": score}
-        # The reward's parts, logged per response (e2c.rl.health adds them up per step): correctness (acc),
-        # what the grader's score adds to it (with the plan bonus, the plan-adherence deduction of a correct
-        # answer; with a custom function, whatever its score is beyond acc) and the overlong penalty (0 when
-        # off), so that acc + plan_reward + overlong_reward is the reward.
-        if "acc" in info and "plan_reward" not in info:
+        # The reward's parts, logged per response (e2c.rl.health adds them up per step): correctness
+        # (correct_reward, else acc), what the grader's score adds to it (with the plan bonus, the
+        # plan-adherence deduction of a correct answer; with a custom function, whatever its score is beyond
+        # acc) and the overlong penalty (0 when off), so that the three add up to the reward.
+        correct = info.get("correct_reward", info.get("acc"))
+        if correct is not None and "plan_reward" not in info:
             try:
-                info["plan_reward"] = score - float(info["acc"])
+                info["plan_reward"] = score - float(correct)
             except (TypeError, ValueError):
                 pass
         pen = 0.0

@@ -2,9 +2,11 @@
 
 Per RL step the trainer (:class:`e2c.rl.trainer.E2CTrainer`) logs, into ``metrics.jsonl`` and every tracker:
 
-- ``health/train_acc``: mean correctness (the grader's ``acc``) of the step's sampled responses;
+- ``health/train_acc``: mean correctness (the grader's ``acc``) of the step's sampled responses (those the
+  sandbox failed on left out);
 - ``health/reward_correct``, ``health/reward_plan``, ``health/reward_overlong``: per-response means of the
-  reward's parts: correctness (= ``acc``), the plan term (grader score - ``acc``: with the plan bonus a
+  reward's parts: correctness (``correct_reward``: ``acc``, or a code row's share of tests passed under
+  ``code_reward=fraction``), the plan term (grader score - that term: with the plan bonus a
   correct answer scores ``PLAN_FLOOR + (1 - PLAN_FLOOR) * adherence``, so this is <= 0, the deduction for an
   execution that ignores its plan) and DAPO's overlong penalty (0 when off); ``health/reward_other`` only
   when a custom reward function's score is not the sum of those;
@@ -16,7 +18,14 @@ Per RL step the trainer (:class:`e2c.rl.trainer.E2CTrainer`) logs, into ``metric
   the trainer skipped (AdamW would otherwise still move the weights along its momentum);
 - ``health/entropy_sampled``, ``health/entropy_sampled_explore``, ``health/entropy_sampled_execute``:
   ``-mean log p`` of the sampled tokens under the rollout policy (the rollout's own log-probs) over the
-  response tokens, overall and per chain segment: the entropy estimate when verl computes none (bypass mode).
+  response tokens, overall and per chain segment: the entropy estimate when verl computes none (bypass mode);
+- on a step with code rows (answers run in the sandbox, :func:`code_health`): ``e2c/sandbox_s`` and
+  ``e2c/sandbox_s_max`` (the sum and the largest of the samples' sandbox wall seconds: what the step's
+  programs cost), ``health/code_acc`` (share of code rows whose program passed every test) and
+  ``health/code_tests_passed`` (mean share of tests passed), both over the code rows the sandbox answered, and
+  ``health/sandbox_errors`` (how many samples the sandbox failed on: they score 0, see
+  :func:`e2c.rewards.verl_score.compute_score`, and are left out of every accuracy, ``health/train_acc``
+  included).
 
 The three reward components add up to verl's ``critic/score/mean`` (same rows: padding and aborted
 responses excluded). verl's ``response_length/clip_ratio`` is *not* a truncation rate in the v1 trainer: it
@@ -65,6 +74,12 @@ TRUNCATED = "health/truncated_share"
 WELL_FORMED = "health/well_formed_share"
 CORRECT_MALFORMED = "health/correct_malformed_share"
 ENTROPY = "health/entropy_sampled"  # + "" | "_explore" | "_execute"
+# Code rows (e2c.rewards.verl_score's code, tests_fraction, sandbox_s, sandbox_error per response).
+SANDBOX_S = "e2c/sandbox_s"  # the step's sandbox seconds, summed over its samples
+SANDBOX_S_MAX = "e2c/sandbox_s_max"
+CODE_ACC = "health/code_acc"
+CODE_TESTS = "health/code_tests_passed"
+SANDBOX_ERRORS = "health/sandbox_errors"
 # 1.0 on a step whose advantages were all zero: the trainer skipped its actor update (no AdamW step)
 UPDATE_SKIPPED = "health/update_skipped"
 # 1.0 on the step at which e2c.health_stop_after ended the run early (stop_reason)
@@ -157,11 +172,14 @@ def reward_components(
     acc: Sequence[float],
     plan: Sequence[float | None] | None = None,
     overlong: Sequence[float | None] | None = None,
+    correct: Sequence[float | None] | None = None,
 ) -> dict[str, list[float]]:
-    """Split each response's reward into ``correct`` (= ``acc``), ``plan``, ``overlong`` and ``other``.
+    """Split each response's reward into ``correct``, ``plan``, ``overlong`` and ``other``.
 
-    ``plan`` and ``overlong`` are the reward manager's explicit ``plan_reward`` / ``overlong_reward`` (None or
-    missing: plan is inferred as ``score - acc - overlong``, overlong as 0). ``other`` is what is left,
+    ``correct`` is the reward's correctness term, the reward manager's ``correct_reward`` (None or missing:
+    ``acc``; they differ for code rows under ``code_reward=fraction``, whose term is the share of tests
+    passed). ``plan`` and ``overlong`` are its explicit ``plan_reward`` / ``overlong_reward`` (None or
+    missing: plan is inferred as ``score - correct - overlong``, overlong as 0). ``other`` is what is left,
     ``score - correct - plan - overlong``: 0 with the project's grader, non-zero only when a custom reward
     function scores something else. The four add up to ``scores`` exactly (per response).
 
@@ -174,11 +192,13 @@ def reward_components(
         len(acc) != n
         or (plan is not None and len(plan) != n)
         or (overlong is not None and len(overlong) != n)
+        or (correct is not None and len(correct) != n)
     ):
-        raise ValueError("scores, acc, plan and overlong need one value per response")
+        raise ValueError("scores, acc, plan, overlong and correct need one value per response")
     out: dict[str, list[float]] = {"correct": [], "plan": [], "overlong": [], "other": []}
     for i in range(n):
-        s, a = float(scores[i]), float(acc[i])
+        c = correct[i] if correct is not None else None
+        s, a = float(scores[i]), float(acc[i]) if c is None else float(c)
         o = overlong[i] if overlong is not None else None
         o = 0.0 if o is None else float(o)
         p = plan[i] if plan is not None else None
@@ -294,9 +314,13 @@ def batch_health(
             acc,
             [_number(info.get("plan_reward")) for info in infos],
             [_number(info.get("overlong_reward")) for info in infos],
+            [_number(info.get("correct_reward")) for info in infos],
         )
         n = len(s)
-        out[TRAIN_ACC] = sum(acc) / n
+        # A sample the sandbox failed on says nothing about the policy's answers.
+        judged = [a for a, info in zip(acc, infos) if not _number(info.get("sandbox_error"))]
+        if judged:
+            out[TRAIN_ACC] = sum(judged) / len(judged)
         out[REWARD_CORRECT] = sum(comps["correct"]) / n
         out[REWARD_PLAN] = sum(comps["plan"]) / n
         out[REWARD_OVERLONG] = sum(comps["overlong"]) / n
@@ -306,6 +330,35 @@ def batch_health(
             comps.pop("other")
         for k, v in signal_shares(comps, g).items():
             out[SIGNAL_SHARE + k] = v
+    out.update(code_health(infos))
+    return out
+
+
+def code_health(infos: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """The step's code metrics from its responses' reward infos (:mod:`e2c.rewards.verl_score`'s ``code``,
+    ``acc``, ``tests_fraction``, ``sandbox_s``, ``sandbox_error``); empty on a step without code rows. The
+    accuracies leave out the samples the sandbox failed on (an error, not a wrong answer), which
+    :data:`SANDBOX_ERRORS` counts; they are absent when every code sample failed.
+
+    >>> out = code_health([{"code": 1, "acc": 1, "tests_fraction": 1, "sandbox_s": 0.5},
+    ...                    {"code": 1, "acc": 0, "tests_fraction": 0.5, "sandbox_s": 2.0},
+    ...                    {"code": 1, "acc": 0, "sandbox_error": 1, "sandbox_s": 0.25}, {"acc": 1}])
+    >>> out["e2c/sandbox_s"], out["e2c/sandbox_s_max"], out["health/code_acc"], out["health/code_tests_passed"]
+    (2.75, 2.0, 0.5, 0.75)
+    >>> out["health/sandbox_errors"], code_health([{"acc": 1, "code": 0}])
+    (1.0, {})
+    """
+    rows = [info for info in infos if _number(info.get("code"))]
+    if not rows:
+        return {}
+    seconds = [_number(info.get("sandbox_s")) or 0.0 for info in rows]
+    failed = [bool(_number(info.get("sandbox_error"))) for info in rows]
+    out = {SANDBOX_S: sum(seconds), SANDBOX_S_MAX: max(seconds), SANDBOX_ERRORS: float(sum(failed))}
+    judged = [info for info, bad in zip(rows, failed) if not bad]
+    for key, name in ((CODE_ACC, "acc"), (CODE_TESTS, "tests_fraction")):
+        vals = [v for info in judged if (v := _number(info.get(name))) is not None]
+        if vals and len(vals) == len(judged):
+            out[key] = sum(vals) / len(vals)
     return out
 
 
@@ -566,12 +619,26 @@ TABLE_COLUMNS = (
 )
 
 
+# Shown only for runs that logged them (a run with code rows).
+CODE_COLUMNS = (
+    (CODE_ACC, ".3f"),
+    (CODE_TESTS, ".3f"),
+    (SANDBOX_ERRORS, ".0f"),
+    (SANDBOX_S, ".1f"),
+    (SANDBOX_S_MAX, ".1f"),
+)
+
+
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
-    """The main columns of :func:`health_table` as a tab-separated table ("-" where a step lacks one)."""
-    lines = ["\t".join(name for name, _ in TABLE_COLUMNS)]
+    """The main columns of :func:`health_table` as a tab-separated table ("-" where a step lacks one), with
+    :data:`CODE_COLUMNS` when any step has one of them."""
+    columns = TABLE_COLUMNS
+    if any(name in r for r in rows for name, _ in CODE_COLUMNS):
+        columns = (*TABLE_COLUMNS, *CODE_COLUMNS)
+    lines = ["\t".join(name for name, _ in columns)]
     for r in rows:
         cells = []
-        for name, spec in TABLE_COLUMNS:
+        for name, spec in columns:
             v = _number(r.get(name))
             cells.append("-" if v is None else format(int(v) if spec == "d" else v, spec))
         lines.append("\t".join(cells))
