@@ -302,7 +302,12 @@ def values_equal(got: Any, want: Any, tol: float = DEFAULT_FLOAT_TOL, _depth: in
 
 # ------------------------------------------------------------------------------------------ extraction
 # A fence opens a line, or follows a tag directly (``<EXECUTION>```python``, as chains write it).
-_FENCE = re.compile(r"(?:^|(?<=>))[ \t]*(`{3,}|~{3,})[ \t]*([A-Za-z0-9_+.-]*)[^\n]*\n", re.M)
+# The run of fence characters may not be followed by another (``(?!`)``) and a backtick fence's info string
+# holds no backtick (CommonMark): so a line of a million backticks fails in one pass, not by backtracking.
+_FENCE = re.compile(
+    r"(?:^|(?<=>))[ \t]*(?:(`{3,})(?!`)[ \t]*([A-Za-z0-9_+.-]*)[^\n`]*|(~{3,})(?!~)[ \t]*([A-Za-z0-9_+.-]*)[^\n]*)\n",
+    re.M,
+)
 PYTHON_TAGS = ("python", "py", "python3")
 
 
@@ -325,7 +330,8 @@ def extract_code(text: str) -> tuple[str | None, str]:
         m = _FENCE.search(text, pos)
         if m is None:
             break
-        fence, lang = m.group(1), m.group(2).lower()
+        fence = m.group(1) or m.group(3)
+        lang = (m.group(2) if m.group(1) else m.group(4)).lower()
         # A closing fence ends its line, or a tag follows it (``````</EXECUTION>``).
         close = re.compile(
             r"^[ \t]*" + re.escape(fence[0]) + "{" + str(len(fence)) + r",}[ \t]*(?=$|<)", re.M
@@ -338,7 +344,8 @@ def extract_code(text: str) -> tuple[str | None, str]:
         pos = c.end()
     if not blocks:
         return None, "none"
-    closed = [b for b in blocks if b[2]]
+    # An empty block is not a program (a fence flood is all empty blocks).
+    closed = [b for b in blocks if b[2] and b[1].strip()]
     py = [b for b in closed if b[0] in PYTHON_TAGS]
     if py:
         return py[-1][1], "python_block"

@@ -96,6 +96,7 @@ def grade(
     fallback_number: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     prefilled: bool | None = None,
+    stop_on_fail: bool = False,
 ) -> GradeResult:
     r"""Grade one response against a reference answer.
 
@@ -115,6 +116,8 @@ def grade(
         fallback_number: accept the last number of the text when no explicit answer is found (for
             grading reference solutions; off for model output).
         timeout: hard bound, in seconds, on the symbolic check.
+        stop_on_fail: a kind that runs programs stops at the first failing test (an all-or-nothing reward
+            needs no more; ``tests_passed`` is then a lower bound).
         prefilled: the response continues a prefilled opening tag (``True``: a response that starts with
             the tag again has it twice and is not well formed), or not (``False``); ``None`` infers it.
 
@@ -135,7 +138,9 @@ def grade(
     """
     spec = get_kind(kind)  # outside the try: an unknown kind is the caller's bug, not a sample's
     try:
-        return _grade(response, gold, spec, options, fmt, plan_bonus, fallback_number, timeout, prefilled)
+        return _grade(
+            response, gold, spec, options, fmt, plan_bonus, fallback_number, timeout, prefilled, stop_on_fail
+        )
     except Exception as e:  # a grader bug must cost one sample, never a file or an RL step
         return GradeResult(
             score=0.0,
@@ -158,6 +163,7 @@ def _grade(
     fallback_number: bool,
     timeout: float,
     prefilled: bool | None = None,
+    stop_on_fail: bool = False,
 ) -> GradeResult:
     if not isinstance(response, str):
         response = "" if response is None else str(response)
@@ -168,7 +174,11 @@ def _grade(
 
     gold_s = spec.reference(gold, options)
     pred, method = spec.extract(region, options, fallback_number)
-    checked = spec.check(pred, gold_s, timeout)
+    checked = (
+        spec.check(pred, gold_s, timeout, stop_on_fail)
+        if spec.runs_programs
+        else spec.check(pred, gold_s, timeout)
+    )
     correct, check = checked[0], checked[1]
     verdict = checked[2] if len(checked) > 2 else None  # a program's run (code): tests and seconds
     # No kind's check may call a missing answer or an unreadable reference correct.

@@ -25,6 +25,13 @@ class Hostile:
     options: dict[str, str] | None = None
 
 
+_CODE_TESTS = {"mode": "call", "fn_name": "f", "time_limit": 1.0, "tests": [{"args": [1], "output": 1}]}
+
+
+def _py(body: str) -> str:
+    return f"```python\n{body}```\n"
+
+
 def _chain(execution: str, plan: str = "1. Compute.\n2. Report.") -> str:
     return f"{plan}</EXPLORATION><EXECUTION>{execution}</EXECUTION>"
 
@@ -160,5 +167,28 @@ def hostile_corpus() -> list[Hostile]:
             "countdown",
         ),
         Hostile("countdown_power", _chain("\\boxed{9**9**9**9}"), {"target": 3, "numbers": [9]}, "countdown"),
+        # Programs (the code kind): extraction on fence floods, programs that are bombs, references that
+        # are not tests. Each runs in the sandbox under its tests' time limit.
+        Hostile("code_fence_flood", _chain("```\n" * 200_000), _CODE_TESTS, "code"),
+        Hostile("code_unclosed_megabyte", _chain("```python\n" + "x = 1\n" * (MB // 6)), _CODE_TESTS, "code"),
+        Hostile("code_megabyte_program", _chain(_py("x = 1\n" * (MB // 6))), _CODE_TESTS, "code"),
+        Hostile("code_null_bytes", _chain(_py("def f(x):\n    return x\x00\n")), _CODE_TESTS, "code"),
+        Hostile("code_huge_literal", _chain(_py("def f(x):\n    return 10**10**8\n")), _CODE_TESTS, "code"),
+        Hostile(
+            "code_print_flood",
+            _chain(_py("def f(x):\n    print('x' * 10**6)\n    return x\n")),
+            _CODE_TESTS,
+            "code",
+        ),
+        Hostile(
+            "code_deep_nesting",
+            _chain(_py("def f(x):\n    return " + _nest("[", "]", 100_000) + "\n")),
+            _CODE_TESTS,
+            "code",
+        ),
+        Hostile("code_tests_nesting", _chain(_py("def f(x): return x")), _nest("[", "]", 100_000), "code"),
+        Hostile(
+            "code_tests_not_tests", _chain(_py("def f(x): return x")), {"mode": "call", "tests": []}, "code"
+        ),
     ]
     return cases

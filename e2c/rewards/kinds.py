@@ -56,7 +56,8 @@ class AnswerKind:
             reports as ``gold`` and what ``check`` receives.
         extract: ``(answer region, options, fallback_number) -> (answer or None, method)``; never raises
             on model output.
-        check: ``(answer, reference, timeout) -> (correct, how)``; called even when either side is None,
+        check: ``(answer, reference, timeout) -> (correct, how)`` (a kind that runs programs also takes
+            ``stop_on_fail``); called even when either side is None,
             so a kind can report why (its ``how`` is :class:`GradeResult`'s ``check``). A ``how`` of
             ``timeout``, ``error`` or ``unparseable_gold`` becomes the result's reason.
         canon: an answer's canonical spelling: equal spellings are the same vote.
@@ -79,7 +80,7 @@ class AnswerKind:
     summary: str
     reference: Callable[[Any, Options], str | None]
     extract: Callable[[str, Options, bool], tuple[str | None, str]]
-    check: Callable[[str | None, str | None, float], tuple[Any, ...]]
+    check: Callable[..., tuple[Any, ...]]
     canon: Callable[[str], str]
     symbolic: bool = False
     answer_keys: tuple[str, ...] = ("answer",)
@@ -170,7 +171,9 @@ def _code_extract(region: str, options: Options, fallback_number: bool) -> tuple
     return extract_code(region)
 
 
-def _code_check(pred: str | None, ref: str | None, timeout: float) -> tuple[bool, str] | tuple[bool, str, Any]:
+def _code_check(
+    pred: str | None, ref: str | None, timeout: float, stop_on_fail: bool = False
+) -> tuple[bool, str] | tuple[bool, str, Any]:
     """Run the program on every test in the sandbox; ``how`` is ``tests k/n``, ``too_long`` or ``error`` (the
     sandbox failed: an error, never a wrong answer)."""
     if pred is None or ref is None:
@@ -178,7 +181,7 @@ def _code_check(pred: str | None, ref: str | None, timeout: float) -> tuple[bool
     from e2c.rewards.code_judge import judge
     from e2c.rewards.code_tests import parse_tests
 
-    v = judge(pred, parse_tests(ref))
+    v = judge(pred, parse_tests(ref), stop_on_fail=stop_on_fail)
     if v.status == "error":
         return False, "error", v
     if v.status != "ok":

@@ -127,7 +127,6 @@ def compute_score(
     info = dict(extra_info or {})
     info.update(kwargs)
     mode = code_reward_mode(info.get("code_reward"))
-    # "all" needs only the first failing test (the judge's stop_on_fail); grade() runs every test today.
     res = grade(
         solution_str,
         ground_truth,
@@ -137,6 +136,8 @@ def compute_score(
         plan_bonus=bool(info.get("plan_bonus", False)),
         prefilled=None if info.get("prefilled") is None else bool(info["prefilled"]),
         **({"timeout": float(info["timeout"])} if "timeout" in info else {}),
+        # "all" needs only the first failing test: the rest are not run (tests_fraction is a lower bound).
+        stop_on_fail=mode == "all",
     )
     well_formed = res.chain_status == "ok"
     gated = bool(info.get("require_format", False)) and not well_formed

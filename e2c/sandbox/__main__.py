@@ -4,10 +4,10 @@ for launchers: run it before training)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
+from e2c.cli import ArgumentParser
 from e2c.errors import UserError, fail
 from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, Limits, make, parse_spec
 
@@ -31,7 +31,7 @@ def ready(spec_text: str | None, tries: int = 1, wait_s: float = 2.0) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m e2c.sandbox", description=__doc__)
+    ap = ArgumentParser(prog="python -m e2c.sandbox", description=__doc__)
     ap.add_argument("command", choices=["check"], help="check: run a trivial program through the backend")
     ap.add_argument("--sandbox", default=os.environ.get(SANDBOX_ENV), help=SANDBOX_HELP)
     ap.add_argument(

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 
 from e2c.errors import UserError
-from e2c.sandbox import Limits
+from e2c.sandbox.base import Limits
 from e2c.sandbox.local import Isolation, LocalSandbox, limit_args, probe_isolation
 
 HIDDEN_DIRS = ("/tmp", "/var/tmp", "/dev/shm")

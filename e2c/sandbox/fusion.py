@@ -21,7 +21,7 @@ import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
-from e2c.sandbox import Limits, RunResult
+from e2c.sandbox.base import Limits, RunResult
 
 REQUEST_SLACK_S = 10.0
 _STATUS = {"TimeLimitExceeded": "timeout", "MemoryLimitExceeded": "memory"}

@@ -38,7 +38,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from e2c.sandbox import Limits, RunResult
+from e2c.sandbox.base import Limits, RunResult
 
 STDERR_TAIL = 4096
 UID_BASE = 2_115_000_000

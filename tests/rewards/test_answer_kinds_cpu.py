@@ -132,7 +132,7 @@ def test_schema_follows_the_table(throwaway: None) -> None:
     assert check_row(row, "eval") is None
     assert check_row({**row, "kind": "essay"}, "eval") == (
         "kind",
-        "expected math or mcq or countdown or yesno or pick, got 'essay'",
+        "expected math or mcq or countdown or code or yesno or pick, got 'essay'",
     )
     # An option kind gets the option rule of mcq.
     pick = {**row, "kind": "pick", "answer": "B", "choices": ["x", "y"]}
@@ -188,6 +188,10 @@ GOOD = {
     "math": ("\\boxed{4}", "4"),
     "mcq": ("\\boxed{B}", "B"),
     "countdown": ("\\boxed{2+2}", json.dumps({"target": 4, "numbers": [2, 2]})),
+    "code": (
+        "```python\ndef f(x):\n    return x + 1\n```",
+        json.dumps({"mode": "call", "fn_name": "f", "tests": [{"args": [3], "output": 4}]}),
+    ),
 }
 
 
