@@ -44,7 +44,7 @@ from e2c.errors import UserError
 from e2c.files import check_output_dir
 from e2c.models import ModelSpecError
 from e2c.paths import data_dir
-from e2c.rewards.kinds import find_kind
+from e2c.rewards.kinds import prompt_format
 
 # The paper's README spells the processed files it passes as TRAIN_DATA with hyphens (its
 # data/processed/sft/e2c-sft-train.parquet); each of ours is also reachable under that spelling, as a link in
@@ -257,10 +257,7 @@ def prepare_code_rl(
             parts.extend(_deepcoder_rows(use_hub))
         else:
             parts.extend((f.stem, read_rows(f)) for f in code_rl_files(src))
-    # The code kind asks for the program in a ```python block instead of the format's boxed answer.
-    kind = find_kind(code_sets.CODE_KIND)
-    suffix = kind.prompt_suffix if kind is not None else None
-    fmt = E2C if suffix is None else E2C.replace(prompt_suffix=suffix, suffix_separator="")
+    fmt = prompt_format(E2C, code_sets.CODE_KIND)
     rows: list[dict[str, Any]] = []
     for name, part in parts:
         got, dropped = code_sets.code_rl_rows(part, name, fmt.messages)

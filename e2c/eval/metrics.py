@@ -88,7 +88,10 @@ def summarize(
 
     Each prediction needs ``correct``, ``extracted``, ``chain_status``, ``finish_reason``, ``reason``,
     ``explore_tokens``, ``execute_tokens`` and ``forced_close``, and may carry ``kind`` (math, mcq,
-    countdown; default math), which decides how wrong answers are grouped for maj@k. pass@k and maj@k use the ``k`` that every
+    countdown, code; default math), which decides how wrong answers are grouped for maj@k (programs by their
+    whitespace-folded text: grouping by behaviour needs runs on public tests, which test-time search does),
+    and, for programs, ``tests_passed``, ``tests_total`` and ``sandbox_s`` (``tests_passed_rate``, the
+    share of tests passed per sample, and the sandbox's seconds). pass@k and maj@k use the ``k`` that every
     problem has samples for.
     """
     flat = [p for probs in per_problem for p in probs]
@@ -124,4 +127,13 @@ def summarize(
         execute_tokens=_mean([s["execute_tokens"] for s in flat]),
     )
     out["total_tokens"] = out["explore_tokens"] + out["execute_tokens"]
+    ran = [s for s in flat if s.get("tests_total")]
+    if ran or any("tests_total" in s for s in flat):
+        # Programs (code): all tests pass is `correct`; the share of tests passed is the second figure, over
+        # every sample (one with no program, or whose tests did not run, passed none).
+        out["tests_passed_rate"] = _mean(
+            [s["tests_passed"] / s["tests_total"] if s.get("tests_total") else 0.0 for s in flat]
+        )
+        out["sandbox_s"] = round(sum(float(s.get("sandbox_s") or 0.0) for s in flat), 3)
+        out["sandbox_error_rate"] = _mean([float(s["reason"] == "error") for s in flat])
     return out

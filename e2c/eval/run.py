@@ -56,7 +56,9 @@ from e2c.eval.runner import (
 from e2c.files import check_output_dir
 from e2c.flags import add_setting_flags, flag_values
 from e2c.models import default_subfolder, model_context, resolve_model
+from e2c.rewards.kinds import runs_programs
 from e2c.run_folder import FORCE_HELP
+from e2c.sandbox import SANDBOX_HELP, setting, use
 from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 
 # The paper's evaluation folder; each model and setting gets its own run folder inside it (resume needs that).
@@ -159,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="GPUs to use: a count or device ids 0,1,..; split into data-parallel workers of --tp GPUs each, "
         "as the paper's script (default: all visible)",
     )
+    a("--sandbox", type=str, default=None, metavar="SPEC", help=SANDBOX_HELP)
     a(
         "--tp",
         type=whole(1),
@@ -300,6 +303,7 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
             else chunk_size_for(backend, args.batch_size),
         }
     )
+    sandbox = setting(args.sandbox)  # where programs run (code sets); not part of a run's identity
     names = resolve_names(args.dataset)
     save = args.output_dir or default_save_path(cfg)
     check_output_dir(save, "--output-dir")
@@ -315,6 +319,10 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
     gpus = parse_gpus(args.gpus)
     visible = visible_devices()
     groups = plan_workers(visible, gpus, args.tp, args.workers) if shard[1] == 1 else []
+    if runs_programs(r.kind for recs in data.values() for r in recs):
+        # Built here (a missing tool is one line, before any model load); exported to $E2C_SANDBOX for the
+        # data-parallel workers this process starts.
+        use(sandbox, print, "eval")
     checks_done()
     interrupt_on_sigterm()
     return run_checked(args, cfg, res, data, save, shard, groups, trackers, backend, visible, argv)

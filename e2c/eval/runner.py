@@ -41,6 +41,7 @@ from e2c.generation.base import check_fits, context_length, derive_seed
 from e2c.generation.chains import ChainResult, generate_chains
 from e2c.models import RELEASED_REPO
 from e2c.rewards.grader import grade_many
+from e2c.rewards.kinds import prompt_format, runs_programs
 from e2c.run_folder import RunFolder
 from e2c.runinfo import git_commit, versions
 from e2c.tracking import SAMPLE_CHAINS
@@ -247,12 +248,14 @@ class EvalConfig:
 def dataset_format(cfg: EvalConfig, name: str) -> ChainFormat:
     """The chain format one dataset is prompted and parsed with.
 
-    ``cfg.format``, with the release's medical system prompt and question suffix for the medical sets when
+    ``cfg.format``, with the answer kind's own prompt suffix where it has one (programs), the release's
+    medical system prompt and question suffix for the medical sets when
     ``cfg.medical_prompt == "release"``, and without the prefilled opening tag when ``cfg.prefill`` is
     off (the release's evaluation prompt: the question and suffix only). Parsing then expects the model
     to write the opening tag itself.
     """
     fmt = get_format(cfg.format)
+    fmt = prompt_format(fmt, get_spec(name).kind)
     if cfg.medical_prompt == "release" and get_spec(name).group == "med":
         fmt = fmt.replace(
             system_prompt=MEDICAL_SYSTEM_PROMPT, prompt_suffix=MEDICAL_PROMPT_SUFFIX, suffix_separator=""
@@ -391,6 +394,11 @@ def prediction_lines(
             "explore_stop": c.explore_stop,
             "forced_close": c.forced_close,
             "finish_reason": c.finish_reason,
+            **(
+                {"tests_passed": r.tests_passed, "tests_total": r.tests_total, "sandbox_s": r.sandbox_s}
+                if runs_programs([record.kind])  # a program that never ran passed none of its tests
+                else {}
+            ),
             "response": c.response,
         }
         for j, (c, r) in enumerate(zip(chains, results, strict=True))

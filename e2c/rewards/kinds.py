@@ -24,10 +24,11 @@ every derived place accept it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from e2c.chain import ChainFormat
 from e2c.rewards.countdown import check as countdown_check
 from e2c.rewards.countdown import parse_reference as countdown_reference
 from e2c.rewards.extract import extract_answer, reference_answer
@@ -283,6 +284,27 @@ def kind_names(where: Callable[[AnswerKind], bool] = lambda k: True) -> tuple[st
     ('countdown', 'code')
     """
     return tuple(n for n, k in ANSWER_KINDS.items() if where(k))
+
+
+def runs_programs(kinds: Iterable[object]) -> bool:
+    """Whether any of these kind names runs its answers in the sandbox (a command then builds one).
+
+    >>> runs_programs(["math", "code"]), runs_programs(["mcq", "essay"])
+    (True, False)
+    """
+    return any((k := find_kind(name)) is not None and k.runs_programs for name in kinds)
+
+
+def prompt_format(fmt: ChainFormat, kind: Kind) -> ChainFormat:
+    """``fmt`` as a problem of ``kind`` is prompted: with the kind's own suffix in place of the format's (a
+    program is asked for in a fenced block, not a boxed value); unchanged for the other kinds.
+
+    >>> from e2c.chain import E2C
+    >>> prompt_format(E2C, "code").prompt_suffix == CODE_PROMPT_SUFFIX, prompt_format(E2C, "math") is E2C
+    (True, True)
+    """
+    suffix = get_kind(kind).prompt_suffix
+    return fmt if suffix is None else fmt.replace(prompt_suffix=suffix, suffix_separator="")
 
 
 def option_letters(n: int) -> str:

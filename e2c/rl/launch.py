@@ -62,7 +62,8 @@ from e2c.presets import cpu_preset
 from e2c.rewards.verl_score import CODE_REWARD_KEY, CODE_REWARDS, code_reward_mode
 from e2c.rl.settings import GROUP, ON_POLICY_LOSS, E2CSettings, e2c_settings, setting_flags
 from e2c.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
-from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, WORKERS_ENV, SandboxSpec, parse_spec, workers_setting
+from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, WORKERS_ENV, SandboxSpec, ready, workers_setting
+from e2c.sandbox import setting as sandbox_setting
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
 from e2c.verl_cpu.hf_rollout import SYNC_LOG, SYNC_LOG_ENV
 
@@ -473,27 +474,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-# The trivial program a sandbox must run before training starts, and how long it may take (a cold server).
-READY_PROGRAM = "print(1)"
-READY_WALL_S = 30.0
-WHERE_SANDBOX = f"--sandbox or ${SANDBOX_ENV}"
-
-
-def sandbox_setting(flag: str | None, env: Mapping[str, str] | None = None) -> SandboxSpec | None:
-    """The run's sandbox, checked where it enters: ``--sandbox``, else ``$E2C_SANDBOX``, else None (the
-    workers' default, local). One line naming the backends for anything else.
-
-    >>> str(sandbox_setting("http://h:8080", {})), sandbox_setting(None, {}) is None
-    ('fusion:http://h:8080', True)
-    """
-    env = os.environ if env is None else env
-    if flag is not None:
-        return parse_spec(flag)
-    if env.get(SANDBOX_ENV):
-        return parse_spec(env[SANDBOX_ENV], f"${SANDBOX_ENV}")
-    return None
-
-
 def sandbox_workers_setting(env: Mapping[str, str] | None = None) -> int | None:
     """``$E2C_SANDBOX_WORKERS`` (programs at once per reward worker) when set, checked here rather than
     inside a ray worker; None when unset."""
@@ -514,27 +494,10 @@ def sandbox_env(args: argparse.Namespace) -> dict[str, str]:
 
 
 def check_sandbox(spec: SandboxSpec | None) -> None:
-    """The sandbox a run names answers before training starts: built (a missing tool is one line), then
-    :data:`READY_PROGRAM` run through it. A SandboxFusion server that does not answer would otherwise turn
-    every code sample into an error minutes into the run. Nothing to check without ``--sandbox`` or
-    ``$E2C_SANDBOX``."""
-    if spec is None:
-        return
-    from e2c.sandbox import Limits, make
-
-    try:
-        res = make(spec).run({"main.py": READY_PROGRAM}, "main.py", "", Limits(wall_s=READY_WALL_S))
-    except UserError:
-        raise
-    except Exception as e:  # a client bug or an unreachable host: one line, not a traceback
-        raise UserError(
-            f"sandbox {spec} ({WHERE_SANDBOX}) does not run programs ({type(e).__name__}: {e})"
-        ) from None
-    if res.status != "ok" or res.stdout.strip() != "1":
-        why = (res.stderr.strip().splitlines() or [f"exit {res.returncode}"])[-1][:200]
-        raise UserError(
-            f"sandbox {spec} ({WHERE_SANDBOX}) did not run {READY_PROGRAM!r} ({res.status}: {why})"
-        )
+    """The sandbox a run names answers before training starts (:func:`e2c.sandbox.ready`); nothing to check
+    without ``--sandbox`` or ``$E2C_SANDBOX`` (the workers' default, local)."""
+    if spec is not None:
+        ready(spec)
 
 
 def check_code_reward(cfg: Any) -> None:

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import os
 import threading
+import time
+from collections.abc import Callable, Mapping
 
+from e2c.errors import UserError
 from e2c.sandbox.base import (
     BACKENDS,
     SANDBOX_ENV,
@@ -49,7 +52,10 @@ __all__ = [
     "current",
     "make",
     "parse_spec",
+    "ready",
+    "setting",
     "slots",
+    "use",
     "workers_setting",
 ]
 
@@ -107,3 +113,54 @@ def slots() -> threading.BoundedSemaphore:
         if _slots is None:
             _slots = threading.BoundedSemaphore(workers_setting())
         return _slots
+
+
+def setting(flag: str | None, env: Mapping[str, str] | None = None) -> SandboxSpec | None:
+    """The sandbox a command asks for, checked where it enters: ``--sandbox``, else ``$E2C_SANDBOX``, else
+    None (the default, local). One line naming the backends for anything else.
+
+    >>> str(setting("http://h:8080", {})), setting(None, {}) is None, str(setting(None, {SANDBOX_ENV: "bwrap"}))
+    ('fusion:http://h:8080', True, 'bwrap')
+    """
+    env = os.environ if env is None else env
+    if flag is not None:
+        return parse_spec(flag, "--sandbox")
+    if env.get(SANDBOX_ENV):
+        return parse_spec(env[SANDBOX_ENV], f"${SANDBOX_ENV}")
+    return None
+
+
+READY_PROGRAM = "print(1)"
+READY_WALL_S = 30.0
+"""The trivial program a sandbox must run before work starts, and how long it may take (a cold server)."""
+
+
+def ready(spec: SandboxSpec | None, tries: int = 1, wait_s: float = 2.0) -> str:
+    """Build the backend and run :data:`READY_PROGRAM` through it (up to ``tries`` times, ``wait_s`` apart,
+    for a server that is starting): its description and the run's seconds, or a :class:`UserError` in one
+    line naming the backend. A readiness check: a SandboxFusion server that does not answer would otherwise
+    turn every code sample into an error minutes into a run."""
+    spec = spec or SandboxSpec("local")
+    sbx = make(spec)
+    why = ""
+    for i in range(tries):
+        try:
+            r = sbx.run({"main.py": READY_PROGRAM}, "main.py", "", Limits(wall_s=READY_WALL_S))
+        except Exception as e:  # a client bug or an unreachable host: one line, not a traceback
+            why = f"{type(e).__name__}: {e}"
+        else:
+            if r.status == "ok" and r.stdout.strip() == "1":
+                return f"{sbx.describe()}; {READY_PROGRAM} ran in {r.seconds:.3f} s"
+            why = f"{r.status}: " + (r.stderr.strip().splitlines() or [f"exit {r.returncode}"])[-1]
+        if i + 1 < tries:
+            time.sleep(wait_s)
+    raise UserError(
+        f"sandbox {spec} (--sandbox or ${SANDBOX_ENV}) did not run {READY_PROGRAM!r} ({why[:300]})"
+    )
+
+
+def use(spec: SandboxSpec | None, log: Callable[[str], None], label: str) -> Sandbox:
+    """Build and set the process's sandbox (:func:`configure`) and say in one line what it isolates here."""
+    sbx = configure(spec or SandboxSpec("local"))
+    log(f"[{label}] sandbox {spec or 'local'}: {sbx.describe()}")
+    return sbx

@@ -9,25 +9,7 @@ import sys
 
 from e2c.cli import ArgumentParser
 from e2c.errors import UserError, fail
-from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, Limits, make, parse_spec
-
-
-def ready(spec_text: str | None, tries: int = 1, wait_s: float = 2.0) -> str:
-    """Run ``print(1)`` through the backend (up to ``tries`` times, ``wait_s`` apart, for a server that is
-    starting); its description and the run's seconds, or a :class:`UserError` naming the backend."""
-    import time
-
-    spec = parse_spec(spec_text)
-    sbx = make(spec)
-    last = ""
-    for i in range(tries):
-        r = sbx.run({"main.py": "print(1)"}, "main.py", "", Limits(wall_s=10))
-        if r.status == "ok" and r.stdout.strip() == "1":
-            return f"{sbx.describe()}; print(1) ran in {r.seconds:.3f} s"
-        last = (r.stderr.strip().splitlines() or [r.status])[-1]
-        if i + 1 < tries:
-            time.sleep(wait_s)
-    raise UserError(f"sandbox {spec} does not run programs: {last[:300]}")
+from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, parse_spec, ready
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -42,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.tries < 1 or args.wait < 0:
         fail("--tries must be at least 1 and --wait not negative")
     try:
-        print(ready(args.sandbox, args.tries, args.wait))
+        print(ready(parse_spec(args.sandbox), args.tries, args.wait))
     except UserError as e:
         fail(str(e))
     return 0

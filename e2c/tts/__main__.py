@@ -25,7 +25,6 @@ runner does with each (whole chains, budget-free, nestable, needs an embedder) c
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -58,8 +57,9 @@ from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
 from e2c.models import default_subfolder
 from e2c.paths import project_root
+from e2c.rewards.kinds import runs_programs
 from e2c.run_folder import FORCE_HELP
-from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, SandboxSpec, parse_spec
+from e2c.sandbox import SANDBOX_HELP, SandboxSpec, setting, use
 from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.tts.base import METHODS, methods_with
 
@@ -192,26 +192,13 @@ def build_parser(prog: str = PROG) -> ArgumentParser:
     return p
 
 
-def sandbox_spec(flag: str | None, env: str | None = None) -> SandboxSpec:
-    """The sandbox the run asks for, checked where it enters: ``--sandbox``, else ``$E2C_SANDBOX`` (``env``:
-    its value, read from the environment when None), else local; one line naming the choices otherwise."""
-    if flag is not None:
-        return parse_spec(flag, "--sandbox")
-    value = os.environ.get(SANDBOX_ENV) if env is None else env
-    return parse_spec(value or None, f"${SANDBOX_ENV}")
-
-
-def use_sandbox(spec: SandboxSpec, records: Sequence[Any], log: Callable[[str], None] = print) -> bool:
-    """Build and set the process's sandbox (:func:`e2c.sandbox.configure`, once) when a problem's answers
-    are programs; a run with none leaves it alone (nothing to run, and no backend to probe). Building it
-    may refuse in one line (bubblewrap missing), so it happens before anything is written."""
-    from e2c.rewards.kinds import find_kind
-    from e2c.sandbox import configure
-
-    if not any((k := find_kind(r.kind)) is not None and k.runs_programs for r in records):
+def use_sandbox(spec: SandboxSpec | None, records: Sequence[Any], log: Callable[[str], None] = print) -> bool:
+    """Build and set the process's sandbox (once) when a problem's answers are programs; a run with none
+    leaves it alone (nothing to run, and no backend to probe). Building it may refuse in one line
+    (bubblewrap missing), so it happens before anything is written."""
+    if not runs_programs(r.kind for r in records):
         return False
-    sbx = configure(spec)
-    log(f"[tts] sandbox {spec}: {sbx.describe()}")
+    use(spec, log, "tts")
     return True
 
 
@@ -326,7 +313,7 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv, prog)
-    spec = sandbox_spec(args.sandbox)  # the edge: a bad value is refused before anything is read
+    spec = setting(args.sandbox)  # the edge: a bad value is refused before anything is read
     quiet_transformers()
     trackers = result_trackers(args.logger)
     cfg = load_config(args)

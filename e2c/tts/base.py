@@ -31,7 +31,7 @@ from e2c.generation.base import DEFAULT_SAMPLING, Completion, Generator, Samplin
 from e2c.generation.chains import chain_prompts
 from e2c.rewards import code_judge
 from e2c.rewards.grader import GradeResult, grade
-from e2c.rewards.kinds import find_kind
+from e2c.rewards.kinds import find_kind, prompt_format
 from e2c.rewards.vote import answer_classes, behaviour_classes, majority_class, program_key
 
 if TYPE_CHECKING:
@@ -459,7 +459,8 @@ def run_method(
     if budget < 1:
         raise ValueError(f"budget must be >= 1, got {budget}")
     meter = Meter(gen)
-    ctx = Context(meter, record, settings, fmt, embed)
+    # A program is asked for in a fenced block (the kind's own suffix), not as a boxed value.
+    ctx = Context(meter, record, settings, prompt_format(fmt, record.kind), embed)
     t0 = time.perf_counter()
     chosen, details = METHODS[name](ctx, budget)
     if chosen is not None:

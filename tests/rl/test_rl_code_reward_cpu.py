@@ -331,7 +331,7 @@ def test_launcher_checks_the_sandbox_answers_cpu(monkeypatch: pytest.MonkeyPatch
     # EchoSandbox "prints" its source, so a server that answers prints print(1)'s source, not 1: refused.
     with pytest.raises(UserError, match="did not run 'print\\(1\\)'"):
         launch.check_sandbox(sandbox.parse_spec("http://up:1"))
-    monkeypatch.setattr(launch, "READY_PROGRAM", "1")  # the echo prints 1
+    monkeypatch.setattr(sandbox, "READY_PROGRAM", "1")  # the echo prints 1
     launch.check_sandbox(sandbox.parse_spec("http://up:1"))
     with pytest.raises(UserError) as e:
         launch.check_sandbox(sandbox.parse_spec("http://down:1"))

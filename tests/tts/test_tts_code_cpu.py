@@ -17,9 +17,9 @@ from e2c.generation.scripted import ASSISTANT, ScriptedGenerator
 from e2c.rewards import code_judge
 from e2c.rewards.code_tests import parse_tests
 from e2c.rewards.vote import behaviour_classes, majority_class, program_key
-from e2c.sandbox import SANDBOX_HELP
+from e2c.sandbox import SANDBOX_HELP, setting
 from e2c.tts import TTSSettings, run_method
-from e2c.tts.__main__ import build_parser, sandbox_spec
+from e2c.tts.__main__ import build_parser
 from e2c.tts.base import Candidate, weighted_vote
 from e2c.tts.methods import clip, describe_failure, error_line
 from e2c.tts.run import format_table, nested_records, summarize
@@ -287,13 +287,13 @@ def test_summary_and_nested_records_carry_sandbox_seconds_cpu() -> None:
 # --------------------------------------------------------------------------------------------- --sandbox
 def test_sandbox_flag_is_parsed_at_the_edge_cpu() -> None:
     args = build_parser().parse_args(["--sandbox", "bwrap"])
-    assert str(sandbox_spec(args.sandbox, env="local")) == "bwrap"
-    assert str(sandbox_spec(None, env="http://h:8080/")) == "fusion:http://h:8080"
-    assert str(sandbox_spec(None, env="")) == "local"
+    assert str(setting(args.sandbox, env={"E2C_SANDBOX": "local"})) == "bwrap"
+    assert str(setting(None, env={"E2C_SANDBOX": "http://h:8080/"})) == "fusion:http://h:8080"
+    assert setting(None, env={"E2C_SANDBOX": ""}) is None
     with pytest.raises(UserError, match=r"--sandbox 'nope' is not a sandbox; valid: local, bwrap"):
-        sandbox_spec("nope")
+        setting("nope")
     with pytest.raises(UserError, match=r"\$E2C_SANDBOX 'nope' is not a sandbox"):
-        sandbox_spec(None, env="nope")
+        setting(None, env={"E2C_SANDBOX": "nope"})
     sandbox_action = next(a for a in build_parser()._actions if "--sandbox" in a.option_strings)
     assert sandbox_action.help == SANDBOX_HELP and sandbox_action.default is None
 

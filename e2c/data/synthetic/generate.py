@@ -35,7 +35,7 @@ from e2c.data.synthetic.tracer import TraceResult, run_traced
 from e2c.rewards.code_tests import extract_code
 from e2c.rewards.extract import extract_answer
 from e2c.rewards.grader import GradeResult, grade
-from e2c.rewards.kinds import get_kind
+from e2c.rewards.kinds import prompt_format
 
 SPLITS = ("sft", "rl", "eval")
 DEFAULT_FRACTIONS = (0.8, 0.15, 0.05)
@@ -292,13 +292,6 @@ def generate(
 
 
 # --------------------------------------------------------------------------------------------- rows
-def prompt_format(fmt: ChainFormat, kind: str) -> ChainFormat:
-    """The format a problem of answer ``kind`` is put with: the kind's own prompt suffix, when it has one (code
-    asks for the program in a ``python`` block, not a boxed answer), in place of the format's."""
-    suffix = get_kind(kind).prompt_suffix
-    return fmt if suffix is None else fmt.replace(prompt_suffix=suffix, suffix_separator="")
-
-
 def sft_row(s: Sample, fmt: ChainFormat = E2C) -> dict[str, Any]:
     """verl multi-turn SFT row: the user prompt and the tagged chain as the assistant turn."""
     response = fmt.format_response(f"\n{s.exploration}\n", f"\n{s.execution}\n")
