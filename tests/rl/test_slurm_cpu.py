@@ -60,6 +60,23 @@ def test_ray_stage_dry_run_starts_a_head_and_a_worker_per_other_node_cpu(nodes: 
     assert all(cmds.index(w) < cmds.index(waits[-1]) for w in workers)
 
 
+def test_sandbox_fusion_servers_start_and_answer_on_every_node_before_ray_cpu() -> None:
+    env = {"GPUS_PER_NODE": "8", "E2C_SANDBOX_FUSION": "1", "SANDBOX_PORT": "8181"}
+    r = run(SBATCH, "--dry-run", "--nodes", "3", "grpo", "--stage", "1", env=env)
+    assert r.returncode == 0, r.stderr
+    cmds = _commands(r.stdout)
+    starts = [c for c in cmds if "docker" in c and "run" in c]
+    checks = [c for c in cmds if "e2c.sandbox" in c]
+    head = next(c for c in cmds if "--head" in c)
+    assert sorted(_node(c) for c in starts) == ["node0", "node1", "node2"]
+    assert all("8181:8080" in c for c in starts)
+    assert sorted(_node(c) for c in checks) == ["node0", "node1", "node2"]
+    assert all("fusion:http://127.0.0.1:8181" in c for c in checks)
+    assert max(cmds.index(c) for c in starts) < min(cmds.index(c) for c in checks) < cmds.index(head)
+    stops = [c for c in cmds if "docker" in c and "rm" in c]
+    assert sorted(_node(c) for c in stops) == ["node0", "node1", "node2"]
+
+
 @pytest.mark.parametrize("nodes", [1, 2, 4])
 def test_torchrun_stage_dry_run_cpu(nodes: int) -> None:
     r = run(
@@ -99,6 +116,12 @@ def test_cpu_dry_run_offers_the_cpu_presets_resources_cpu() -> None:
         ),
         (["--verbose", "grpo"], {}, "unknown flag '--verbose'"),
         (["--dry-run", "grpo"], {"RAY_PORT": "http"}, "RAY_PORT must be a whole number"),
+        (
+            ["--dry-run", "grpo"],
+            {"E2C_SANDBOX_FUSION": "yes"},
+            "E2C_SANDBOX_FUSION must be 0 or 1, got 'yes'",
+        ),
+        (["--dry-run", "grpo"], {"SANDBOX_PORT": "99999"}, "SANDBOX_PORT must be a port"),
         (["--dry-run", "grpo"], {"E2C_ROOT": "/nonexistent"}, "no E2C checkout at /nonexistent"),
     ],
 )
