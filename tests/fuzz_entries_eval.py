@@ -28,6 +28,7 @@ DEMO = (*TINY, "--max-tokens", "16", "--explore-budget", "8")
 
 ENTRIES: dict[str, Entry] = {
     "e2c.eval.score": Entry("e2c.eval.score", (GSM8K, "--response-key", "answer", "--format", "none")),
+    "e2c.sandbox": Entry("e2c.sandbox.__main__", ("check", "--sandbox", "local")),  # python -m e2c.sandbox
     "e2c.eval.run": Entry("e2c.eval.run", EVAL),
     "e2c.eval.elastic": Entry("e2c.eval.elastic", ELASTIC),
     "e2c.eval.compare": Entry(

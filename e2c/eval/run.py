@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import INT_MAX, OUTPUT_DIR, ValueType, whole
+from e2c.argtypes import INT_MAX, OUTPUT_DIR, TEXT, ValueType, whole
 from e2c.chain import FORMATS
 from e2c.cli import (
     DTYPES,
@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="GPUs to use: a count or device ids 0,1,..; split into data-parallel workers of --tp GPUs each, "
         "as the paper's script (default: all visible)",
     )
-    a("--sandbox", type=str, default=None, metavar="SPEC", help=SANDBOX_HELP)
+    a("--sandbox", type=TEXT, default=None, metavar="SPEC", help=SANDBOX_HELP)
     a(
         "--tp",
         type=whole(1),
