@@ -160,7 +160,9 @@ def ready(spec: SandboxSpec | None, tries: int = 1, wait_s: float = 2.0) -> str:
 
 
 def use(spec: SandboxSpec | None, log: Callable[[str], None], label: str) -> Sandbox:
-    """Build and set the process's sandbox (:func:`configure`) and say in one line what it isolates here."""
+    """Check that the sandbox runs a program (:func:`ready`: a server that does not answer is one line
+    before any work), set it as the process's (:func:`configure`) and say in one line what it isolates."""
+    said = ready(spec)
     sbx = configure(spec or SandboxSpec("local"))
-    log(f"[{label}] sandbox {spec or 'local'}: {sbx.describe()}")
+    log(f"[{label}] sandbox {spec or 'local'}: {said}")
     return sbx
