@@ -231,18 +231,18 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 # A first estimate of each stage's duration in seconds (before its own progress gives a better one): the
-# default runs measured on a 2-core CPU (2026-11-24, and 2026-11-27 for the sampled evaluations and 2 x 8 RL
-# rollouts at T 1.0) with vLLM, and the --fast run's order of magnitude.
+# default run measured on a 2-core CPU with vLLM (2026-11-28, the mix with the code family; control from
+# 2026-11-24), and the --fast run's order of magnitude.
 ETA_SECONDS = {
     False: {
-        "data": 27,
-        "baseline": 177,
-        "sft": 424,
-        "eval_sft": 520,
-        "filter": 240,
-        "rl": 540,
-        "eval_rl": 520,
-        "tts": 200,
+        "data": 18,
+        "baseline": 261,
+        "sft": 430,
+        "eval_sft": 522,
+        "filter": 147,
+        "rl": 500,
+        "eval_rl": 517,
+        "tts": 190,
         "control": 300,
         "eval_control": 520,
         "report": 2,
