@@ -1,0 +1,59 @@
+"""One self-contained HTML page per run: ``python -m e2c.view RUN [RUN2] [--out FILE]``.
+
+:mod:`e2c.view.load` reads an evaluation or TTS run folder into plain data (every chain split by the
+project's parser); :mod:`e2c.view.page` writes that data and the script that draws it into one HTML file
+that needs no server, no network and no file beside it. See ``docs/view.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from e2c.files import atomic_write
+from e2c.view.load import compare_payload, load_run, single_payload
+from e2c.view.page import build_html, extract_json
+
+__all__ = [
+    "build_html",
+    "compare_payload",
+    "extract_json",
+    "load_run",
+    "single_payload",
+    "view_payload",
+    "write_view",
+]
+
+
+def default_labels(folders: Sequence[Path]) -> list[str]:
+    """A name per run: its folder's name (the parent's too when two runs share a name)."""
+    names = [f.resolve().name or str(f) for f in folders]
+    if len(set(names)) < len(names):
+        names = [f"{f.resolve().parent.name}/{f.resolve().name}" for f in folders]
+    return names
+
+
+def view_payload(folders: Sequence[Path], labels: Sequence[str] | None = None) -> dict[str, Any]:
+    """The page's data for one run, or for two runs side by side (they must hold the same problems)."""
+    names = list(labels or default_labels(folders))
+    loaded = [load_run(f) for f in folders]
+    if len(loaded) == 1:
+        return single_payload(loaded[0], names[0])
+    return compare_payload(loaded[0], loaded[1], names)
+
+
+def write_page(payload: dict[str, Any], out: Path) -> int:
+    """Write the page of ``payload`` to ``out`` atomically; returns its size in bytes."""
+    html = build_html(payload, title="E2C: " + " vs ".join(r["label"] for r in payload["runs"]))
+    # A lone surrogate in model text is written as its JSON escape (backslash-u), which JSON.parse reads.
+    atomic_write(out, lambda f: f.write(html), errors="backslashreplace")
+    return len(html.encode("utf-8", "backslashreplace"))
+
+
+def write_view(folders: Sequence[Path], out: Path, labels: Sequence[str] | None = None) -> dict[str, Any]:
+    """Read one or two run folders and write their page to ``out``; returns the page's data. Nothing is
+    written before every input has been read."""
+    payload = view_payload(folders, labels)
+    write_page(payload, out)
+    return payload

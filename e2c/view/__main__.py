@@ -1,0 +1,62 @@
+"""``python -m e2c.view RUN [RUN2] [--out FILE] [--labels A B]``: one self-contained HTML page of a run.
+
+RUN is an evaluation run folder (``python -m e2c.eval.run --output-dir``) or a TTS run folder (the one that
+holds ``records.jsonl``). With RUN2 (a run over the same problems) the page shows both side by side, the
+problems gained and lost first, and the paired difference at the top. The page holds its data: open it in
+any browser, offline. Default output: ``RUN/view.html``, or ``RUN2/view-vs-<RUN>.html`` for two runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from e2c.argtypes import EXISTING_DIR, OUTPUT_FILE, TEXT
+from e2c.cli import ArgumentParser
+from e2c.entry import checks_done, run_main
+from e2c.errors import UserError
+from e2c.files import check_output_file
+from e2c.view import default_labels, view_payload, write_page
+
+
+def build_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog="python -m e2c.view", description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+", type=EXISTING_DIR, help="one run folder, or two to compare")
+    ap.add_argument(
+        "--out", type=OUTPUT_FILE, default=None, help="the HTML file (default: in the run folder)"
+    )
+    ap.add_argument(
+        "--labels", nargs="+", type=TEXT, default=None, help="a name per run (default: folder names)"
+    )
+    return ap
+
+
+def default_out(folders: list[Path]) -> Path:
+    """``RUN/view.html``; for two runs ``RUN2/view-vs-<RUN's name>.html`` (beside the later run)."""
+    if len(folders) == 1:
+        return folders[0] / "view.html"
+    return folders[1] / f"view-vs-{folders[0].resolve().name or 'run'}.html"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    folders: list[Path] = args.runs
+    if len(folders) > 2:
+        raise UserError(f"give one run folder, or two to compare; got {len(folders)}")
+    labels = args.labels or default_labels(folders)
+    if len(labels) != len(folders):
+        raise UserError(f"--labels gives {len(labels)} names for {len(folders)} runs; give one per run")
+    if len(set(labels)) != len(labels):
+        raise UserError(f"run names must differ, got {' '.join(labels)}; name them with --labels")
+    out = args.out or default_out(folders)
+    check_output_file(out, "--out")
+    payload = view_payload(folders, labels)  # every input read and checked before anything is written
+    checks_done()
+    size = write_page(payload, out)
+    problems = len(payload["problems"])
+    samples = sum(len(s) for p in payload["problems"] for s in p["runs"])
+    print(f"wrote {out} ({problems} problems, {samples} samples, {size / 1e6:.2f} MB)")
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)
