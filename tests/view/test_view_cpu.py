@@ -1,0 +1,234 @@
+"""``python -m e2c.view``: one self-contained HTML page from a small fake evaluation run folder (3 problems x
+2 samples: one response carrying ``<script>``, one malformed chain, one code problem), two runs side by side
+(gained and lost against a plain loop), and the one-line refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bad_input import assert_one_line_error, run
+
+from e2c.view import view_payload, write_view
+from e2c.view.load import gained_lost, score
+from e2c.view.page import DATA_ID, build_html, embed_json, extract_json
+
+SCRIPT = "<script>document.title='pwned'</script><script>alert(1)</script>"
+PROGRAM = "```python\ndef add(a, b):\n    return a + b\n```"
+
+
+def chain(plan: str, work: str) -> str:
+    """A well-formed response after the prefilled opening tag."""
+    return f"{plan}</EXPLORATION><EXECUTION>{work}</EXECUTION>"
+
+
+def line(index: int, pid: str, sample: int, correct: bool, response: str, **kw: Any) -> dict[str, Any]:
+    row = {
+        "dataset": "toy",
+        "index": index,
+        "id": pid,
+        "sample": sample,
+        "gold": kw.pop("gold", "5"),
+        "kind": kw.pop("kind", "math"),
+        "extracted": kw.pop("extracted", "5" if correct else "4"),
+        "correct": correct,
+        "reason": "correct" if correct else "wrong",
+        "chain_status": kw.pop("chain_status", "ok"),
+        "explore_tokens": 10 + sample,
+        "execute_tokens": 20 + index,
+        "explore_stop": "tag",
+        "forced_close": False,
+        "finish_reason": kw.pop("finish_reason", "stop"),
+        "response": response,
+    }
+    return row | kw
+
+
+def rows(flip: bool = False) -> list[dict[str, Any]]:
+    """3 problems x 2 samples. ``flip``: the second run, problem p0 all right (gained), p2 all wrong (lost)."""
+    code = {"kind": "code", "gold": '{"tests": []}', "tests_passed": 3, "tests_total": 4, "sandbox_s": 0.2}
+    return [
+        line(0, "p0", 0, flip, chain("add", "so \\boxed{5}")),
+        line(0, "p0", 1, flip, chain("plan " + SCRIPT, "so \\boxed{4} " + SCRIPT)),
+        line(1, "p1", 0, True, chain("add", "\\boxed{5}")),
+        # No closing tags: cut by the budget, a malformed chain.
+        line(1, "p1", 1, False, "a plan that never ends", chain_status="truncated_exploration",
+             finish_reason="length", extracted=None),
+        line(2, "p2", 0, not flip, chain("write it", PROGRAM), extracted=PROGRAM, **code),
+        line(2, "p2", 1, False, chain("write it", "no code"), extracted=None, **code),
+    ]  # fmt: skip
+
+
+def write_run(folder: Path, records: list[dict[str, Any]], cut: bool = False) -> Path:
+    """A run folder as e2c.eval.run writes it (results.json, config.json, predictions/toy.jsonl); ``cut``:
+    the last line loses its end, as a kill leaves it."""
+    (folder / "predictions").mkdir(parents=True)
+    metrics = {
+        "problems": 3,
+        "samples": 6,
+        "pass@1": 0.5,
+        "format_rate": 0.8,
+        "truncation_rate": 0.2,
+        "no_answer_rate": 0.3,
+        "explore_tokens": 10.5,
+        "execute_tokens": 21.0,
+    }
+    config = {"model": "tiny", "dataset": "toy", "samples": 2, "format": "e2c", "prefill": True}
+    (folder / "results.json").write_text(json.dumps({"config": config, "datasets": {"toy": metrics}}))
+    (folder / "config.json").write_text(json.dumps(config))
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    if cut:
+        text = text[: -len(json.dumps(records[-1])) // 2]
+    (folder / "predictions" / "toy.jsonl").write_text(text)
+    return folder
+
+
+def payload_block(html: str) -> str:
+    start = html.index(f'id="{DATA_ID}">') + len(f'id="{DATA_ID}">')
+    return html[start : html.index("</script>", start)]
+
+
+def test_one_run_page_round_trips_its_samples_cpu(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path / "a", rows())
+    out = tmp_path / "page.html"
+    r = run("-m", "e2c.view", str(run_dir), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "page.html"]  # one file, nothing beside it
+    html = out.read_text(encoding="utf-8")
+    block = payload_block(html)
+    assert "<" not in block and "</script>" not in block  # model text cannot close the data block
+    assert not re.search(r"(src|href)\s*=|https?://|@import|url\(", html)  # nothing fetched
+    assert "innerHTML" not in html and "insertAdjacentHTML" not in html and "document.write" not in html
+    data = extract_json(html)
+    assert data["mode"] == "single" and data["paired"] is None
+    samples = [s for p in data["problems"] for s in p["runs"][0]]
+    assert [(p["id"], p["kind"]) for p in data["problems"]] == [
+        ("p0", "math"),
+        ("p1", "math"),
+        ("p2", "code"),
+    ]
+    assert [s["response"] for s in samples] == [r["response"] for r in rows()]
+    assert [s["correct"] for s in samples] == [r["correct"] for r in rows()]
+    with_script = samples[1]
+    assert SCRIPT in with_script["chain"]["exploration"] and with_script["chain"]["status"] == "ok"
+    cut = samples[3]
+    assert cut["malformed"] and cut["truncated"] and cut["chain"]["status"] == "truncated_exploration"
+    assert cut["chain"]["exploration"] == "a plan that never ends" and not cut["chain"]["explore_closed"]
+    code = samples[4]
+    assert code["program"] == "def add(a, b):\n    return a + b\n"
+    assert (code["tests_passed"], code["tests_total"]) == (3, 4)
+    assert samples[5]["program"] is None
+    assert [(s["explore_tokens"], s["execute_tokens"], s["tokens"]) for s in samples[:2]] == [
+        (10, 20, 30),
+        (11, 20, 31),
+    ]
+    assert data["runs"][0]["summary"]["datasets"]["toy"]["pass@1"] == 0.5
+    assert data["runs"][0]["settings"]["model"] == "tiny"
+
+
+def test_the_payload_escapes_every_closing_sequence_cpu() -> None:
+    nasty = {"t": "</script><!-- <script> & \u2028 </SCRIPT >", "u": "\ud800 lone"}
+    text = embed_json(nasty)
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == nasty
+    html = build_html(
+        {"mode": "single", "runs": [], "problems": [nasty], "paired": None}, title="</title><b>"
+    )
+    assert extract_json(html)["problems"] == [nasty]
+    assert "<title>&lt;/title&gt;&lt;b&gt;</title>" in html
+
+
+def test_two_runs_gained_and_lost_match_a_plain_loop_cpu(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "a", rows())
+    b = write_run(tmp_path / "b", rows(flip=True))
+    data = write_view([a, b], tmp_path / "cmp.html", ["A", "B"])
+    assert extract_json((tmp_path / "cmp.html").read_text(encoding="utf-8")) == data
+    # The plain loop: per problem the share of right samples in each run.
+    per: dict[str, list[list[bool]]] = {}
+    for n, rs in enumerate((rows(), rows(flip=True))):
+        for r in rs:
+            per.setdefault(f"toy/{r['id']}", [[], []])[n].append(r["correct"])
+    acc = {k: [sum(v) / len(v) for v in runs] for k, runs in per.items()}
+    gained = [k for k, (x, y) in acc.items() if y > x]
+    lost = [k for k, (x, y) in acc.items() if y < x]
+    assert (data["paired"]["gained"], data["paired"]["lost"]) == (gained, lost) == (["toy/p0"], ["toy/p2"])
+    assert [p["key"] for p in data["problems"]] == [
+        "toy/p0",
+        "toy/p2",
+        "toy/p1",
+    ]  # gained, lost, then the rest
+    assert [p["change"] for p in data["problems"]] == ["gained", "lost", "same"]
+    diffs = [y - x for x, y in acc.values()]
+    mean = sum(diffs) / len(diffs)
+    se = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1) / len(diffs))
+    assert data["paired"]["mean"] == pytest.approx(mean) and data["paired"]["se"] == pytest.approx(se)
+    assert data["paired"]["n"] == 3
+
+
+def test_gained_lost_is_a_plain_comparison_cpu() -> None:
+    before = {"a": 0.0, "b": 1.0, "c": 0.5, "d": 0.5}
+    after = {"a": 0.5, "b": 0.0, "c": 0.5, "d": 1.0}
+    assert gained_lost(before, after) == (["a", "d"], ["b"])
+    assert score([]) == 0.0 and score([{"correct": True}, {"correct": False}]) == 0.5
+
+
+def test_a_cut_last_line_still_renders_cpu(tmp_path: Path) -> None:
+    run_dir = write_run(tmp_path / "a", rows(), cut=True)
+    before = (run_dir / "predictions" / "toy.jsonl").read_bytes()
+    data = view_payload([run_dir])
+    assert sum(len(p["runs"][0]) for p in data["problems"]) == 5  # all but the cut line
+    assert (run_dir / "predictions" / "toy.jsonl").read_bytes() == before  # viewing never repairs a file
+
+
+def test_bad_input_is_one_line_and_writes_nothing_cpu(tmp_path: Path) -> None:
+    not_a_run = tmp_path / "empty"
+    not_a_run.mkdir()
+    out = tmp_path / "out.html"
+    assert_one_line_error(run("-m", "e2c.view", str(not_a_run), "--out", str(out)), "not a run folder")
+    a = write_run(tmp_path / "a", rows())
+    other = [r | {"id": "q" + r["id"]} for r in rows()]
+    b = write_run(tmp_path / "b", other)
+    assert_one_line_error(run("-m", "e2c.view", str(a), str(b), "--out", str(out)), "different problems")
+    assert_one_line_error(run("-m", "e2c.view", str(a), str(a), str(a)), "two to compare")
+    assert_one_line_error(run("-m", "e2c.view", str(tmp_path / "nowhere")), "does not exist")
+    assert not out.exists() and not (a / "view.html").exists()
+
+
+def test_default_output_sits_in_the_run_folder_cpu(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "a", rows())
+    b = write_run(tmp_path / "b", rows(flip=True))
+    assert run("-m", "e2c.view", str(a)).returncode == 0
+    assert run("-m", "e2c.view", str(a), str(b)).returncode == 0
+    assert (a / "view.html").is_file() and (b / "view-vs-a.html").is_file()
+
+
+def test_a_tts_run_shows_votes_and_the_chosen_answer_cpu(tmp_path: Path) -> None:
+    folder = tmp_path / "tts"
+    folder.mkdir()
+    rec = {
+        "method": "self_consistency",
+        "budget": 4,
+        "problem_id": "p0",
+        "correct": True,
+        "answer": "5",
+        "generated_tokens": 40,
+        "tokens_by_role": {"full": 40},
+        "details": {"votes": ["5", "5", None, "4"]},
+        "response": chain("plan", "\\boxed{5}"),
+    }
+    (folder / "records.jsonl").write_text(json.dumps(rec) + "\n" + json.dumps(rec | {"method": "greedy_cot"}))
+    (folder / "config.json").write_text(json.dumps({"dataset": "toy", "settings": {}}))
+    data = view_payload([folder])
+    (p,) = data["problems"]
+    (s,) = p["runs"][0]  # the second record's line was cut
+    assert (s["label"], s["extracted"], s["votes"], s["tokens"]) == (
+        "self_consistency @ 4",
+        "5",
+        ["5", "5", None, "4"],
+        40,
+    )
+    assert s["chain"]["execution"] == "\\boxed{5}"
