@@ -12,6 +12,7 @@ and nothing is written back: viewing a run never changes it.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ from e2c.rewards.code_tests import extract_code
 __all__ = [
     "compare_payload",
     "load_run",
+    "phase_text",
     "problem_key",
     "run_kind",
     "sample_view",
@@ -66,21 +68,51 @@ def chain_format(config: Mapping[str, Any]) -> tuple[ChainFormat, bool | None]:
     return fmt, prefill if isinstance(prefill, bool) else None
 
 
+# Characters outside the Basic Multilingual Plane: one code point in Python, two UTF-16 units in JavaScript.
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def js_index(text: str, i: int) -> int:
+    """Python string index ``i`` of ``text`` as a JavaScript (UTF-16) index, so that ``slice`` in the page
+    cuts the same characters."""
+    return i + len(_ASTRAL.findall(text, 0, i))
+
+
 def split_chain(response: str, fmt: ChainFormat, prefilled: bool | None) -> dict[str, Any]:
-    """The chain's phases and its verdict on the format, as the page shows them."""
+    """The chain's verdict on the format and where each phase's content lies in ``response`` (as JavaScript
+    indexes: the page slices the response, so the text is in the page once, not three times)."""
     p = fmt.parse(response, prefilled)
+    astral = _ASTRAL.search(response) is not None
+
+    def span(sp: tuple[int, int] | None) -> list[int] | None:
+        if sp is None:
+            return None
+        lo, hi = max(0, sp[0] - p.offset), max(0, sp[1] - p.offset)
+        return [js_index(response, lo), js_index(response, hi)] if astral else [lo, hi]
+
     return {
-        "exploration": p.exploration,
-        "execution": p.execution,
         "status": p.status,
         "well_formed": p.well_formed,
+        "explore": span(p.explore_span),
+        "execute": span(p.execute_span),
         "explore_closed": p.explore_closed,
         "execute_closed": p.execute_closed,
         "has_exploration": p.has_exploration,
         "has_execution": p.has_execution,
         "trailing": p.trailing_text,
-        "tags": [fmt.explore_open, fmt.explore_close, fmt.execute_open, fmt.execute_close],
     }
+
+
+def phase_text(sample: Mapping[str, Any], phase: str) -> str:
+    """A phase's content from a sample of the page's data (what the page's script cuts out; for tests and
+    tools, on text without characters outside the BMP)."""
+    sp = sample["chain"][phase]
+    return "" if sp is None else sample["response"][sp[0] : sp[1]]
+
+
+def format_tags(fmt: ChainFormat) -> list[str]:
+    """The four tags of a run's chain format, shown around each phase."""
+    return [fmt.explore_open, fmt.explore_close, fmt.execute_open, fmt.execute_close]
 
 
 def _int_or_none(value: Any) -> int | None:
@@ -115,7 +147,7 @@ def sample_view(
     out["malformed"] = not chain["well_formed"]
     out["truncated"] = row.get("finish_reason") == "length" or out["chain_status"] in TRUNCATED
     if row.get("kind") == "code":
-        out["program"] = extract_code(chain["execution"] or response)[0]
+        out["program"] = extract_code(response)[0]
         out["tests_passed"] = row.get("tests_passed")
         out["tests_total"] = row.get("tests_total")
         out["sandbox_s"] = row.get("sandbox_s")
@@ -176,6 +208,7 @@ def load_eval(folder: Path) -> dict[str, Any]:
         "type": "eval",
         "path": str(folder),
         "settings": config,
+        "tags": format_tags(fmt),
         "summary": {"datasets": results.get("datasets", {}), "average": results.get("average", {})},
         "problems": problems,
     }
@@ -257,6 +290,7 @@ def load_tts(folder: Path) -> dict[str, Any]:
         "type": "tts",
         "path": str(folder),
         "settings": config,
+        "tags": format_tags(fmt),
         "summary": {"methods": summary},
         "problems": list(by_id.values()),
     }
@@ -273,7 +307,7 @@ def score(samples: Sequence[Mapping[str, Any]]) -> float:
 
 
 def _run_head(run: Mapping[str, Any], label: str) -> dict[str, Any]:
-    return {k: run[k] for k in ("type", "path", "settings", "summary")} | {"label": label}
+    return {k: run[k] for k in ("type", "path", "settings", "tags", "summary")} | {"label": label}
 
 
 def single_payload(run: Mapping[str, Any], label: str = "run") -> dict[str, Any]:

@@ -245,16 +245,17 @@ function phase(label, content, openTag, closeTag, present, closed, cls) {
   box.append(closed ? el('div', 'tag', closeTag) : el('div', 'missing', `${closeTag} missing`));
   return box;
 }
-function chainBody(s) {
-  const c = s.chain, t = c.tags, box = el('div', 'chain');
-  box.append(phase('exploration', c.exploration, t[0], t[1], c.has_exploration, c.explore_closed, 'explore'));
-  box.append(phase('execution', c.execution, t[2], t[3], c.has_execution, c.execute_closed, 'execute'));
+function cut(s, span) { return span ? s.response.slice(span[0], span[1]) : ''; }
+function chainBody(s, t) {
+  const c = s.chain, box = el('div', 'chain');
+  box.append(phase('exploration', cut(s, c.explore), t[0], t[1], c.has_exploration, c.explore_closed, 'explore'));
+  box.append(phase('execution', cut(s, c.execute), t[2], t[3], c.has_execution, c.execute_closed, 'execute'));
   if (c.trailing && c.trailing.trim()) box.append(el('div', 'missing', 'text after the chain:'), pre('trailing', c.trailing));
   if (!c.has_exploration && !c.has_execution) box.append(pre('raw', s.response));
   box.append(fold('raw response', () => pre('raw', s.response), false));
   return box;
 }
-function drawSample(s) {
+function drawSample(s, tags) {
   const d = el('div', 'sample ' + (s.correct ? 'right' : 'wrong'));
   const line = el('div', null, el('b', null, s.label + ' '),
     el('span', 'badge ' + (s.correct ? 'right' : 'wrong'), s.correct ? 'correct' : 'wrong'));
@@ -277,7 +278,7 @@ function drawSample(s) {
   if (s.candidates) d.append(fold('candidates', () => pre('raw', JSON.stringify(s.candidates, null, 1)), false));
   if (s.details && Object.keys(s.details).length) d.append(fold('details', () => pre('raw', JSON.stringify(s.details, null, 1)), false));
   const size = (s.response || '').length;
-  d.append(fold(`chain: ${s.chain.status} (${size} characters)`, () => chainBody(s), size <= 1500));
+  d.append(fold(`chain: ${s.chain.status} (${size} characters)`, () => chainBody(s, tags), size <= 1500));
   return d;
 }
 function drawProblem(p) {
@@ -296,7 +297,7 @@ function drawProblem(p) {
   p.runs.forEach((samples, i) => {
     const col = el('div', 'col');
     if (p.runs.length > 1) col.append(el('h4', null, DATA.runs[i].label));
-    for (const s of samples) col.append(drawSample(s));
+    for (const s of samples) col.append(drawSample(s, DATA.runs[i].tags));
     cols.append(col);
   });
   box.append(cols);

@@ -7,14 +7,17 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from bad_input import assert_one_line_error, run
 
+from e2c.chain import E2C
 from e2c.view import view_payload, write_view
-from e2c.view.load import gained_lost, score
+from e2c.view.load import gained_lost, phase_text, sample_view, score
 from e2c.view.page import DATA_ID, build_html, embed_json, extract_json
 
 SCRIPT = "<script>document.title='pwned'</script><script>alert(1)</script>"
@@ -114,10 +117,10 @@ def test_one_run_page_round_trips_its_samples_cpu(tmp_path: Path) -> None:
     assert [s["response"] for s in samples] == [r["response"] for r in rows()]
     assert [s["correct"] for s in samples] == [r["correct"] for r in rows()]
     with_script = samples[1]
-    assert SCRIPT in with_script["chain"]["exploration"] and with_script["chain"]["status"] == "ok"
+    assert SCRIPT in phase_text(with_script, "explore") and with_script["chain"]["status"] == "ok"
     cut = samples[3]
     assert cut["malformed"] and cut["truncated"] and cut["chain"]["status"] == "truncated_exploration"
-    assert cut["chain"]["exploration"] == "a plan that never ends" and not cut["chain"]["explore_closed"]
+    assert phase_text(cut, "explore") == "a plan that never ends" and not cut["chain"]["explore_closed"]
     code = samples[4]
     assert code["program"] == "def add(a, b):\n    return a + b\n"
     assert (code["tests_passed"], code["tests_total"]) == (3, 4)
@@ -231,4 +234,60 @@ def test_a_tts_run_shows_votes_and_the_chosen_answer_cpu(tmp_path: Path) -> None
         ["5", "5", None, "4"],
         40,
     )
-    assert s["chain"]["execution"] == "\\boxed{5}"
+    assert phase_text(s, "execute") == "\\boxed{5}"
+
+
+def test_phase_spans_are_javascript_indexes_cpu() -> None:
+    """The page slices the response with UTF-16 indexes: a character outside the BMP counts twice there."""
+    response = "plan \U0001f600 ok</EXPLORATION><EXECUTION>\U0001f680 \\boxed{5}</EXECUTION>"
+    s = sample_view({"response": response, "correct": True}, E2C, True)
+    parsed = E2C.parse(response, True)
+    units = response.encode("utf-16-le")
+    for phase, want in (("explore", parsed.exploration), ("execute", parsed.execution)):
+        lo, hi = s["chain"][phase]
+        assert units[2 * lo : 2 * hi].decode("utf-16-le") == want
+
+
+DRIVER = r"""
+const problems = () => ROOT.all(e => e.className === 'problem');
+const out = {drawn: problems().length, info: document.querySelector('.pageinfo').textContent};
+for (const d of ROOT.all(e => e.tagName === 'details')) d.fire('toggle');  // open every fold
+out.html = ROOT.html();
+const selects = IDS.controls.all(e => e.tagName === 'select');
+selects[0].value = 'malformed'; selects[0].fire('change'); out.malformed = problems().length;
+selects[0].value = 'all'; selects[0].fire('change');
+const q = IDS.controls.all(e => e.tagName === 'input' && e.type === 'search')[0];
+q.value = 'NEVER ends'; q.fire('input'); out.search = problems().length;
+out.title = document.title;
+console.log(JSON.stringify(out));
+"""
+
+
+def run_page_in_node(html: str, tmp: Path) -> dict[str, Any]:
+    """The page's script run under node with a minimal DOM (dom_shim.js), then DRIVER's findings."""
+    script = html[html.rindex("<script>") + len("<script>") : html.rindex("</script>")]
+    shim = (Path(__file__).parent / "dom_shim.js").read_text(encoding="utf-8")
+    program = f"{shim}\nglobalThis.PAGE_DATA = {json.dumps(payload_block(html))};\n{script}\n{DRIVER}"
+    (tmp / "page.js").write_text(program, encoding="utf-8")
+    r = subprocess.run(["node", str(tmp / "page.js")], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="no node binary on PATH to run the page's script")
+def test_the_page_script_draws_with_text_only_cpu(tmp_path: Path) -> None:
+    """Without a browser: the script runs, draws the three problems, filters, and never inserts markup
+    (the shim throws on innerHTML); the model's <script> is text in the drawn page."""
+    a = write_run(tmp_path / "a", rows())
+    b = write_run(tmp_path / "b", rows(flip=True))
+    write_view([a], tmp_path / "one.html", ["A"])
+    out = run_page_in_node((tmp_path / "one.html").read_text(encoding="utf-8"), tmp_path)
+    assert out["drawn"] == 3 and "page 1 of 1 (3 of 3 problems)" in out["info"]
+    assert out["malformed"] == 1 and out["search"] == 1  # only p1 holds a malformed (cut) chain
+    assert out["title"] == "unchanged"
+    assert "<script>" not in out["html"] and SCRIPT.replace("<", "&lt;").replace(">", "&gt;") in out["html"]
+    assert "&lt;/EXPLORATION&gt;" in out["html"] and "tests passed: 3 / 4" in out["html"]
+    assert "malformed: truncated_exploration" in out["html"]
+    write_view([a, b], tmp_path / "two.html", ["A", "B"])
+    out = run_page_in_node((tmp_path / "two.html").read_text(encoding="utf-8"), tmp_path)
+    assert out["drawn"] == 3 and "gained 1, lost 1" in out["html"]
