@@ -22,6 +22,7 @@ ENTRIES: dict[str, Entry] = dict(
     [
         _bench("grader", "--n", "2", "--workers", "1", "--data-dir", BENCH),
         _bench("grader_hostile", "--repeat", "1"),
+        _bench("view", "--chains", "10", "--browser", "none", "--out", "{tmp}/view.html"),
         _bench("code_sandbox", "--limit", "1", "--trivial", "1", "--workers", "1"),
         _bench(
             "dtype_numerics",

@@ -34,6 +34,7 @@ ENTRIES: dict[str, Entry] = {
     "e2c.eval.compare": Entry(
         "e2c.eval.compare", (EVAL_RUN, EVAL_RUN, "--labels", "a", "b", "--plot-dir", "{tmp}/plots")
     ),
+    "e2c.view": Entry("e2c.view.__main__", (EVAL_RUN, "--out", "{tmp}/view.html")),  # python -m e2c.view
     "e2c.tts": Entry("e2c.tts.__main__", TTS),  # python -m e2c.tts
     "tts/run_tts.py": Entry("tts/run_tts.py", TTS),
     "tts/scripts/download_aime2024.py": Entry("tts/scripts/download_aime2024.py", ("--out", "{tmp}/aime")),
