@@ -200,6 +200,12 @@ def build_parser() -> argparse.ArgumentParser:
     a("--no-hub", action="store_true", help="use local benchmark files only, never the HF hub")
     a("--quiet", action="store_true", help="no progress lines")
     a("--logger", type=RESULT_TRACKERS, default="", help=RESULTS_LOGGER_HELP)
+    a(
+        "--view",
+        action="store_true",
+        help="after the results, write <run folder>/view.html: one self-contained page of every chain "
+        "(python -m e2c.view)",
+    )
     a("--force", action="store_true", help=FORCE_HELP)
     return p
 
@@ -268,6 +274,11 @@ def main(argv: list[str] | None = None) -> int:
     save = where["save"]
     print(format_table(results["datasets"]))
     print(f"results: {save / 'results.json'}  ({results['seconds']:.1f}s)")
+    if args.view:  # after the results are written: a page that cannot be built loses nothing of the run
+        from e2c.view import write_view
+
+        write_view([save], save / "view.html")
+        print(f"view: {save / 'view.html'}")
     head = {
         "results": str(save / "results.json"),
         **{

@@ -291,3 +291,30 @@ def test_the_page_script_draws_with_text_only_cpu(tmp_path: Path) -> None:
     write_view([a, b], tmp_path / "two.html", ["A", "B"])
     out = run_page_in_node((tmp_path / "two.html").read_text(encoding="utf-8"), tmp_path)
     assert out["drawn"] == 3 and "gained 1, lost 1" in out["html"]
+
+
+def test_a_real_eval_run_folder_renders_cpu(tmp_path: Path) -> None:
+    """A folder the evaluation runner itself wrote (scripted generator): every line becomes a sample with
+    its parsed chain; the run's config names no data folder, so the problem text is absent (the page shows
+    the id)."""
+    from e2c.data.registry import Record
+    from e2c.eval.runner import EvalConfig, run_eval
+    from e2c.generation.scripted import ScriptedGenerator
+
+    def ok(answer: str) -> str:
+        return f"Plan: compute.</EXPLORATION><EXECUTION> so \\boxed{{{answer}}}</EXECUTION>"
+
+    records = [Record("g-a", "What is 2+3?", "5", "math"), Record("g-b", "What is 7*6?", "42", "math")]
+    gen = ScriptedGenerator.from_responses({"2+3": [ok("5"), ok("6")], "7*6": [ok("42")[:25], SCRIPT]})
+    cfg = EvalConfig(
+        model="scripted", samples=2, max_tokens=200, chunk_size=4, temperature=1.0, backend="scripted"
+    )
+    run_eval(gen, {"gsm8k": records}, cfg, tmp_path / "run")
+    data = view_payload([tmp_path / "run"])
+    got = {p["id"]: [(s["correct"], s["chain"]["status"]) for s in p["runs"][0]] for p in data["problems"]}
+    assert got == {
+        "g-a": [(True, "ok"), (False, "ok")],
+        "g-b": [(False, "truncated_exploration"), (False, "truncated_exploration")],
+    }
+    assert data["runs"][0]["summary"]["datasets"]["gsm8k"]["pass@1"] == 0.25
+    assert [p["problem"] for p in data["problems"]] == [None, None]
