@@ -288,7 +288,7 @@ function drawProblem(p) {
   if (p.change) h.append(el('span', 'badge ' + p.change, p.change));
   h.append(el('span', 'meta', ' accuracy: ' + p.scores.map(pct).join(' -> ')));
   box.append(h);
-  if (p.problem) box.append(p.problem.length > 1500 ? fold('problem', () => pre('problem', p.problem), false) : pre('problem', p.problem));
+  if (p.problem) box.append(p.problem.length > 1500 ? fold('problem', () => pre('problem-text', p.problem), false) : pre('problem-text', p.problem));
   else box.append(el('div', 'meta', `problem text not in the run's files (id ${p.id})`));
   const gold = p.gold === null || p.gold === undefined ? '(not recorded)' : String(p.gold);
   box.append(gold.length > 200 ? fold('gold answer', () => pre('gold', gold), false) : el('div', null, 'gold: ', el('code', null, gold)));
