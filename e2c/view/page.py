@@ -70,7 +70,7 @@ def build_html(payload: Any, title: str = "E2C run") -> str:
 
 
 CSS = """
-body{font:14px/1.4 system-ui,sans-serif;margin:0 1em;color:#222;background:#fafafa}
+body{font:14px/1.4 system-ui,sans-serif;margin:0 1em;color:#222222;background:#fafafa}
 header h1{font-size:1.3em;margin:.6em 0 .2em}
 table{border-collapse:collapse;margin:.3em 0}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}
 th:first-child,td:first-child{text-align:left}
@@ -87,9 +87,9 @@ nav label{margin-right:.8em}nav input[type=search]{width:16em}
 pre{white-space:pre-wrap;word-break:break-word;margin:.2em 0;padding:.3em;background:#f4f4f4;max-height:40em;
 overflow:auto}
 pre.explore{background:#eef4ff}pre.execute{background:#effaef}pre.trailing{background:#fee}
-.tag{font-family:monospace;color:#557;font-size:.9em}
+.tag{font-family:monospace;color:#555577;font-size:.9em}
 .missing{font-family:monospace;color:#c33;font-size:.9em}
-.meta{color:#555;font-size:.9em}
+.meta{color:#555555;font-size:.9em}
 """
 
 # The page's script. Every piece of run text goes through text() -> textContent; no innerHTML anywhere.
