@@ -43,12 +43,14 @@ def run_kind(folder: Path) -> str:
     """``eval`` or ``tts`` by the files the folder holds; a UserError line when it is neither."""
     if not folder.is_dir():
         raise UserError(f"{folder}: no such run folder")
-    if (folder / "results.json").is_file() and (folder / "predictions").is_dir():
+    # An evaluation stopped before its results still has predictions to show.
+    predictions = folder / "predictions"
+    if (folder / "results.json").is_file() or (predictions.is_dir() and any(predictions.glob("*.jsonl"))):
         return "eval"
     if (folder / "records.jsonl").is_file():
         return "tts"
     raise UserError(
-        f"{folder}: not a run folder (an evaluation run holds results.json and predictions/, "
+        f"{folder}: not a run folder (an evaluation run holds results.json or predictions/*.jsonl, "
         "a TTS run records.jsonl)"
     )
 
@@ -173,8 +175,10 @@ def _prediction_files(folder: Path, results: Mapping[str, Any]) -> list[tuple[st
 
 
 def load_eval(folder: Path) -> dict[str, Any]:
-    """An evaluation run: its settings, summary metrics and problems (in dataset, then index order)."""
-    results = read_results(folder / "results.json")
+    """An evaluation run: its settings, summary metrics and problems (in dataset, then index order). A run
+    stopped before its ``results.json`` shows its predictions without a summary."""
+    finished = (folder / "results.json").is_file()
+    results = read_results(folder / "results.json") if finished else {}
     config = results.get("config") or {}
     if (folder / "config.json").is_file() and not config:
         config = _json_object(folder / "config.json")
@@ -209,7 +213,11 @@ def load_eval(folder: Path) -> dict[str, Any]:
         "path": str(folder),
         "settings": config,
         "tags": format_tags(fmt),
-        "summary": {"datasets": results.get("datasets", {}), "average": results.get("average", {})},
+        "summary": {
+            "datasets": results.get("datasets", {}),
+            "average": results.get("average", {}),
+            "finished": finished,
+        },
         "problems": problems,
     }
 

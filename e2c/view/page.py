@@ -147,6 +147,7 @@ function summaryOf(run) {
                         ['calls', r => num(r.calls)]]);
   }
   const rows = Object.entries(run.summary.datasets || {});
+  if (run.summary.finished === false) return el('p', 'missing', 'no results.json: the run stopped before its summary; its predictions so far are below');
   return table(rows, [['dataset', r => r[0]], ['problems', r => num(r[1].problems)],
                       ['pass@1', r => pct(r[1]['pass@1'])], ['format', r => pct(r[1].format_rate)],
                       ['truncated', r => pct(r[1].truncation_rate)], ['no answer', r => pct(r[1].no_answer_rate)],

@@ -185,6 +185,11 @@ def test_a_cut_last_line_still_renders_cpu(tmp_path: Path) -> None:
     data = view_payload([run_dir])
     assert sum(len(p["runs"][0]) for p in data["problems"]) == 5  # all but the cut line
     assert (run_dir / "predictions" / "toy.jsonl").read_bytes() == before  # viewing never repairs a file
+    # Killed before its results: the predictions so far still render, without a summary.
+    (run_dir / "results.json").unlink()
+    data = view_payload([run_dir])
+    assert sum(len(p["runs"][0]) for p in data["problems"]) == 5
+    assert data["runs"][0]["summary"]["finished"] is False and data["runs"][0]["settings"]["model"] == "tiny"
 
 
 def test_bad_input_is_one_line_and_writes_nothing_cpu(tmp_path: Path) -> None:
@@ -318,3 +323,27 @@ def test_a_real_eval_run_folder_renders_cpu(tmp_path: Path) -> None:
     }
     assert data["runs"][0]["summary"]["datasets"]["gsm8k"]["pass@1"] == 0.25
     assert [p["problem"] for p in data["problems"]] == [None, None]
+
+
+def test_eval_view_flag_writes_the_page_after_the_results_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``e2c.eval.run --view``: the run as usual (here a scripted one in place of the model), then
+    ``<run>/view.html`` beside ``results.json``; without the flag no page."""
+    import e2c.eval.run as eval_run
+    from e2c.data.registry import Record
+    from e2c.eval.runner import EvalConfig, run_eval
+    from e2c.generation.scripted import ScriptedGenerator
+
+    def fake_evaluate(args: Any, where: dict[str, Path], argv: Any = None) -> dict:
+        where["save"] = Path(args.output_dir)
+        gen = ScriptedGenerator.from_responses({"2+3": [chain("plan", "\\boxed{5}")]})
+        cfg = EvalConfig(model="scripted", samples=1, max_tokens=50, backend="scripted")
+        return run_eval(gen, {"gsm8k": [Record("g-a", "What is 2+3?", "5", "math")]}, cfg, where["save"])
+
+    monkeypatch.setattr(eval_run, "evaluate", fake_evaluate)
+    for name, flags in (("plain", []), ("viewed", ["--view"])):
+        assert eval_run.main(["--model", "tiny", "--output-dir", str(tmp_path / name), *flags]) == 0
+    assert not (tmp_path / "plain" / "view.html").exists()
+    data = extract_json((tmp_path / "viewed" / "view.html").read_text(encoding="utf-8"))
+    assert [p["id"] for p in data["problems"]] == ["g-a"] and data["problems"][0]["runs"][0][0]["correct"]
