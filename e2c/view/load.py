@@ -125,7 +125,8 @@ def sample_view(
     row: Mapping[str, Any], fmt: ChainFormat = E2C, prefilled: bool | None = None
 ) -> dict[str, Any]:
     """One prediction line as the page shows it: verdict, tokens per phase, the split chain, and for a code
-    problem the program (the grader's own extraction) and tests passed / total."""
+    problem the program (the response's last fenced block, :func:`e2c.rewards.code_tests.extract_code`) and
+    tests passed / total."""
     response = row.get("response")
     response = response if isinstance(response, str) else ""
     chain = split_chain(response, fmt, prefilled)
@@ -146,7 +147,9 @@ def sample_view(
         "response": response,
         "chain": chain,
     }
-    out["malformed"] = not chain["well_formed"]
+    # The eval's own verdict on the chain when it recorded one (the parser's otherwise): the badge then
+    # agrees with the run's format_rate.
+    out["malformed"] = out["chain_status"] != "ok"
     out["truncated"] = row.get("finish_reason") == "length" or out["chain_status"] in TRUNCATED
     if row.get("kind") == "code":
         out["program"] = extract_code(response)[0]
@@ -162,7 +165,7 @@ def problem_texts(config: Mapping[str, Any], dataset: str) -> dict[str, str]:
     data_dir = config.get("data_dir")
     try:
         records = load_benchmark(dataset, data_dir if isinstance(data_dir, str) else None, use_hub=False)
-    except (UserError, OSError, ValueError, KeyError, ImportError):
+    except Exception:  # the text only decorates the page: data that cannot be read leaves the ids
         return {}
     return {r.id: r.problem for r in records}
 

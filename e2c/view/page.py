@@ -261,7 +261,7 @@ function drawSample(s, tags) {
   const line = el('div', null, el('b', null, s.label + ' '),
     el('span', 'badge ' + (s.correct ? 'right' : 'wrong'), s.correct ? 'correct' : 'wrong'));
   if (s.reason && s.reason !== 'correct' && s.reason !== 'wrong') line.append(el('span', 'badge', s.reason));
-  if (s.malformed) line.append(el('span', 'badge malformed', 'malformed: ' + s.chain.status));
+  if (s.malformed) line.append(el('span', 'badge malformed', 'malformed: ' + s.chain_status));
   if (s.truncated) line.append(el('span', 'badge truncated', 'truncated'));
   if (s.forced_close) line.append(el('span', 'badge', 'exploration closed by budget'));
   d.append(line);
