@@ -45,13 +45,12 @@ def run_kind(folder: Path) -> str:
         raise UserError(f"{folder}: no such run folder")
     # An evaluation stopped before its results still has predictions to show.
     predictions = folder / "predictions"
-    if (folder / "results.json").is_file() or (predictions.is_dir() and any(predictions.glob("*.jsonl"))):
-        return "eval"
-    if (folder / "records.jsonl").is_file():
+    if (folder / "records.jsonl").is_file():  # a TTS run has a results.json too, but no predictions/
         return "tts"
+    if predictions.is_dir() and ((folder / "results.json").is_file() or any(predictions.glob("*.jsonl"))):
+        return "eval"
     raise UserError(
-        f"{folder}: not a run folder (an evaluation run holds results.json or predictions/*.jsonl, "
-        "a TTS run records.jsonl)"
+        f"{folder}: not a run folder (an evaluation run holds predictions/*.jsonl, a TTS run records.jsonl)"
     )
 
 

@@ -230,6 +230,8 @@ def test_a_tts_run_shows_votes_and_the_chosen_answer_cpu(tmp_path: Path) -> None
     }
     (folder / "records.jsonl").write_text(json.dumps(rec) + "\n" + json.dumps(rec | {"method": "greedy_cot"}))
     (folder / "config.json").write_text(json.dumps({"dataset": "toy", "settings": {}}))
+    summary = [{"method": "self_consistency", "budget": 4, "problems": 1, "accuracy": 1.0, "tokens_k": 0.04}]
+    (folder / "results.json").write_text(json.dumps({"config": {}, "summary": summary}))
     data = view_payload([folder])
     (p,) = data["problems"]
     (s,) = p["runs"][0]  # the second record's line was cut
@@ -240,6 +242,7 @@ def test_a_tts_run_shows_votes_and_the_chosen_answer_cpu(tmp_path: Path) -> None
         40,
     )
     assert phase_text(s, "execute") == "\\boxed{5}"
+    assert data["runs"][0]["type"] == "tts" and data["runs"][0]["summary"]["methods"] == summary
 
 
 def test_phase_spans_are_javascript_indexes_cpu() -> None:
