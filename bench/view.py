@@ -34,15 +34,8 @@ from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.view import view_payload, write_page
+from e2c.view.browser import chromium_on_path
 
-BROWSERS = (
-    "chromium",
-    "chromium-browser",
-    "google-chrome",
-    "google-chrome-stable",
-    "chrome",
-    "headless_shell",
-)
 WORDS = "add the groups then multiply each count by its size and check the total against the plan".split()
 
 
@@ -131,7 +124,7 @@ def find_browser(choice: str) -> str | None:
     if choice == "none":
         return None
     if choice == "auto":
-        return next((p for p in map(shutil.which, BROWSERS) if p), None)
+        return chromium_on_path()
     found = shutil.which(choice)
     if found is None:
         raise UserError(f"--browser {choice}: no such program; give a chromium binary, auto or none")

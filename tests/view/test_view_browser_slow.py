@@ -5,7 +5,6 @@ and never runs (it would set the page's title). Skips, naming why, when no chrom
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -13,26 +12,13 @@ import pytest
 from view.test_view_cpu import SCRIPT, rows, write_run
 
 from e2c.view import write_view
-
-BROWSERS = (
-    "chromium",
-    "chromium-browser",
-    "google-chrome",
-    "google-chrome-stable",
-    "chrome",
-    "headless_shell",
-)
-
-
-def browser() -> str | None:
-    """The first chromium-like binary on PATH."""
-    return next((p for p in map(shutil.which, BROWSERS) if p), None)
+from e2c.view.browser import chromium_on_path
 
 
 def dump_dom(page: Path, tmp: Path) -> str:
     """The page's DOM after its scripts ran, as headless chromium prints it."""
     cmd = [
-        browser() or "chromium",
+        chromium_on_path() or "chromium",
         "--headless",
         "--no-sandbox",  # the tests may run as root, where chromium's sandbox refuses to start
         "--disable-gpu",
@@ -47,7 +33,9 @@ def dump_dom(page: Path, tmp: Path) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(browser() is None, reason="no chromium binary on PATH (apt-get install chromium)")
+@pytest.mark.skipif(
+    chromium_on_path() is None, reason="no chromium binary on PATH (apt-get install chromium)"
+)
 def test_the_page_draws_and_model_scripts_do_not_run_browser(tmp_path: Path) -> None:
     a = write_run(tmp_path / "a", rows())
     b = write_run(tmp_path / "b", rows(flip=True))
