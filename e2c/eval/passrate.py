@@ -31,7 +31,11 @@ Outputs, for ``--output X.parquet``:
 - ``X.passrate.png``: that histogram, the kept bins coloured;
 - ``X.passrate.jsonl``: per prompt, its samples' correctness, appended batch by batch as they finish. A
   rerun with the same generation settings skips the prompts it holds, so a killed run resumes and another
-  ``--band`` costs no generation; other settings are refused (delete the file to start over).
+  ``--band`` costs no generation; other settings are refused (delete the file to start over). Each line
+  carries its batch's generation figures (``"call"``: :mod:`e2c.eval.cost`), and the report's ``usage`` and
+  ``seconds`` are summed from the lines of the prompts it covers: the cost of the samples the decision rests
+  on, the same for a rerun, a resumed run or another ``--band`` as for the run that drew them. Lines written
+  before they carried ``"call"`` give their tokens and sequences; the cost then says ``partial``.
 
 Bad input (a missing or malformed parquet, k < 2, an unknown band, an output that would overwrite the
 input, and no prompt left in the band, which names the histogram) is one ``error:`` line, exit 2, and no
@@ -328,8 +332,15 @@ def read_samples(path: Path, settings: dict[str, Any]) -> dict[int, dict[str, An
     return out
 
 
-def sample_line(index: int, key: str, correct: Sequence[int], completions: Sequence[Any]) -> dict[str, Any]:
-    """One prompt's line of the samples file."""
+def sample_line(
+    index: int,
+    key: str,
+    correct: Sequence[int],
+    completions: Sequence[Any],
+    call: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """One prompt's line of the samples file; ``call``: the generation figures of its batch
+    (:func:`e2c.eval.cost.batch_call`)."""
     return {
         "index": index,
         "key": key,
@@ -337,7 +348,22 @@ def sample_line(index: int, key: str, correct: Sequence[int], completions: Seque
         "pass_rate": pass_rate(correct),
         "tokens": [c.num_tokens for c in completions],
         "truncated": sum(c.finish_reason == "length" for c in completions),
+        **({"call": call} if call is not None else {}),
     }
+
+
+def samples_cost(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The cost of the prompts' lines (:func:`e2c.eval.cost.total_cost`): a batch's one call counted once
+    however its lines were written (a batch cut by a kill and finished by a later call included). A line
+    without its batch's ``"call"`` (an older toolkit's) gives its tokens and sequences; its batch is
+    unknown (the batch size is not a recorded setting), so calls, prompt tokens and seconds are partial."""
+    from e2c.eval.cost import total_cost
+
+    return total_cost(
+        results,
+        lambda r: sum(int(t) for t in r.get("tokens") or ()),
+        lambda r: {"sequences": len(r.get("tokens") or ()), "records": 1},
+    )
 
 
 # ------------------------------------------------------------------------------------------ the runner
@@ -357,6 +383,7 @@ def filter_prompts(
     """
     from e2c import progress
     from e2c.chain import get_format
+    from e2c.eval.cost import batch_call, usage_mark, usage_since
     from e2c.generation.base import Sampling, check_fits, context_length, derive_seed
 
     band = cfg.check()
@@ -403,8 +430,20 @@ def filter_prompts(
                 if not todo:
                     continue
                 # One seed per fixed batch: a resumed batch is drawn as it was (same machine and backend).
+                mark, started = usage_mark(gen), time.perf_counter()
                 outs = gen.generate(
                     [prompts[i] for i in todo], sampling.replace(seed=derive_seed(cfg.seed, "passrate", b))
+                )
+                grown = usage_since(gen, mark)
+                calls, sequences, prompt_tokens = grown or (1, sum(len(r) for r in outs), None)
+                call = batch_call(
+                    b,
+                    calls,
+                    len(todo),
+                    sequences,
+                    prompt_tokens,
+                    time.perf_counter() - started,
+                    batch_size=cfg.batch_size,  # batches of another size are other batches
                 )
                 # text_with_stop: the closing tag the rollout's response keeps (it stops on the tag's id). The
                 # whole batch is graded at once, so slow symbolic checks of one prompt overlap the others'.
@@ -414,7 +453,7 @@ def filter_prompts(
                 grades = list(pool.map(lambda rc: grade_samples(rc[0], [rc[1]], cfg.require_format)[0], flat))
                 for n, (i, comps) in enumerate(zip(todo, outs, strict=True)):
                     correct = grades[n * cfg.k : (n + 1) * cfg.k]
-                    done[i] = sample_line(i, keys[i], correct, comps)
+                    done[i] = sample_line(i, keys[i], correct, comps, call)
                     new_tokens += sum(c.num_tokens for c in comps)
                 f.write([done[i] for i in todo])  # the batch's lines, all or none
                 f.sync()
@@ -441,9 +480,7 @@ def filter_prompts(
                 f"stay in {files.samples}: a rerun with another --band reuses them)"
             )
         out_table = with_pass_rates(table, keep, rates)
-        report = build_report(
-            cfg, band, input_path, files, results, counts, keep, gen, time.perf_counter() - t0
-        )
+        report = build_report(cfg, band, input_path, files, results, counts, keep, gen)
         write_rl_table(out_table, files.output)
         from e2c.files import atomic_write_json
 
@@ -462,15 +499,16 @@ def build_report(
     counts: Sequence[int],
     keep: Sequence[int],
     gen: Any,
-    seconds: float,
 ) -> dict[str, Any]:
-    """The report's content (see the module docstring)."""
+    """The report's content (see the module docstring). Its ``usage`` and ``seconds`` are the cost of the
+    ``results`` lines (:func:`samples_cost`), not of this process's generator: a rerun that generates
+    nothing reports what the samples cost."""
     from e2c.runinfo import git_commit
 
     kept = set(keep)
     rates = [r["pass_rate"] for r in results]
     samples = max(1, len(results) * cfg.k)
-    usage = getattr(gen, "usage", None)
+    usage = samples_cost(results)
     return {
         "input": str(input_path),
         "output": str(files.output),
@@ -500,8 +538,8 @@ def build_report(
         ],
         "pass_rates": rates,
         "kept_rows": [i for i in range(len(results)) if i in kept],
-        "usage": usage.snapshot() if usage is not None and hasattr(usage, "snapshot") else None,
-        "seconds": round(seconds, 3),
+        "usage": usage,
+        "seconds": usage["seconds"],  # generation seconds the lines recorded
         "git_commit": git_commit(),
     }
 

@@ -10,7 +10,8 @@ budget (8,192 math, 1,500 medical), single-call generation. ``--explore-budget``
 generation with per-phase budgets. The prompt is the question plus the release's suffix with the assistant
 turn prefilled with ``<EXPLORATION>`` (as the release's RL and TTS do); ``--no-prefill`` sends the
 release's evaluation prompt exactly (no prefill), and ``--medical-prompt release`` adds the release's
-optional medical system prompt and suffix to the medical sets. Prints a table and, as its last line, the results JSON's path and
+optional medical system prompt and suffix to the medical sets. Prints a table, the run's cost (summed from its
+prediction lines, so a rerun or a resume reports the same), and, as its last line, the results JSON's path and
 headline numbers as one JSON object. A killed run restarted with the same arguments resumes; Ctrl-C or
 SIGTERM stops a run with one line naming what was saved and the command that resumes it (exit 130 / 143).
 Bad settings, an unwritable --output-dir and a prompt that with its budget exceeds the model's context are
@@ -273,7 +274,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     save = where["save"]
     print(format_table(results["datasets"]))
-    print(f"results: {save / 'results.json'}  ({results['seconds']:.1f}s)")
+    cost = results["usage"]  # the run's, from its prediction lines (a rerun or a resume changes none of it)
+    partial = " (partial: lines of an older toolkit)" if cost.get("partial") else ""
+    print(
+        f"results: {save / 'results.json'}  ({plural(cost['generated_tokens'], 'generated token')}, "
+        f"{plural(cost['calls'], 'generation call')}, {cost['seconds']:.1f}s of generation{partial})"
+    )
     if args.view:  # after the results are written: a page that cannot be built loses nothing of the run
         from e2c.view import write_view
 

@@ -4,7 +4,7 @@ Layout of a run folder (``--output-dir``, ``save_path`` here)::
 
     config.json                 the generation settings; a restart must match them
     predictions/<dataset>.jsonl one line per (problem, sample), appended as each chunk finishes
-    results.json                config, git commit, package versions, metrics per dataset
+    results.json                config, git commit, package versions, metrics and cost per dataset
     accuracy.png, tokens.png    with several datasets: accuracy with 95% intervals, tokens per phase
 
 Work is cut into fixed chunks of problems (``chunk_size`` sequences each), chosen from the data order
@@ -13,6 +13,16 @@ restarted with the same arguments skips the chunks it finished, re-samples an un
 same seed (same completions on the same machine and backend) and appends only the lines that are
 missing: nothing is lost, nothing is duplicated, and the final metrics equal those of an uninterrupted
 run. A line cut by the kill is dropped before resuming.
+
+The cost in ``results.json`` (``usage``: generated and prompt tokens, generation calls, sequences and
+seconds, in total and per dataset; ``seconds`` repeats its seconds) is summed from the prediction lines
+(:mod:`e2c.eval.cost`), never read off this process's generator: each line carries its chunk's figures
+under ``"call"`` (the chunk is its batch: ``calls`` 1, or 2 for two-phase chains; ``records`` its samples;
+its sequences, prompt tokens and generation seconds). A finished run restarted, or a killed one resumed,
+therefore reports the cost of one uninterrupted run: the same tokens, calls and sequences, and the seconds
+its lines recorded. Lines written before they carried ``"call"`` still count: their tokens, and their chunk
+and calls, which the data order and settings fix; their prompt tokens and seconds are unknown, and the cost
+says ``partial``.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from e2c.chain import FORMATS, MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, Cha
 from e2c.data.registry import Record, get_spec, options_of, question_text
 from e2c.errors import UserError
 from e2c.eval.compare import run_summary
+from e2c.eval.cost import add_costs, batch_call, total_cost, usage_mark, usage_since
 from e2c.eval.metrics import summarize
 from e2c.files import RecordFile, atomic_write_json, json_kind, read_records
 from e2c.flags import setting
@@ -362,9 +373,11 @@ def prediction_lines(
     chains: Sequence[ChainResult],
     cfg: EvalConfig,
     fmt: ChainFormat | None = None,
+    call: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Grade one problem's samples into prediction lines (``fmt``: the dataset's, see
-    :func:`dataset_format`)."""
+    :func:`dataset_format`; ``call``: the generation figures of the chunk they came from,
+    :func:`e2c.eval.cost.batch_call`, kept on every line)."""
     fmt = fmt or dataset_format(cfg, name)
     results = grade_many(
         [c.response for c in chains],
@@ -399,6 +412,7 @@ def prediction_lines(
                 if runs_programs([record.kind])  # a program that never ran passed none of its tests
                 else {}
             ),
+            **({"call": call} if call is not None else {}),
             "response": c.response,
         }
         for j, (c, r) in enumerate(zip(chains, results, strict=True))
@@ -446,9 +460,10 @@ def evaluate_dataset(
     shard: tuple[int, int] = (0, 1),
     *,
     budget: PhaseBudget,
-) -> dict[str, Any] | None:
-    """Sample and grade one dataset (resuming from its predictions file); returns its metrics.
-    ``budget``: the dataset's checked budget (:func:`dataset_budget`, built by the caller once).
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Sample and grade one dataset (resuming from its predictions file); returns its metrics and its cost
+    (:func:`prediction_cost`, from the lines the metrics rest on). ``budget``: the dataset's checked budget
+    (:func:`dataset_budget`, built by the caller once).
 
     ``shard`` = (rank, world): a data-parallel worker samples only the chunks ``c`` with
     ``c % world == rank`` into its own file (:func:`shard_path`) and returns None; the parent merges."""
@@ -470,6 +485,7 @@ def evaluate_dataset(
         for ci, chunk in enumerate(chunks):
             if ci % world != rank or all(len(done.get(i, {})) >= cfg.samples for i in chunk):
                 continue
+            mark, started = usage_mark(gen), time.perf_counter()
             chains = generate_chains(
                 gen,
                 [question_text(records[i]) for i in chunk],
@@ -481,9 +497,10 @@ def evaluate_dataset(
                 seed=derive_seed(cfg.seed, name, ci),
                 opener=cfg.opener,
             )
+            call = chunk_call(ci, len(chunk) * cfg.samples, budget, usage_since(gen, mark), started)
             new = []
             for i, row in zip(chunk, chains, strict=True):
-                for line in prediction_lines(name, i, records[i], row, cfg, fmt):
+                for line in prediction_lines(name, i, records[i], row, cfg, fmt, call):
                     if line["sample"] not in done.get(i, {}):
                         new.append(line)
                         done.setdefault(i, {})[line["sample"]] = line
@@ -505,7 +522,37 @@ def evaluate_dataset(
     if world > 1:
         return None
     per_problem = [[done[i][j] for j in sorted(done[i])][: cfg.samples] for i in range(len(records))]
-    return summarize(per_problem, cfg.ks)
+    return summarize(per_problem, cfg.ks), prediction_cost(per_problem, cfg, budget)
+
+
+def chunk_call(
+    ci: int, samples: int, budget: PhaseBudget, grown: tuple[int, int, int] | None, started: float
+) -> dict[str, Any]:
+    """The ``"call"`` figures of chunk ``ci`` (:func:`e2c.eval.cost.batch_call`), which generated
+    ``samples`` chains since ``started`` (``time.perf_counter``); ``grown``: what the generator's tally grew
+    by meanwhile (None for a generator that keeps none: its calls are the phases, its prompt tokens unknown)."""
+    phases = 2 if budget.two_phase else 1
+    calls, sequences, prompt_tokens = grown if grown is not None else (phases, phases * samples, None)
+    return batch_call(ci, calls, samples, sequences, prompt_tokens, time.perf_counter() - started)
+
+
+def prediction_cost(
+    per_problem: Sequence[Sequence[dict[str, Any]]], cfg: EvalConfig, budget: PhaseBudget
+) -> dict[str, Any]:
+    """The cost of a dataset's prediction lines (:func:`e2c.eval.cost.total_cost`). A line without its
+    chunk's ``"call"`` (an older toolkit's) still gives its tokens, and its chunk and calls, which the data
+    order and the run's settings fix (:func:`chunk_problems`; 2 calls per chunk for two-phase chains)."""
+    per = max(1, cfg.chunk_size // cfg.samples)  # problems per chunk, as chunk_problems cuts them
+    phases = 2 if budget.two_phase else 1
+
+    def derive(line: Any) -> dict[str, Any]:
+        return {"batch": int(line["index"]) // per, "calls": phases, "records": 1, "sequences": phases}
+
+    return total_cost(
+        (line for lines in per_problem for line in lines),
+        lambda line: int(line.get("explore_tokens") or 0) + int(line.get("execute_tokens") or 0),
+        derive,
+    )
 
 
 # ---------------------------------------------------------------------------------------- run files
@@ -586,17 +633,19 @@ def _run_eval(
     budgets: dict[str, PhaseBudget],
 ) -> dict[str, Any]:
     write_config(save_path, cfg)
-    t0 = time.perf_counter()
     if shard[1] > 1:
         for name, recs in data.items():
             evaluate_dataset(gen, name, recs, cfg, save_path, log, shard, budget=budgets[name])
         return {}
     for name in data:
         merge_shards(save_path, name)  # what data-parallel workers left, a killed run's included
-    metrics = {
-        name: evaluate_dataset(gen, name, recs, cfg, save_path, log, budget=budgets[name])
-        for name, recs in data.items()
-    }
+    metrics, costs = {}, {}
+    for name, recs in data.items():
+        done = evaluate_dataset(gen, name, recs, cfg, save_path, log, budget=budgets[name])
+        assert done is not None  # one process: every chunk is its own
+        metrics[name], costs[name] = done
+    # The run's cost, from its prediction lines (e2c.eval.cost): a restart or a resume changes none of it.
+    usage = {**add_costs(list(costs.values())), "datasets": costs}
     results = {
         "config": asdict(cfg),
         # The exact text sent for each dataset's first problem, to compare prompts across runs and releases.
@@ -614,8 +663,9 @@ def _run_eval(
             for k in ("pass@1", "format_rate", "truncation_rate")
             if metrics
         },
-        "seconds": round(time.perf_counter() - t0, 3),
-        "usage": gen.usage.snapshot() if hasattr(gen, "usage") else None,
+        # The generation seconds the lines recorded: the run's, not this launch's.
+        "seconds": usage["seconds"],
+        "usage": usage,
     }
     atomic_write_json(save_path / "results.json", results)
     if len(metrics) > 1:

@@ -5,6 +5,13 @@ exists, so a killed run restarted with the same settings skips what is done. At 
 ``results.json`` and ``results.csv`` (accuracy, mean generated tokens per problem in thousands, mean
 prompt tokens, mean sandbox seconds (programs run by the code kind), wall time, per method and budget) and ``accuracy_vs_tokens.png`` (one line per method,
 generated tokens on a log axis).
+
+Every figure of the results is read from the records, never from this process's generator: each record
+carries what its method spent (generated and prompt tokens, calls, seconds: :class:`e2c.tts.base.Meter`),
+the summary averages them per (method, budget), and ``results.json``'s ``cost`` (:func:`run_cost`) sums
+them over the records whose method ran. A finished run restarted (it runs nothing) or a killed run resumed
+(a record is written whole, or is cut and run again) therefore reports the cost of one uninterrupted run:
+the same tokens and calls, and the seconds its records hold.
 """
 
 from __future__ import annotations
@@ -196,7 +203,8 @@ def check_run_folder(out_dir: Path, config: dict[str, Any], force: bool = False)
 def nested_records(res: dict[str, Any], budgets: Sequence[int]) -> list[dict[str, Any]]:
     """The results at every budget in ``budgets`` below ``res``'s, read off its first k draws
     (``details["prefix"]``, written by the methods registered ``nestable``). Generated tokens are exact
-    (summed over those draws); prompt tokens, calls and seconds are the run's scaled by k/K. Sandbox
+    (summed over those draws); prompt tokens and seconds are the run's scaled by k/K; calls are the run's (a
+    nestable method draws its k samples in the same calls as its K: one per phase). Sandbox
     seconds are the prefix's own (its k programs' public runs and the grading of its choice; scaled by k/K
     for a record written before prefixes carried them). Empty when ``res`` has no prefix."""
     prefix = (res.get("details") or {}).get("prefix") or []
@@ -250,6 +258,43 @@ def summarize(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         row["calls"] = round(sum(r["calls"] for r in rs) / n, 2)
         row["seconds"] = round(sum(r["seconds"] for r in rs) / n, 3)
         out.append(row)
+    return out
+
+
+# What a record says it spent, summed by run_cost (a record of an older toolkit may lack one: then partial).
+COST_FIGURES = ("generated_tokens", "prompt_tokens", "calls", "seconds")
+
+
+def derived_from(record: dict[str, Any]) -> bool:
+    """Whether ``record`` was read off another record rather than run: a smaller nested budget
+    (``details.nested_from``) or a budget-free method's other budget (``details.same_as_budget``)."""
+    details = record.get("details") or {}
+    return isinstance(details, dict) and ("nested_from" in details or "same_as_budget" in details)
+
+
+def run_cost(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What a run's ``results`` (records) cost in total: generated and prompt tokens, calls and seconds
+    (each method run's wall time, generation and grading) summed over the records whose method ran, each
+    as it recorded them. A derived record (:func:`derived_from`) repeats figures another record spent, so it
+    counts in ``derived_records`` only. ``partial`` names a figure some record lacks (summed over the others).
+
+    >>> run_cost([{"generated_tokens": 9, "prompt_tokens": 4, "calls": 2, "seconds": 0.5},
+    ...           {"generated_tokens": 9, "prompt_tokens": 4, "calls": 2, "seconds": 0.5,
+    ...            "details": {"same_as_budget": 1}}])
+    {'records': 1, 'derived_records': 1, 'generated_tokens': 9, 'prompt_tokens': 4, 'calls': 2, 'seconds': 0.5}
+    """
+    import math
+
+    ran = [r for r in results if not derived_from(r)]
+    out: dict[str, Any] = {"records": len(ran), "derived_records": len(results) - len(ran)}
+    missing = []
+    for fig in COST_FIGURES:
+        values = [r[fig] for r in ran if isinstance(r.get(fig), (int, float))]
+        if len(values) < len(ran):
+            missing.append(fig)
+        out[fig] = round(math.fsum(values), 3) if fig == "seconds" else int(sum(values))
+    if missing:
+        out["partial"] = missing
     return out
 
 
@@ -440,7 +485,10 @@ def run_tts(
                         raise
         results = selected_results(done, methods, budgets, records)
         rows = summarize(results)
-        atomic_write_json(out_dir / "results.json", {"config": config, "summary": rows})
+        # Every figure from the records (run_cost): a restart or a resume changes none of them.
+        atomic_write_json(
+            out_dir / "results.json", {"config": config, "summary": rows, "cost": run_cost(results)}
+        )
         write_csv(out_dir / "results.csv", rows)
         plot(out_dir / "accuracy_vs_tokens.png", rows, f"{config.get('dataset')} - {config.get('model')}")
         return rows

@@ -524,3 +524,75 @@ def test_prepare_refuses_bad_filter_flags_before_any_work(
     )
     assert_one_line_error(r, *words)
     assert list(tmp_path.iterdir()) == []
+
+
+# -------------------------------------------------------------------------- cost, from the samples file
+COST_EXACT = ("records", "generated_tokens", "calls", "sequences", "prompt_tokens")
+
+
+def recorded_seconds(samples: Path) -> float:
+    """The seconds the samples file's lines hold: each line's share of its batch's generation seconds."""
+    lines = [json.loads(x) for x in samples.read_text().splitlines()[1:]]
+    return round(sum(x["call"]["seconds"] / x["call"]["records"] for x in lines), 3)
+
+
+def test_the_cost_is_the_samples_and_a_rerun_or_another_band_keeps_it(rl_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "kept.parquet"
+    gen = ScriptedGenerator(script)
+    report = filter_prompts(gen, rl_file, out, config(band="all"))
+    cost = report["usage"]
+    assert cost["calls"] == gen.usage.calls == 3 and cost["sequences"] == gen.usage.sequences == 8 * K
+    assert cost["generated_tokens"] == gen.usage.generated_tokens and cost["records"] == 8
+    assert cost["prompt_tokens"] == gen.usage.prompt_tokens and "partial" not in cost
+    seconds = recorded_seconds(PassRateFiles.of(out).samples)
+    assert report["seconds"] == cost["seconds"] == pytest.approx(seconds)
+    for band, batch_size in (("all", 3), ("hard", 5)):  # the same run again, another band and batch size
+        again = ScriptedGenerator(script)
+        rerun = filter_prompts(again, rl_file, out, config(band=band, batch_size=batch_size))
+        assert again.calls == [] and rerun["usage"] == cost and rerun["seconds"] == report["seconds"]
+
+
+@pytest.mark.parametrize("how", ["killed between batches", "line cut mid-batch"])
+def test_a_resumed_filter_costs_what_one_run_costs(rl_file: Path, tmp_path: Path, how: str) -> None:
+    ref = filter_prompts(ScriptedGenerator(script), rl_file, tmp_path / "ref.parquet", config())["usage"]
+    out = tmp_path / "kept.parquet"
+    samples = PassRateFiles.of(out).samples
+
+    class Killed(KeyboardInterrupt):
+        pass
+
+    if how == "killed between batches":
+
+        def dies_on_second_call(prompt: str, j: int) -> str:
+            if problem_id(prompt) >= 3:
+                raise Killed
+            return script(prompt, j)
+
+        with pytest.raises(Killed):
+            filter_prompts(ScriptedGenerator(dies_on_second_call), rl_file, out, config())
+    else:
+        filter_prompts(ScriptedGenerator(script), rl_file, out, config())
+        lines = samples.read_text().splitlines()
+        # The settings line, batch 0, the first line of batch 1 whole and its second cut by the kill.
+        samples.write_text("\n".join(lines[:5]) + "\n" + lines[5][:30])
+    gen = ScriptedGenerator(script)
+    report = filter_prompts(gen, rl_file, out, config())
+    assert gen.calls, "the resume sampled what was missing"
+    cost = report["usage"]
+    # Batch 1 cut mid-way is finished by a second, smaller call: still one batch's call in the cost.
+    assert {k: cost[k] for k in COST_EXACT} == {k: ref[k] for k in COST_EXACT}
+    assert cost["seconds"] == pytest.approx(recorded_seconds(samples)) and "partial" not in cost
+
+
+def test_samples_of_an_older_toolkit_give_a_partial_cost(rl_file: Path, tmp_path: Path) -> None:
+    out = tmp_path / "kept.parquet"
+    full = filter_prompts(ScriptedGenerator(script), rl_file, out, config(band="all"))["usage"]
+    samples = PassRateFiles.of(out).samples
+    lines = [json.loads(x) for x in samples.read_text().splitlines()]
+    old = lines[:1] + [{k: v for k, v in x.items() if k != "call"} for x in lines[1:]]
+    samples.write_text("".join(json.dumps(x) + "\n" for x in old))
+    cost = filter_prompts(ScriptedGenerator(script), rl_file, out, config(band="all"))["usage"]
+    # Tokens and sequences are the lines' own; the batches (so calls), prompt tokens and seconds are unknown.
+    assert cost["generated_tokens"] == full["generated_tokens"] and cost["sequences"] == full["sequences"]
+    assert cost["partial"] == ["calls", "prompt_tokens", "seconds"] and cost["unmetered_records"] == 8
+    assert cost["calls"] == 0 and cost["seconds"] == 0
