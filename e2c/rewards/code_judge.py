@@ -3,70 +3,101 @@
 :func:`judge` runs the program the way the tests' mode says (:mod:`e2c.rewards.code_tests`) and compares
 the outputs here, in the caller:
 
-- ``stdin``: one run per test, the test's input on standard input;
-- ``call``: one run of a driver that defines the program in a fresh namespace, then calls the function
-  with each test's arguments and writes each returned value as a JSON line on a channel of its own;
-- ``assert``: one run of the same driver, which executes each test's code after the program.
+- ``stdin``: one sandbox run per test, the test's input on standard input, the test's time limit as the
+  run's wall limit (enforced by the caller);
+- ``call`` and ``assert``: one sandbox run of a driver (:data:`DRIVER`). The driver reads the tests one at a
+  time and runs each in a process of its own (a fork): that process defines the program afresh, then calls
+  the function with the test's arguments (``call``) or executes the test's code (``assert``), and writes
+  its one result line on a pipe of its own. The driver, a separate process the program never runs in,
+  times each test from the fork (the program's definition counts), kills it at the limit, and alone
+  writes the results channel (its standard output, which no test process holds).
+
+What this guards: the program cannot touch a test's time limit (cancelling timers, ignoring SIGALRM or
+stopping the driver gains nothing: the clock is the driver's, checked again when a result arrives), cannot
+write another test's result or the channel (a test process holds only its own pipe; the driver is
+non-dumpable, so a process of the same user can neither trace it nor open its descriptors through
+``/proc``), cannot see the arguments of later tests (the driver reads each test only when it starts it),
+and leaves no background process to compute for a later test (where the sandbox gives the run a PID
+namespace and a user of its own, the driver kills every other process of the run after each test). The
+expected outputs of ``call`` tests never enter the sandbox. What it does not guard: an ``assert`` test's
+code runs in the program's process and carries its expected values, so a program can read it, or make it
+pass (replace ``AssertionError``, patch the functions it calls): the documented limit of ``assert`` tests.
 
 Each test's outcome is ``pass``, ``wrong``, ``timeout``, ``runtime_error``, ``memory``, ``output_limit`` or
-``not_run`` (after a failure, with ``stop_on_fail``). The verdict is correct when every test passes (as
-LiveCodeBench, DeepCoder and EvalPlus count); ``passed / total`` is the second figure. A sandbox failure
-makes the verdict's status ``error``: the grader reports it as an error, never as a wrong answer.
-
-The driver never sees an expected output of a ``call`` test; the arguments are not secret. A program that
-exits early (``sys.exit(0)`` while being defined, ``os._exit``) writes no results: its tests fail.
+``not_run`` (after a failure, with ``stop_on_fail``). Reading or comparing a program's output never raises:
+an output that cannot be read (JSON too deep, a number too large) is ``wrong``, with the reason in the
+verdict's ``extra["reasons"]``. The verdict is correct when every test passes (as LiveCodeBench, DeepCoder
+and EvalPlus count); ``passed / total`` is the second figure. A sandbox failure makes the verdict's status
+``error``: the grader reports it as an error, never as a wrong answer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 from e2c.rewards.code_tests import MAX_PROGRAM_CHARS, CodeTests, outputs_equal, values_equal
 from e2c.sandbox import Limits, RunResult, Sandbox, current, slots
 
-# Startup allowance of a driver run beyond the tests' own time (the interpreter, the program's definition).
+# Startup allowance of a driver run beyond the tests' own time (the interpreter, forks).
 DRIVER_OVERHEAD_S = 2.0
 MAX_VALUE_CHARS = 1_000_000
+"""Longest result line of one test (a returned value as JSON); a longer one is ``wrong``."""
 
-_DRIVER = r"""
-import json, os, signal, sys
+DRIVER = r"""
+import json, os, select, signal, sys, time
 
-def _plain(v, depth=0):
+MAX_LINE = {max_line}
+
+
+def read_exact(n):
+    # Unbuffered: nothing of a later test is read ahead into this process (and so into a test's fork).
+    out = bytearray()
+    while len(out) < n:
+        b = os.read(0, n - len(out))
+        if not b:
+            raise EOFError
+        out += b
+    return bytes(out)
+
+
+def read_line():
+    out = bytearray()
+    while True:
+        b = os.read(0, 1)
+        if not b or b == b"\n":
+            return bytes(out)
+        out += b
+
+
+def plain(v, depth=0):
     # A returned value as JSON: tuples and sets as lists, anything else by its repr.
     if depth > 100:
         return repr(v)
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     if isinstance(v, (list, tuple)):
-        return [_plain(x, depth + 1) for x in v]
+        return [plain(x, depth + 1) for x in v]
     if isinstance(v, (set, frozenset)):
-        return sorted((_plain(x, depth + 1) for x in v), key=repr)
+        return sorted((plain(x, depth + 1) for x in v), key=repr)
     if isinstance(v, dict):
-        return {str(k): _plain(x, depth + 1) for k, x in v.items()}
+        return {str(k): plain(x, depth + 1) for k, x in v.items()}
     return repr(v)
 
-class _Late(BaseException):
-    pass
 
-def _alarm(signum, frame):
-    raise _Late()
+def test(job, i, item, w):
+    # A test's own process: it holds its pipe, not the results channel; the program's prints go nowhere.
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    out = os.fdopen(w, "w", encoding="utf-8")
+    sys.stdin, sys.stdout = open(os.devnull), open(os.devnull, "w")
 
-def main():
-    job = json.loads(sys.stdin.read())
-    sys.stdin = open(os.devnull)
-    chan = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 1)  # the program's own prints go nowhere; results go on the channel
-    sys.stdout = open(os.devnull, "w")
-    token = job["token"]
-
-    def say(obj):
-        chan.write(token + " " + json.dumps(obj) + "\n")
-        chan.flush()
+    def say(text):
+        out.write(text + "\n")
+        out.flush()
 
     ns = {"__name__": "solution", "__builtins__": __builtins__}
     try:
@@ -74,40 +105,109 @@ def main():
             src = f.read()
         exec(compile(src, "solution.py", "exec"), ns)
     except BaseException as e:
-        say({"load": type(e).__name__})
+        say("load " + type(e).__name__)
         return
-    target = None
-    if job["mode"] == "call":
-        fn = job["fn"]
-        target = ns.get(fn)
-        if not callable(target) and isinstance(ns.get("Solution"), type):
-            target = getattr(ns["Solution"](), fn, None)
-        if not callable(target):
-            say({"load": "no function " + fn})
-            return
-    signal.signal(signal.SIGALRM, _alarm)
-    for i, item in enumerate(job["tests"]):
+    try:
+        if job["mode"] == "call":
+            fn = job["fn"]
+            target = ns.get(fn)
+            if not callable(target) and isinstance(ns.get("Solution"), type):
+                target = getattr(ns["Solution"](), fn, None)
+            if not callable(target):
+                say("load no function " + fn)
+                return
+            value = target(*json.loads(item))
+            say("v " + json.dumps(plain(value)))
+        else:
+            exec(compile(item, "test_%d.py" % i, "exec"), ns)
+            say("ok")
+    except MemoryError:
+        say("e memory")
+    except BaseException as e:
+        say("e " + type(e).__name__)
+
+
+def wait_line(r, deadline):
+    buf = bytearray()
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return b"timeout"
         try:
-            signal.setitimer(signal.ITIMER_REAL, job["limit"])
-            if job["mode"] == "call":
-                value = target(*json.loads(item))
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                say({"i": i, "v": _plain(value)})
-            else:
-                exec(compile(item, "test_%d.py" % i, "exec"), ns)
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                say({"i": i, "ok": True})
-        except _Late:
-            say({"i": i, "e": "timeout"})
-        except MemoryError:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            say({"i": i, "e": "memory"})
-        except BaseException as e:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            say({"i": i, "e": type(e).__name__})
+            ready = select.select([r], [], [], left)[0]
+        except InterruptedError:
+            continue
+        if not ready:
+            return b"timeout"
+        chunk = os.read(r, 65536)
+        k = chunk.find(b"\n")
+        if k >= 0:
+            buf += chunk[:k]
+            # The driver's clock, read when the result arrives: a result written late is late.
+            return bytes(buf) if time.monotonic() <= deadline else b"timeout"
+        if not chunk:
+            return b"crash"
+        buf += chunk
+        if len(buf) > MAX_LINE:
+            return b"big"
+
+
+def main():
+    try:  # PR_SET_DUMPABLE 0: a process of this user can neither trace this one nor open its descriptors
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+    except Exception:
+        pass
+    job = json.loads(read_line())
+    chan = 1
+    for i in range(job["n"]):
+        item = read_exact(int(read_line())).decode("utf-8", "surrogatepass")
+        r, w = os.pipe()
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            os.setpgid(0, 0)
+            try:
+                test(job, i, item, w)
+            finally:
+                os._exit(0)
+        os.close(w)
+        try:
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
+        line = wait_line(r, start + job["limit"])
+        os.close(r)
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        if job["sweep"]:
+            # Alone in its PID namespace with a user of its own: every other process of the run is the
+            # program's (a daemon left by this test), and none may go on computing for a later test.
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except OSError:
+                pass
+        _, status = os.waitpid(pid, 0)
+        if line == b"crash" and os.WIFSIGNALED(status):
+            line = b"crash %d" % os.WTERMSIG(status)
+        os.write(chan, b"%d %s\n" % (i, line))
+        if line.startswith(b"load "):
+            break
+
 
 main()
-"""
+""".replace("{max_line}", str(MAX_VALUE_CHARS))
+"""The driver of ``call`` and ``assert`` tests (the sandbox's ``main.py``; the program is ``solution.py``).
+
+Its standard input: a JSON header line (``mode``, ``fn``, ``limit``, ``n``, ``sweep``), then each test as
+a line with its length in bytes and that many bytes (call arguments as JSON, or assert code). Its
+standard output: one line per test, ``i RESULT``, where RESULT is ``v JSON`` (the returned value), ``ok``
+(the assert ran), ``e NAME`` (an exception), ``load NAME`` (the program failed to define, or has no such
+function: no further test runs), ``timeout``, ``crash [SIGNAL]`` (the test's process died without a
+result) or ``big`` (a result over :data:`MAX_VALUE_CHARS`)."""
 
 
 @dataclass(frozen=True)
@@ -196,55 +296,88 @@ def _judge_stdin(program: str, tests: CodeTests, sbx: Sandbox, base: Limits, sto
     return CodeVerdict(passed, len(tests.tests), "ok", tuple(outcomes), tuple(behaviour), seconds)
 
 
+def driver_input(tests: CodeTests, sweep: bool) -> str:
+    """The driver's standard input for ``tests`` (see :data:`DRIVER`)."""
+    items = (
+        [json.dumps(list(t.args)) for t in tests.tests]
+        if tests.mode == "call"
+        else [t.code for t in tests.tests]
+    )
+    head = {
+        "mode": tests.mode,
+        "fn": tests.fn_name,
+        "limit": tests.time_limit,
+        "n": len(items),
+        "sweep": sweep,
+    }
+    parts = [json.dumps(head), "\n"]
+    for it in items:
+        parts += [str(len(it.encode("utf-8", "surrogatepass"))), "\n", it]
+    return "".join(parts)
+
+
+def _driver_results(stdout: str, n: int) -> dict[int, str]:
+    """Each test's result text from the driver's output (the first line per test; others ignored)."""
+    results: dict[int, str] = {}
+    for line in stdout.splitlines():
+        head, _, body = line.partition(" ")
+        if head.isdigit() and len(head) < 9 and int(head) < n and int(head) not in results:
+            results[int(head)] = body
+    return results
+
+
 def _judge_driver(program: str, tests: CodeTests, sbx: Sandbox, base: Limits) -> CodeVerdict:
     source = f"{tests.setup}\n{program}" if tests.setup else program
-    token = secrets.token_hex(8)
-    if tests.mode == "call":
-        items = [json.dumps(list(t.args)) for t in tests.tests]
-    else:
-        items = [t.code for t in tests.tests]
-    job = {"token": token, "mode": tests.mode, "fn": tests.fn_name, "tests": items, "limit": tests.time_limit}
-    n = len(items)
+    n = len(tests.tests)
+    sweep = bool(getattr(sbx, "private_pids", False))
     lim = base.with_wall(tests.time_limit * n + DRIVER_OVERHEAD_S)
-    r = _run(sbx, {"main.py": _DRIVER, "solution.py": source}, json.dumps(job), lim)
+    r = _run(sbx, {"main.py": DRIVER, "solution.py": source}, driver_input(tests, sweep), lim)
     if r.status == "sandbox_error":
         return CodeVerdict(0, n, "error", seconds=r.seconds, note=r.stderr[-300:])
-    results: dict[int, dict[str, Any]] = {}
-    load_error = ""
-    for line in r.stdout.splitlines():
-        head, _, body = line.partition(" ")
-        if head != token or len(body) > MAX_VALUE_CHARS:
-            continue
-        try:
-            obj = json.loads(body)
-        except ValueError:
-            continue
-        if not isinstance(obj, dict):
-            continue
-        if "load" in obj:
-            load_error = str(obj["load"])[:100]
-        elif isinstance(obj.get("i"), int) and 0 <= obj["i"] < n and obj["i"] not in results:
-            results[obj["i"]] = obj
+    results = _driver_results(r.stdout, n)
     # A test with no result line: the run ended (or was killed) before it; say how the run ended.
     missing = _FAIL_OF_STATUS.get(r.status, "runtime_error")
+    load_error = ""
     outcomes: list[str] = []
     behaviour: list[str] = []
+    reasons: dict[str, str] = {}
     for i, t in enumerate(tests.tests):
         res = results.get(i)
         if res is None:
-            outcomes.append(missing)
-            behaviour.append("!" + missing)
-        elif "e" in res:
-            err = str(res["e"])
-            outcomes.append(err if err in ("timeout", "memory") else "runtime_error")
-            behaviour.append("!" + err[:40])
-        elif tests.mode == "call":
-            ok = values_equal(res.get("v"), t.output, tests.float_tol)
-            outcomes.append("pass" if ok else "wrong")
-            behaviour.append(_key(json.dumps(res.get("v"), sort_keys=True)))
+            outcome, key = (
+                (load_error and "runtime_error") or missing,
+                "!" + ((load_error and "load") or missing),
+            )
+        elif res.startswith("load "):
+            load_error = res[5:][:100]
+            outcome, key = "runtime_error", "!load"
+        elif res.startswith("e "):
+            err = res[2:][:40]
+            outcome = err if err in ("timeout", "memory") else "runtime_error"
+            key = "!" + err
+        elif res in ("timeout", "big") or res.startswith("crash"):
+            outcome = {"timeout": "timeout", "big": "wrong"}.get(res, "runtime_error")
+            key = "!" + res
+            if res == "big":
+                reasons[str(i)] = f"result over {MAX_VALUE_CHARS} characters"
+        elif tests.mode == "call" and res.startswith("v "):
+            try:
+                value = json.loads(res[2:])
+            except (ValueError, RecursionError) as e:  # too deep, an int over Python's digit limit
+                outcome, key = "wrong", "!unreadable"
+                reasons[str(i)] = f"unreadable result: {type(e).__name__}"
+            else:
+                outcome = "pass" if values_equal(value, t.output, tests.float_tol) else "wrong"
+                key = _key(res[2:])
+        elif tests.mode == "assert" and res == "ok":
+            outcome, key = "pass", "pass"
         else:
-            outcomes.append("pass")
-            behaviour.append("pass")
+            outcome, key = "wrong", "!malformed"
+            reasons[str(i)] = "malformed result line"
+        outcomes.append(outcome)
+        behaviour.append(key)
     passed = outcomes.count("pass")
-    extra = {"load_error": load_error} if load_error else {}
+    extra: dict[str, Any] = {"load_error": load_error} if load_error else {}
+    if reasons:
+        extra["reasons"] = reasons
     return CodeVerdict(passed, n, "ok", tuple(outcomes), tuple(behaviour), r.seconds, extra=extra)

@@ -51,7 +51,8 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import MAX_EMAX, MIN_EMIN, Context, Decimal, localcontext
+from fractions import Fraction
 from typing import Any
 
 MODES = ("stdin", "call", "assert")
@@ -229,14 +230,36 @@ def _parse_test(mode: str, t: Any, i: int) -> CodeTest:
 
 
 # ------------------------------------------------------------------------------------------- comparing
+# Every comparison is total: a program's output never makes it raise (a huge exponent, a non-finite value,
+# an int too large for a float), and a non-finite value never matches a finite one.
+#
+# Decimal arithmetic of tokens runs in a context with the widest exponents and no traps: a difference
+# that overflows is Infinity (a mismatch), never ``decimal.Overflow``. Tokens are at most 100 characters,
+# so 250 digits hold every difference of two of them exactly unless their exponents are far apart, and
+# then the difference is far above any tolerance.
+_DEC = Context(prec=250, Emax=MAX_EMAX, Emin=MIN_EMIN, traps=[])
+MAX_NUMBER_CHARS = 100
+
+
 def _num(tok: str) -> Decimal | None:
-    if len(tok) > 100:  # a huge literal is compared as text
+    if len(tok) > MAX_NUMBER_CHARS:  # a huge literal is compared as text
         return None
     try:
         d = Decimal(tok)
-    except (InvalidOperation, ValueError):
+    except (ArithmeticError, ValueError):
         return None
     return d if d.is_finite() else None
+
+
+def _decimals_close(x: Decimal, y: Decimal, tol: float) -> bool:
+    if x == y:
+        return True
+    with localcontext(_DEC):
+        diff = abs(x - y)
+        if not diff.is_finite():
+            return False
+        t = Decimal(tol)
+        return diff <= t or diff <= t * max(abs(x), abs(y))
 
 
 def _tokens_equal(a: Sequence[str], b: Sequence[str], tol: float) -> bool:
@@ -246,22 +269,23 @@ def _tokens_equal(a: Sequence[str], b: Sequence[str], tol: float) -> bool:
         if x == y:
             continue
         dx, dy = _num(x), _num(y)
-        if dx is None or dy is None:
-            return False
-        diff = abs(dx - dy)
-        if diff > Decimal(tol) and diff > Decimal(tol) * max(abs(dx), abs(dy)):
+        if dx is None or dy is None or not _decimals_close(dx, dy, tol):
             return False
     return True
 
 
 def outputs_equal(got: str, want: str, rule: str, tol: float = DEFAULT_FLOAT_TOL) -> bool:
     """Whether a program's standard output ``got`` matches the expected ``want`` under ``rule`` (``lines``,
-    ``tokens`` or ``exact``; see the module's text). Pure; linear in the sizes.
+    ``tokens`` or ``exact``; see the module's text). Pure, total (never raises on any text) and linear in
+    the sizes. A token matches another as text, or as a finite number within ``tol``: ``inf`` and ``nan``
+    only match themselves, as text.
 
     >>> outputs_equal("1 2\\n", "1  2", "lines", 0.0), outputs_equal("1\\n2", "1 2", "tokens", 0.0)
     (True, True)
     >>> outputs_equal("1\\n2", "1 2", "lines", 0.0), outputs_equal("ab ", "ab", "exact", 0.0)
     (False, True)
+    >>> outputs_equal("1e1000000", "2.5", "tokens", 1e-6), outputs_equal("inf", "5", "tokens", 1e-6)
+    (False, False)
     """
     if rule == "exact":
         return got.rstrip() == want.rstrip()
@@ -273,30 +297,63 @@ def outputs_equal(got: str, want: str, rule: str, tol: float = DEFAULT_FLOAT_TOL
     return all(g.strip() == w.strip() or _tokens_equal(g.split(), w.split(), tol) for g, w in zip(gl, wl))
 
 
-def values_equal(got: Any, want: Any, tol: float = DEFAULT_FLOAT_TOL, _depth: int = 0) -> bool:
-    """JSON equality of a returned value with the expected one: lists and tuples alike, numbers within
-    ``tol`` (relative or absolute), booleans only equal to booleans, keys as strings.
+def numbers_close(got: int | float, want: int | float, tol: float) -> bool:
+    """Whether a returned number matches the expected one: two ints exactly; otherwise within ``tol``,
+    absolute or relative, computed exactly (a float against ``2**1100`` is a mismatch, not an
+    OverflowError). A non-finite value only matches the same non-finite value (``nan`` matches ``nan``),
+    never a finite one: ``inf`` is not "within a relative tolerance" of every number.
+
+    >>> numbers_close(float("inf"), 3, 1e-6), numbers_close(float("inf"), float("inf"), 1e-6)
+    (False, True)
+    >>> numbers_close(2**1100, 1e300, 1e-6), numbers_close(0.30000000000000004, 0.3, 1e-9)
+    (False, True)
+    """
+    if isinstance(got, int) and isinstance(want, int):
+        return got == want
+    g_fin = not isinstance(got, float) or math.isfinite(got)
+    w_fin = not isinstance(want, float) or math.isfinite(want)
+    if not (g_fin and w_fin):
+        if g_fin or w_fin:
+            return False
+        return got == want or (math.isnan(got) and math.isnan(want))
+    if got == want:
+        return True
+    # Exact rationals: a float is a binary fraction, an int an int; no overflow, no rounding.
+    fg, fw = Fraction(got), Fraction(want)
+    diff, t = abs(fg - fw), Fraction(tol)
+    return diff <= t or diff <= t * max(abs(fg), abs(fw))
+
+
+MAX_VALUE_DEPTH = 200
+
+
+def values_equal(got: Any, want: Any, tol: float = DEFAULT_FLOAT_TOL) -> bool:
+    """JSON equality of a returned value with the expected one: lists and tuples alike, numbers as
+    :func:`numbers_close` says, booleans only equal to booleans, keys as strings. Total: deeper than
+    :data:`MAX_VALUE_DEPTH` is a mismatch, and no value makes it raise.
 
     >>> values_equal([1, 0.30000000000000004], (1, 0.3)), values_equal(True, 1), values_equal({"1": 2}, {1: 2})
     (True, False, True)
     """
-    if _depth > 200:
+    try:
+        return _values_equal(got, want, tol, 0)
+    except Exception:  # an odd value (a key whose str raises) is a mismatch, never a crash
+        return False
+
+
+def _values_equal(got: Any, want: Any, tol: float, _depth: int) -> bool:
+    if _depth > MAX_VALUE_DEPTH:
         return False
     if isinstance(got, bool) or isinstance(want, bool):
         return isinstance(got, bool) and isinstance(want, bool) and got == want
     if isinstance(got, (int, float)) and isinstance(want, (int, float)):
-        if isinstance(got, int) and isinstance(want, int):
-            return got == want
-        g, w = float(got), float(want)
-        if math.isnan(g) or math.isnan(w):
-            return math.isnan(g) and math.isnan(w)
-        return g == w or abs(g - w) <= tol or abs(g - w) <= tol * max(abs(g), abs(w))
+        return numbers_close(got, want, tol)
     if isinstance(got, (list, tuple)) and isinstance(want, (list, tuple)):
-        return len(got) == len(want) and all(values_equal(x, y, tol, _depth + 1) for x, y in zip(got, want))
+        return len(got) == len(want) and all(_values_equal(x, y, tol, _depth + 1) for x, y in zip(got, want))
     if isinstance(got, Mapping) and isinstance(want, Mapping):
         g2 = {str(k): v for k, v in got.items()}
         w2 = {str(k): v for k, v in want.items()}
-        return g2.keys() == w2.keys() and all(values_equal(g2[k], w2[k], tol, _depth + 1) for k in g2)
+        return g2.keys() == w2.keys() and all(_values_equal(g2[k], w2[k], tol, _depth + 1) for k in g2)
     return type(got) is type(want) and got == want
 
 

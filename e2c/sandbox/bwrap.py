@@ -1,7 +1,7 @@
 """The bubblewrap backend: the local backend's limits and user, inside ``bwrap``.
 
 Beyond :mod:`e2c.sandbox.local`: every namespace bwrap can make (user, network, PID, IPC, UTS, cgroup), a
-read-only view of the host's root, private empty ``/tmp``, ``/var/tmp`` and ``/dev/shm``, a minimal
+read-only view of the host's root, private empty ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock``, a minimal
 ``/dev``, its own ``/proc``; the program's folder is the only writable place, and the tree dies with its
 caller (``--die-with-parent``) and never shares the caller's terminal session (``--new-session``).
 
@@ -13,6 +13,7 @@ unprivileged caller (as root, the run drops to a uid of its own before bwrap sta
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -20,7 +21,7 @@ from e2c.errors import UserError
 from e2c.sandbox.base import Limits
 from e2c.sandbox.local import Isolation, LocalSandbox, limit_args, probe_isolation
 
-HIDDEN_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+HIDDEN_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 
 
 def bwrap_path() -> str:
@@ -35,6 +36,7 @@ class BwrapSandbox(LocalSandbox):
     """:class:`~e2c.sandbox.local.LocalSandbox` with the program inside bubblewrap."""
 
     name = "bwrap"
+    private_pids = True  # bwrap always makes a PID namespace (``--unshare-all``)
 
     def __init__(self, python: str | None = None, isolation: Isolation | None = None) -> None:
         self.bwrap = bwrap_path()
@@ -55,7 +57,10 @@ class BwrapSandbox(LocalSandbox):
             "user, rlimits, wall-clock kill; not isolated: reading world-readable host files"
         )
 
-    def command(self, limits: Limits, uid: int | None, argv: list[str], work: str = "") -> list[str]:
+    def command(
+        self, limits: Limits, uid: int | None, argv: list[str], work: str = "", fstab: str | None = None
+    ) -> list[str]:
+        # bwrap makes its own mounts (``fstab`` is the local backend's).
         cmd = [*limit_args(self.iso.prlimit, limits), self.iso.setpriv, "--pdeathsig", "KILL"]
         if uid is not None:
             cmd += [f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--nnp"]
@@ -70,6 +75,8 @@ class BwrapSandbox(LocalSandbox):
             "/",
         ]
         for d in HIDDEN_DIRS:
+            if d == "/run/lock" and not os.path.isdir(d):
+                continue
             cmd += ["--tmpfs", d]
         cmd += ["--dev", "/dev", "--proc", "/proc"]
         if work and work != "/":
