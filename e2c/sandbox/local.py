@@ -8,8 +8,9 @@ no Python runs between the caller's fork and the program, and nothing here needs
    folder the program cannot name (output is read back by the caller, up to the file-size limit);
 2. ``prlimit`` sets the rlimits: address space, CPU time, file size (which also bounds standard output:
    a program that prints more is killed by SIGXFSZ), open files, processes, no core files;
-3. ``setpriv --pdeathsig KILL`` then ``unshare --net --pid --mount --fork --kill-child``: new network, PID
-   and mount namespaces (no interface but a down loopback), and the launcher dies with the caller;
+3. ``setpriv --pdeathsig KILL`` then ``unshare --net --pid --ipc --uts --mount --mount-proc --fork
+   --kill-child``: new network (no interface but a down loopback), PID, IPC, UTS and mount namespaces, a
+   ``/proc`` that shows the run's own processes only, and the launcher dies with the caller;
 4. as root, in the new mount namespace, ``mount -a`` puts fresh, bounded tmpfs on ``/tmp``, ``/var/tmp``,
    ``/dev/shm`` and ``/run/lock`` (the world-writable places of a Debian host) and binds the run's folder
    back at its own path; then every other writable file system of the host is remounted read-only there
@@ -104,7 +105,17 @@ class Isolation:
             steps = [f'{mnt} -n -a -T "$0"']
             steps += [f"{mnt} -n -o remount,bind,ro {shlex.quote(m)}" for m in self.readonly]
             script = " && ".join([*steps, 'cd "$1"', "shift", 'exec "$@"'])
-            words = [un, "--net", "--pid", "--ipc", "--uts", "--mount", "--propagation", "private"]
+            words = [
+                un,
+                "--net",
+                "--pid",
+                "--ipc",
+                "--uts",
+                "--mount",
+                "--propagation",
+                "private",
+                "--mount-proc",
+            ]
             words += ["--fork", "--kill-child", "--", SH, "-c", script, fstab, work]
         # PID 1 of the namespace: a root-owned process the program can neither signal nor trace.
         return [*words, un, "--fork", "--kill-child", "--"]

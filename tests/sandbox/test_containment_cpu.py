@@ -20,7 +20,7 @@ import pytest
 from e2c.rewards.code_judge import judge
 from e2c.rewards.code_tests import parse_tests
 from e2c.sandbox import Limits, make
-from e2c.sandbox.local import UID_BASE, UID_SLOTS, probe_isolation
+from e2c.sandbox.local import UID_BASE, UID_MAX, probe_isolation, uid_range
 
 BACKENDS = ["local"] + (["bwrap"] if shutil.which("bwrap") else [])
 ISO = probe_isolation()
@@ -35,7 +35,7 @@ def run(sbx, code: str, stdin: str = "", **lim):
     return sbx.run({"main.py": textwrap.dedent(code)}, "main.py", stdin, Limits(**{"wall_s": 5.0, **lim}))
 
 
-def sandbox_processes(lo: int = UID_BASE, hi: int = UID_BASE + 30_000 * UID_SLOTS) -> list[int]:
+def sandbox_processes(lo: int = UID_BASE, hi: int = UID_MAX) -> list[int]:
     """Pids of live (not zombie) processes owned by a sandbox user."""
     out = []
     for d in os.listdir("/proc"):
@@ -242,17 +242,18 @@ def test_no_process_outlives_a_killed_caller_cpu(tmp_path):
         )
         caller = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
         assert caller.stdout.readline().strip() == "ready"
-        base = UID_BASE + (caller.pid % 30_000) * UID_SLOTS
+        uids = uid_range(caller.pid)
+        base = uids[0]
         end = time.monotonic() + 10
-        while not sandbox_processes(base, base + UID_SLOTS) and time.monotonic() < end:
+        while not sandbox_processes(base, uids[-1] + 1) and time.monotonic() < end:
             time.sleep(0.05)
-        assert sandbox_processes(base, base + UID_SLOTS), f"{backend}: the program never started"
+        assert sandbox_processes(base, uids[-1] + 1), f"{backend}: the program never started"
         caller.send_signal(signal.SIGKILL)
         caller.wait()
         end = time.monotonic() + 5
-        while sandbox_processes(base, base + UID_SLOTS) and time.monotonic() < end:
+        while sandbox_processes(base, uids[-1] + 1) and time.monotonic() < end:
             time.sleep(0.1)
-        assert not sandbox_processes(base, base + UID_SLOTS), f"{backend}: processes outlived the caller"
+        assert not sandbox_processes(base, uids[-1] + 1), f"{backend}: processes outlived the caller"
 
 
 def test_backend_describes_what_it_does_not_isolate_cpu(sbx):
