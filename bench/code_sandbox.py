@@ -30,7 +30,7 @@ from e2c.cli import ArgumentParser
 from e2c.data.code_sets import humaneval_problem, humaneval_reference, humaneval_rows
 from e2c.entry import checks_done, run_main
 from e2c.rewards.code_judge import CodeVerdict, judge
-from e2c.sandbox import SANDBOX_HELP, Limits, Sandbox, make, parse_spec
+from e2c.sandbox import SANDBOX_HELP, Limits, Sandbox, setting, use
 
 _FLIP: dict[type, type] = {
     ast.Lt: ast.GtE,
@@ -110,7 +110,7 @@ def build_parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="bench/code_sandbox.py", description="The sandbox on HumanEval and raw throughput."
     )
-    p.add_argument("--sandbox", type=TEXT, default="local", help=SANDBOX_HELP)
+    p.add_argument("--sandbox", type=TEXT, default=None, help=SANDBOX_HELP)
     p.add_argument(
         "--trivial", type=whole(1, 100_000), default=200, help="trivial runs per worker count (default: 200)"
     )
@@ -127,8 +127,9 @@ def build_parser() -> ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    args.sandbox = parse_spec(args.sandbox)
-    sbx = make(args.sandbox)
+    spec = setting(args.sandbox)  # the flag, else $E2C_SANDBOX, else local; $E2C_SANDBOX_WORKERS checked too
+    # Before any work: a sandbox that does not run print(1) (a server that does not answer) is one line.
+    sbx = use(spec, print, "bench")
     rows = humaneval_rows()[: args.limit]
     problems = [humaneval_problem(r, i) for i, r in enumerate(rows)]
     checks_done()
@@ -139,7 +140,6 @@ def main(argv: list[str] | None = None) -> int:
         (m, t) for (prog, t), e in zip(refs, entries) if (m := flip_operator(prog, e)) is not None
     ]
 
-    print(f"[bench] {sbx.describe()}")
     ref_times: dict[int, float] = {}
     verdicts: list[CodeVerdict] = []
     for w in args.workers:
@@ -166,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         json.dumps(
             {
-                "sandbox": str(args.sandbox),
+                "sandbox": str(spec or "local"),
                 "references": len(refs),
                 "references_passing": len(refs) - len(failed),
                 "return_none_mutants": len(nones),

@@ -5,12 +5,21 @@ waits here before the stage's driver joins).
 
 Exits 0 once ``--nodes`` live nodes have joined, printing each change in the count; exits 1 with one line
 naming the count it reached when ``--timeout`` seconds pass first.
+
+Ray's temp folder (its sockets, logs and spilled objects) is private to the run wherever the toolkit starts
+ray (:func:`private_ray_dir`: the RL launcher's own ray, and every node of ``scripts/slurm_e2c.sbatch``):
+ray's default, ``/tmp/ray``, is made world-writable by ray itself, and a program a code reward runs (as
+another user, in the local sandbox) could reach the trainer's sockets through it.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from e2c.argtypes import TEXT, Number, whole
 from e2c.cli import ArgumentParser
@@ -20,6 +29,39 @@ from e2c.errors import UserError, fail
 
 # Long enough for any cluster to come up; a longer wait is a typo (and time.sleep's limit is near).
 MAX_TIMEOUT_S = 7 * 24 * 3600
+
+RAY_TEMP_MAX = 39
+"""Longest ray temp folder path: ray puts its sockets at ``<temp>/session_<date>_<time>_<us>_<pid>/sockets/
+<name>`` (up to 68 characters after ``<temp>``: a 7-digit pid, ``dash_MetricsHead``), and a unix socket's
+path must fit in 107 bytes."""
+RAY_TEMP_PREFIX = "e2c-ray-"
+
+
+def private_ray_dir(base: str | os.PathLike[str] | None = None) -> Path:
+    """A fresh folder for ray's temp folder: ``<base>/e2c-ray-XXXXXXXX/ray``, its parent made here with
+    mode 0700 and owned by this user (:func:`tempfile.mkdtemp`, which never reuses a name). Returns the
+    ``ray`` path inside, for ``ray.init(_temp_dir=...)`` / ``ray start --temp-dir``; remove it with
+    :func:`remove_private_ray_dir`.
+
+    Ray makes every folder it creates world-writable (``chmod 0777``: its own temp folder, the session's,
+    ``sockets/``), so the folder ray is given cannot be the private one: the 0700 parent above it is what
+    keeps other users (a sandboxed program runs as one) from listing, entering or writing any of it.
+    ``base``: the system's temp folder when the path is short enough for ray's sockets
+    (:data:`RAY_TEMP_MAX`), else ``/tmp``."""
+    if base is None:
+        base = tempfile.gettempdir()
+        if len(os.path.join(base, RAY_TEMP_PREFIX + "x" * 8, "ray")) > RAY_TEMP_MAX:
+            base = "/tmp"
+    parent = Path(tempfile.mkdtemp(prefix=RAY_TEMP_PREFIX, dir=base))
+    os.chmod(parent, 0o700)  # mkdtemp's mode already, whatever the umask; said here, not assumed
+    return parent / "ray"
+
+
+def remove_private_ray_dir(temp_dir: Path) -> None:
+    """Remove a folder :func:`private_ray_dir` made (ray's leftovers included), after ray stopped."""
+    parent = temp_dir.parent
+    if parent.name.startswith(RAY_TEMP_PREFIX):
+        shutil.rmtree(parent, ignore_errors=True)
 
 
 def live_nodes(address: str) -> int:

@@ -52,6 +52,7 @@ import importlib.util
 import io
 import json
 import pickle
+import pickletools
 import re
 import zlib
 from collections import Counter
@@ -91,6 +92,18 @@ STDIN_NOTE = "Write a Python 3 program that reads the input from standard input 
 CALL_NOTE = "Complete the following starter code (keep its names and signature):"
 MAX_DECOMPRESSED = 512 * 2**20
 """Largest decompressed test blob read (a LiveCodeBench private-test field): more is refused, not read."""
+MAX_TEST_CHARS = MAX_DECOMPRESSED
+"""Most text (characters of strings, bytes) a pickled test field may build, each reference counted as the
+copy it becomes when the tests are written out: a pickle may reference one string many times (2,048
+references to one 1 MiB test are a 1 KiB row and a 2 GiB record). A pickled string, what LiveCodeBench
+stores, is never over it (the blob cap bounds it)."""
+MAX_PICKLE_ITEMS = 1_000_000
+"""Most opcodes a pickled test field may have (checked by a scan before anything is built, so what
+unpickling builds is bounded by it and the blob's size), and most values what it builds may hold, each
+reference counted (a structure that references itself, or shares parts, grows per reference).
+LiveCodeBench's fields are one pickled string: a handful of opcodes."""
+MAX_TESTS = 10_000
+"""Most tests one problem may have (every source's counts are in the hundreds): more is refused."""
 
 
 class CodeSetError(ValueError):
@@ -157,6 +170,11 @@ def _call_statement(statement: str, starter: str, fn_name: str) -> str:
 
 def _build(obj: dict[str, Any], what: str) -> CodeTests:
     """The schema's checks on what a converter built (a source's odd value becomes one line here)."""
+    tests = obj.get("tests") if isinstance(obj, Mapping) else None
+    if isinstance(tests, list) and len(tests) > MAX_TESTS:
+        raise CodeSetError(
+            f"{what}: {len(tests):,} tests, over the {MAX_TESTS:,} a problem may have; refused"
+        )
     try:
         return parse_tests(obj)
     except CodeTestsError as e:
@@ -212,9 +230,79 @@ class _NoGlobals(pickle.Unpickler):
         raise CodeSetError("pickle has a persistent id; only plain data is read")
 
 
+_LENGTH_BYTES = {
+    pickletools.TAKEN_FROM_ARGUMENT1: (1, False),
+    pickletools.TAKEN_FROM_ARGUMENT4: (4, True),
+    pickletools.TAKEN_FROM_ARGUMENT4U: (4, False),
+    pickletools.TAKEN_FROM_ARGUMENT8U: (8, False),
+}
+_OPS = {op.code.encode("latin-1")[0]: op for op in pickletools.opcodes}
+_NAMES_GLOBAL = frozenset({"GLOBAL", "STACK_GLOBAL", "INST", "EXT1", "EXT2", "EXT4"})
+_NOT_DATA = frozenset(
+    {"REDUCE", "BUILD", "OBJ", "NEWOBJ", "NEWOBJ_EX", "PERSID", "BINPERSID", "NEXT_BUFFER", "READONLY_BUFFER"}
+)
+
+
+def _scan_pickle(data: bytes) -> None:
+    """The streaming guard: walk a pickle's opcodes without building anything (a string's bytes are skipped,
+    not read), refusing more than :data:`MAX_PICKLE_ITEMS` of them or an opcode that builds anything but
+    plain data. Stops at ``STOP``, at a global (the unpickler's ``find_class`` names it) and at anything
+    unreadable (the unpickler says so)."""
+    pos, n, ops = 0, len(data), 0
+    while pos < n:
+        op = _OPS.get(data[pos])
+        if op is None or op.name in _NAMES_GLOBAL or op.name == "STOP":
+            return
+        if op.name in _NOT_DATA:
+            raise CodeSetError(f"pickle has a {op.name} opcode; only plain data is read")
+        ops += 1
+        if ops > MAX_PICKLE_ITEMS:
+            raise CodeSetError(f"pickle has over {MAX_PICKLE_ITEMS:,} opcodes; refused")
+        pos += 1
+        size = op.arg.n if op.arg is not None else 0
+        if size == pickletools.UP_TO_NEWLINE:
+            end = data.find(b"\n", pos)
+            pos = n if end < 0 else end + 1
+        elif size in _LENGTH_BYTES:
+            width, signed = _LENGTH_BYTES[size]
+            length = int.from_bytes(data[pos : pos + width], "little", signed=signed)
+            pos += width + max(length, 0)
+        else:
+            pos += size
+
+
+def _measure(obj: Any, what: str) -> None:
+    """Refuse unpickled data whose values, or whose text, counted per reference (what writing it out or
+    copying it per test makes of shared parts), pass :data:`MAX_PICKLE_ITEMS` or :data:`MAX_TEST_CHARS`.
+    The walk itself stops at the first limit, so a self-referencing structure ends it too."""
+    values = chars = 0
+    stack = [obj]
+    while stack:
+        v = stack.pop()
+        values += 1
+        if values > MAX_PICKLE_ITEMS:
+            raise CodeSetError(
+                f"{what}: pickled tests hold over {MAX_PICKLE_ITEMS:,} values (each shared reference "
+                "counted); refused"
+            )
+        if isinstance(v, (str, bytes, bytearray)):
+            chars += len(v)
+            if chars > MAX_TEST_CHARS:
+                raise CodeSetError(
+                    f"{what}: pickled tests hold over {MAX_TEST_CHARS // 2**20} MiB of text (each shared "
+                    "reference counted as the copy it becomes); refused"
+                )
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple, set, frozenset)):
+            stack.extend(v)
+
+
 def restricted_loads(data: bytes) -> Any:
     """Unpickle plain data (str, bytes, numbers, lists, dicts, tuples) and nothing else; raises
-    :class:`CodeSetError` for a pickle that names any global, or that is not a pickle.
+    :class:`CodeSetError` for a pickle that names any global, that is not a pickle, or that has more
+    opcodes than :data:`MAX_PICKLE_ITEMS` (scanned before anything is built, :func:`_scan_pickle`).
 
     >>> restricted_loads(pickle.dumps("[1]"))
     '[1]'
@@ -223,6 +311,7 @@ def restricted_loads(data: bytes) -> Any:
     ...
     e2c.data.code_sets.CodeSetError: pickle names a global (builtins.print); only plain data is read
     """
+    _scan_pickle(data)
     try:
         return _NoGlobals(io.BytesIO(data)).load()
     except CodeSetError:
@@ -241,8 +330,10 @@ def _inflate(raw: bytes) -> bytes:
 
 def decode_test_cases(value: Any, what: str = "test cases") -> Any:
     """LiveCodeBench's test-case field: JSON text, or base64(zlib(pickle(JSON text))) as its lite set stores
-    the private tests. The pickle is read by :func:`restricted_loads` (plain data only), then the text by
-    :func:`json.loads`. Returns the JSON value."""
+    the private tests. The pickle is read by :func:`restricted_loads` (plain data only, at most
+    :data:`MAX_PICKLE_ITEMS` opcodes), what it built is measured per reference (:data:`MAX_PICKLE_ITEMS`
+    values, :data:`MAX_TEST_CHARS` of text), then the text is read by :func:`json.loads`. Returns the JSON
+    value; a field over a limit is refused in one line naming it."""
     value = _listify(value)
     if not isinstance(value, (str, bytes)):
         return value
@@ -257,7 +348,11 @@ def decode_test_cases(value: Any, what: str = "test cases") -> Any:
         blob = _inflate(raw)
     except zlib.error:
         raise CodeSetError(f"{what}: base64 text that is not zlib data") from None
-    obj = restricted_loads(blob)
+    try:
+        obj = restricted_loads(blob)
+    except CodeSetError as e:
+        raise CodeSetError(f"{what}: {e}") from None
+    _measure(obj, what)
     if isinstance(obj, bytes):
         obj = obj.decode("utf-8", "replace")
     return _json(obj, what) if isinstance(obj, str) else obj

@@ -6,10 +6,13 @@ Keys may be dotted paths (``reward_model.ground_truth``), with list indices (``s
 response must be a string: a row whose response is a list, an object, a number or null stops the run
 with one line naming the row and the key (such a value means a wrong key or a broken file, and grading
 it would report a made-up accuracy). ``--kind`` is an answer kind of :mod:`e2c.rewards.kinds` (math,
-mcq, countdown). A reference may be a string, a number, a list (a multi-part answer) or null (counted as
+mcq, countdown, code). A reference may be a string, a number, a list (a multi-part answer) or null (counted as
 ``unparseable_gold``); an object only for a kind whose reference is one (``--kind countdown``). Prints a
 small table and, as its last line, one JSON object with ``n``, ``correct``, ``accuracy`` and the failure
 counts. ``--out`` must not be the input file, and is checked to be writable before grading starts.
+With ``--kind code`` the answers are programs, run on the reference's tests in the sandbox (``--sandbox``,
+else ``$E2C_SANDBOX``, else local), which must run ``print(1)`` before grading starts; ``--sandbox``,
+``$E2C_SANDBOX`` and ``$E2C_SANDBOX_WORKERS`` are checked whatever the kind.
 
 Examples (the benchmark copies in ``../shared/data/benchmarks``)::
 
@@ -37,7 +40,8 @@ from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import check_output_file
 from e2c.rewards.grader import GradeResult, as_options, grade_many
-from e2c.rewards.kinds import ANSWER_KINDS, DEFAULT_KIND, Kind, find_kind, kind_names
+from e2c.rewards.kinds import ANSWER_KINDS, DEFAULT_KIND, Kind, find_kind, kind_names, runs_programs
+from e2c.sandbox import SANDBOX_HELP, setting, use
 
 _MISSING = object()
 _INDEX = re.compile(r"-?[0-9]+")
@@ -201,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=OUTPUT_FILE, default=None, help="write per-row results as JSONL here (default: none)"
     )
     p.add_argument("--show-wrong", type=whole(0), default=0, help="print up to N wrong rows (default: 0)")
+    p.add_argument("--sandbox", type=TEXT, default=None, metavar="SPEC", help=f"{SANDBOX_HELP} (--kind code)")
     return p
 
 
@@ -213,6 +218,9 @@ def check_args(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     check_args(args)
+    sandbox = setting(args.sandbox)  # with $E2C_SANDBOX_WORKERS: one line for a bad value, whatever the kind
+    if runs_programs([args.kind]):  # programs as answers: a sandbox that does not run one stops here
+        use(sandbox, print, "score")
     checks_done()
     t0 = time.perf_counter()
     _, results = score_file(

@@ -23,6 +23,12 @@ never a traceback from inside verl minutes later. Paths go into the overrides qu
 read them plainly (a space, an accented letter: :func:`e2c.launch_checks.hydra_value`). Hydra's own files go
 to ``<output-dir>/hydra/<time>``.
 
+Ray's temp folder: when verl starts its own ray (no ``RAY_ADDRESS``), the launcher gives it a fresh folder
+under a parent of mode 0700 (``+ray_kwargs.ray_init._temp_dir=/tmp/e2c-ray-XXXXXXXX/ray``,
+:func:`e2c.cluster.private_ray_dir`), so that a program a code reward runs, as another user, cannot reach the
+trainer's sockets; it is removed when the stage succeeds and kept (its logs) when it fails. A cluster's ray
+(``scripts/slurm_e2c.sbatch``) has its own; a ``ray_kwargs.ray_init._temp_dir`` override is the user's.
+
 Stages and folders, as the paper's ``e2c_rl.sh``: with no ``--stage`` both stages run in order. Each stage's
 run folder is ``<root>/stage1-warmup`` or ``<root>/stage2-main`` (root: ``--root-dir``, the scripts'
 ``OUTPUT_DIR``, default ``models/checkpoints/rl``; DAPO's ``models/checkpoints/rl/dapo``); ``--output-dir``
@@ -50,6 +56,7 @@ from typing import Any
 from e2c.argtypes import MODEL, OUTPUT_DIR, TEXT, whole
 from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, restore_metrics
 from e2c.cli import ArgumentParser
+from e2c.cluster import private_ray_dir, remove_private_ray_dir
 from e2c.devices import MAX_NODES, cpu_note, cpu_ranks, env_count, gpu_count, requested_gpus
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
@@ -494,10 +501,11 @@ def sandbox_env(args: argparse.Namespace) -> dict[str, str]:
 
 
 def check_sandbox(spec: SandboxSpec | None) -> None:
-    """The sandbox a run names answers before training starts (:func:`e2c.sandbox.ready`); nothing to check
-    without ``--sandbox`` or ``$E2C_SANDBOX`` (the workers' default, local)."""
-    if spec is not None:
-        ready(spec)
+    """The sandbox the run's reward workers will use (``--sandbox``, ``$E2C_SANDBOX``, else local) runs
+    ``print(1)`` before training starts (:func:`e2c.sandbox.ready`, about 25 ms locally): a server that does
+    not answer, or a local sandbox this machine cannot build, is one line here, not a reward of errors once
+    ray runs. Checked whatever the data (a code row may come from any file)."""
+    ready(spec)
 
 
 def check_code_reward(cfg: Any) -> None:
@@ -876,14 +884,35 @@ def run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
         return _run_stage(args, cmd)
 
 
+RAY_TEMP_KEY = "ray_kwargs.ray_init._temp_dir"
+
+
+def ray_temp_dir(overrides: list[str], env: Mapping[str, str] | None = None) -> Path | None:
+    """A private temp folder for the ray verl starts (:func:`e2c.cluster.private_ray_dir`); None when verl
+    joins a cluster (``RAY_ADDRESS``: the cluster's folder is its own) or the user's overrides name one."""
+    env = os.environ if env is None else env
+    named = any(o.lstrip("+~").partition("=")[0] == RAY_TEMP_KEY for o in overrides)
+    if env.get("RAY_ADDRESS") or named:
+        return None
+    return private_ray_dir()
+
+
 def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
     print(f"[e2c-rl] {args.algo} stage {args.stage} -> {args.output_dir}", flush=True)
     keep_metrics(args.output_dir)
+    ray_temp = ray_temp_dir(list(args.overrides or []))
+    if ray_temp is not None:
+        cmd = [*cmd, f"+{RAY_TEMP_KEY}={hydra_value(str(ray_temp))}"]
+    rc = 1
     try:
         rc = subprocess.call(cmd, env=stage_env(args.gpus), cwd=project_root())
     finally:
         restore_metrics(args.output_dir)
         plain_lora_checkpoints(args.output_dir)
+        if ray_temp is not None and rc == 0:
+            remove_private_ray_dir(ray_temp)
+        elif ray_temp is not None:
+            print(f"[e2c-rl] ray's logs (private to this user): {ray_temp}/session_latest/logs", flush=True)
     final = link_final(args.output_dir)
     if final is not None:
         print(f"[e2c-rl] stage {args.stage}'s model: {final} -> {final.resolve()}", flush=True)

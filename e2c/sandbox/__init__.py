@@ -117,12 +117,16 @@ def slots() -> threading.BoundedSemaphore:
 
 def setting(flag: str | None, env: Mapping[str, str] | None = None) -> SandboxSpec | None:
     """The sandbox a command asks for, checked where it enters: ``--sandbox``, else ``$E2C_SANDBOX``, else
-    None (the default, local). One line naming the backends for anything else.
+    None (the default, local). One line naming the backends for anything else. ``$E2C_SANDBOX_WORKERS``
+    enters here too (:func:`workers_setting`: a whole number from 1, else one line), so every command that
+    reads its sandbox setting refuses a bad bound before any work, whatever its data.
 
     >>> str(setting("http://h:8080", {})), setting(None, {}) is None, str(setting(None, {SANDBOX_ENV: "bwrap"}))
     ('fusion:http://h:8080', True, 'bwrap')
     """
     env = os.environ if env is None else env
+    if env.get(WORKERS_ENV):
+        workers_setting(env[WORKERS_ENV])
     if flag is not None:
         return parse_spec(flag, "--sandbox")
     if env.get(SANDBOX_ENV):

@@ -100,15 +100,30 @@ def parse_spec(value: str | None, where: str = "--sandbox") -> SandboxSpec:
     raise UserError(f"{where} {value!r} is not a sandbox; valid: {', '.join(BACKENDS)}")
 
 
+MAX_WORKERS = 4096
+"""The most programs one process may run at once (``$E2C_SANDBOX_WORKERS``): more is a typo."""
+
+
 def workers_setting(value: str | None = None) -> int:
-    """How many programs run at once (``$E2C_SANDBOX_WORKERS``; default: the CPU count)."""
+    """How many programs run at once (``$E2C_SANDBOX_WORKERS``; default: the CPU count): a whole number from
+    1 to :data:`MAX_WORKERS`, else one line naming the variable and its value. Entry points check it where it
+    enters (:func:`e2c.sandbox.setting`), so a worker that reads it later never finds a bad one.
+
+    >>> workers_setting("3"), workers_setting("") >= 1
+    (3, True)
+    >>> workers_setting("many")
+    Traceback (most recent call last):
+    ...
+    e2c.errors.UserError: $E2C_SANDBOX_WORKERS 'many' is not a positive whole number of concurrent programs (1 to 4096; unset: the CPU count)
+    """
     v = os.environ.get(WORKERS_ENV) if value is None else value
     if not v:
         return max(1, os.cpu_count() or 1)
-    try:
-        n = int(v)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise UserError(f"${WORKERS_ENV} {v!r} is not a positive whole number of concurrent programs")
+    text = v.strip()
+    n = int(text) if text.isascii() and text.isdigit() else 0
+    if not 1 <= n <= MAX_WORKERS:
+        raise UserError(
+            f"${WORKERS_ENV} {v!r} is not a positive whole number of concurrent programs "
+            f"(1 to {MAX_WORKERS}; unset: the CPU count)"
+        )
     return n

@@ -184,7 +184,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 
 @pytest.mark.integration  # two tiny-model evaluations into one folder
 def test_the_same_command_twice_into_one_folder_keeps_the_cost(bench_dir: Path, tmp_path: Path) -> None:
-    """Issue #51 item 7: the second, empty process used to write its own meter (0 calls, 0 tokens)."""
+    """The second, empty process used to write its own meter (0 calls, 0 tokens)."""
     args = ["--model", "tiny", "--dataset", "gsm8k", "--data-dir", str(bench_dir), "--limit", "3"]
     args += ["--sample", "1", "--max-tokens", "16", "--backend", "hf", "--output-dir", str(tmp_path / "run")]
     args += ["--quiet"]

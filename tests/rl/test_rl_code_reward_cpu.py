@@ -326,8 +326,10 @@ def test_launcher_checks_the_sandbox_answers_cpu(monkeypatch: pytest.MonkeyPatch
         return EchoSandbox(status="sandbox_error" if "down" in spec.url else "ok")
 
     monkeypatch.setattr(sandbox, "make", make)
-    launch.check_sandbox(None)  # nothing named: nothing checked
-    assert made == []
+    monkeypatch.setattr(sandbox, "READY_PROGRAM", "1")  # the echo prints 1
+    launch.check_sandbox(None)  # nothing named: the workers' default, local, is checked
+    assert made == ["local"]
+    monkeypatch.setattr(sandbox, "READY_PROGRAM", "print(1)")
     # EchoSandbox "prints" its source, so a server that answers prints print(1)'s source, not 1: refused.
     with pytest.raises(UserError, match="did not run 'print\\(1\\)'"):
         launch.check_sandbox(sandbox.parse_spec("http://up:1"))
