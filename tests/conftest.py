@@ -4,6 +4,7 @@ and reused across runs: the tiny model in seconds, the embedded one in about 40 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -141,10 +142,49 @@ def over_tier_limit(nodeid: str, tier: str, seconds: float, scale: float = 1.0) 
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     report = outcome.get_result()
-    if call.when != "call" or not report.passed:
+    if call.when == "call" and report.passed:
+        scale = float(os.environ.get("E2C_TIER_LIMIT_SCALE", "1") or 1)
+        why = over_tier_limit(item.nodeid, tier_of(item), call.duration, scale)
+        if why:
+            report.outcome = "failed"
+            report.longrepr = why + " (README, 'Tests')"
+    if os.environ.get(CONTAINMENT_ROWS_ENV):
+        record_containment(item, report, os.environ[CONTAINMENT_ROWS_ENV])
+
+
+# --- docs/code.md's containment table: each hostile test's outcome (attack, backend, outcome), recorded when
+# $E2C_CONTAINMENT_ROWS names a file (tests/sandbox/containment_table.py runs the tests that way).
+CONTAINMENT_ROWS_ENV = "E2C_CONTAINMENT_ROWS"
+
+
+def record_containment(item: pytest.Item, rep: pytest.TestReport, path: str) -> None:
+    """Append a hostile test's row (attack: its docstring's first paragraph; case; backend; outcome)."""
+    if item.module.__name__.rpartition(".")[2] != "test_hostile_cpu":
         return
-    scale = float(os.environ.get("E2C_TIER_LIMIT_SCALE", "1") or 1)
-    why = over_tier_limit(item.nodeid, tier_of(item), call.duration, scale)
-    if why:
-        report.outcome = "failed"
-        report.longrepr = why + " (README, 'Tests')"
+    if rep.when == "call" or (rep.when == "setup" and rep.skipped):
+        doc = (item.function.__doc__ or item.name).strip().splitlines()
+        attack = " ".join(line.strip() for line in doc[: doc.index("") if "" in doc else len(doc)])
+        params = getattr(item, "callspec", None)
+        backend = ""
+        case = ""
+        if params is not None:
+            backend = str(params.params.get("grader_sbx", params.params.get("sbx", "")))
+            inside = item.name[item.name.index("[") + 1 : -1]
+            case = inside.removeprefix(backend + "-").removesuffix("-" + backend)
+            case = "" if case == backend else case
+        if rep.passed:
+            result = "held"
+        elif rep.skipped:
+            reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+            result = "skipped: " + reason.removeprefix("Skipped: ")
+        else:
+            result = "NOT HELD"
+        row = {
+            "test": item.originalname,
+            "attack": attack,
+            "case": case,
+            "backend": backend,
+            "outcome": result,
+        }
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
