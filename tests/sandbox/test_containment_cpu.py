@@ -260,3 +260,52 @@ def test_backend_describes_what_it_does_not_isolate_cpu(sbx):
     text = sbx.describe()
     assert "not isolated" in text.lower() or "NOT" in text
     assert json.dumps(text)
+
+
+NOBODY = 65534
+USERNS_CHECK = textwrap.dedent("""
+    import json, os, time
+    from e2c.rewards.code_judge import judge
+    from e2c.rewards.code_tests import parse_tests
+    from e2c.sandbox import Limits, make
+    from e2c.sandbox.local import processes_of
+    sbx = make("local")
+    t = parse_tests({"mode": "call", "fn_name": "f", "time_limit": 1.0, "tests": [{"args": [0], "output": 0}]})
+    slow = judge("import signal, time\\nsignal.signal(signal.SIGALRM, signal.SIG_IGN)\\ndef f(x):\\n"
+                 "    t = time.monotonic()\\n    while time.monotonic() - t < 1.6:\\n        pass\\n    return x\\n", t, sbx)
+    survivor = ("import ctypes, os, time\\nctypes.CDLL(None).prctl(1, 0, 0, 0, 0)\\nos.setsid()\\n"
+                "print(os.getpid(), flush=True)\\ntime.sleep(60)\\n")
+    r = sbx.run({"main.py": survivor}, "main.py", "", Limits(wall_s=1.0))
+    time.sleep(0.3)
+    left = [p for p in processes_of({os.getuid()}) if p != os.getpid()]
+    print(json.dumps({"mode": sbx.iso.mode, "slow": slow.outcomes, "run": r.status, "left": left}))
+""")
+
+
+@needs_root
+def test_user_namespace_mode_holds_the_timer_and_leaves_no_process_cpu(tmp_path):
+    """The local backend without root (a user namespace), run here as nobody: a program that ignores
+    SIGALRM still times out, and a program that clears its parent-death signal and calls setsid() leaves
+    no process of the caller's user behind."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if not (os.stat(repo).st_mode & 0o005) or not os.path.exists("/usr/bin/python3"):
+        pytest.skip("the checkout or a system python3 is not readable by nobody")
+    cmd = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+    cmd += [
+        "env",
+        "-i",
+        f"HOME={tmp_path}",
+        f"PYTHONPATH={repo}",
+        "PATH=/usr/bin:/bin",
+        "/usr/bin/python3",
+        "-c",
+    ]
+    tmp_path.chmod(0o777)
+    p = subprocess.run([*cmd, USERNS_CHECK], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    if p.returncode != 0 and "ModuleNotFoundError" in p.stderr:
+        pytest.skip("the system python3 lacks what e2c.sandbox imports: " + p.stderr.strip().splitlines()[-1])
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    if out["mode"] != "userns":
+        pytest.skip(f"user namespaces are not allowed here (mode {out['mode']})")
+    assert out["slow"] == ["timeout"] and out["run"] == "timeout" and out["left"] == [], out

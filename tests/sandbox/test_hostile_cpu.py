@@ -428,3 +428,35 @@ def test_root_folder_open_to_all_cannot_be_written_cpu(sbx, tmp_path_factory):
         assert got == b"", r.stdout
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+@needs_root
+def test_a_uid_is_never_reused_while_a_process_of_it_lives_cpu(sbx):
+    """A process of a run's uid left by a caller that died (its pid, and so its uid range, reused)."""
+    uid = uid_range(os.getpid())[0]
+    # What a dead caller could have left: a daemon of the uid that ignores every signal it can.
+    daemon = subprocess.Popen(
+        [
+            "setpriv",
+            f"--reuid={uid}",
+            f"--regid={uid}",
+            "--clear-groups",
+            "--",
+            "/usr/bin/python3",
+            "-c",
+            "import signal, time\nfor s in (1, 2, 15):\n    signal.signal(s, signal.SIG_IGN)\ntime.sleep(60)",
+        ],
+        start_new_session=True,
+    )
+    try:
+        end = time.monotonic() + 5
+        while not processes_of({uid}) and time.monotonic() < end:
+            time.sleep(0.02)
+        assert processes_of({uid}), "the stand-in daemon never started"
+        fresh = make(sbx.name)  # a new sandbox of this caller sweeps its uid range before its first run
+        assert not processes_of({uid})
+        r = fresh.run({"main.py": "import os\nprint(os.getuid())"}, "main.py", "", Limits(wall_s=5.0))
+        assert r.status == "ok", r
+    finally:
+        daemon.kill()
+        daemon.wait()
