@@ -153,9 +153,14 @@ def wait_line(r, deadline):
 
 
 def main():
-    try:  # PR_SET_DUMPABLE 0: a process of this user can neither trace this one nor open its descriptors
+    try:
         import ctypes
-        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+        libc = ctypes.CDLL(None)
+        # PR_SET_DUMPABLE 0: a process of this user can neither trace this one nor open its descriptors.
+        libc.prctl(4, 0, 0, 0, 0)
+        # PR_SET_CHILD_SUBREAPER: a test's orphans are this process's to reap (PID 1 of a local run does
+        # not reap them, and zombies would count against the run's process limit).
+        libc.prctl(36, 1, 0, 0, 0)
     except Exception:
         pass
     job = json.loads(read_line())
@@ -193,6 +198,12 @@ def main():
         _, status = os.waitpid(pid, 0)
         if line == b"crash" and os.WIFSIGNALED(status):
             line = b"crash %d" % os.WTERMSIG(status)
+        while True:  # reap what the test left and the kill ended
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
         os.write(chan, b"%d %s\n" % (i, line))
         if line.startswith(b"load "):
             break

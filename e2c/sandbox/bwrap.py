@@ -19,7 +19,7 @@ import subprocess
 
 from e2c.errors import UserError
 from e2c.sandbox.base import Limits
-from e2c.sandbox.local import Isolation, LocalSandbox, kill_users, limit_args, probe_isolation
+from e2c.sandbox.local import Isolation, LocalSandbox, limit_args, probe_isolation
 
 HIDDEN_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 
@@ -41,7 +41,7 @@ class BwrapSandbox(LocalSandbox):
     def __init__(self, python: str | None = None, isolation: Isolation | None = None) -> None:
         self.bwrap = bwrap_path()
         super().__init__(python, isolation or probe_isolation())
-        uid = self._uids.queue[0] if self.iso.mode == "root" else None
+        uid = self._uids.get() if self.iso.mode == "root" else None
         probe = self.command(Limits(wall_s=10), uid, ["true"], "/")
         try:
             ok = subprocess.run(probe, capture_output=True, timeout=20)
@@ -49,7 +49,7 @@ class BwrapSandbox(LocalSandbox):
             raise UserError(f"--sandbox bwrap: bubblewrap does not start here ({e}); use local") from None
         finally:
             if uid is not None:  # the probe ran as a run's user: nothing of it may be left when a run starts
-                kill_users({uid})
+                self._release(uid)
         if ok.returncode != 0:
             why = ok.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
             raise UserError(f"--sandbox bwrap: bubblewrap does not start here ({why[0]}); use local")

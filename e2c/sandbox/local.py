@@ -48,6 +48,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -293,13 +294,7 @@ class LocalSandbox:
     def __init__(self, python: str | None = None, isolation: Isolation | None = None) -> None:
         self.iso = isolation or probe_isolation()
         self.python = python or interpreter(self.iso.mode == "root")
-        self._uids: queue.Queue[int] = queue.Queue()
-        if self.iso.mode == "root":
-            uids = uid_range(os.getpid())
-            # A process that held these uids before (a caller that died with this pid) may have left some.
-            kill_users(set(uids))
-            for u in uids:
-                self._uids.put(u)
+        self._uids: queue.Queue[int] = uid_pool() if self.iso.mode == "root" else queue.Queue()
 
     @property
     def private_pids(self) -> bool:
@@ -400,6 +395,27 @@ class LocalSandbox:
                 raise
         seconds = time.monotonic() - start
         return _result(proc.returncode, timed_out, paths["out"], paths["err"], limits, seconds)
+
+
+_pool: tuple[int, queue.Queue[int]] | None = None
+_pool_lock = threading.Lock()
+
+
+def uid_pool() -> queue.Queue[int]:
+    """This process's per-run uids (:func:`uid_range`), one pool shared by every sandbox it builds (two
+    instances must never hand out one uid at once, nor sweep the other's running programs). Made on first
+    use in each process (a forked worker has a pid, and so a range, of its own), after killing whatever a
+    process that held this pid before left running under these uids."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            uids = uid_range(os.getpid())
+            kill_users(set(uids))
+            q: queue.Queue[int] = queue.Queue()
+            for u in uids:
+                q.put(u)
+            _pool = (os.getpid(), q)
+        return _pool[1]
 
 
 UID_MAX = UID_BASE + 4_194_304 * UID_SLOTS

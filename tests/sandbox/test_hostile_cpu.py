@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+import e2c.sandbox.local as local_mod
 from e2c.rewards.code_judge import CodeVerdict, judge
 from e2c.rewards.code_tests import parse_tests
 from e2c.sandbox import Limits, make
@@ -262,6 +263,15 @@ def test_background_process_cannot_work_for_a_later_test_cpu(grader_sbx):
     assert v.outcomes == ("pass", "wrong"), v
 
 
+def test_daemons_left_by_every_test_do_not_exhaust_the_process_limit_cpu(grader_sbx):
+    """A daemon left by each of 40 tests (killed and unreaped, they would fill the run's 32 processes)."""
+    if not getattr(grader_sbx, "private_pids", False):
+        pytest.skip("without a PID namespace of the run's own, daemons are not the driver's to kill")
+    prog = "import os, time\ndef f(x):\n    if os.fork() == 0:\n        os.setsid()\n        time.sleep(30)\n    return x\n"
+    v = judge(prog, call_tests(list(range(40))), grader_sbx)
+    assert v.correct, v
+
+
 def test_deeply_nested_result_is_wrong_not_an_error_cpu(grader_sbx):
     """A result line of JSON nested 200,000 deep, written on the test's own pipe."""
     prog = textwrap.dedent("""
@@ -453,7 +463,8 @@ def test_a_uid_is_never_reused_while_a_process_of_it_lives_cpu(sbx):
         while not processes_of({uid}) and time.monotonic() < end:
             time.sleep(0.02)
         assert processes_of({uid}), "the stand-in daemon never started"
-        fresh = make(sbx.name)  # a new sandbox of this caller sweeps its uid range before its first run
+        local_mod._pool = None  # as in a new process that got this pid: its uid pool is made on first use
+        fresh = make(sbx.name)  # and the range is swept then, before any run
         assert not processes_of({uid})
         r = fresh.run({"main.py": "import os\nprint(os.getuid())"}, "main.py", "", Limits(wall_s=5.0))
         assert r.status == "ok", r
