@@ -37,11 +37,12 @@ class BwrapSandbox(LocalSandbox):
 
     name = "bwrap"
     private_pids = True  # bwrap always makes a PID namespace (``--unshare-all``)
+    ends_with_its_namespace = False  # bwrap's outer process may exit before its namespace is empty: check
 
     def __init__(self, python: str | None = None, isolation: Isolation | None = None) -> None:
         self.bwrap = bwrap_path()
         super().__init__(python, isolation or probe_isolation())
-        uid = self._uids.get() if self.iso.mode == "root" else None
+        uid = self._uids.get() if self._uids is not None else None
         probe = self.command(Limits(wall_s=10), uid, ["true"], "/")
         try:
             ok = subprocess.run(probe, capture_output=True, timeout=20)

@@ -23,9 +23,11 @@ no Python runs between the caller's fork and the program, and nothing here needs
 6. as root, ``setpriv --reuid U`` drops to an unprivileged user of its own (a uid per concurrent run, so
    the process limit of one run never counts another's), no supplementary groups, no new privileges;
    without root, ``unshare --user --map-root-user`` makes the namespaces where the kernel allows it;
-7. the caller waits up to the wall limit, then kills the process group (and so the namespace); then, in
-   root mode, it kills every process of the run's uid that is still alive and checks that none is left
-   before the uid returns to the pool (a uid that still has a process is never reused).
+7. the caller waits up to the wall limit, then kills the process group (and so the namespace). In root
+   mode a uid is never handed out again while a process of it lives (:class:`UidPool`): after a killed
+   run every process of its uid is killed and none checked left at once; after a run that ended on its
+   own, the uid is checked (and anything found killed) with the other such uids in one pass over
+   ``/proc`` before its next run.
 
 What it does not do (use ``bwrap``, or a SandboxFusion server, for more): the rest of the file system is
 the host's, read as an unprivileged user: the program can read world-readable files. Without a mount
@@ -38,8 +40,8 @@ memory are bounded per process, not for the tree (no cgroups).
 
 from __future__ import annotations
 
+import collections
 import os
-import queue
 import select
 import shlex
 import shutil
@@ -290,11 +292,14 @@ class LocalSandbox:
     """The default backend (see the module's text). Thread-safe: runs share nothing but the uid pool."""
 
     name = "local"
+    ends_with_its_namespace = True
+    """Whether a run whose launcher exited on its own had no process left: the launcher waits for PID 1,
+    whose exit the kernel completes only when every process of the namespace has ended."""
 
     def __init__(self, python: str | None = None, isolation: Isolation | None = None) -> None:
         self.iso = isolation or probe_isolation()
         self.python = python or interpreter(self.iso.mode == "root")
-        self._uids: queue.Queue[int] = uid_pool() if self.iso.mode == "root" else queue.Queue()
+        self._uids = uid_pool() if self.iso.mode == "root" else None
 
     @property
     def private_pids(self) -> bool:
@@ -324,26 +329,33 @@ class LocalSandbox:
 
     def run(self, files: Mapping[str, str], main: str, stdin: str, limits: Limits) -> RunResult:
         """Run ``python main`` with ``files`` in a fresh folder; never raises on the program's behaviour."""
-        uid = self._uids.get() if self.iso.mode == "root" else None
+        uid = self._uids.get() if self._uids is not None else None
         work = tempfile.mkdtemp(prefix="e2c-sbx-")
         io_dir = tempfile.mkdtemp(prefix="e2c-sbx-io-")  # 0700, the caller's: the program cannot name it
+        ended = False
         try:
-            return self._run(files, main, stdin, limits, uid, work, io_dir)
+            r = self._run(files, main, stdin, limits, uid, work, io_dir)
+            # An exit code (not a signal, not the wall limit): the launcher reaped PID 1 itself.
+            ended = r.status != "timeout" and r.returncode is not None and r.returncode >= 0
+            return r
         except OSError as e:
             return RunResult("sandbox_error", None, "", f"local sandbox: {e}", 0.0)
         finally:
             shutil.rmtree(work, ignore_errors=True)
             shutil.rmtree(io_dir, ignore_errors=True)
             if uid is not None:
-                self._release(uid)
+                self._release(uid, ended)
 
-    def _release(self, uid: int) -> None:
-        # Every process of the run's user dies, and none is left, before the uid is reused.
-        if kill_users({uid}):
-            if not self.iso.mount:
-                remove_files_of(uid, self.iso.private)
-            self._uids.put(uid)
-        # else: a process of it would not die (in D state, say): the uid leaves the pool for good.
+    def _release(self, uid: int, ended: bool = False) -> None:
+        assert self._uids is not None
+        if ended and self.ends_with_its_namespace and self.iso.mount:
+            self._uids.put_ended(uid)
+            return
+        # Killed (the wall limit, a signal) or no namespace to vouch for it: every process of the run's
+        # user is killed now, and none checked left, before the uid can be reused.
+        self._uids.put_checked(uid, alive=kill_users({uid}))
+        if not self.iso.mount:
+            remove_files_of(uid, self.iso.private)
 
     def _run(
         self,
@@ -397,24 +409,66 @@ class LocalSandbox:
         return _result(proc.returncode, timed_out, paths["out"], paths["err"], limits, seconds)
 
 
-_pool: tuple[int, queue.Queue[int]] | None = None
+class UidPool:
+    """A caller process's per-run uids (:func:`uid_range`). Thread-safe; :meth:`get` waits for a free one.
+
+    A uid is never handed out while a process of it lives. It comes back either *checked* (its run was
+    killed: every process of it killed and none left, checked at once in ``/proc``) or *ended* (its
+    launcher reaped the namespace's PID 1, so the kernel had already ended every process of the run).
+    Ended uids are checked all together, in one pass over ``/proc`` that kills what it finds, when the first
+    of them is handed out again: the same guarantee before any reuse, for one scan per pool's turn instead
+    of one per run. A uid with a process that will not die (uninterruptible sleep) leaves the pool."""
+
+    def __init__(self, uids: list[int]) -> None:
+        self._free: collections.deque[int] = collections.deque(uids)
+        self._ended: set[int] = set(uids)  # a caller that held this pid before may have left processes
+        self._cond = threading.Condition()
+        self.retired: set[int] = set()
+
+    def get(self) -> int:
+        with self._cond:
+            while True:
+                while not self._free:
+                    self._cond.wait()
+                uid = self._free.popleft()
+                if uid in self._ended:
+                    batch, self._ended = self._ended, set()
+                    stuck = kill_users(batch)
+                    self._retire(stuck)
+                if uid not in self.retired:
+                    return uid
+
+    def put_ended(self, uid: int) -> None:
+        with self._cond:
+            self._ended.add(uid)
+            self._free.append(uid)
+            self._cond.notify()
+
+    def put_checked(self, uid: int, alive: set[int]) -> None:
+        with self._cond:
+            self._retire(alive)
+            if uid not in self.retired:
+                self._free.append(uid)
+                self._cond.notify()
+
+    def _retire(self, uids: set[int]) -> None:
+        self.retired |= uids
+        self._free = collections.deque(u for u in self._free if u not in uids)
+
+
+_pool: tuple[int, UidPool] | None = None
 _pool_lock = threading.Lock()
 
 
-def uid_pool() -> queue.Queue[int]:
-    """This process's per-run uids (:func:`uid_range`), one pool shared by every sandbox it builds (two
-    instances must never hand out one uid at once, nor sweep the other's running programs). Made on first
-    use in each process (a forked worker has a pid, and so a range, of its own), after killing whatever a
-    process that held this pid before left running under these uids."""
+def uid_pool() -> UidPool:
+    """This process's uid pool, one shared by every sandbox it builds (two instances must never hand out
+    one uid at once, nor sweep the other's running programs). Made on first use in each process (a forked
+    worker has a pid, and so a range, of its own); its uids start unchecked, so whatever a process that
+    held this pid before left running under them is killed before the first run."""
     global _pool
     with _pool_lock:
         if _pool is None or _pool[0] != os.getpid():
-            uids = uid_range(os.getpid())
-            kill_users(set(uids))
-            q: queue.Queue[int] = queue.Queue()
-            for u in uids:
-                q.put(u)
-            _pool = (os.getpid(), q)
+            _pool = (os.getpid(), UidPool(uid_range(os.getpid())))
         return _pool[1]
 
 
@@ -432,6 +486,10 @@ def uid_range(pid: int) -> list[int]:
 def processes_of(uids: set[int]) -> list[int]:
     """Pids of live (not zombie) processes whose real uid is in ``uids``, read from ``/proc`` (exact: a
     non-dumpable process's ``/proc`` folder is root's, its ``status`` says its real uid)."""
+    return [pid for pid, _ in _processes(uids)]
+
+
+def _processes(uids: set[int]) -> list[tuple[int, int]]:
     found = []
     for name in os.listdir("/proc"):
         if not name.isdigit():
@@ -444,23 +502,24 @@ def processes_of(uids: set[int]) -> list[int]:
         i, j = st.find(b"\nUid:"), st.find(b"\nState:")
         if i < 0 or j < 0:
             continue
-        if int(st[i + 5 :].split(None, 1)[0]) in uids and st[j + 7 :].split(None, 1)[0] != b"Z":
-            found.append(int(name))
+        uid = int(st[i + 5 :].split(None, 1)[0])
+        if uid in uids and st[j + 7 :].split(None, 1)[0] != b"Z":
+            found.append((int(name), uid))
     return found
 
 
-def kill_users(uids: set[int], timeout_s: float = 5.0) -> bool:
+def kill_users(uids: set[int], timeout_s: float = 5.0) -> set[int]:
     """SIGKILL every process of ``uids`` until none is left (a fork that races the kill is caught by the
-    next pass: the rlimit bounds how many there can be); True when none is, False if some outlived
-    ``timeout_s`` (a process in uninterruptible sleep)."""
+    next pass: the rlimit bounds how many there can be). Returns the uids that still have a process after
+    ``timeout_s`` (one in uninterruptible sleep): empty when none is left."""
     end = time.monotonic() + timeout_s
     while True:
-        left = processes_of(uids)
-        if not left:
-            return True
+        found = _processes(uids)
+        if not found:
+            return set()
         if time.monotonic() > end:
-            return False
-        for pid in left:
+            return {u for _, u in found}
+        for pid, _ in found:
             try:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
