@@ -104,6 +104,10 @@ def identity_diff(recorded: Any, now: Any, prefix: str = "") -> list[str]:
         ]
     if isinstance(recorded, list | tuple) and isinstance(now, list | tuple):
         recorded, now = list(recorded), list(now)  # JSON reads a tuple back as a list
+        # Elements compare by the same rule (a mapping inside a list reads a missing key as null too);
+        # a difference is named as the whole list.
+        if len(recorded) == len(now) and all(not identity_diff(x, y) for x, y in zip(recorded, now)):
+            return []
     return [] if recorded == now else [f"{prefix.rstrip('.')} {recorded!r} -> {now!r}"]
 
 
