@@ -354,11 +354,10 @@ def _judge_driver(program: str, tests: CodeTests, sbx: Sandbox, base: Limits) ->
     reasons: dict[str, str] = {}
     for i, t in enumerate(tests.tests):
         res = results.get(i)
-        if res is None:
-            outcome, key = (
-                (load_error and "runtime_error") or missing,
-                "!" + ((load_error and "load") or missing),
-            )
+        if res is None and load_error:  # the driver stops at a program that does not load
+            outcome, key = "runtime_error", "!load"
+        elif res is None:
+            outcome, key = missing, "!" + missing
         elif res.startswith("load "):
             load_error = res[5:][:100]
             outcome, key = "runtime_error", "!load"
@@ -379,7 +378,7 @@ def _judge_driver(program: str, tests: CodeTests, sbx: Sandbox, base: Limits) ->
                 reasons[str(i)] = f"unreadable result: {type(e).__name__}"
             else:
                 outcome = "pass" if values_equal(value, t.output, tests.float_tol) else "wrong"
-                key = _key(res[2:])
+                key = _key(json.dumps(value, sort_keys=True))  # equal values, equal keys
         elif tests.mode == "assert" and res == "ok":
             outcome, key = "pass", "pass"
         else:

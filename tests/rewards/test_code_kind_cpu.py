@@ -291,4 +291,8 @@ def test_behaviour_keys_group_equal_outputs_cpu() -> None:
     b = judge("def add(a, b):\n    return b + a\n", t)
     c = judge("def add(a, b):\n    return a * b\n", t)
     assert a.behaviour == b.behaviour != c.behaviour
+    d = parse_tests({"mode": "call", "fn_name": "f", "tests": [{"args": [], "output": {"a": 1, "b": 2}}]})
+    ab = judge("def f():\n    return {'a': 1, 'b': 2}\n", d)
+    ba = judge("def f():\n    return {'b': 2, 'a': 1}\n", d)
+    assert ab.behaviour == ba.behaviour  # a dict's key order is not behaviour
     assert all(re.fullmatch(r"[0-9a-f]{16}|![a-z_A-Z]+", k) for k in a.behaviour + c.behaviour)
