@@ -13,15 +13,12 @@ unprivileged caller (as root, the run drops to a uid of its own before bwrap sta
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 
 from e2c.errors import UserError
 from e2c.sandbox.base import Limits
-from e2c.sandbox.local import Isolation, LocalSandbox, limit_args, probe_isolation
-
-HIDDEN_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+from e2c.sandbox.local import Isolation, LocalSandbox, existing_private_dirs, limit_args, probe_isolation
 
 
 def bwrap_path() -> str:
@@ -41,6 +38,7 @@ class BwrapSandbox(LocalSandbox):
 
     def __init__(self, python: str | None = None, isolation: Isolation | None = None) -> None:
         self.bwrap = bwrap_path()
+        self.hidden = existing_private_dirs()  # each a private empty tmpfs, as the local backend's
         super().__init__(python, isolation or probe_isolation())
         uid = self._uids.get() if self._uids is not None else None
         probe = self.command(Limits(wall_s=10), uid, ["true"], "/")
@@ -78,9 +76,7 @@ class BwrapSandbox(LocalSandbox):
             "/",
             "/",
         ]
-        for d in HIDDEN_DIRS:
-            if d == "/run/lock" and not os.path.isdir(d):
-                continue
+        for d in self.hidden:
             cmd += ["--tmpfs", d]
         cmd += ["--dev", "/dev", "--proc", "/proc"]
         if work and work != "/":

@@ -77,6 +77,13 @@ def _probe(cmd: list[str]) -> bool:
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
 """The world-writable folders of a Debian host: a fresh tmpfs each in a run's mount namespace (root mode),
 else swept of the run's files after it."""
+
+
+def existing_private_dirs() -> tuple[str, ...]:
+    """The folders of :data:`PRIVATE_DIRS` this host has (a mount point must exist, and not be a link)."""
+    return tuple(d for d in PRIVATE_DIRS if os.path.isdir(d) and not os.path.islink(d))
+
+
 PRIVATE_TMPFS_MB = 64
 """The size of each private tmpfs (memory: files there count against the host's RAM)."""
 
@@ -155,7 +162,7 @@ def probe_isolation() -> Isolation:
         from e2c.errors import UserError
 
         raise UserError("the local sandbox needs prlimit and setpriv (Debian: apt-get install util-linux)")
-    private = tuple(d for d in PRIVATE_DIRS if os.path.isdir(d) and not os.path.islink(d))
+    private = existing_private_dirs()
     root = os.geteuid() == 0
     if unshare is not None and root and _probe([unshare, "--net", "--pid", "--fork", "--kill-child", "true"]):
         if mount is not None and os.path.exists(SH) and private:
@@ -472,14 +479,16 @@ def uid_pool() -> UidPool:
         return _pool[1]
 
 
-UID_MAX = UID_BASE + 4_194_304 * UID_SLOTS
-"""One past the last per-run uid: Linux pids stay below 2**22, so each live caller's range is its own."""
+PID_LIMIT = 4_194_304
+"""Linux pids stay below 2**22 (the largest ``pid_max``), so a range per pid is each live caller's own."""
+UID_MAX = UID_BASE + PID_LIMIT * UID_SLOTS
+"""One past the last per-run uid (below 2**32 - 1)."""
 
 
 def uid_range(pid: int) -> list[int]:
     """The per-run uids of the caller with this pid: a range of its own (two live callers never share a
     user, so neither's process limit counts the other's runs), below 2**32 - 1."""
-    base = UID_BASE + (pid % 4_194_304) * UID_SLOTS
+    base = UID_BASE + (pid % PID_LIMIT) * UID_SLOTS
     return list(range(base, base + UID_SLOTS))
 
 
