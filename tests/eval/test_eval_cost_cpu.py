@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from killed_run import DiesAfter, Killed
 
 from e2c.data.registry import Record
 from e2c.eval.cost import add_costs, batch_call, total_cost
@@ -45,24 +46,6 @@ def config(**kw) -> EvalConfig:
 
 def scripted() -> ScriptedGenerator:
     return ScriptedGenerator.from_responses(RESPONSES)
-
-
-class Killed(KeyboardInterrupt):
-    """What a kill looks like to the code under test: nothing after it runs."""
-
-
-class DiesAfter:
-    """A generator that makes ``calls`` calls, then is killed."""
-
-    def __init__(self, gen: ScriptedGenerator, calls: int) -> None:
-        self.gen, self.left = gen, calls
-        self.name, self.tokenizer, self.usage = gen.name, gen.tokenizer, gen.usage
-
-    def generate(self, prompts, sampling):
-        if self.left <= 0:
-            raise Killed
-        self.left -= 1
-        return self.gen.generate(prompts, sampling)
 
 
 def lines_of(run: Path) -> list[dict]:

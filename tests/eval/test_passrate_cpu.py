@@ -17,6 +17,7 @@ from bad_input import assert_one_line_error, run, snapshot
 from conftest import recipe_dry_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from killed_run import Killed
 
 from e2c.chain import E2C
 from e2c.data.bands import BANDS, Band, histogram, in_band, kept_indices, parse_band, pass_rate, pass_rates
@@ -557,9 +558,6 @@ def test_a_resumed_filter_costs_what_one_run_costs(rl_file: Path, tmp_path: Path
     ref = filter_prompts(ScriptedGenerator(script), rl_file, tmp_path / "ref.parquet", config())["usage"]
     out = tmp_path / "kept.parquet"
     samples = PassRateFiles.of(out).samples
-
-    class Killed(KeyboardInterrupt):
-        pass
 
     if how == "killed between batches":
 

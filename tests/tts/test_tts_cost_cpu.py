@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
+from killed_run import DiesAfter, Killed
 
 from e2c.data.registry import Record
 from e2c.generation.scripted import ASSISTANT, ScriptedGenerator
@@ -28,24 +29,6 @@ def script(prompt: str, j: int) -> str:
     if "<EXECUTION>" in written:
         return f"so {'and ' * (len(written) % 4)}\\boxed{{12}}</EXECUTION>"
     return f"plan {'step ' * j}</EXPLORATION><EXECUTION> so \\boxed{{{12 if j % 3 else 13}}}</EXECUTION>"
-
-
-class Killed(KeyboardInterrupt):
-    """What a kill looks like to the code under test: nothing after it runs."""
-
-
-class DiesAfter:
-    """A generator that makes ``calls`` calls, then is killed."""
-
-    def __init__(self, gen: ScriptedGenerator, calls: int) -> None:
-        self.gen, self.left = gen, calls
-        self.name, self.tokenizer, self.usage = gen.name, gen.tokenizer, gen.usage
-
-    def generate(self, prompts, sampling):
-        if self.left <= 0:
-            raise Killed
-        self.left -= 1
-        return self.gen.generate(prompts, sampling)
 
 
 def run(gen, out: Path) -> list[dict]:
