@@ -1,0 +1,294 @@
+"""A study's units of work, the settings each depends on, and what a run does with each: pure functions over
+what the unit folders recorded.
+
+Units, each in its own folder under the output folder:
+
+=================================  ===========================================================================
+``data/``                          the quickstart's data stage: SFT chains, RL prompts, held-out problems
+``validation/``                    the screening split: new synthetic problems, none in ``data/``
+``filters/<start>-seed<k>-<id>/``  the pass-rate filter of an RL arm's start model (shared by the RL arms
+                                   with the same start, seed and filter settings)
+``arms/<arm>/seed<k>/``            one arm's training run for seed ``k`` (verl's output folder)
+``arms/<arm>/seed<k>/<phase>/``    its evaluations: ``screen/`` (validation split) and ``confirm/`` (held-out
+                                   set, fresh sampling seeds), each ``greedy/`` and ``sampled/`` (avg@k)
+=================================  ===========================================================================
+
+A unit folder holds ``STARTED.json`` (the settings it was started with) and, once complete, ``DONE.json``
+(the same settings, the seconds and what it produced). A unit's settings name everything its result depends
+on, the settings of the units it reads included (an arm's start, its data), so a change anywhere upstream
+changes every unit downstream of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from e2c.errors import UserError
+from e2c.quickstart.config import Config, stage_settings
+from e2c.quickstart.plan import settings_diff
+from e2c.study.spec import BASE, KIND_KEYS, Study
+
+SCREEN, CONFIRM = "screen", "confirm"
+PHASES = (SCREEN, CONFIRM)
+# Sampling seeds of the evaluations: seed k of every arm draws with base seed + SCREEN_SEED + k when
+# screening and base seed + CONFIRM_SEED + k when confirming, so no confirmation draw repeats a screening
+# one, and every arm draws with the same seeds within a phase.
+SAMPLING_SEED = {SCREEN: 1000, CONFIRM: 2000}
+# The screening split's generator seed, from the data seed: other problems than the data stage drew.
+VALIDATION_SEED = 7919
+ACTIONS = ("skip", "run", "resume", "redo")
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One unit of work: its folder (``key``, relative to the output folder), kind, settings and place."""
+
+    key: str
+    kind: str  # data | validation | filter | sft | rl | sft_continue | eval
+    settings: Mapping[str, Any]
+    arm: str | None = None
+    seed: int | None = None
+    phase: str | None = None  # eval units: screen | confirm
+    sampled: bool = False  # eval units: the avg@k run (else greedy)
+    filter_key: str | None = None  # rl units: the filter unit they read
+
+    def folder(self, out: Path) -> Path:
+        return out / self.key
+
+
+def _json(d: Mapping[str, Any]) -> dict[str, Any]:
+    """As it reads back from DONE.json (tuples as lists)."""
+    return json.loads(json.dumps(dict(d), default=str))
+
+
+# ------------------------------------------------------------------------------------------------ settings
+def data_settings(study: Study) -> dict[str, Any]:
+    return _json(stage_settings(study.base, "data"))
+
+
+def validation_settings(study: Study) -> dict[str, Any]:
+    return {
+        "data": data_settings(study),
+        "problems": study.validation_problems,
+        "seed": study.base.seed + VALIDATION_SEED,
+    }
+
+
+def seeded(cfg: Config, seed: int) -> Config:
+    """An arm's Config for one of its seeds (data order, RL sampling, the filter's sampling)."""
+    return replace(cfg, seed=seed)
+
+
+def start_settings(study: Study, arm: str, seed: int) -> dict[str, Any]:
+    """What arm ``arm``'s seed ``seed`` starts from: the base model, or the start arm's run."""
+    ss = study.start_seed(arm, seed)
+    if ss is None:
+        return {"model": study.base.model}
+    start = study.arms[arm].start
+    return {"arm": start, **train_settings(study, start, ss)}
+
+
+def train_settings(study: Study, arm: str, seed: int) -> dict[str, Any]:
+    """Everything the training run of ``arm``'s seed ``seed`` depends on."""
+    a = study.arms[arm]
+    cfg = a.cfg.to_dict()
+    s: dict[str, Any] = {
+        "kind": a.kind,
+        "seed": seed,
+        "settings": {k: cfg[k] for k in KIND_KEYS[a.kind]},
+        "data": data_settings(study),
+        "start": start_settings(study, arm, seed),
+    }
+    if a.kind == "rl":
+        s["filter"] = filter_settings(study, arm, seed)
+    else:
+        s["shuffle_seed"] = shuffle_seed(study, arm, seed)
+    if a.kind == "sft_continue":
+        s["of"] = train_settings(study, a.of or "", seed)
+    return _json(s)
+
+
+def shuffle_seed(study: Study, arm: str, seed: int) -> int:
+    """The SFT data order of an SFT run: its seed plus the SFT runs before it on its start chain, so a run
+    that continues an SFT model does not replay the chains that model was trained on first (the
+    quickstart's control does the same: its seed + 1)."""
+    return seed + study.sft_depth(arm)
+
+
+def filter_settings(study: Study, arm: str, seed: int) -> dict[str, Any]:
+    """The pass-rate filter an RL arm's seed reads: its start and the quickstart's filter settings."""
+    cfg = seeded(study.arms[arm].cfg, seed)
+    return _json({"start": start_settings(study, arm, seed), **stage_settings(cfg, "filter")})
+
+
+def filter_key(study: Study, arm: str, seed: int) -> str:
+    """The filter's folder: ``filters/<start>-seed<k>-<8 hex of its settings>`` (RL arms with the same
+    start, seed and filter settings share it)."""
+    s = filter_settings(study, arm, seed)
+    digest = hashlib.sha1(json.dumps(s, sort_keys=True).encode()).hexdigest()[:8]
+    ss = study.start_seed(arm, seed)
+    start = BASE if ss is None else f"{study.arms[arm].start}-seed{ss}"
+    return f"filters/{start}-{digest}"
+
+
+def sampling_seed(study: Study, phase: str, seed: int) -> int:
+    return study.base.seed + SAMPLING_SEED[phase] + seed
+
+
+def eval_settings(study: Study, arm: str, seed: int, phase: str, sampled: bool) -> dict[str, Any]:
+    """An evaluation's settings: the model's run, the problems, the quickstart's eval settings with the
+    phase's sampling seed (a greedy run does not depend on the sample count and temperature)."""
+    ev = stage_settings(replace(study.base, seed=sampling_seed(study, phase, seed)), "eval_sft")
+    if not sampled:
+        ev = {k: v for k, v in ev.items() if k not in ("eval_samples", "eval_temperature")}
+    return _json(
+        {
+            "model": train_settings(study, arm, seed),
+            "phase": phase,
+            "problems": validation_settings(study) if phase == SCREEN else data_settings(study),
+            "sampled": sampled,
+            **ev,
+        }
+    )
+
+
+# ------------------------------------------------------------------------------------------------ units
+def train_key(arm: str, seed: int) -> str:
+    return f"arms/{arm}/seed{seed}"
+
+
+def eval_key(arm: str, seed: int, phase: str, sampled: bool) -> str:
+    return f"{train_key(arm, seed)}/{phase}/{'sampled' if sampled else 'greedy'}"
+
+
+def eval_units(study: Study, arm: str, seed: int, phase: str) -> list[Unit]:
+    """Greedy, then (with ``eval_samples`` > 0) the paper's avg@k at ``eval_temperature``."""
+    kinds = [False, True] if study.base.eval_samples > 0 else [False]
+    return [
+        Unit(
+            eval_key(arm, seed, phase, s),
+            "eval",
+            eval_settings(study, arm, seed, phase, s),
+            arm=arm,
+            seed=seed,
+            phase=phase,
+            sampled=s,
+        )
+        for s in kinds
+    ]
+
+
+def study_units(study: Study) -> list[Unit]:
+    """Every unit of the study in run order: the data, the screening split, then per arm (each after its
+    start) and seed its filter (RL), its training and its screening, then every confirmation evaluation
+    (only the chosen arms' run; which those are is known after screening)."""
+    units = [
+        Unit("data", "data", data_settings(study)),
+        Unit("validation", "validation", validation_settings(study)),
+    ]
+    filters: set[str] = set()
+    for arm, a in study.arms.items():
+        for seed in a.seeds:
+            fkey = None
+            if a.kind == "rl":
+                fkey = filter_key(study, arm, seed)
+                if fkey not in filters:
+                    filters.add(fkey)
+                    units.append(Unit(fkey, "filter", filter_settings(study, arm, seed), arm=arm, seed=seed))
+            units.append(
+                Unit(
+                    train_key(arm, seed), a.kind, train_settings(study, arm, seed), arm, seed, filter_key=fkey
+                )
+            )
+            units += eval_units(study, arm, seed, SCREEN)
+    for arm, a in study.arms.items():
+        for seed in a.seeds:
+            units += eval_units(study, arm, seed, CONFIRM)
+    return units
+
+
+# ------------------------------------------------------------------------------------------------ actions
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object file's content, or None (absent, unreadable, cut by a kill, not an object)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def unit_action(
+    unit: Unit,
+    done: Mapping[str, Any] | None,
+    started: Mapping[str, Any] | None,
+    foreign: bool,
+    force: bool,
+) -> str:
+    """What a run does with ``unit`` (one of :data:`ACTIONS`), from what its folder recorded:
+
+    - ``skip``: complete with the same settings;
+    - ``resume``: started with the same settings and not complete (verl resumes from its checkpoints, the
+      evaluation from its records);
+    - ``run``: nothing there yet;
+    - ``redo``: complete or started with other settings, and ``force``: its folder is cleared first.
+
+    Raises:
+        UserError: other settings without ``force`` (naming the unit, what changed and ``--force``), or a
+            folder with files the study did not write (``foreign``), which is never cleared.
+    """
+    if foreign:
+        raise UserError(
+            f"{unit.key} holds files the study did not write (no STARTED.json or DONE.json); move them away or "
+            "pick another --out (nothing was changed)"
+        )
+    recorded = done.get("settings") if done is not None else started
+    if recorded is None:
+        return "run"
+    diff = settings_diff(dict(recorded), dict(unit.settings))
+    if not diff:
+        return "skip" if done is not None else "resume"
+    if force:
+        return "redo"
+    how = "finished" if done is not None else "was started"
+    raise UserError(
+        f"{unit.key} {how} with other settings ({_short(diff)}); add --force to redo the units whose settings "
+        "changed, or use another --out"
+    )
+
+
+def _short(diff: str, limit: int = 300) -> str:
+    return diff if len(diff) <= limit else diff[: limit - 3] + "..."
+
+
+def folder_state(folder: Path) -> tuple[dict | None, dict | None, bool]:
+    """(DONE.json, STARTED.json, foreign): foreign when the folder holds files but neither marker."""
+    done, started = read_json(folder / "DONE.json"), read_json(folder / "STARTED.json")
+    foreign = (
+        done is None
+        and started is None
+        and folder.is_dir()
+        and any(p.name not in ("attempts.json",) for p in folder.iterdir())
+    )
+    return done, started, foreign
+
+
+def plan_actions(units: list[Unit], out: Path, force: bool) -> dict[str, str]:
+    """Every unit's action (:func:`unit_action`), checked before anything is written. A unit inside a
+    training folder that will be redone (or run fresh) is redone too: clearing the folder removes it."""
+    actions: dict[str, str] = {}
+    for u in units:
+        parent = next((actions[k] for k in actions if u.key.startswith(k + "/")), None)
+        if parent in ("redo",):
+            actions[u.key] = "redo"
+            continue
+        done, started, foreign = folder_state(u.folder(out))
+        if u.kind != "eval" and u.kind in KIND_KEYS and foreign:
+            # a training folder holds its evaluations' folders: those alone are not foreign
+            foreign = any(p.name not in (*PHASES, "attempts.json") for p in u.folder(out).iterdir())
+        actions[u.key] = unit_action(u, done, started, foreign, force)
+    return actions
