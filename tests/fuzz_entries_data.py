@@ -1,4 +1,4 @@
-"""Entry points of data preparation, the quickstart and the claims run for the generated bad-input test (see ``fuzz_entries.py``).
+"""Entry points of data preparation, the quickstart, the claims run and the study runner for the generated bad-input test (see ``fuzz_entries.py``).
 
 Each good command line is the quickest one that passes every check: prepare offline with no synthetic data
 (no tokenizer to load), the download against a closed port (the check-only run stops before the network),
@@ -57,4 +57,7 @@ ENTRIES: dict[str, Entry] = {
     "e2c.quickstart.cli": Entry("e2c.quickstart.cli", ("--fast", "--out", "{tmp}/quickstart")),
     "e2c.quickstart.trained": Entry("e2c.quickstart.trained", ("--out", "{tmp}/quickstart")),
     "e2c.claims.cli": Entry("e2c.claims.cli", ("--fast", "--out", "{tmp}/claims")),
+    "e2c.study.cli": Entry(
+        "e2c.study.cli", ("--study", "configs/study/sft_length.toml", "--fast", "--out", "{tmp}/study")
+    ),
 }

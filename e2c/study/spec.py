@@ -180,7 +180,7 @@ def read_study_file(path: Path) -> dict[str, Any]:
         except ValueError as e:
             raise UserError(f"{path}: not valid JSON ({e})") from None
     else:
-        toml = _toml()
+        toml = toml_module()
         try:
             data = toml.loads(text)
         except toml.TOMLDecodeError as e:
@@ -190,7 +190,7 @@ def read_study_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _toml() -> Any:
+def toml_module() -> Any:
     try:
         import tomllib
     except ImportError:  # Python 3.10
@@ -305,6 +305,8 @@ def parse_arm(
         raise UserError(f"{at} {link} must be an arm's name, got {_shown(target)}")
     cfg = replace(base, **{**given, **{k: v for k, v in preset.items() if k in KIND_KEYS[kind]}})
     check_config(cfg, at)
+    if kind == "rl" and cfg.rl_steps < 1:  # the quickstart's 0 skips RL; an RL arm is its RL run
+        raise UserError(f"{at} an rl arm needs rl_steps >= 1, got {cfg.rl_steps}")
     return Arm(
         name=name,
         kind=kind,

@@ -147,6 +147,7 @@ FLOORS: dict[str, int] = {
     "e2c.rl": 5,
     "e2c.quickstart": 6,
     "e2c.claims": 6,
+    "e2c.study": 6,  # ablations built from the quickstart's and the claims' pieces
     "e2c.recipe_check": 6,  # sizes SFT and RL recipes from both launchers
     "e2c.stage_args": 6,  # reads a Slurm stage's arguments with its launcher's own parser
 }

@@ -1,0 +1,212 @@
+"""A study's units and their bookkeeping: what each depends on, what a rerun does with it, the plan that
+``--dry-run`` prints, and a whole run with every unit's work fabricated (:mod:`study_fixture`): a rerun
+skips every unit, an interrupted unit resumes, a changed setting is refused until ``--force``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from entry_fuzz import call_main, contract_broken
+from study_fixture import STUDY, fabricate_work, write_study
+
+from e2c.errors import UserError
+from e2c.study import work
+from e2c.study.cli import main, with_backend
+from e2c.study.spec import parse_study, toml_module
+from e2c.study.units import (
+    CONFIRM,
+    SCREEN,
+    Unit,
+    filter_key,
+    plan_actions,
+    sampling_seed,
+    study_units,
+    train_settings,
+    unit_action,
+)
+from e2c.study.work import best_by_screening, confirm_set, set_flag, study_eta
+
+
+def study(text: str = STUDY):
+    return parse_study(toml_module().loads(text), "s.toml")
+
+
+def test_units_run_in_order_with_one_filter_per_start_and_settings_cpu() -> None:
+    text = (
+        STUDY
+        + '\n[arms.rl2]\nkind = "rl"\nstart = "sft"\nrl_lr = 1e-5\n[arms.rl3]\nkind = "rl"\nstart = "sft"\nrl_reward_shape = "gate"\n'
+    )
+    s = study(text)
+    units = study_units(s)
+    keys = [u.key for u in units]
+    assert keys[:2] == ["data", "validation"]
+    # rl2 changes only its learning rate: it reads rl's filter; rl3 samples its filter with another reward
+    assert filter_key(s, "rl", 0) == filter_key(s, "rl2", 0) != filter_key(s, "rl3", 0)
+    filters = [u for u in units if u.kind == "filter"]
+    assert len(filters) == 2 * len(s.options.seeds)
+    # every unit comes after the units it reads
+    pos = {k: i for i, k in enumerate(keys)}
+    for u in units:
+        if u.kind == "rl":
+            assert pos[u.filter_key] < pos[u.key] and pos[f"arms/sft/seed{u.seed}"] < pos[u.key]
+        if u.kind == "sft_continue":
+            assert pos[f"arms/rl/seed{u.seed}"] < pos[u.key]
+        if u.kind == "eval":
+            assert pos[f"arms/{u.arm}/seed{u.seed}"] < pos[u.key]
+    assert all(u.phase == CONFIRM for u in units[-12:])  # 3 arms x 2 seeds x (greedy, sampled)
+
+
+def test_a_change_upstream_changes_every_unit_downstream_cpu() -> None:
+    a, b = study(), study(STUDY.replace("sft_steps = 2", "sft_steps = 3"))
+    ua, ub = {u.key: u.settings for u in study_units(a)}, {u.key: u.settings for u in study_units(b)}
+    changed = {k for k in ua if ua[k] != ub.get(k)}
+    assert "data" not in changed and "validation" not in changed
+    assert filter_key(a, "rl", 0) != filter_key(b, "rl", 0)  # the filter samples the new start
+    assert {
+        "arms/sft/seed0",
+        "arms/rl/seed0",
+        "arms/rl_sft/seed0",
+        "arms/rl/seed1/confirm/sampled",
+    } <= changed
+    # the sampling seeds differ between the phases and not between the arms
+    assert sampling_seed(a, SCREEN, 1) != sampling_seed(a, CONFIRM, 1)
+    assert train_settings(a, "rl_sft", 0)["shuffle_seed"] == 1  # one SFT run before it: seed + 1
+
+
+UNIT = Unit("arms/a/seed0", "sft", {"x": 1})
+
+
+@pytest.mark.parametrize(
+    ("done", "started", "force", "want"),
+    [
+        (None, None, False, "run"),
+        ({"settings": {"x": 1}}, {"x": 1}, False, "skip"),
+        (None, {"x": 1}, False, "resume"),
+        ({"settings": {"x": 2}}, None, True, "redo"),
+        (None, {"x": 2}, True, "redo"),
+    ],
+)
+def test_unit_action_cpu(done, started, force, want) -> None:
+    assert unit_action(UNIT, done, started, False, force) == want
+
+
+def test_unit_action_refuses_other_settings_and_foreign_files_cpu() -> None:
+    with pytest.raises(
+        UserError, match=r"arms/a/seed0 finished with other settings \(x 2 -> 1\); add --force"
+    ):
+        unit_action(UNIT, {"settings": {"x": 2}}, None, False, False)
+    with pytest.raises(UserError, match="was started with other settings"):
+        unit_action(UNIT, None, {"x": 2}, False, False)
+    with pytest.raises(UserError, match="holds files the study did not write"):
+        unit_action(UNIT, None, None, True, True)
+
+
+def test_set_flag_replaces_only_before_the_overrides_cpu() -> None:
+    cmd = ["bash", "x.sh", "--model", "a", "--train-data", "d", "--", "x=1"]
+    assert set_flag(cmd, "--model", "b")[3] == "b"
+    with pytest.raises(ValueError):
+        set_flag(cmd, "--nope", "b")
+
+
+def test_the_quickstart_commands_carry_the_study_s_models_and_data_cpu(tmp_path: Path) -> None:
+    s = study()
+    sc = work.StudyContext(s, tmp_path)
+    units = {u.key: u for u in study_units(s)}
+    rl = work.rl_cmd(sc, units["arms/rl/seed1"])
+    assert rl[rl.index("--model") + 1] == str(tmp_path / "arms/sft/seed1/final")
+    data = str(tmp_path / units["arms/rl/seed1"].filter_key / "rl.parquet")
+    assert rl[rl.index("--train-data") + 1] == data == rl[rl.index("--val-data") + 1]
+    assert "actor_rollout_ref.rollout.seed=1042" in rl and "data.seed=1" in rl
+    f = work.filter_cmd(sc, units[units["arms/rl/seed1"].filter_key])
+    assert f[f.index("--model") + 1] == str(tmp_path / "arms/sft/seed1/final")
+    ev = work.eval_cmd(sc, units["arms/rl/seed0/screen/sampled"])
+    assert ev[ev.index("--data-dir") + 1] == str(tmp_path / "validation")
+    assert (
+        ev[ev.index("--seed") + 1] == str(sampling_seed(s, SCREEN, 0)) and ev[ev.index("--sample") + 1] == "3"
+    )
+    ev = work.eval_cmd(sc, units["arms/rl/seed0/confirm/greedy"])
+    assert ev[ev.index("--data-dir") + 1] == str(tmp_path / "data" / "eval")
+
+
+def test_best_confirm_set_and_eta_cpu() -> None:
+    s = study()
+    assert best_by_screening({"sft": 0.1, "rl": None, "rl_sft": 0.2}) == "rl_sft"
+    assert best_by_screening({"sft": None}) is None
+    assert confirm_set(s, ["rl"]) == ["sft", "rl", "rl_sft"]
+    assert confirm_set(s, ["sft"]) == ["sft"]
+    assert study_eta([10, 20], [(5, 10), (5, 20)]) == 90.0
+
+
+def test_dry_run_prints_every_unit_and_its_command_and_writes_nothing_cpu(tmp_path: Path) -> None:
+    path = write_study(tmp_path)
+    out = tmp_path / "out"
+    o = call_main(main, ["--study", str(path), "--out", str(out), "--dry-run"], {})
+    assert o.code == 0, o.stderr
+    for key in ("data", "validation", "arms/sft/seed0", "arms/rl/seed1", "arms/rl_sft/seed0/screen/sampled"):
+        assert f" {key} (" in o.stdout
+    assert "scripts/e2c_sft.sh" in o.stdout and "scripts/e2c_rl.sh --stage 2" in o.stdout
+    assert "-m e2c.eval.passrate" in o.stdout and "-m e2c.eval.run" in o.stdout
+    assert "TOTAL_TRAINING_STEPS='<equal-token steps>'" in o.stdout  # the continuation's, before RL ran
+    assert "the best arm by screening" in o.stdout
+    assert not out.exists()
+
+
+@pytest.fixture
+def fabricated(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    return fabricate_work(monkeypatch)
+
+
+def test_a_run_then_a_rerun_resumes_skips_and_refuses_cpu(tmp_path: Path, fabricated: list[str]) -> None:
+    path = write_study(tmp_path)
+    out = tmp_path / "out"
+    args = ["--study", str(path), "--out", str(out)]
+    o = call_main(main, args, {})
+    assert o.code == 0, o.stderr[-2000:]
+    summary = json.loads(o.stdout.strip().splitlines()[-1])
+    assert summary["chosen"] == ["rl"]  # the fixture's rates: rl 0.6, rl_sft 0.45, sft 0.3
+    assert set(summary["verdicts"]) == {
+        f"rl vs {b} ({m})" for b in ("sft", "rl_sft") for m in ("avg", "greedy")
+    }
+    first = list(fabricated)
+    assert first[:2] == ["data", "validation"] and len(set(first)) == len(first)
+    assert (out / "study.md").is_file() and (out / "study.json").is_file()
+    done = json.loads((out / "arms/rl/seed1/DONE.json").read_text())
+    assert done["settings"] == train_settings(with_backend(study(path.read_text())), "rl", 1)
+
+    # a rerun reuses every unit
+    fabricated.clear()
+    o = call_main(main, args, {})
+    assert o.code == 0 and fabricated == [], fabricated
+    assert o.stdout.count("complete from an earlier run") == len(first)
+
+    # an interrupted unit (started, not complete) is resumed in its folder, the rest reused
+    unit = out / "arms/rl_sft/seed1/screen/greedy"
+    (unit / "DONE.json").unlink()
+    o = call_main(main, args, {})
+    assert o.code == 0 and fabricated == ["arms/rl_sft/seed1/screen/greedy"]
+    assert "resuming the interrupted run" in o.stdout
+
+    # a changed setting is refused, naming the unit and --force, and nothing changes
+    changed = write_study(tmp_path, path.read_text().replace("rl_steps = 2", "rl_steps = 3"), "changed.toml")
+    before = (out / "arms/rl/seed0/DONE.json").read_text()
+    o = call_main(main, ["--study", str(changed), "--out", str(out)], {})
+    assert contract_broken(o) is None and "arms/rl/seed0 finished with other settings" in o.stderr
+    assert "rl_steps 2 -> 3" in o.stderr and (out / "arms/rl/seed0/DONE.json").read_text() == before
+
+    # --force redoes the RL arm and what reads it, not its start
+    fabricated.clear()
+    o = call_main(main, ["--study", str(changed), "--out", str(out), "--force"], {})
+    assert o.code == 0, o.stderr[-2000:]
+    assert "arms/rl/seed0" in fabricated and "arms/rl_sft/seed0" in fabricated
+    assert not any(k.startswith("arms/sft/") for k in fabricated) and "data" not in fabricated
+
+
+def test_plan_refuses_a_folder_the_study_did_not_make_cpu(tmp_path: Path) -> None:
+    s = study()
+    out = tmp_path / "out"
+    (out / "arms" / "sft" / "seed0").mkdir(parents=True)
+    (out / "arms" / "sft" / "seed0" / "notes.txt").write_text("mine")
+    with pytest.raises(UserError, match="arms/sft/seed0 holds files the study did not write"):
+        plan_actions(study_units(s), out, force=True)
