@@ -30,6 +30,9 @@ class Band:
     low_closed: bool = False
     high_closed: bool = False
     name: str = ""  # the name it was given by (empty for a written interval)
+    # keep a prompt when its samples' rewards differ (the interval then spans every pass rate): GRPO's
+    # advantage is zero exactly when they do not, whatever the pass rate
+    on_reward: bool = False
 
     def contains(self, p: float) -> bool:
         """Whether the pass rate ``p`` lies in the band."""
@@ -46,6 +49,8 @@ class Band:
         if not (self.high == 1 and self.high_closed):
             parts.append(f" {'<=' if self.high_closed else '<'} {_num(self.high)}")
         text = "".join(parts)
+        if self.on_reward:
+            return "the reward varies across samples"
         return "every p" if text == "p" else text
 
     def spec(self) -> str:
@@ -76,6 +81,9 @@ BANDS: dict[str, Band] = {
     "not-solved": Band(0.0, 1.0, low_closed=True, name="not-solved"),
     # drop only what the start model never solves
     "solvable": Band(0.0, 1.0, high_closed=True, name="solvable"),
+    # the RL reward differs across a prompt's samples (a group with an advantage; with the reward shape
+    # "correct" the same prompts as learnable)
+    "varies": Band(0.0, 1.0, low_closed=True, high_closed=True, name="varies", on_reward=True),
     # keep everything: only measure the pass rates
     "all": Band(0.0, 1.0, low_closed=True, high_closed=True, name="all"),
 }
@@ -151,12 +159,30 @@ def in_band(rates: Sequence[float], band: Band) -> list[bool]:
     return [band.contains(p) for p in rates]
 
 
-def kept_indices(rates: Sequence[float], band: Band) -> list[int]:
-    """Positions of the prompts whose pass rate lies in ``band``, in input order.
+def reward_varies(rewards: Sequence[float]) -> bool:
+    """Whether a prompt's samples got different rewards (GRPO's group advantage is then not zero).
+
+    >>> reward_varies([0.1, 0.1, 0.1]), reward_varies([0.0, 0.1, 0.0])
+    (False, True)
+    """
+    return len(rewards) > 1 and max(rewards) - min(rewards) > 1e-9
+
+
+def kept_indices(
+    rates: Sequence[float], band: Band, rewards: Sequence[Sequence[float]] | None = None
+) -> list[int]:
+    """Positions of the prompts whose pass rate lies in ``band`` (for a band ``on_reward``: whose
+    ``rewards`` vary across samples), in input order.
 
     >>> kept_indices([0.0, 0.25, 1.0, 0.5], BANDS["learnable"])
     [1, 3]
+    >>> kept_indices([0.0, 0.0], BANDS["varies"], [[0.1, 0.0], [0.1, 0.1]])
+    [0]
     """
+    if band.on_reward:
+        if rewards is None:
+            raise ValueError(f"band {band.name!r} needs each prompt's rewards")
+        return [i for i, r in enumerate(rewards) if reward_varies(r)]
     return [i for i, keep in enumerate(in_band(rates, band)) if keep]
 
 

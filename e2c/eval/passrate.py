@@ -60,7 +60,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,10 +75,12 @@ from e2c.data.bands import (
     kept_indices,
     parse_band,
     pass_rate,
+    reward_varies,
 )
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import RecordFile, read_file_bytes, read_records
+from e2c.rewards.shape import DEFAULT_REWARD_SHAPE, REWARD_SHAPES
 from e2c.run_folder import check_lock, hold_lock, identity_diff
 
 DEFAULT_K = 8
@@ -97,10 +99,12 @@ SAMPLE_FIELDS = (
     "top_p",
     "max_tokens",
     "seed",
-    "require_format",
+    "reward_shape",
+    "plan_bonus",
 )
-# The value of a sample setting in a file written before the setting was recorded.
-RECORDED_BEFORE = {"require_format": False}
+# The value of a sample setting in a file written before the setting was recorded (files graded by an older
+# toolkit, whose lines hold no rewards: refused, as other settings are).
+RECORDED_BEFORE: dict[str, Any] = {"reward_shape": None, "plan_bonus": None}
 
 
 def rl_response_length() -> int:
@@ -132,10 +136,10 @@ class FilterConfig:
     top_p: float = 1.0
     max_tokens: int = FALLBACK_RESPONSE_LENGTH
     seed: int = 0
-    # as the RL reward's require_format: a right answer in a malformed chain is graded wrong, so the filter
-    # keeps the prompts whose RL rewards vary (without it, a prompt solved only in broken chains is kept and
-    # is all-zero in RL)
-    require_format: bool = False
+    # the RL run's reward (e2c.rewards.shape and the plan bonus): each sample gets the reward RL would give
+    # it, so the band "varies" keeps exactly the prompts whose GRPO groups have an advantage
+    reward_shape: str = DEFAULT_REWARD_SHAPE
+    plan_bonus: bool = False
     batch_size: int = 4  # prompts per generation call and per resume unit
     limit: int | None = None
     grader_threads: int = 4  # grading runs in threads; the grader's symbolic checks in its own processes
@@ -165,7 +169,15 @@ class FilterConfig:
 
         if self.format not in FORMATS:
             raise UserError(f"unknown --format {self.format!r}; valid: {', '.join(FORMATS)}")
+        if self.reward_shape not in REWARD_SHAPES:
+            raise UserError(
+                f"unknown --reward-shape {self.reward_shape!r}; valid: {', '.join(REWARD_SHAPES)}"
+            )
         return parse_band(self.band)
+
+    def reward_kwargs(self) -> dict[str, Any]:
+        """The RL reward function's keywords this filter grades with."""
+        return {**REWARD_SHAPES[self.reward_shape].reward_kwargs(), "plan_bonus": self.plan_bonus}
 
 
 @dataclass(frozen=True)
@@ -267,15 +279,23 @@ def rl_prompts(tokenizer: Any, rows: Sequence[dict[str, Any]], fmt: Any) -> list
     return [fmt.render_chat(tokenizer, list(row["prompt"]), "full") for row in rows]
 
 
-def grade_samples(row: dict[str, Any], responses: Sequence[str], require_format: bool = False) -> list[int]:
-    """1/0 per response, graded as the RL reward grades it: :func:`e2c.rewards.verl_score.compute_score`
-    with the row's data source, reference and ``extra_info`` and the RL run's ``require_format``; correct
-    is its ``acc`` (a right answer in a malformed chain is 0 under ``require_format``)."""
+def grade_samples(
+    row: dict[str, Any], responses: Sequence[str], reward_kwargs: Mapping[str, Any] | None = None
+) -> list[tuple[int, float]]:
+    """``(correct, reward)`` per response from one call of the RL reward,
+    :func:`e2c.rewards.verl_score.compute_score`, with the row's data source, reference and ``extra_info``
+    and the RL run's ``reward_kwargs`` (they win over the row's, as verl binds them): ``correct`` is the
+    evaluation's correctness (``answer_correct``: the answer, whatever its chain's form), ``reward`` the
+    score GRPO would see (the overlong penalty aside: the filter's samples stop at the run's length)."""
     from e2c.rewards.verl_score import compute_score
 
     gold = (row.get("reward_model") or {}).get("ground_truth")
-    info = {**(row.get("extra_info") or {}), "require_format": require_format}
-    return [int(compute_score(row.get("data_source"), r, gold, info)["acc"] > 0) for r in responses]
+    info = {**(row.get("extra_info") or {}), **(reward_kwargs or {})}
+    out = []
+    for r in responses:
+        res = compute_score(row.get("data_source"), r, gold, info)
+        out.append((int(res["answer_correct"] > 0), float(res["score"])))
+    return out
 
 
 # -------------------------------------------------------------------------------------- resume file
@@ -325,7 +345,7 @@ def read_samples(path: Path, settings: dict[str, Any]) -> dict[int, dict[str, An
     for n, rec in read_records(path, repair=True, what="pass-rate line", hint=hint, data=data)[1:]:
         try:
             out[int(rec["index"])] = rec
-            if len(rec["correct"]) != settings["k"]:
+            if len(rec["correct"]) != settings["k"] or len(rec["rewards"]) != settings["k"]:
                 raise ValueError(f"{len(rec['correct'])} samples, not k={settings['k']}")
         except (ValueError, KeyError, TypeError) as e:
             raise UserError(f"{path} line {n}: not a pass-rate line ({e}); {hint}") from None
@@ -338,13 +358,16 @@ def sample_line(
     correct: Sequence[int],
     completions: Sequence[Any],
     call: dict[str, Any] | None = None,
+    rewards: Sequence[float] | None = None,
 ) -> dict[str, Any]:
-    """One prompt's line of the samples file; ``call``: the generation figures of its batch
+    """One prompt's line of the samples file: per sample, the evaluation's correctness and the RL reward
+    (``rewards``, default: the correctness); ``call``: the generation figures of its batch
     (:func:`e2c.eval.cost.batch_call`)."""
     return {
         "index": index,
         "key": key,
         "correct": [int(c) for c in correct],
+        "rewards": [float(r) for r in (correct if rewards is None else rewards)],
         "pass_rate": pass_rate(correct),
         "tokens": [c.num_tokens for c in completions],
         "truncated": sum(c.finish_reason == "length" for c in completions),
@@ -417,6 +440,7 @@ def filter_prompts(
             stop=fmt.stop_strings("full"),  # the rollout stops at the execution's closing tag, as inference
         )
         t0, new_tokens = time.perf_counter(), 0
+        reward = cfg.reward_kwargs()
         have = sum(1 for i in done if i < len(rows))
         batches = [range(s, min(s + cfg.batch_size, len(rows))) for s in range(0, len(rows), cfg.batch_size)]
         pbar = progress.bar(len(rows), "pass rate", unit="prompt", initial=have)
@@ -450,10 +474,10 @@ def filter_prompts(
                 flat = [
                     (rows[i], c.text_with_stop) for i, comps in zip(todo, outs, strict=True) for c in comps
                 ]
-                grades = list(pool.map(lambda rc: grade_samples(rc[0], [rc[1]], cfg.require_format)[0], flat))
+                grades = list(pool.map(lambda rc: grade_samples(rc[0], [rc[1]], reward)[0], flat))
                 for n, (i, comps) in enumerate(zip(todo, outs, strict=True)):
-                    correct = grades[n * cfg.k : (n + 1) * cfg.k]
-                    done[i] = sample_line(i, keys[i], correct, comps, call)
+                    mine = grades[n * cfg.k : (n + 1) * cfg.k]
+                    done[i] = sample_line(i, keys[i], [c for c, _ in mine], comps, call, [r for _, r in mine])
                     new_tokens += sum(c.num_tokens for c in comps)
                 f.write([done[i] for i in todo])  # the batch's lines, all or none
                 f.sync()
@@ -472,7 +496,7 @@ def filter_prompts(
         results = [done[i] for i in range(len(rows))]
         rates = [r["pass_rate"] for r in results]
         counts = histogram([sum(r["correct"]) for r in results], cfg.k)
-        keep = kept_indices(rates, band)
+        keep = kept_indices(rates, band, [r["rewards"] for r in results])
         if not keep:
             raise UserError(
                 f"no prompt left in --band {cfg.band} ({band.describe()}): correct samples per prompt out of "
@@ -524,7 +548,11 @@ def build_report(
         "top_p": cfg.top_p,
         "max_tokens": cfg.max_tokens,
         "seed": cfg.seed,
+        "reward_shape": cfg.reward_shape,
+        "plan_bonus": cfg.plan_bonus,
         "prompts": len(results),
+        # prompts whose samples' rewards differ: the GRPO groups with an advantage under the start model
+        "reward_varies": sum(reward_varies(r["rewards"]) for r in results),
         "kept": len(keep),
         "dropped": len(results) - len(keep),
         "never_solved": counts[0],
@@ -714,11 +742,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a("--seed", type=whole(0), default=0, help="random seed of the sampling (default: 0)")
     a(
-        "--require-format",
-        action="store_true",
-        help="grade as an RL run with require_format does: a right answer in a malformed chain is wrong "
-        "(default: off, as the paper's reward)",
+        "--reward-shape",
+        default=DEFAULT_REWARD_SHAPE,
+        choices=list(REWARD_SHAPES),
+        help="the RL run's reward shape, which every sample is graded with: "
+        + "; ".join(f"{n}: {sh.help}" for n, sh in REWARD_SHAPES.items())
+        + f" (default: {DEFAULT_REWARD_SHAPE})",
     )
+    a(
+        "--require-format",
+        dest="reward_shape",
+        action="store_const",
+        const="gate",
+        help="the same as --reward-shape gate (an older spelling; default: off)",
+    )
+    a("--plan-bonus", action="store_true", help="grade with the RL run's plan-adherence bonus (default: off)")
     a("--limit", type=whole(1), default=None, help="first N prompts of the input only (default: all)")
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
     a("--quiet", action="store_true", help="no progress lines")
@@ -739,7 +777,8 @@ def config_from_args(args: argparse.Namespace, backend: str) -> FilterConfig:
         top_p=args.top_p,
         max_tokens=args.max_tokens,
         seed=args.seed,
-        require_format=args.require_format,
+        reward_shape=args.reward_shape,
+        plan_bonus=args.plan_bonus,
         batch_size=args.batch_size
         if args.batch_size is not None
         else default_batch_size(backend, max(args.k, 1)),

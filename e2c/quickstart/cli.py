@@ -61,6 +61,7 @@ from e2c.quickstart.stages import (
     stage_sft,
     stage_tts,
 )
+from e2c.rewards.shape import REWARD_SHAPES
 
 
 def stage_report(ctx: Context, rep: Reporter) -> dict[str, Any]:
@@ -118,7 +119,7 @@ TYPES: dict[str, ValueType] = {
     "rl_response_length": whole(1),
     "rl_temperature": positive(),
     "rl_overlong_buffer": whole(0),
-    "rl_format_credit": probability(),
+    "rl_reward_shape": TEXT,
     "rl_health_stop_after": whole(0),
     "rl_explore_adv_coef": finite(),
     "tts_problems": whole(0),
@@ -230,11 +231,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help=_help("rl_plan_bonus", "stage 2's plan-adherence bonus on correct answers"),
     )
-    g.add_argument(
-        "--rl-require-format",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help=_help("rl_require_format", "a right answer scores only in a well-formed chain"),
+    flag(
+        g,
+        "rl_reward_shape",
+        "how the chain's format enters the reward, beside correctness (the pass-rate filter grades with the "
+        "same): " + "; ".join(f"{n}: {s.help}" for n, s in REWARD_SHAPES.items()),
+        choices=list(REWARD_SHAPES),
     )
     g.add_argument(
         "--rl-bypass",
@@ -247,11 +249,6 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=None,
         help=_help("rl_dr_grpo", "Dr. GRPO advantages (no division by the group's reward std)"),
-    )
-    flag(
-        g,
-        "rl_format_credit",
-        "reward of a well-formed chain with a wrong answer, in [0, 1] (0: the paper's 1/0 reward)",
     )
     flag(
         g,

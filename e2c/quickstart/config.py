@@ -92,7 +92,7 @@ class Config:
     # RL prompts: the pass-rate filter (python -m e2c.eval.passrate) keeps the RL prompts the SFT model
     # solves sometimes but not always, sampled as the rollout samples (rl_temperature, rl_response_length)
     filter_k: int = 4
-    filter_band: str = "learnable"
+    filter_band: str = "varies"  # the RL reward differs across samples: every kept group has an advantage
     filter_candidates: int = 64  # RL prompts the filter samples (0: all of them)
     # RL: GRPO stage 2 (departures from the paper's stage 2 are chosen by measurement; docs/quickstart.md, "The RL settings")
     rl_steps: int = 8
@@ -104,9 +104,9 @@ class Config:
     # the overlong penalty's buffer in tokens before rl_response_length (0: no penalty)
     rl_overlong_buffer: int = 0
     rl_plan_bonus: bool = False
-    rl_require_format: bool = True  # a right answer in a malformed chain scores 0
-    # reward of a well-formed chain with a wrong answer (with require_format: TinyZero's 1 / 0.1 / 0 shape)
-    rl_format_credit: float = 0.1
+    # how the chain's format enters the reward (e2c.rewards.verl_score.REWARD_SHAPES): correct (the evaluation's
+    # correctness only), credit, gate (TinyZero's 1 / 0.1 / 0) or levels; the filter grades with the same one
+    rl_reward_shape: str = "correct"
     rl_bypass: bool = False  # the rollout's (bf16) log-probs as the old ones: one forward pass less
     rl_dr_grpo: bool = True
     rl_explore_adv_coef: float = 2.0
@@ -192,7 +192,8 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
         "filter_candidates",
         "rl_temperature",
         "rl_response_length",
-        "rl_require_format",
+        "rl_reward_shape",
+        "rl_plan_bonus",
         "dtype",
         "backend",
     ),
@@ -206,8 +207,7 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
         "rl_temperature",
         "rl_overlong_buffer",
         "rl_plan_bonus",
-        "rl_require_format",
-        "rl_format_credit",
+        "rl_reward_shape",
         "rl_bypass",
         "rl_dr_grpo",
         "rl_explore_adv_coef",

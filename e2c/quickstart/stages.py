@@ -227,10 +227,8 @@ def rl_overrides(cfg: Config) -> list[str]:
         ),
         # Stage 2's plan-adherence bonus (off by default here: see docs/quickstart.md, "The RL settings").
         f"reward.custom_reward_function.reward_kwargs.plan_bonus={str(cfg.rl_plan_bonus).lower()}",
-        # A right answer counts only in a well-formed chain (e2c.rewards.verl_score: require_format).
-        f"reward.custom_reward_function.reward_kwargs.require_format={str(cfg.rl_require_format).lower()}",
-        # A well-formed chain with a wrong answer earns this much (TinyZero's 0.1 with the gate above).
-        f"reward.custom_reward_function.reward_kwargs.format_credit={cfg.rl_format_credit:g}",
+        # How the chain's format enters the reward (e2c.rewards.shape): the three keywords of the named shape.
+        *reward_shape_overrides(cfg.rl_reward_shape),
         "trainer.val_before_train=False",
         "trainer.test_freq=-1",
         # Bypass mode takes the rollout's log-probs as the old ones. vLLM's bf16 kernels and the actor's bf16
@@ -239,6 +237,21 @@ def rl_overrides(cfg: Config) -> list[str]:
         # this scale": the tags collapsed in two runs with it); with one mini-batch and one epoch the launcher
         # skips the old-log-prob pass exactly instead (the e2c_on_policy loss, ratio 1).
         *(["algorithm.rollout_correction.bypass_mode=true"] if cfg.rl_bypass else []),
+    ]
+
+
+def reward_shape_overrides(name: str) -> list[str]:
+    """Hydra overrides setting the reward function's keywords of the named shape (:mod:`e2c.rewards.shape`).
+
+    >>> reward_shape_overrides("gate")[0]
+    'reward.custom_reward_function.reward_kwargs.require_format=true'
+    """
+    from e2c.rewards.shape import reward_shape
+
+    kwargs = reward_shape(name).reward_kwargs()
+    return [
+        f"reward.custom_reward_function.reward_kwargs.{k}={str(v).lower() if isinstance(v, bool) else f'{v:g}'}"
+        for k, v in kwargs.items()
     ]
 
 
@@ -284,9 +297,10 @@ def filter_command(ctx: Context) -> list[str]:
         str(cfg.eval_batch),
         "--seed",
         str(cfg.seed),
-        # Graded as the RL reward grades (its format gate): a prompt solved only in broken chains is
-        # all-zero in RL, so it is not "learnable".
-        *(["--require-format"] if cfg.rl_require_format else []),
+        # Graded with the RL run's reward (its shape and plan bonus), so "learnable" means what RL will see.
+        "--reward-shape",
+        cfg.rl_reward_shape,
+        *(["--plan-bonus"] if cfg.rl_plan_bonus else []),
     ]
     if cfg.filter_candidates > 0:
         cmd += ["--limit", str(cfg.filter_candidates)]

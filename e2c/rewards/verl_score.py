@@ -18,6 +18,7 @@ from typing import Any
 
 from e2c.rewards.grader import PLAN_FLOOR, GradeResult, grade
 from e2c.rewards.kinds import DEFAULT_KIND, find_kind, get_kind
+from e2c.rewards.shape import shaped_score
 from e2c.rewards.source_kinds import SOURCE_KINDS
 
 CODE_REWARDS = ("all", "fraction")
@@ -107,9 +108,11 @@ def compute_score(
     raises on model output; an unknown ``code_reward`` is a ``ValueError``.
 
     ``require_format`` (off by default, as the paper): a correct answer counts only in a well-formed chain
-    (both phases, each tag once and in order, closed). Then ``acc`` is that gated correctness (the reward's
-    correctness term), ``answer_correct`` the answer alone and ``correct_malformed`` 1.0 for a right answer in
-    a malformed chain, which scores 0. Why: a small policy sampled at T 0.7 writes a third of its chains with
+    (both phases, each tag once and in order, closed). Then ``acc`` is that gated correctness, ``answer_correct``
+    the answer alone (the evaluation's correctness) and ``correct_malformed`` 1.0 for a right answer in a
+    malformed chain, which scores ``malformed_credit`` (default 0) of a right answer's score. A well-formed
+    chain with a wrong answer earns ``format_credit``. The named shapes (:data:`REWARD_SHAPES`) set these three
+    keywords together (:func:`shaped_score`). Why: a small policy sampled at T 0.7 writes a third of its chains with
     fragments of the tags' spelling instead of the tag tokens and still gets some answers right; rewarding
     those taught the quickstart's GRPO to drop the tags (held-out format 99% -> 0%, docs/results.md, "RL at this scale").
 
@@ -141,17 +144,17 @@ def compute_score(
     )
     well_formed = res.chain_status == "ok"
     gated = bool(info.get("require_format", False)) and not well_formed
-    credit = float(info.get("format_credit", 0.0) or 0.0) if well_formed and not res.correct else 0.0
     code = get_kind(res.kind).runs_programs
     score, correct_term = (
         code_score(res, mode, bool(info.get("plan_bonus", False)))
         if code
         else (res.score, float(res.correct))
     )
+    kept = float(info.get("malformed_credit", 0.0) or 0.0) if gated else 1.0
     return {
-        "score": (0.0 if gated else score) + credit,
+        "score": shaped_score(score, res.correct, well_formed, info),
         "acc": float(res.correct and not gated),
-        "correct_reward": 0.0 if gated else correct_term,
+        "correct_reward": kept * correct_term,
         "answer_correct": float(res.correct),
         "correct_malformed": float(res.correct and not well_formed),
         "pred": res.extracted or "",

@@ -299,7 +299,14 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     assert not any("training/rollout_probs_diff_max" in m for m in rl_steps)
     assert all("health/entropy_sampled" in m and "health/update_skipped" in m for m in rl_steps)
     rl_cmd = json.loads((out / "rl" / "DONE.json").read_text())["commands"][0]
-    assert "--health-stop-after 5" in rl_cmd and "format_credit=0.1" in rl_cmd
+    # the default reward shape, correct: the metric's correctness, no format term
+    assert (
+        "--health-stop-after 5" in rl_cmd
+        and "format_credit=0 " in rl_cmd
+        and "require_format=false" in rl_cmd
+    )
+    flt_cmd = json.loads((out / "filter" / "DONE.json").read_text())["commands"][0]
+    assert "--reward-shape correct" in flt_cmd
     # The pass-rate filter sampled the RL prompts with the SFT model; RL trained on what it kept.
     flt = json.loads((out / "filter" / "DONE.json").read_text())
     assert flt["prompts"] == 4 and flt["kept"] == 4 and sum(flt["histogram"]) == 4  # band "all" in --fast

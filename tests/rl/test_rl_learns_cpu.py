@@ -210,8 +210,21 @@ def test_format_credit_is_tinyzero_shape(text: str, credit: float, gate: bool, s
     assert res["score"] == pytest.approx(score)
 
 
-def test_the_filter_grades_with_rl_format_gate() -> None:
+@pytest.mark.parametrize(
+    ("shape", "rewards"),
+    [
+        ("correct", [1.0, 1.0, 0.0]),
+        ("credit", [1.0, 1.0, 0.1]),
+        ("gate", [1.0, 0.0, 0.1]),
+        ("levels", [1.0, 0.5, 0.1]),
+    ],
+)
+def test_the_filter_grades_with_the_rl_reward(shape: str, rewards: list[float]) -> None:
+    """Each sample's reward is the one RL's reward function gives under the run's shape; its correctness is
+    the evaluation's (the answer, whatever the chain's form), under every shape."""
     from e2c.eval.passrate import grade_samples
+    from e2c.rewards.shape import reward_shape
+    from e2c.rewards.verl_score import compute_score
 
     row = {
         "data_source": "synthetic",
@@ -219,8 +232,13 @@ def test_the_filter_grades_with_rl_format_gate() -> None:
         "extra_info": {"prefilled": True},
     }
     texts = [CHAIN_OK.format(ans=4), "no tags at all \\boxed{4}", CHAIN_OK.format(ans=5)]
-    assert grade_samples(row, texts) == [1, 1, 0]
-    assert grade_samples(row, texts, require_format=True) == [1, 0, 0]
+    kwargs = reward_shape(shape).reward_kwargs()
+    got = grade_samples(row, texts, kwargs)
+    assert [c for c, _ in got] == [1, 1, 0]
+    assert [r for _, r in got] == pytest.approx(rewards)
+    # the same numbers as the reward function verl calls, with the kwargs bound the way verl binds them
+    direct = [compute_score("synthetic", t, "4", {"prefilled": True}, **kwargs)["score"] for t in texts]
+    assert [r for _, r in got] == pytest.approx(direct)
 
 
 def test_the_filter_refuses_to_resume_samples_graded_another_way(tmp_path: Path) -> None:
@@ -229,12 +247,17 @@ def test_the_filter_refuses_to_resume_samples_graded_another_way(tmp_path: Path)
     from e2c.eval.passrate import SAMPLE_FIELDS, check_resume
 
     before = dict.fromkeys(SAMPLE_FIELDS, 1)
-    before.pop("require_format")  # a file written before the setting was recorded: graded without it
+    before["reward_shape"] = "correct"
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps({"settings": before}) + "\n")
-    check_resume(path, {**before, "require_format": False})  # the same grading: resumed
-    with pytest.raises(UserError, match="require_format"):
-        check_resume(path, {**before, "require_format": True})
+    check_resume(path, dict(before))  # the same grading: resumed
+    with pytest.raises(UserError, match="reward_shape"):
+        check_resume(path, {**before, "reward_shape": "gate"})
+    # a file from before rewards were recorded holds no rewards: refused, not resumed
+    old = {k: v for k, v in before.items() if k not in ("reward_shape", "plan_bonus")}
+    path.write_text(json.dumps({"settings": old}) + "\n")
+    with pytest.raises(UserError, match="reward_shape"):
+        check_resume(path, dict(before))
 
 
 # ------------------------------------------------------------------------------------ health stop
