@@ -142,6 +142,9 @@ class FilterConfig:
     plan_bonus: bool = False
     batch_size: int = 4  # prompts per generation call and per resume unit
     limit: int | None = None
+    # stop once this many prompts are in the band (the input read in order): a run needing N prompts samples
+    # about N / (share in band) of them, not the whole pool
+    keep: int | None = None
     grader_threads: int = 4  # grading runs in threads; the grader's symbolic checks in its own processes
     extra: dict[str, Any] = field(default_factory=dict)  # recorded in the report, not compared
 
@@ -161,7 +164,7 @@ class FilterConfig:
             raise UserError("--temperature 0 is greedy: the k samples would be one answer repeated; use > 0")
         if not 0 < self.top_p <= 1:
             raise UserError(f"--top-p must be in (0, 1], got {self.top_p}")
-        for name in ("max_tokens", "batch_size", "limit", "grader_threads"):
+        for name in ("max_tokens", "batch_size", "limit", "keep", "grader_threads"):
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
@@ -390,6 +393,15 @@ def samples_cost(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------ the runner
+def enough(done: Mapping[int, Mapping[str, Any]], upto: int, band: Band, keep: int | None) -> bool:
+    """Whether the first ``upto`` prompts are all sampled and at least ``keep`` of them are in ``band``
+    (never, without ``keep``)."""
+    if keep is None or any(i not in done for i in range(upto)):
+        return False
+    rates = [done[i]["pass_rate"] for i in range(upto)]
+    return len(kept_indices(rates, band, [done[i]["rewards"] for i in range(upto)])) >= keep
+
+
 def filter_prompts(
     gen: Any,
     input_path: str | Path,
@@ -450,6 +462,8 @@ def filter_prompts(
             if fresh:
                 f.write([{"settings": settings}])
             for b, batch in enumerate(batches):
+                if enough(done, batch.start, band, cfg.keep):
+                    break  # a resumed run that already had enough
                 todo = [i for i in batch if i not in done]
                 if not todo:
                     continue
@@ -482,6 +496,8 @@ def filter_prompts(
                 f.write([done[i] for i in todo])  # the batch's lines, all or none
                 f.sync()
                 pbar.update(len(todo))
+                if enough(done, batch.stop, band, cfg.keep):
+                    break
                 secs = time.perf_counter() - t0
                 counts = histogram([sum(done[i]["correct"]) for i in done if i < len(rows)], cfg.k)
                 status = f"p=0: {counts[0]}, 0<p<1: {sum(counts[1:-1])}, p=1: {counts[-1]}"
@@ -493,7 +509,12 @@ def filter_prompts(
                 else:
                     pbar.set_postfix_str(status)
 
-        results = [done[i] for i in range(len(rows))]
+        # The prompts read: every row, or with --keep the rows up to the batch that had enough.
+        read = len(rows)
+        if cfg.keep is not None:
+            read = next((b.stop for b in batches if enough(done, b.stop, band, cfg.keep)), len(rows))
+        results = [done[i] for i in range(read)]
+        table = table.slice(0, read)
         rates = [r["pass_rate"] for r in results]
         counts = histogram([sum(r["correct"]) for r in results], cfg.k)
         keep = kept_indices(rates, band, [r["rewards"] for r in results])
@@ -505,6 +526,7 @@ def filter_prompts(
             )
         out_table = with_pass_rates(table, keep, rates)
         report = build_report(cfg, band, input_path, files, results, counts, keep, gen)
+        report["mix"] = family_mix(rows[:read], results, keep)
         write_rl_table(out_table, files.output)
         from e2c.files import atomic_write_json
 
@@ -569,6 +591,33 @@ def build_report(
         "usage": usage,
         "seconds": usage["seconds"],  # generation seconds the lines recorded
         "git_commit": git_commit(),
+    }
+
+
+def family_mix(
+    rows: Sequence[Mapping[str, Any]], results: Sequence[Mapping[str, Any]], keep: Sequence[int]
+) -> dict[str, dict[str, Any]]:
+    """Per ``family/L<level>`` of the rows' ``extra_info`` (``data_source`` when a row names no family):
+    prompts read, kept, and their mean pass rate (the evaluation's correctness), sorted by name.
+
+    >>> rows = [{"extra_info": {"family": "f", "difficulty": 1}}] * 2
+    >>> family_mix(rows, [{"pass_rate": 0.5}, {"pass_rate": 0.0}], [0])
+    {'f/L1': {'read': 2, 'kept': 1, 'mean_pass_rate': 0.25}}
+    """
+    kept = set(keep)
+    out: dict[str, dict[str, Any]] = {}
+    for i, (row, res) in enumerate(zip(rows, results, strict=True)):
+        info = row.get("extra_info") or {}
+        name = str(info.get("family") or row.get("data_source") or "?")
+        if info.get("difficulty") is not None:
+            name += f"/L{info['difficulty']}"
+        m = out.setdefault(name, {"read": 0, "kept": 0, "rate_sum": 0.0})
+        m["read"] += 1
+        m["kept"] += i in kept
+        m["rate_sum"] += float(res["pass_rate"])
+    return {
+        k: {"read": m["read"], "kept": m["kept"], "mean_pass_rate": m["rate_sum"] / m["read"]}
+        for k, m in sorted(out.items())
     }
 
 
@@ -758,6 +807,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a("--plan-bonus", action="store_true", help="grade with the RL run's plan-adherence bonus (default: off)")
     a("--limit", type=whole(1), default=None, help="first N prompts of the input only (default: all)")
+    a(
+        "--keep",
+        type=whole(1),
+        default=None,
+        help="stop once N prompts are in the band, reading the input in order (default: read every prompt)",
+    )
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
     a("--quiet", action="store_true", help="no progress lines")
     return p
@@ -783,6 +838,7 @@ def config_from_args(args: argparse.Namespace, backend: str) -> FilterConfig:
         if args.batch_size is not None
         else default_batch_size(backend, max(args.k, 1)),
         limit=args.limit,
+        keep=args.keep,
     )
 
 

@@ -99,6 +99,9 @@ TYPES: dict[str, ValueType] = {
     "max_level": whole(1, 3),
     "max_chain_tokens": whole(1),
     "eval_problems": whole(1),
+    "rl_prompts": whole(1),
+    "rl_families": TEXT,
+    "rl_max_level": whole(0, 3),
     "gsm8k_problems": whole(0),
     "bench_dir": EXISTING_DIR,
     "eval_max_tokens": whole(1),
@@ -176,6 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
     flag(g, "max_level", "highest task level (1-3)")
     flag(g, "max_chain_tokens", "longest exploration + execution kept, in the model's tokens")
     flag(g, "eval_problems", "held-out synthetic problems")
+    flag(
+        g,
+        "rl_prompts",
+        "RL prompts generated (disjoint from SFT and held-out problems); the filter reads them in order until "
+        "it has kept enough for the run",
+    )
+    flag(g, "rl_families", "families of the RL prompts (default: --families)", nargs="+")
+    flag(g, "rl_max_level", "highest level of the RL prompts (0: --max-level)")
     flag(g, "gsm8k_problems", "first GSM8K problems of the shared copy (0: none)")
     flag(g, "bench_dir", "folder with gsm8k.jsonl ($E2C_BENCH_DIR)")
     g = p.add_argument_group(
@@ -308,9 +319,10 @@ def validate(cfg: Config) -> None:
         value = getattr(cfg, key)
         for v in value if isinstance(value, tuple) else (value,):
             check_value(v, kind, f"--{key.replace('_', '-')}")
-    bad = [f for f in cfg.families if f not in family_names()]
-    if bad:
-        raise UserError(f"--families: unknown family {bad[0]!r}; valid: {', '.join(family_names())}")
+    for flag_name, names in (("--families", cfg.families), ("--rl-families", cfg.rl_families)):
+        bad = [f for f in names if f not in family_names()]
+        if bad:
+            raise UserError(f"{flag_name}: unknown family {bad[0]!r}; valid: {', '.join(family_names())}")
     bad = [m for m in cfg.tts_methods if m not in METHODS]
     if bad:
         raise UserError(f"--tts-methods: unknown method {bad[0]!r}; valid: {', '.join(METHODS)}")

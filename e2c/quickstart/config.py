@@ -71,6 +71,12 @@ class Config:
     max_level: int = 2
     max_chain_tokens: int = 300
     eval_problems: int = 300
+    # RL prompts: a pool of this many (the generator is unlimited; the pass-rate filter reads it in order until
+    # it has kept enough for the run, so no prompt repeats), from these families and levels (empty / 0: the
+    # run's); a family SFT does not move off zero carries no signal and is left out by measurement
+    rl_prompts: int = 512
+    rl_families: tuple[str, ...] = ()
+    rl_max_level: int = 0
     gsm8k_problems: int = 20
     bench_dir: str = field(default_factory=lambda: str(benchmarks_dir()))
     # evaluation (baseline, eval_sft, eval_rl)
@@ -93,7 +99,9 @@ class Config:
     # solves sometimes but not always, sampled as the rollout samples (rl_temperature, rl_response_length)
     filter_k: int = 4
     filter_band: str = "varies"  # the RL reward differs across samples: every kept group has an advantage
-    filter_candidates: int = 64  # RL prompts the filter samples (0: all of them)
+    filter_candidates: int = (
+        0  # RL prompts the filter samples at most (0: the pool; it stops once it has enough)
+    )
     # RL: GRPO stage 2 (departures from the paper's stage 2 are chosen by measurement; docs/quickstart.md, "The RL settings")
     rl_steps: int = 8
     rl_lr: float = 4e-5
@@ -146,6 +154,7 @@ FAST = {
     "max_level": 1,
     "max_chain_tokens": 800,
     "eval_problems": 6,
+    "rl_prompts": 8,
     "gsm8k_problems": 2,
     "eval_max_tokens": 24,
     "eval_batch": 8,
@@ -190,6 +199,11 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
         "filter_k",
         "filter_band",
         "filter_candidates",
+        "rl_prompts",
+        "rl_families",
+        "rl_max_level",
+        "rl_steps",
+        "rl_batch",
         "rl_temperature",
         "rl_response_length",
         "rl_reward_shape",

@@ -67,19 +67,9 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
         model = resolve_model(cfg.model)
     except ModelSpecError as e:
         raise UserError(str(e)) from None
-    tok = AutoTokenizer.from_pretrained(model.path)
-    lengths: dict[str, int] = {}
+    count = token_counter(AutoTokenizer.from_pretrained(model.path))
 
-    def count(text: str) -> int:
-        if text not in lengths:
-            lengths[text] = len(tok.encode(text, add_special_tokens=False))
-        return lengths[text]
-
-    need = {
-        "sft": max(cfg.sft_batch, 1),
-        "rl": max(cfg.rl_batch * max(cfg.rl_steps, 1), 1),
-        "eval": cfg.eval_problems,
-    }
+    need = {"sft": max(cfg.sft_batch, 1), "rl": 1, "eval": cfg.eval_problems}
     n = generation_count(cfg)
     while True:
         rep.say(f"generating {n} synthetic problems")
@@ -160,6 +150,89 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
             f"levels={list(levels_upto(cfg.max_level))}) + filters"
         ],
     }
+
+
+def token_counter(tok: Any) -> Callable[[str], int]:
+    """Tokens of a text in ``tok`` (special tokens not added), each text encoded once."""
+    lengths: dict[str, int] = {}
+
+    def count(text: str) -> int:
+        if text not in lengths:
+            lengths[text] = len(tok.encode(text, add_special_tokens=False))
+        return lengths[text]
+
+    return count
+
+
+def write_rl_pool(ctx: Context, path: Path, rep: Reporter) -> dict[str, Any]:
+    """The RL prompt pool (:func:`rl_pool`) written to ``path`` as verl RL rows; returns its counts."""
+    from transformers import AutoTokenizer
+
+    from e2c.data.io import write_parquet
+    from e2c.data.synthetic.generate import rl_row
+    from e2c.models import resolve_model
+
+    cfg = ctx.cfg
+    count = token_counter(AutoTokenizer.from_pretrained(resolve_model(cfg.model).path))
+    pool, generated = rl_pool(cfg, count, rep)
+    write_parquet([rl_row(s, i) for i, s in enumerate(pool)], path)
+    return {
+        "prompts": len(pool),
+        "generated": generated,
+        "families": list(rl_families(cfg)),
+        "max_level": rl_max_level(cfg),
+        "mix": mix_counts(pool),
+    }
+
+
+def rl_families(cfg: Config) -> tuple[str, ...]:
+    """The families RL prompts are drawn from: ``rl_families``, else every family of the run."""
+    return cfg.rl_families or cfg.families
+
+
+def rl_max_level(cfg: Config) -> int:
+    """The highest level of RL prompts: ``rl_max_level``, else the run's ``max_level``."""
+    return cfg.rl_max_level or cfg.max_level
+
+
+def rl_pool(cfg: Config, count: Callable[[str], int], rep: Reporter) -> tuple[list[Any], int]:
+    """The first ``cfg.rl_prompts`` problems of the RL families and levels whose hash puts them in the RL
+    split, and how many problems were generated to find them.
+
+    The split is a hash of the problem text and the seed, so these never share a text with the SFT or
+    held-out problems of the same seed, however many are drawn: the pool is as large as asked, drawn in its
+    own generation (the SFT and held-out sets are those of the main one, unchanged by the pool's size).
+    """
+    from e2c.data.synthetic.generate import generate
+
+    families, level = rl_families(cfg), rl_max_level(cfg)
+    n = math.ceil(cfg.rl_prompts / (SPLIT_FRACTIONS[1] * 0.8)) + 50
+    while True:
+        rep.say(
+            f"generating {n} problems for {cfg.rl_prompts} RL prompts ({', '.join(families)}, L<={level})"
+        )
+        samples, _ = generate(
+            n,
+            seed=cfg.seed,
+            trace_frac=0.0,
+            fractions=SPLIT_FRACTIONS,
+            workers=2,
+            families=families,
+            levels=levels_upto(level),
+        )
+        pool = [
+            s
+            for s in samples
+            if s.split == "rl" and keep_sample(s, families, level, cfg.max_chain_tokens, count)
+        ]
+        if len(pool) >= cfg.rl_prompts:
+            return pool[: cfg.rl_prompts], n
+        if n >= MAX_GENERATE:
+            raise UserError(
+                f"only {len(pool)}/{cfg.rl_prompts} RL prompts pass the filters (families {','.join(families)}, "
+                f"level <= {level}, <= {cfg.max_chain_tokens} tokens) in {n} generated; lower --rl-prompts"
+            )
+        n = min(MAX_GENERATE, int(n * 1.6) + 100)
 
 
 def copy_gsm8k(bench_dir: Path, target: Path, n: int) -> dict[str, Any]:

@@ -267,6 +267,11 @@ def rl_data(ctx: Context) -> Path:
 
 
 # ------------------------------------------------------------------------------------------------ filter
+def rl_pool_file(ctx: Context) -> Path:
+    """The RL prompt pool the filter reads (written by the filter stage: its size and mix are its settings)."""
+    return ctx.dir("filter") / "pool.parquet"
+
+
 def filter_command(ctx: Context) -> list[str]:
     """``python -m e2c.eval.passrate`` on the data stage's RL prompts with the SFT model, sampling as the RL
     rollout does (its temperature and response length)."""
@@ -278,7 +283,7 @@ def filter_command(ctx: Context) -> list[str]:
         "--model",
         str(sft_model(ctx)),
         "--input",
-        str(ctx.data_dir / "rl.parquet"),
+        str(rl_pool_file(ctx)),
         "--output",
         str(rl_data(ctx)),
         "--k",
@@ -304,17 +309,28 @@ def filter_command(ctx: Context) -> list[str]:
     ]
     if cfg.filter_candidates > 0:
         cmd += ["--limit", str(cfg.filter_candidates)]
+    if cfg.rl_steps > 0:
+        # Enough prompts for every step to draw new ones (verl ends RL at the end of its one epoch).
+        cmd += ["--keep", str(rl_prompts_needed(cfg))]
     return cmd
+
+
+def rl_prompts_needed(cfg: Config) -> int:
+    """Prompts an RL run of ``cfg`` draws: one batch per step, none twice."""
+    return cfg.rl_steps * cfg.rl_batch
 
 
 def stage_filter(ctx: Context, rep: Reporter) -> dict[str, Any]:
     """Keep the RL prompts whose pass rate under the SFT model is in the band (default strictly between 0
     and 1): a group of samples that all score the same gives GRPO no advantage, so such prompts only cost."""
+    from e2c.quickstart.data import write_rl_pool
+
     cfg, d = ctx.cfg, ctx.dir("filter")
+    pool = write_rl_pool(ctx, rl_pool_file(ctx), rep)
     cmd = filter_command(ctx)
     rep.say(
-        f"{cfg.filter_k} samples per RL prompt ({cfg.filter_candidates or 'all'} candidates) at T "
-        f"{cfg.rl_temperature:g}, band {cfg.filter_band}"
+        f"{cfg.filter_k} samples per RL prompt (up to {cfg.filter_candidates or 'all'} candidates, until "
+        f"{rl_prompts_needed(cfg)} are kept) at T {cfg.rl_temperature:g}, band {cfg.filter_band}"
     )
     run_logged(cmd, d / "log.txt", rep, None, child_env())
     files = PassRateFiles.of(rl_data(ctx))
@@ -334,6 +350,8 @@ def stage_filter(ctx: Context, rep: Reporter) -> dict[str, Any]:
         "kept": report["kept"],
         "prompts": report["prompts"],
         "histogram": counts,
+        "pool": pool,
+        "mix": report.get("mix", {}),
         "commands": [shell_line(cmd)],
     }
 

@@ -594,3 +594,37 @@ def test_samples_of_an_older_toolkit_give_a_partial_cost(rl_file: Path, tmp_path
     assert cost["generated_tokens"] == full["generated_tokens"] and cost["sequences"] == full["sequences"]
     assert cost["partial"] == ["calls", "prompt_tokens", "seconds"] and cost["unmetered_records"] == 8
     assert cost["calls"] == 0 and cost["seconds"] == 0
+
+
+# ----------------------------------------------------------------------- the RL reward, --keep, the mix
+def test_band_varies_keeps_the_prompts_whose_reward_differs(rl_file: Path, tmp_path: Path) -> None:
+    """Under the gate shape a malformed right answer scores 0 and a well-formed wrong one 0.1: the reward of
+    a prompt whose samples are all wrong can still vary, and "varies" keeps exactly those (a loop over the
+    samples' rewards is the reference)."""
+    out = tmp_path / "kept.parquet"
+    report = filter_prompts(
+        ScriptedGenerator(script), rl_file, out, config(band="varies", reward_shape="gate")
+    )
+    lines = [json.loads(x) for x in PassRateFiles.of(out).samples.read_text().splitlines()[1:]]
+    by_index = {r["index"]: r for r in lines}
+    varies = [i for i in range(len(EXPECTED_RATES)) if len(set(by_index[i]["rewards"])) > 1]
+    assert report["kept_rows"] == varies and report["reward_varies"] == len(varies)
+    assert report["pass_rates"] == EXPECTED_RATES  # the evaluation's correctness, whatever the shape
+    assert report["reward_shape"] == "gate"
+
+
+def test_keep_stops_once_enough_prompts_are_in_the_band(rl_file: Path, tmp_path: Path) -> None:
+    full = filter_prompts(ScriptedGenerator(script), rl_file, tmp_path / "a.parquet", config())
+    want = 2
+    gen = ScriptedGenerator(script)
+    out = tmp_path / "b.parquet"
+    part = filter_prompts(gen, rl_file, out, config(keep=want))
+    # batches of 3 prompts, read in order: the first batch whose prefix holds `want` kept prompts ends it
+    in_band = [i for i, p in enumerate(EXPECTED_RATES) if 0 < p < 1]
+    stop = next(b + 3 for b in range(0, len(EXPECTED_RATES), 3) if sum(i < b + 3 for i in in_band) >= want)
+    assert part["prompts"] == min(stop, len(EXPECTED_RATES)) < full["prompts"]
+    assert part["kept_rows"] == [i for i in in_band if i < stop] and part["kept"] >= want
+    assert len(pq.read_table(out)) == part["kept"]
+    # the mix counts what was read, by family and level (the row's data source when it names no family)
+    assert sum(m["read"] for m in part["mix"].values()) == part["prompts"]
+    assert sum(m["kept"] for m in part["mix"].values()) == part["kept"]
