@@ -71,8 +71,13 @@ def data_settings(study: Study) -> dict[str, Any]:
     return _json(stage_settings(study.base, "data"))
 
 
+# How the screening split is drawn (recorded with it: a split drawn by another rule is not reused).
+VALIDATION_RULE = "eval split of the data seed's hash, not held out"
+
+
 def validation_settings(study: Study) -> dict[str, Any]:
     return {
+        "rule": VALIDATION_RULE,
         "data": data_settings(study),
         "problems": study.validation_problems,
         "seed": study.base.seed + VALIDATION_SEED,
@@ -123,7 +128,13 @@ def shuffle_seed(study: Study, arm: str, seed: int) -> int:
 def filter_settings(study: Study, arm: str, seed: int) -> dict[str, Any]:
     """The pass-rate filter an RL arm's seed reads: its start and the quickstart's filter settings."""
     cfg = seeded(study.arms[arm].cfg, seed)
-    return _json({"start": start_settings(study, arm, seed), **stage_settings(cfg, "filter")})
+    return _json(
+        {
+            "start": start_settings(study, arm, seed),
+            "data": data_settings(study),
+            **stage_settings(cfg, "filter"),
+        }
+    )
 
 
 def filter_key(study: Study, arm: str, seed: int) -> str:

@@ -134,14 +134,15 @@ def sft_command(sc: StudyContext, arm: str, seed: int, steps: int | None) -> tup
 
 
 def filter_cmd(sc: StudyContext, unit: Unit) -> list[str]:
-    """``python -m e2c.eval.passrate`` on the data's RL prompts with the RL arm's start model, sampling as
-    its rollout will (the quickstart's filter command)."""
+    """``python -m e2c.eval.passrate`` on the unit's RL prompt pool with the RL arm's start model, sampling
+    as its rollout will (the quickstart's filter command, the arm's seed as its sampling seed)."""
     from e2c.quickstart.stages import filter_command
 
     arm, seed = unit.arm or "", unit.seed or 0
     cfg = seeded(sc.study.arms[arm].cfg, seed)
     cmd = filter_command(Context(cfg, sc.out))
     cmd = set_flag(cmd, "--model", start_model(sc, arm, seed))
+    cmd = set_flag(cmd, "--input", str(unit.folder(sc.out) / "pool.parquet"))
     return set_flag(cmd, "--output", str(unit.folder(sc.out) / "rl.parquet"))
 
 
@@ -206,17 +207,11 @@ def unit_commands(sc: StudyContext, unit: Unit) -> list[str]:
 
 # ------------------------------------------------------------------------------------------------ work
 def run_data(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
-    """The quickstart's data stage into ``data/``, sized for the largest arm (its row-count checks)."""
+    """The quickstart's data stage into ``data/``, with enough SFT rows for the largest arm's batch."""
     from e2c.quickstart.data import stage_data
 
-    arms = [a.cfg for a in sc.study.arms.values()]
-    cfg = replace(
-        sc.study.base,
-        sft_batch=max(c.sft_batch for c in arms),
-        rl_batch=max(c.rl_batch for c in arms),
-        rl_steps=max(c.rl_steps for c in arms),
-    )
-    return stage_data(Context(cfg, sc.out), rep)
+    sft_batch = max(a.cfg.sft_batch for a in sc.study.arms.values())
+    return stage_data(Context(replace(sc.study.base, sft_batch=sft_batch), sc.out), rep)
 
 
 def data_ids(data: Context) -> set[str]:
@@ -240,18 +235,27 @@ def plain_id(pid: Any) -> str:
 
 
 def new_problems(
-    samples: Iterable[Any], taken: set[str], n: int, keep: Callable[[Any], bool]
+    samples: Iterable[Any],
+    taken: set[str],
+    n: int,
+    keep: Callable[[Any], bool],
+    split: Callable[[Any], str],
 ) -> tuple[list[Any], dict[str, int]]:
-    """The first ``n`` plain problems of ``samples`` that ``keep`` keeps and whose id is not ``taken``;
-    and how many were dropped for each reason."""
+    """The first ``n`` plain problems of ``samples`` that no training run can see and that are not held out:
+    ``split`` (the data seed's hash split of the text) puts them in the eval split, whose texts neither SFT
+    nor the RL prompt pools ever draw, however many they draw; their id is not ``taken`` (the held-out
+    problems, and every problem of the data stage's files); and ``keep`` keeps them (the data stage's
+    filters). Also how many were dropped for each reason."""
     out: list[Any] = []
-    dropped = {"in_data": 0, "filters": 0}
+    dropped = {"training_split": 0, "in_data": 0, "filters": 0}
     for s in samples:
         if len(out) >= n:
             break
         if getattr(s, "variant", "solve") != "solve":
             continue
-        if plain_id(s.uid) in taken:
+        if split(s) != "eval":
+            dropped["training_split"] += 1
+        elif plain_id(s.uid) in taken:
             dropped["in_data"] += 1
         elif not keep(s):
             dropped["filters"] += 1
@@ -261,39 +265,39 @@ def new_problems(
 
 
 def run_validation(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
-    """The screening split: synthetic problems drawn with the study's data settings and another seed, none
-    whose text is in the SFT, RL or held-out files, kept by the data stage's filters (family, level, chain
-    length); written as the eval runner reads a dataset, with each problem's family and level beside."""
+    """The screening split: synthetic problems drawn with the study's data settings and another seed, kept
+    when the data seed's hash split puts their text among the evaluation problems (so no SFT set or RL pool
+    of this data seed holds it) and the held-out set does not, and when the data stage's filters (family,
+    level, chain length) keep them; written as the eval runner reads a dataset, with each problem's family
+    and level beside."""
     from transformers import AutoTokenizer
 
     from e2c.data.io import write_parquet
-    from e2c.data.synthetic.generate import eval_row, generate
+    from e2c.data.synthetic.generate import eval_row, generate, split_of
     from e2c.models import resolve_model
     from e2c.quickstart.config import SPLIT_FRACTIONS
-    from e2c.quickstart.data import keep_sample, levels_upto, mix_counts
+    from e2c.quickstart.data import keep_sample, levels_upto, mix_counts, token_counter
 
     cfg, v = sc.study.base, validation_settings(sc.study)
     want, seed = int(v["problems"]), int(v["seed"])
-    tok = AutoTokenizer.from_pretrained(resolve_model(cfg.model).path)
-    lengths: dict[str, int] = {}
-
-    def count(text: str) -> int:
-        if text not in lengths:
-            lengths[text] = len(tok.encode(text, add_special_tokens=False))
-        return lengths[text]
+    count = token_counter(AutoTokenizer.from_pretrained(resolve_model(cfg.model).path))
 
     def keep(s: Any) -> bool:
         return keep_sample(s, cfg.families, cfg.max_level, cfg.max_chain_tokens, count)
 
+    def split(s: Any) -> str:
+        return split_of(s.problem, cfg.seed, SPLIT_FRACTIONS)
+
     taken = data_ids(sc.data)
-    n = int(want * 1.5) + 50
+    # a fifth of the texts hash into the eval split, of which the length filter keeps most
+    n = int(want / (SPLIT_FRACTIONS[2] * 0.8) * 1.25) + 50
     while True:
         rep.say(f"generating {n} synthetic problems (seed {seed}) for {want} new ones")
         samples, report = generate(
             n, seed=seed, trace_frac=0.0, fractions=SPLIT_FRACTIONS, workers=2,
             families=cfg.families, levels=levels_upto(cfg.max_level),
         )  # fmt: skip
-        kept, dropped = new_problems(samples, taken, want, keep)
+        kept, dropped = new_problems(samples, taken, want, keep, split)
         if len(kept) >= want:
             break
         if n >= MAX_GENERATE:
@@ -304,13 +308,13 @@ def run_validation(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any
         n = min(MAX_GENERATE, int(n * 1.6) + 100)
     d = unit.folder(sc.out)
     rows = [eval_row(s) for s in kept]
-    if {plain_id(r["id"]) for r in rows} & taken:  # the check above, verified on what is written
-        raise RuntimeError("screening problems leaked from the data stage's files")
+    # the rule above, verified on what is written
+    if {plain_id(r["id"]) for r in rows} & taken or any(split(s) != "eval" for s in kept):
+        raise RuntimeError("screening problems leaked from the training or held-out problems")
     write_parquet(rows, d / "synthetic.parquet")
-    atomic_write_json(
-        d / "families.json", {eval_row(s)["id"]: f"{s.family}/L{s.level}" for s in kept}, indent=1
-    )
-    rep.say(f"wrote {len(rows)} problems ({dropped['in_data']} dropped as already in data/)", 1.0)
+    families = {eval_row(s)["id"]: f"{s.family}/L{s.level}" for s in kept}
+    atomic_write_json(d / "families.json", families, indent=1)
+    rep.say(f"wrote {len(rows)} problems ({dropped['in_data']} dropped as held out or in data/)", 1.0)
     return {
         "problems": len(rows),
         "generated": n,
@@ -326,20 +330,27 @@ def run_validation(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any
 
 
 def run_filter(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
+    """The quickstart's RL prompt pool (drawn with the data seed: the RL split of its hash, so no SFT or
+    held-out text), then the pass-rate filter on it with the arm's start model."""
     from e2c.eval.passrate import PassRateFiles
+    from e2c.quickstart.data import write_rl_pool
 
     cfg = sc.study.arms[unit.arm or ""].cfg
+    d = unit.folder(sc.out)
+    pool = write_rl_pool(Context(replace(cfg, seed=sc.study.base.seed), sc.out), d / "pool.parquet", rep)
     cmd = filter_cmd(sc, unit)
     rep.say(
-        f"{cfg.filter_k} samples per RL prompt ({cfg.filter_candidates or 'all'} candidates), band {cfg.filter_band}"
+        f"{cfg.filter_k} samples per RL prompt of {pool['prompts']}, band {cfg.filter_band}, until "
+        f"{cfg.rl_steps * cfg.rl_batch} are kept"
     )
-    run_logged(cmd, unit.folder(sc.out) / "log.txt", rep, None, child_env())
-    report = json.loads(PassRateFiles.of(unit.folder(sc.out) / "rl.parquet").report.read_text())
+    run_logged(cmd, d / "log.txt", rep, None, child_env())
+    report = json.loads(PassRateFiles.of(d / "rl.parquet").report.read_text())
     rep.say(f"kept {report['kept']} of {report['prompts']} prompts", 1.0)
     return {
         "kept": report["kept"],
         "prompts": report["prompts"],
         "histogram": [b["prompts"] for b in report["histogram"]],
+        "pool": pool,
         "start_model": start_model(sc, unit.arm or "", unit.seed or 0),
         "commands": [shell_line(cmd)],
     }

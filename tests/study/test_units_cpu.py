@@ -36,7 +36,8 @@ def study(text: str = STUDY):
 def test_units_run_in_order_with_one_filter_per_start_and_settings_cpu() -> None:
     text = (
         STUDY
-        + '\n[arms.rl2]\nkind = "rl"\nstart = "sft"\nrl_lr = 1e-5\n[arms.rl3]\nkind = "rl"\nstart = "sft"\nrl_reward_shape = "gate"\n'
+        + '\n[arms.rl2]\nkind = "rl"\nstart = "sft"\nrl_steps = 2\nrl_lr = 1e-5\n'
+        + '[arms.rl3]\nkind = "rl"\nstart = "sft"\nrl_steps = 2\nrl_reward_shape = "gate"\n'
     )
     s = study(text)
     units = study_units(s)
@@ -119,8 +120,11 @@ def test_the_quickstart_commands_carry_the_study_s_models_and_data_cpu(tmp_path:
     data = str(tmp_path / units["arms/rl/seed1"].filter_key / "rl.parquet")
     assert rl[rl.index("--train-data") + 1] == data == rl[rl.index("--val-data") + 1]
     assert "actor_rollout_ref.rollout.seed=1042" in rl and "data.seed=1" in rl
-    f = work.filter_cmd(sc, units[units["arms/rl/seed1"].filter_key])
+    fkey = units["arms/rl/seed1"].filter_key
+    f = work.filter_cmd(sc, units[fkey])
     assert f[f.index("--model") + 1] == str(tmp_path / "arms/sft/seed1/final")
+    assert f[f.index("--input") + 1] == str(tmp_path / fkey / "pool.parquet")
+    assert f[f.index("--seed") + 1] == "1"
     ev = work.eval_cmd(sc, units["arms/rl/seed0/screen/sampled"])
     assert ev[ev.index("--data-dir") + 1] == str(tmp_path / "validation")
     assert (
@@ -210,3 +214,23 @@ def test_plan_refuses_a_folder_the_study_did_not_make_cpu(tmp_path: Path) -> Non
     (out / "arms" / "sft" / "seed0" / "notes.txt").write_text("mine")
     with pytest.raises(UserError, match="arms/sft/seed0 holds files the study did not write"):
         plan_actions(study_units(s), out, force=True)
+
+
+class Sample:
+    def __init__(self, uid: str, split: str, ok: bool = True, variant: str = "solve") -> None:
+        self.uid, self.split, self.ok, self.variant = uid, split, ok, variant
+
+
+def test_new_problems_keep_only_texts_no_run_can_train_on_cpu() -> None:
+    samples = [
+        Sample("a", "sft"),
+        Sample("b", "rl"),
+        Sample("c", "eval"),  # held out already
+        Sample("d", "eval", ok=False),  # too long
+        Sample("e", "eval", variant="trace"),
+        Sample("f", "eval"),
+        Sample("g", "eval"),
+    ]
+    kept, dropped = work.new_problems(samples, {"c"}, 1, lambda s: s.ok, lambda s: s.split)
+    assert [s.uid for s in kept] == ["f"]
+    assert dropped == {"training_split": 2, "in_data": 1, "filters": 1}
