@@ -138,7 +138,10 @@ def arm_accuracy(scores: Mapping[int, Mapping[str, float]], sampled: bool) -> di
     if not sampled and len(scores) == 1:
         ci = st.accuracy_ci(per_problem)["ci"]
     else:
-        ci = mean_interval(per_problem)["ci95"]
+        # A normal interval of scores that never vary is [mean, mean]: no narrower than the rule of three.
+        m, floor = statistics.fmean(per_problem), st.resolution(len(per_problem))
+        lo, hi = mean_interval(per_problem)["ci95"]
+        ci = [max(0.0, min(lo, m - floor)), min(1.0, max(hi, m + floor))]
     return {
         "mean": statistics.fmean(per_seed.values()),
         "per_seed": per_seed,
@@ -330,7 +333,7 @@ def render(rep: Mapping[str, Any]) -> str:
         f"{rep['base']['seed']}, families {', '.join(rep['base']['families'])} at levels <= {rep['base']['max_level']}. "
         f"Evaluation as the paper measures: {avg} (the mean over {k} samples at T {proto['temperature']:g}) and greedy, "
         f"{proto['max_tokens']} new tokens. Screening: {proto['screen_problems']} new synthetic problems (seed "
-        f"{proto['validation_seed']}, none in the SFT, RL or held-out files), sampling seeds "
+        f"{proto['validation_seed']}: texts no SFT set or RL pool of the data seed can draw, none held out), sampling seeds "
         f"{', '.join(map(str, proto['sampling_seeds'][SCREEN]))}. Confirmation: the {proto['confirm_problems']} held-out "
         f"problems, fresh sampling seeds {', '.join(map(str, proto['sampling_seeds'][CONFIRM]))}."
     )

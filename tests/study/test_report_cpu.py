@@ -77,7 +77,7 @@ def test_arm_accuracies_and_training_curves_cpu(run) -> None:
             assert a[phase]["avg"]["mean"] == pytest.approx(statistics.fmean(d["pass@1"] for d in done))
             assert a[phase]["format_rate"] == pytest.approx(0.75)
             lo, hi = a[phase]["avg"]["ci"]
-            assert lo <= a[phase]["avg"]["mean"] <= hi
+            assert lo <= a[phase]["avg"]["mean"] <= hi and hi - lo >= 3 / a[phase]["avg"]["problems"]
     rl = rep["arms"]["rl"]["training"]["0"]
     assert rl["train"] == pytest.approx([0.1, 0.2]) and rl["well_formed"] == pytest.approx([0.6, 0.7])
     assert rl["entropy"] == pytest.approx([0.25, 0.2]) and rl["steps"] == 2
