@@ -16,6 +16,10 @@ from bench_fixture import bench_dir as _bench_dir
 BENCH_DIR = _bench_dir()  # the real copies, else the stand-in (tests/bench_fixture.py)
 # Commands the tests start read their default data folder from here, so they find the same files.
 os.environ.setdefault("E2C_BENCH_DIR", str(BENCH_DIR))
+# The RL memory check (e2c/rl/memory.py) still computes its estimate in every command the tests start, but
+# against a machine this large, so no test depends on how much memory other jobs leave free;
+# tests/rl/test_memory_cpu.py sets its own sizes.
+os.environ.setdefault("E2C_MEMORY_GIB", "1024")
 
 
 @pytest.fixture(scope="session")

@@ -51,6 +51,7 @@ from e2c.quickstart.data import stage_data
 from e2c.quickstart.progress import Reporter
 from e2c.quickstart.runner import Pipeline, main_of, out_folder, run_pipeline
 from e2c.quickstart.stages import (
+    rl_memory_check,
     stage_baseline,
     stage_control,
     stage_eval_control,
@@ -334,6 +335,8 @@ def validate(cfg: Config) -> None:
         raise UserError(f"--filter-band: {e}") from None
     if cfg.dtype not in DTYPES:
         raise UserError(f"--dtype {cfg.dtype!r}; valid: {', '.join(DTYPES)}")
+    # Last: it composes the RL stage's config (about a second) and reads the model's shape.
+    rl_memory_check(cfg)
 
 
 # ------------------------------------------------------------------------------------------------ runner

@@ -206,13 +206,11 @@ def sft_losses(sft_dir: Path) -> dict[int, float]:
 
 # ------------------------------------------------------------------------------------------------ RL
 def rl_overrides(cfg: Config) -> list[str]:
-    """Hydra overrides (after ``--``) of the GRPO run for the quickstart's RL settings."""
-    micro = math.gcd(16, cfg.rl_batch * cfg.rl_n)  # must divide the responses of a step
+    """Hydra overrides (after ``--``) of the GRPO run for the quickstart's RL settings. Micro-batches are the
+    launcher's: on CPU the preset's token budget (configs/cpu/rl.yaml), which bounds an update's memory at
+    any samples per step (a fixed micro-batch of 16 sequences took 12 GiB)."""
     return [
         f"data.train_batch_size={cfg.rl_batch}",
-        f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={micro}",
-        f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={micro}",
-        f"actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu={micro}",
         f"actor_rollout_ref.actor.ppo_mini_batch_size={cfg.rl_batch}",
         f"actor_rollout_ref.rollout.n={cfg.rl_n}",
         f"actor_rollout_ref.rollout.temperature={cfg.rl_temperature:g}",
@@ -238,6 +236,49 @@ def rl_overrides(cfg: Config) -> list[str]:
         # skips the old-log-prob pass exactly instead (the e2c_on_policy loss, ratio 1).
         *(["algorithm.rollout_correction.bypass_mode=true"] if cfg.rl_bypass else []),
     ]
+
+
+def rl_memory_check(cfg: Config) -> None:
+    """Refuse, before any stage runs, an RL stage that cannot fit in this machine's memory: the run the RL
+    stage will start (the CPU preset with :func:`rl_overrides`, composed as the launcher composes it) through
+    the launcher's own check (:func:`e2c.rl.memory.check_run`), rather than ray's memory monitor ending it
+    after the earlier stages. Not checked: RL skipped (``--rl-steps 0``), a GPU, ``E2C_MEMORY_CHECK=0``, a
+    ray cluster (``RAY_ADDRESS``) and a model that is no folder here (an HF id: the launcher checks it when
+    the stage starts)."""
+    import os
+
+    from e2c.devices import gpu_count
+    from e2c.rl import memory
+
+    if cfg.rl_steps <= 0 or gpu_count() > 0 or memory.check_disabled() or os.environ.get("RAY_ADDRESS"):
+        return
+    folder = local_model_folder(cfg.model)
+    model = memory.model_shape(folder) if folder is not None else None
+    if model is None:
+        return
+    from e2c.rl.launch import planned_cpu_config
+
+    engine, weight_bytes = memory.cpu_rollout()
+    plan = memory.plan_from_config(planned_cpu_config(rl_overrides(cfg)), engine, weight_bytes)
+    memory.check_run(
+        model,
+        plan,
+        f"the RL stage ({cfg.rl_batch} prompts x {cfg.rl_n} samples per step)",
+        [f"lower --rl-batch or --rl-n (now {cfg.rl_batch} x {cfg.rl_n})"],
+        skip=f"set {memory.CHECK_ENV}=0 to run it anyway",
+    )
+
+
+def local_model_folder(spec: str) -> Path | None:
+    """The folder of the quickstart's base model (the SFT model RL starts from has its shape): the tiny and
+    embedded models (built into the cache if they are not there yet, as the data stage would) and a local
+    folder; None for an HF id (not downloaded for a check)."""
+    from e2c.models import resolve_model
+
+    if spec in ("tiny", "embedded"):
+        return Path(resolve_model(spec).path)
+    path = Path(spec).expanduser()
+    return path if path.is_dir() else None
 
 
 def reward_shape_overrides(name: str) -> list[str]:

@@ -8,8 +8,8 @@ that make the same config run here:
 - GPU (CUDA visible): vLLM rollout, the config's sizes, ``n_gpus_per_node`` from the visible GPUs.
 - CPU (no CUDA): the overrides of ``configs/cpu/rl.yaml``: the ``hf`` rollout and CPU platform that
   :mod:`e2c.rl.plugin` registers, FSDP2 with SDPA attention, ray with logical GPUs, one transfer-queue
-  storage unit, and a small size preset (batch 4, n 4, 256+128 tokens) that any override given after
-  ``--`` replaces.
+  storage unit, and a small size preset (batch 4, n 4, 256+128 tokens, micro-batches of at most 2048
+  tokens) that any override given after ``--`` replaces.
 
 Before verl starts, the launcher composes the config with every override in-process, verl's own fields
 users set most (learning rates, temperatures, lengths, batch sizes, clip ratios: each by its value type,
@@ -17,8 +17,9 @@ users set most (learning rates, temperatures, lengths, batch sizes, clip ratios:
 folder (config, weight headers, a tokenizer that loads, a chat template; :mod:`e2c.launch_checks`), the
 ``e2c`` settings group with each key's declared type (:mod:`e2c.rl.settings`: a Hydra override of an
 ``e2c.*`` key is checked like its flag), that the config runs the algorithm and stage asked for and an
-advantage estimator verl has, the batch arithmetic (:mod:`e2c.batch_shapes`) and the output folder (:func:`e2c.files.check_output_dir`; created when the stage
-starts): bad input is one ``error:`` line and exit 2 (``E2C_CHECK_ONLY=1``: stop there, "checks passed"),
+advantage estimator verl has, the batch arithmetic (:mod:`e2c.batch_shapes`), the output folder (:func:`e2c.files.check_output_dir`; created when the stage
+starts) and, on CPU, that the run fits in this machine's memory (:mod:`e2c.rl.memory`; ``--no-memory-check``
+skips it): bad input is one ``error:`` line and exit 2 (``E2C_CHECK_ONLY=1``: stop there, "checks passed"),
 never a traceback from inside verl minutes later. Paths go into the overrides quoted where Hydra would not
 read them plainly (a space, an accented letter: :func:`e2c.launch_checks.hydra_value`). Hydra's own files go
 to ``<output-dir>/hydra/<time>``.
@@ -234,33 +235,51 @@ def cpu_shape(ranks: int, nnodes: int, joins_cluster: bool) -> dict[str, str]:
 
 
 # The CPU preset's micro-batch keys and which per-rank share each must divide (verl's prepare_micro_batches
-# asserts it when dynamic batch sizes are off, as they are on CPU): a mini-batch's or a whole step's.
+# asserts it when dynamic batch sizes are off): a mini-batch's or a whole step's.
 MICRO_BATCH_KEYS = {
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu": "mini",
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu": "step",
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu": "step",
 }
+# The token budget of a micro-batch with dynamic batch sizes (the CPU preset's): verl's rollout and reference
+# log-prob budgets follow it unless set.
+TOKEN_BUDGET_KEY = "actor_rollout_ref.actor.ppo_max_token_len_per_gpu"
+DYNAMIC_KEY = "actor_rollout_ref.actor.use_dynamic_bsz"
 
 
 def cpu_micro_batches(cfg: Any, named: set[str]) -> dict[str, str]:
-    """The CPU preset's micro-batch sizes shrunk to fit each rank's share: with ``R`` ranks a rank holds
-    ``ppo_mini_batch_size * n / R`` samples per update and its share of the step's (padded) samples for the
-    log-prob passes (:func:`e2c.batch_shapes.padded_samples`), and a micro-batch must divide them. Keys the
-    user set (``named``) are left to the user and to :func:`e2c.batch_shapes.check_rl`. Returns only the
-    keys that change.
+    """The CPU preset's micro-batches fitted to this run. Keys the user set (``named``) are left to the user
+    and to :func:`e2c.batch_shapes.check_rl`. Returns only the keys that change.
+
+    With dynamic batch sizes (the preset's), a micro-batch holds up to ``ppo_max_token_len_per_gpu`` tokens
+    and verl asserts that one sequence fits: the budget is raised to the longest sequence (prompt +
+    response) when that is longer. With them turned off (``use_dynamic_bsz=false``), each micro-batch size
+    is shrunk to divide each rank's share: with ``R`` ranks a rank holds ``ppo_mini_batch_size * n / R``
+    samples per update and its share of the step's (padded) samples for the log-prob passes
+    (:func:`e2c.batch_shapes.padded_samples`).
 
     >>> from omegaconf import OmegaConf
     >>> cfg = OmegaConf.create({"trainer": {"n_gpus_per_node": 4, "nnodes": 1},
-    ...     "data": {"train_batch_size": 4}, "actor_rollout_ref": {"rollout": {"n": 4,
-    ...     "log_prob_micro_batch_size_per_gpu": 16}, "actor": {"ppo_mini_batch_size": 4,
-    ...     "ppo_micro_batch_size_per_gpu": 16}, "ref": {"log_prob_micro_batch_size_per_gpu": 16}}})
+    ...     "data": {"train_batch_size": 4, "max_prompt_length": 256, "max_response_length": 2048},
+    ...     "actor_rollout_ref": {"rollout": {"n": 4, "log_prob_micro_batch_size_per_gpu": 16},
+    ...     "actor": {"ppo_mini_batch_size": 4, "ppo_micro_batch_size_per_gpu": 16, "use_dynamic_bsz": False,
+    ...     "ppo_max_token_len_per_gpu": 2048}, "ref": {"log_prob_micro_batch_size_per_gpu": 16}}})
     >>> cpu_micro_batches(cfg, set())["actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu"]
     '4'
+    >>> cfg.actor_rollout_ref.actor.use_dynamic_bsz = True
+    >>> cpu_micro_batches(cfg, set())
+    {'actor_rollout_ref.actor.ppo_max_token_len_per_gpu': '2304'}
     """
     from omegaconf import OmegaConf
 
-    from e2c.batch_shapes import padded_samples
+    from e2c.batch_shapes import longest_sequence, padded_samples
 
+    if bool(OmegaConf.select(cfg, DYNAMIC_KEY, default=False)):
+        budget = OmegaConf.select(cfg, TOKEN_BUDGET_KEY)
+        longest = longest_sequence(cfg)
+        if TOKEN_BUDGET_KEY in named or budget is None or int(budget) >= longest:
+            return {}
+        return {TOKEN_BUDGET_KEY: str(longest)}
     world = int(cfg.trainer.n_gpus_per_node) * int(cfg.trainer.nnodes)
     n = int(cfg.actor_rollout_ref.rollout.n)
     mini = int(cfg.actor_rollout_ref.actor.ppo_mini_batch_size) * n
@@ -277,6 +296,23 @@ def cpu_micro_batches(cfg: Any, named: set[str]) -> dict[str, str]:
         if fit != int(micro):
             out[key] = str(fit)
     return out
+
+
+def planned_cpu_config(user_overrides: list[str], algo: str = "grpo", stage: int = 2) -> Any:
+    """The config a CPU launch with these Hydra overrides would run: the CPU preset at this machine's ranks,
+    the user's overrides, the micro-batches fitted as :func:`command` fits them. For checks made before the
+    launch, by a tool that will start it (the quickstart's memory check)."""
+    from omegaconf import OmegaConf
+
+    from e2c.launch_checks import compose_checked
+
+    cpu = {**cpu_overrides(), **cpu_shape(cpu_ranks(), 1, joins_cluster=False)}
+    fixed = [f"e2c_stage=stage{stage}", *(f"{k}={v}" for k, v in cpu.items())]
+    cfg = compose_checked(configs_dir(), config_name(algo), fixed, user_overrides)
+    named = {o.partition("=")[0].lstrip("+~") for o in user_overrides}
+    for key, value in cpu_micro_batches(cfg, named).items():
+        OmegaConf.update(cfg, key, int(value))
+    return cfg
 
 
 def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
@@ -462,6 +498,12 @@ def build_parser() -> ArgumentParser:
         f"validation generation also goes to OUTPUT_DIR/{VAL_DIR}/<step>.jsonl (default: {VAL_GENERATIONS}; 0: neither)",
     )
     add_lora_args(p)
+    p.add_argument(
+        "--no-memory-check",
+        action="store_true",
+        help="start a CPU run even when its memory estimate (e2c/rl/memory.py) is over what this machine can "
+        "give it (also E2C_MEMORY_CHECK=0); default: refuse it before verl starts",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the verl command and exit")
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. trainer.total_epochs=3")
@@ -583,6 +625,8 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     it (both stages: stage 1's checkpoint does not exist yet when the command is checked up front)."""
     stage = stage or args.stages[0]
     args.stage = stage
+    # Stage 2's planned start (both stages) does not exist yet: the memory estimate reads stage 1's model.
+    shape_folder = getattr(args, "model_path", None)
     gpus = gpu_count()
     if gpus == 0:
         # Read inside the CPU rollout's ray actor, where a bad value would end in a traceback: check it here.
@@ -652,6 +696,9 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     check_shape(cfg, args, stage)
     # verl's own dataclasses and validators, as main_ppo runs them inside its ray driver: one line here.
     verl_rl_checks(cfg, shape_label(cfg, args, stage))
+    if gpus == 0 and memory_checked(args):
+        folder = args.model_path if (Path(args.model_path) / "config.json").is_file() else shape_folder
+        check_memory(cfg, Path(folder or args.model_path), shape_label(cfg, args, stage))
     overrides.extend(f"{k}={v}" for k, v in on_policy_overrides(cfg, args.overrides).items())
     if user_save_freq(args) is None and int(cfg.trainer.save_freq) <= 0:
         # The CPU preset saves nothing; every stage still ends with a checkpoint, so final/ (and stage 2's
@@ -817,6 +864,40 @@ def check_shape(cfg: Any, args: argparse.Namespace, stage: int) -> None:
 
     cluster = Cluster(int(cfg.trainer.n_gpus_per_node), int(cfg.trainer.nnodes))
     check_rl(cfg, shape_label(cfg, args, stage), cluster)
+
+
+def memory_checked(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> bool:
+    """Whether this launch checks its memory (:func:`check_memory`): not with ``--no-memory-check`` or
+    ``E2C_MEMORY_CHECK=0``, not for ``--dry-run`` (it runs nothing), and not when the driver joins a ray
+    cluster (``RAY_ADDRESS``: the workers run on its machines, not this one)."""
+    from e2c.rl.memory import check_disabled
+
+    env = os.environ if env is None else env
+    if args.no_memory_check or args.dry_run or env.get("RAY_ADDRESS"):
+        return False
+    return not check_disabled(env)
+
+
+def check_memory(cfg: Any, model_folder: Path, label: str) -> None:
+    """A CPU run that cannot fit in this machine's memory is one line here (the estimate, what this machine
+    can give it, what to change: :mod:`e2c.rl.memory`), not ray's memory monitor killing a worker minutes
+    in; one that fits says its estimate. GPU runs are not checked (:mod:`e2c.rl.memory`)."""
+    from e2c.rl import memory
+
+    model = memory.model_shape(model_folder)
+    if model is None:
+        print(f"[e2c-rl] memory not estimated: {model_folder}/config.json does not give the model's shape")
+        return
+    engine, weight_bytes = memory.cpu_rollout()
+    plan = memory.plan_from_config(cfg, engine, weight_bytes)
+    limit = memory.machine_limit()
+    changes = memory.launcher_changes(plan, cfg.data.train_batch_size, cfg.actor_rollout_ref.rollout.n)
+    est = memory.check_run(model, plan, f"{label}, {plan.samples} samples per step", changes, limit=limit)
+    print(
+        f"[e2c-rl] memory: about {est.total / memory.GIB:.1f} GiB ({est.parts()}) of the "
+        f"{limit.bytes / memory.GIB:.1f} GiB {limit.source} can give a run",
+        flush=True,
+    )
 
 
 def shape_label(cfg: Any, args: argparse.Namespace, stage: int) -> str:

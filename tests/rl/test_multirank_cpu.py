@@ -234,9 +234,9 @@ def test_every_training_script_takes_n_gpus_as_cpu_ranks_cpu(tmp_path: Path, scr
     if script == "ef-sft.sh":
         assert "--nproc_per_node=4" in out
     else:
-        # 4 logical GPUs for ray, and micro-batches that divide each of the 4 ranks' share
+        # 4 logical GPUs for ray; micro-batches packed to the preset's token budget, so none to divide
         assert "+ray_kwargs.ray_init.num_gpus=4" in out
-        assert "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4" in out
+        assert "actor_rollout_ref.actor.use_dynamic_bsz=true" in out
 
 
 # ---------------------------------------------------------------------------------------------- GRPO

@@ -300,7 +300,7 @@ def test_cpu_overrides_come_from_the_configs_folder_cpu(tmp_path: Path) -> None:
     doc = yaml.safe_load((ROOT / "configs" / "cpu" / "rl.yaml").read_text())
     got = cpu_overrides()
     assert list(got) == [*doc["preset"], *doc["fixed"]]
-    assert got["data.train_batch_size"] == "4" and got["actor_rollout_ref.actor.use_dynamic_bsz"] == "false"
+    assert got["data.train_batch_size"] == "4" and got["actor_rollout_ref.actor.use_dynamic_bsz"] == "true"
     assert got["+ray_kwargs.ray_init.num_gpus"] == "1" and got["trainer.device"] == "cpu"
     args = parse_args(["--model", "tiny", "--save-freq", "3"])
     args.model_path, args.output_dir = "m", tmp_path

@@ -1,0 +1,512 @@
+"""How much host memory a CPU RL run needs, estimated before it starts, and the check that refuses one that
+cannot fit (``python -m e2c.rl.launch``, the path of ``scripts/e2c_rl.sh``, and the quickstart's
+``validate``, which both call :func:`check_run`).
+
+A CPU run that does not fit does not fail cleanly: ray's memory monitor kills a worker once the node's used
+memory passes 95% of its total, minutes in (after the quickstart's pass-rate filter, in the second step of
+a 32-sample run), and the run ends in ray's OOM dump. This module turns the run's shape into an estimate in
+bytes, compares it with what this machine can give a run, and says in one line what to change.
+
+The formula (bytes; ``P`` parameters, ``V`` vocabulary, ``h`` hidden size, ``I`` MLP width, ``L`` layers,
+``R`` ranks; on CPU one actor worker and one rollout replica per rank)::
+
+    states    = (16 P if trained else 4 P [LoRA's base]) / R     fp32 weights, grads, AdamW m and v (sharded
+                + 2 P  [+ 4 P / R + 2 P: a reference model]      over the ranks), the bf16 compute copy
+    per_token = L * ACT * (h + I)                                saved activations of the update, per padded
+                (gradient checkpointing: L * CKPT * h            token
+                 + ACT * (h + I))
+                + V * VOCAB_TRAIN  [+ V * VOCAB_ENTROPY]         the logits, their rows, log-softmax, grads
+                                                                 [an entropy term in the loss]; 0 with
+                                                                 verl's fused kernel, which instead holds
+                                                                 FUSED_CHUNK * V * FUSED_BYTES at a time
+    tokens    = dynamic: min(budget * PAD, S * FILL * longest)   padded tokens of one micro-batch of the
+                fixed:   min(micro, S) * FILL * longest          update (S: samples per rank per mini-batch)
+    actor     = ACTOR_RUNTIME + R * (states + max(tokens * per_token, log-prob pass) [+ fused chunk])
+    rollout   = ROLLOUT_RUNTIME + R * (P * rollout_bytes + 2 * 4 P + kv)
+                                                                 its weights, the fp32 start copy and the
+                                                                 fp32 weights each sync pushes; kv: vLLM's
+                                                                 preallocated cache, or transformers' cache
+                                                                 of the batch
+    rest      = REST_RUNTIME + (R - 1) * EXTRA_RANK + samples * REST_PER_SAMPLE
+    estimate  = actor + rollout + rest
+
+and the most a run may add is what ray's monitor leaves it::
+
+    limit = MemAvailable (at launch) - (1 - threshold) * MemTotal      threshold: RAY_memory_usage_threshold,
+                                                                       0.95 by default
+
+(a cgroup v2 ``memory.max`` below MemTotal takes its place). The check is about this machine's RAM for a run
+without a GPU: a GPU run is not checked (its activations live in GPU memory, for which no formula is given
+here), nor is a driver that joins a ray cluster (``RAY_ADDRESS``: the workers run on other machines).
+
+Calibration (embedded SmolLM2-135M: P 134.5 M, V 49,156, h 576, I 1,536, L 30; 2-core AMD EPYC, 23.54 GiB,
+November 2026):
+
+- ``ACT``, ``VOCAB_TRAIN``, ``VOCAB_INFER``, ``FUSED_BYTES``: one micro-batch measured in-process as verl's
+  FSDP engine computes it on CPU without padding removal (bf16 autocast, the logits' valid rows
+  concatenated, ``logprobs_from_logits``, backward; peak RSS over the optimizer's state, less the 2 P bf16
+  copy). 4 x 580 tokens: 3.73 GiB with 30 layers, 1.34 GiB with 2 (same vocabulary), so 39.5 kB per layer
+  and 540 kB for the vocabulary per padded token: 18.7 bytes per (h + I) and 11.0 per vocabulary entry.
+  Without gradients, with the entropy the log-prob pass computes: 6.7 bytes per entry. Through verl's
+  fused kernel (``FusedLinearForPPO``, torch backend): 1.14 MiB per token (18.8 bytes per (h + I), nothing
+  per entry) and 0.77 GiB of chunk buffers. Two and three micro-batches in a row peaked as one did.
+- The fixed parts, from the quickstart's measured failure: 4 prompts x 8 samples at a fixed micro-batch of
+  16 (prompt room 264, responses up to 320 tokens, no fused kernel), killed by ray's monitor with the node
+  at 22.45 of 23.54 GiB, the actor-update worker at 12.1 GiB, the rollout server (vLLM, bf16, 2 GiB KV
+  cache) at 4.9 GiB. ``FILL`` 0.6 (a micro-batch's longest sequence at 60% of the limit) gives the actor
+  12.1 GiB with ``ACTOR_RUNTIME`` 0.84 GiB; the rollout's 4.9 GiB less its weights, the two fp32 copies and
+  the cache leave ``ROLLOUT_RUNTIME`` 1.65 GiB; the remaining 5.45 GiB less about 0.9 GiB that an idle
+  machine uses leave 4.55 GiB for the rest at 32 samples.
+- The same quickstart at 2 prompts x 8 samples ran all its steps at the same micro-batch of 16: the two
+  runs differ only in samples per step, so their estimates differ only by ``REST_PER_SAMPLE`` (the driver's,
+  agent loop's, reward's and transfer queue's per-sample state), set to 8 MiB (at least 6 MiB keeps the
+  16-sample run under the line the 32-sample one crossed). Both sat within 0.2 GiB of the line: a fixed
+  micro-batch of 16 fitted by luck.
+- ``EXTRA_RANK`` 0.5 GiB per rank beyond the first (the tiny model's GRPO step at 4 ranks against 1: 8.64
+  against 7.19 GiB of summed PSS, docs/training.md; most of a rank's process is shared libraries).
+- Not measured: ``PAD`` 1.4 (a dynamic micro-batch's padded over its real tokens, with mixed lengths),
+  ``CKPT`` and ``VOCAB_ENTROPY`` (from the tensors kept), the transformers rollout's cache.
+  ``bench/rl_memory.py`` records real peaks next to the estimate, to refit the constants.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from e2c.errors import UserError
+from e2c.verl_cpu.rollout_engine import ROLLOUT_KV_CACHE_GIB
+
+GIB = 2**30
+MIB = 2**20
+
+# -- constants (see the module docstring for where each comes from) -------------------------------------
+ACT = 18.7  # bytes per (hidden + MLP width) unit, per layer, per padded token of the update
+CKPT = 4.0  # bytes per hidden unit per layer per token with gradient checkpointing (the fp32 layer input)
+VOCAB_TRAIN = (
+    11.0  # bytes per vocabulary entry per padded token of the update (logits, rows, log-softmax, grads)
+)
+VOCAB_INFER = (
+    6.7  # bytes per vocabulary entry per token of a log-prob pass (logits and the entropy's softmax)
+)
+VOCAB_ENTROPY = 12.0  # extra per entry when the loss has an entropy term (its fp32 softmax kept for backward)
+FUSED_CHUNK = 512  # tokens per chunk of verl's fused log-prob kernel (FusedLinearForPPO's default)
+FUSED_BYTES = 33.0  # bytes per vocabulary entry per chunk token: its fp32 logits, softmax and gradients
+STATE_FULL = 16  # bytes per parameter of a trained model: fp32 weights, grads, AdamW m and v
+STATE_FROZEN = 4  # bytes per parameter of a frozen one (LoRA's base, the reference model): fp32 weights
+COMPUTE_COPY = 2  # bytes per parameter of the bf16 copy the forward runs on
+WEIGHT_COPY = 4  # bytes per parameter of an fp32 copy in the rollout server
+FILL = 0.6  # a micro-batch's longest sequence over the prompt + response limit
+PAD = 1.4  # a dynamic micro-batch's padded tokens over its real ones
+ACTOR_RUNTIME = 0.84 * GIB
+ROLLOUT_RUNTIME = 1.65 * GIB
+REST_RUNTIME = 4.3 * GIB  # ray's daemons, the driver, agent-loop, reward and transfer-queue workers
+REST_PER_SAMPLE = 8 * MIB
+EXTRA_RANK = 0.5 * GIB
+
+RAY_THRESHOLD = 0.95  # ray's memory monitor kills a worker above this share of the node's memory
+THRESHOLD_ENV = "RAY_memory_usage_threshold"
+MONITOR_ENV = "RAY_memory_monitor_refresh_ms"  # 0 turns ray's monitor off
+CHECK_ENV = "E2C_MEMORY_CHECK"  # 0: do not check (what --no-memory-check does)
+MEMORY_ENV = "E2C_MEMORY_GIB"  # check against a machine with this many GiB free instead of this one
+NO_CHECK_HINT = f"--no-memory-check ({CHECK_ENV}=0)"
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """What the estimate needs of a model: its size and the dimensions its activations scale with."""
+
+    params: int
+    vocab: int
+    hidden: int
+    intermediate: int
+    layers: int
+    kv_heads: int
+    head_dim: int
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What one RL step is, as far as memory goes (read from the composed config: :func:`plan_from_config`)."""
+
+    samples: int  # responses per step: data.train_batch_size x rollout.n
+    update_samples: int  # samples per rank of one mini-batch (what the update splits into micro-batches)
+    step_samples: int  # samples per rank of a whole step (what a log-prob pass splits)
+    longest: int  # prompt + response tokens of the longest sequence
+    dynamic: bool  # micro-batches packed to a token budget (verl's use_dynamic_bsz)
+    train_budget: int  # ppo_max_token_len_per_gpu (dynamic)
+    infer_budget: int  # the log-prob passes' budget (the larger of the rollout's and the reference's)
+    train_micro: int  # ppo_micro_batch_size_per_gpu (fixed)
+    infer_micro: int  # log_prob_micro_batch_size_per_gpu (fixed)
+    ranks: int = 1
+    gradient_checkpointing: bool = False
+    entropy_in_loss: bool = False
+    entropy_checkpointing: bool = False
+    fused: bool = False  # verl's fused log-prob kernel: the logits a chunk at a time
+    reference: bool = False
+    lora: bool = False
+    rollout_engine: str = "vllm"  # vllm | hf
+    rollout_bytes: int = 2  # bytes per weight of the rollout's model (bf16 2, fp32 4)
+    kv_cache_bytes: int = ROLLOUT_KV_CACHE_GIB * GIB  # vLLM's preallocated KV cache per replica
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Peak resident bytes of a run: its actor workers, rollout servers and everything else."""
+
+    actor: float
+    rollout: float
+    rest: float
+    train_tokens: float  # padded tokens of one update micro-batch (what the token budget bounds)
+    activations: float  # the part of ``actor`` that the micro-batch's size sets (all ranks)
+
+    @property
+    def total(self) -> float:
+        return self.actor + self.rollout + self.rest
+
+    def parts(self) -> str:
+        """``actor 7.9, rollout 5.2, rest 4.4`` (GiB)."""
+        return f"actor {self.actor / GIB:.1f}, rollout {self.rollout / GIB:.1f}, rest {self.rest / GIB:.1f}"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """What this machine can give a run before ray's monitor kills it."""
+
+    total: int  # MemTotal (or the cgroup's limit)
+    available: int  # MemAvailable at launch
+    threshold: float  # ray's monitor line, a share of total
+    source: str  # where the numbers come from, for the error line
+
+    @property
+    def bytes(self) -> float:
+        return self.available - (1.0 - self.threshold) * self.total
+
+
+# -- the model ------------------------------------------------------------------------------------------
+def _text_config(cfg: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The language model's part of a config.json (multimodal configs nest it)."""
+    inner = cfg.get("text_config")
+    return inner if isinstance(inner, Mapping) and "hidden_size" in inner else cfg
+
+
+def shape_from_config(cfg: Mapping[str, Any], params: int | None = None) -> ModelShape:
+    """A :class:`ModelShape` from a model's ``config.json`` contents; ``params`` (the weights' count) when
+    known, else counted from the dimensions as a Llama-shaped decoder.
+
+    >>> s = shape_from_config({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+    ...     "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 516, "tie_word_embeddings": True})
+    >>> s.params, s.head_dim
+    (107072, 16)
+    """
+    c = _text_config(cfg)
+    hidden = int(c.get("hidden_size") or c.get("n_embd") or c.get("d_model"))
+    layers = int(c.get("num_hidden_layers") or c.get("n_layer"))
+    heads = int(c.get("num_attention_heads") or c.get("n_head") or 1)
+    kv_heads = int(c.get("num_key_value_heads") or heads)
+    head_dim = int(c.get("head_dim") or hidden // heads)
+    intermediate = int(c.get("intermediate_size") or c.get("n_inner") or 4 * hidden)
+    vocab = int(c.get("vocab_size"))
+    if params is None:
+        attention = hidden * heads * head_dim * 2 + hidden * kv_heads * head_dim * 2
+        per_layer = attention + 3 * hidden * intermediate + 2 * hidden
+        tied = bool(cfg.get("tie_word_embeddings", c.get("tie_word_embeddings", False)))
+        params = layers * per_layer + vocab * hidden * (1 if tied else 2) + hidden
+    return ModelShape(params, vocab, hidden, intermediate, layers, kv_heads, head_dim)
+
+
+def safetensors_params(folder: Path) -> int | None:
+    """Parameters stored in a folder's ``*.safetensors`` files, from their headers (no weights are read);
+    None when it has none or one is unreadable."""
+    files = sorted(folder.glob("*.safetensors"))
+    if not files:
+        return None
+    total = 0
+    try:
+        for f in files:
+            with f.open("rb") as fh:
+                (size,) = struct.unpack("<Q", fh.read(8))
+                header = json.loads(fh.read(size))
+            for name, entry in header.items():
+                if name != "__metadata__":
+                    count = 1
+                    for d in entry["shape"]:
+                        count *= int(d)
+                    total += count
+    except (OSError, ValueError, KeyError, TypeError, struct.error):
+        return None
+    return total
+
+
+def model_shape(folder: str | Path) -> ModelShape | None:
+    """The shape of the model in ``folder`` (its ``config.json``, and its weight headers for the count);
+    None when its config does not say (an architecture without the usual keys: not estimated)."""
+    folder = Path(folder)
+    try:
+        cfg = json.loads((folder / "config.json").read_text())
+        return shape_from_config(cfg, safetensors_params(folder))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
+# -- the run --------------------------------------------------------------------------------------------
+def _select(cfg: Any, key: str, default: Any = None) -> Any:
+    from omegaconf import OmegaConf
+
+    value = OmegaConf.select(cfg, key, default=default)
+    return default if value is None else value
+
+
+def plan_from_config(cfg: Any, rollout_engine: str = "vllm", rollout_bytes: int = 2) -> RunPlan:
+    """The :class:`RunPlan` of a composed RL config (what :func:`e2c.launch_checks.compose_checked`
+    returns, sizes checked there; the batch split checked by :func:`e2c.batch_shapes.check_rl`)."""
+    from e2c.batch_shapes import longest_sequence, padded_samples
+
+    actor = "actor_rollout_ref.actor"
+    world = int(_select(cfg, "trainer.n_gpus_per_node", 1)) * int(_select(cfg, "trainer.nnodes", 1))
+    n = int(_select(cfg, "actor_rollout_ref.rollout.n", 1))
+    batch = int(_select(cfg, "data.train_batch_size"))
+    mini = int(_select(cfg, f"{actor}.ppo_mini_batch_size", batch)) * n
+    samples = batch * n
+    budgets = [int(_select(cfg, f"{actor}.ppo_max_token_len_per_gpu", 16384))]
+    infer = [
+        int(_select(cfg, f"actor_rollout_ref.{k}.log_prob_max_token_len_per_gpu", budgets[0]))
+        for k in ("rollout", "ref")
+    ]
+    micro = int(_select(cfg, f"{actor}.ppo_micro_batch_size_per_gpu", 1) or 1)
+    infer_micro = max(
+        int(_select(cfg, f"actor_rollout_ref.{k}.log_prob_micro_batch_size_per_gpu", micro) or micro)
+        for k in ("rollout", "ref")
+    )
+    entropy = float(_select(cfg, f"{actor}.entropy_coeff", 0.0)) != 0.0 or bool(
+        _select(cfg, f"{actor}.calculate_entropy", False)
+    )
+    lora = int(_select(cfg, "actor_rollout_ref.model.lora_rank", 0) or 0) > 0
+    kl = bool(_select(cfg, f"{actor}.use_kl_loss", False)) or bool(
+        _select(cfg, "algorithm.use_kl_in_reward", False)
+    )
+    return RunPlan(
+        samples=samples,
+        update_samples=max(1, mini // world),
+        step_samples=max(1, padded_samples(samples, world, mini) // world),
+        longest=longest_sequence(cfg),
+        dynamic=bool(_select(cfg, f"{actor}.use_dynamic_bsz", False)),
+        train_budget=budgets[0],
+        infer_budget=max(infer),
+        train_micro=micro,
+        infer_micro=infer_micro,
+        ranks=world,
+        gradient_checkpointing=bool(
+            _select(cfg, "actor_rollout_ref.model.enable_gradient_checkpointing", False)
+        ),
+        entropy_in_loss=entropy,
+        entropy_checkpointing=bool(_select(cfg, f"{actor}.entropy_checkpointing", False)),
+        fused=bool(_select(cfg, "actor_rollout_ref.model.use_fused_kernels", False)),
+        reference=kl and not lora,  # LoRA's reference is the base with the adapter off: no second model
+        lora=lora,
+        rollout_engine=rollout_engine,
+        rollout_bytes=rollout_bytes,
+    )
+
+
+# -- the estimate ---------------------------------------------------------------------------------------
+def micro_tokens(budget: int, micro: int, samples: int, longest: int, dynamic: bool) -> float:
+    """Padded tokens of one micro-batch: a dynamic one holds up to ``budget`` real tokens (``PAD`` times
+    as many padded), a fixed one ``micro`` sequences padded to their longest; neither more than the
+    ``samples`` there are.
+
+    >>> micro_tokens(2048, 16, 32, 584, True), round(micro_tokens(2048, 16, 32, 584, False), 1)
+    (2867.2, 5606.4)
+    """
+    whole = samples * FILL * longest
+    if dynamic:
+        return min(budget * PAD, whole)
+    return min(micro, samples) * FILL * longest
+
+
+def estimate(model: ModelShape, plan: RunPlan) -> Estimate:
+    """The peak resident bytes of an RL run of ``model`` shaped as ``plan`` on one machine without a GPU
+    (the formula of the module docstring)."""
+    p, r = model.params, plan.ranks
+    states = (STATE_FROZEN if plan.lora else STATE_FULL) * p / r + COMPUTE_COPY * p
+    if plan.reference:
+        states += STATE_FROZEN * p / r + COMPUTE_COPY * p
+    width = model.hidden + model.intermediate
+    if plan.gradient_checkpointing:
+        layers = model.layers * CKPT * model.hidden + ACT * width  # saved inputs + one layer recomputed
+    else:
+        layers = model.layers * ACT * width
+    if plan.fused:  # the logits (and the entropy's softmax) exist one chunk at a time
+        vocab, vocab_infer, chunk = 0.0, 0.0, FUSED_CHUNK * model.vocab * FUSED_BYTES
+    else:
+        entropy = plan.entropy_in_loss and not plan.entropy_checkpointing
+        vocab, vocab_infer, chunk = VOCAB_TRAIN + (VOCAB_ENTROPY if entropy else 0.0), VOCAB_INFER, 0.0
+    train = micro_tokens(plan.train_budget, plan.train_micro, plan.update_samples, plan.longest, plan.dynamic)
+    infer = micro_tokens(plan.infer_budget, plan.infer_micro, plan.step_samples, plan.longest, plan.dynamic)
+    activations = chunk + max(train * (layers + model.vocab * vocab), infer * model.vocab * vocab_infer)
+    actor = ACTOR_RUNTIME + r * (states + activations)
+    if plan.rollout_engine == "vllm":
+        kv = float(plan.kv_cache_bytes)
+    else:  # transformers: the cache of the replica's batch, as long as its sequences get
+        per_token = model.layers * 2 * model.kv_heads * model.head_dim * plan.rollout_bytes
+        kv = plan.samples / r * FILL * plan.longest * per_token
+    replica = p * plan.rollout_bytes + 2 * WEIGHT_COPY * p + kv
+    rollout = ROLLOUT_RUNTIME + r * replica
+    rest = REST_RUNTIME + (r - 1) * EXTRA_RANK + plan.samples * REST_PER_SAMPLE
+    return Estimate(actor=actor, rollout=rollout, rest=rest, train_tokens=train, activations=r * activations)
+
+
+# -- the machine ----------------------------------------------------------------------------------------
+def _meminfo(path: Path) -> dict[str, int]:
+    out = {}
+    for line in path.read_text().splitlines():
+        key, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields and fields[0].isdigit():
+            out[key] = int(fields[0]) * (1024 if fields[1:] == ["kB"] else 1)
+    return out
+
+
+def _cgroup_limit(root: Path) -> tuple[int, int] | None:
+    """(limit, usage) of this process's cgroup v2 memory, or None when it sets no limit."""
+    try:
+        limit = (root / "memory.max").read_text().strip()
+        usage = int((root / "memory.current").read_text().strip())
+    except (OSError, ValueError):
+        return None
+    return (int(limit), usage) if limit.isdigit() else None
+
+
+def ray_threshold(env: Mapping[str, str] | None = None) -> float:
+    """The share of the node's memory above which ray's monitor kills workers (1.0 when it is off)."""
+    env = os.environ if env is None else env
+    if env.get(MONITOR_ENV, "").strip() == "0":
+        return 1.0
+    raw = env.get(THRESHOLD_ENV, "").strip()
+    try:
+        value = float(raw) if raw else RAY_THRESHOLD
+    except ValueError:
+        return RAY_THRESHOLD  # ray itself refuses a bad value at start; not this check's to name
+    return value if 0.0 < value <= 1.0 else RAY_THRESHOLD
+
+
+def machine_limit(
+    env: Mapping[str, str] | None = None,
+    meminfo: Path = Path("/proc/meminfo"),
+    cgroup: Path = Path("/sys/fs/cgroup"),
+) -> Limit:
+    """What this machine can give a run now: ``/proc/meminfo`` (or a smaller cgroup v2 limit) and ray's
+    threshold; ``E2C_MEMORY_GIB`` instead names the free memory of the machine to check against (a machine
+    that size with nothing else running)."""
+    env = os.environ if env is None else env
+    threshold = ray_threshold(env)
+    raw = env.get(MEMORY_ENV, "").strip()
+    if raw:
+        try:
+            gib = float(raw)
+        except ValueError:
+            gib = -1.0
+        if not gib > 0 or gib == float("inf"):
+            raise UserError(f"{MEMORY_ENV} must be a positive number of GiB, got {raw!r}")
+        size = int(gib * GIB)
+        return Limit(size, size, threshold, f"{MEMORY_ENV}={raw}")
+    info = _meminfo(meminfo)
+    total, available = info["MemTotal"], info.get("MemAvailable", info.get("MemFree", 0))
+    limited = _cgroup_limit(cgroup)
+    if limited is not None and limited[0] < total:
+        total, available = limited[0], min(available, limited[0] - limited[1])
+        return Limit(total, available, threshold, "this cgroup")
+    return Limit(total, available, threshold, "this machine")
+
+
+# -- the check ------------------------------------------------------------------------------------------
+def check_disabled(env: Mapping[str, str] | None = None) -> bool:
+    """``E2C_MEMORY_CHECK=0`` (or false/no/off) turns the check off."""
+    value = (os.environ if env is None else env).get(CHECK_ENV, "").strip().lower()
+    return value in ("0", "false", "no", "off")
+
+
+def refusal(est: Estimate, limit: Limit, what: str, fix: str) -> str | None:
+    """The one line that refuses ``what`` (a run's description) when ``est`` is over ``limit``, with
+    ``fix`` (what to change, in the caller's words); None when it fits."""
+    if est.total <= limit.bytes:
+        return None
+    free = max(limit.bytes, 0.0)
+    kept = (
+        f" less {1 - limit.threshold:.0%} of {limit.total / GIB:.1f} GiB kept below ray's memory monitor"
+        if limit.threshold < 1.0
+        else ""
+    )
+    return (
+        f"{what} needs about {est.total / GIB:.1f} GiB of memory ({est.parts()}; e2c/rl/memory.py) but "
+        f"{limit.source} can give a run {free / GIB:.1f} GiB ({limit.available / GIB:.1f} GiB free{kept}): {fix}"
+    )
+
+
+def fix_hint(est: Estimate, limit: Limit, changes: Sequence[str], skip: str) -> str:
+    """What to change: ``changes`` (the caller's settings, in its words) when lowering the micro-batches or
+    the samples can help, else that the run does not fit this machine at any such size; then ``skip``."""
+    fixed = est.total - est.activations
+    if fixed >= limit.bytes:
+        return (
+            f"the run without its micro-batches (ray, its workers, the model's weights and optimizer state, the "
+            f"rollout server) takes about {fixed / GIB:.1f} GiB: free memory or use a larger machine, or {skip}"
+        )
+    return f"{', or '.join(changes)}; or {skip}"
+
+
+def check_run(
+    model: ModelShape,
+    plan: RunPlan,
+    what: str,
+    changes: Sequence[str],
+    skip: str = f"pass {NO_CHECK_HINT}",
+    limit: Limit | None = None,
+) -> Estimate:
+    """Refuse (:class:`UserError`, one line) an RL run of ``model`` shaped as ``plan`` that cannot fit in
+    this machine's memory (``limit``: :func:`machine_limit` by default); returns the estimate otherwise.
+    ``what`` names the run; ``changes`` are what would make it smaller and ``skip`` how to start it anyway,
+    in the caller's words."""
+    limit = limit or machine_limit()
+    est = estimate(model, plan)
+    line = refusal(est, limit, what, fix_hint(est, limit, changes, skip))
+    if line is not None:
+        raise UserError(line)
+    return est
+
+
+def launcher_changes(plan: RunPlan, batch: int, n: int) -> list[str]:
+    """What makes a launcher run smaller, as Hydra overrides: its micro-batch size, its samples per step,
+    gradient checkpointing."""
+    if plan.dynamic:
+        micro = (
+            f"lower actor_rollout_ref.actor.ppo_max_token_len_per_gpu (now {plan.train_budget} tokens per "
+            "micro-batch)"
+        )
+    else:
+        micro = (
+            f"lower actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu (now {plan.train_micro}; or set "
+            "actor_rollout_ref.actor.use_dynamic_bsz=true with a token budget)"
+        )
+    out = [micro, f"lower data.train_batch_size x actor_rollout_ref.rollout.n (now {batch} x {n})"]
+    if not plan.gradient_checkpointing:
+        out.append("set actor_rollout_ref.model.enable_gradient_checkpointing=true")
+    return out
+
+
+def cpu_rollout() -> tuple[str, int]:
+    """(engine, bytes per weight) of the CPU rollout this machine would run (``E2C_ROLLOUT_ENGINE``,
+    ``E2C_ROLLOUT_DTYPE``); their values are checked by the launcher before this is asked."""
+    from e2c.verl_cpu.hf_rollout import rollout_dtype
+    from e2c.verl_cpu.rollout_engine import rollout_engine
+
+    try:
+        engine, dtype = rollout_engine(), rollout_dtype()
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    return engine, dtype.itemsize
