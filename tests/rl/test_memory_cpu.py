@@ -1,0 +1,272 @@
+"""The RL memory estimate (e2c/rl/memory.py): the formula against a plain reference, its monotonicity, its
+calibration against the quickstart's measured runs, what it reads from a composed config and from the
+machine, and the one-line refusal of the launcher and the quickstart (exit 2, before anything starts)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import arithmetic_rl_rows
+
+from e2c.errors import UserError
+from e2c.rl import memory
+from e2c.rl.memory import GIB, Limit, ModelShape, RunPlan
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The embedded SmolLM2-135M with the four chain tags (what e2c.models builds).
+SMOLLM2 = ModelShape(
+    params=134_517_312, vocab=49_156, hidden=576, intermediate=1536, layers=30, kv_heads=3, head_dim=64
+)
+# The machine of the calibration runs: 23.54 GiB, about 0.9 GiB used by an idle system.
+CALIBRATION = Limit(total=int(23.54 * GIB), available=int(22.64 * GIB), threshold=0.95, source="test")
+
+
+def quickstart_plan(samples: int, **kw) -> RunPlan:
+    """The quickstart's RL step (prompt room 264 + responses up to 320 tokens, one mini-batch, one rank)."""
+    base = dict(
+        samples=samples,
+        update_samples=samples,
+        step_samples=samples,
+        longest=584,
+        dynamic=False,
+        train_budget=2048,
+        infer_budget=2048,
+        train_micro=16,
+        infer_micro=16,
+    )
+    return RunPlan(**{**base, **kw})
+
+
+def reference_estimate(m: ModelShape, p: RunPlan) -> float:
+    """The module docstring's formula, term by term, written out plainly."""
+    trained = 4 * m.params if p.lora else 16 * m.params
+    states = trained / p.ranks + 2 * m.params
+    if p.reference:
+        states = states + 4 * m.params / p.ranks + 2 * m.params
+    per_layer = 18.7 * (m.hidden + m.intermediate)
+    layer_bytes = m.layers * per_layer
+    if p.gradient_checkpointing:  # only each layer's input is kept, one layer is recomputed at a time
+        layer_bytes = m.layers * 4.0 * m.hidden + per_layer
+    if p.fused:
+        vocab_train, vocab_infer, chunk = 0.0, 0.0, 512 * m.vocab * 33.0
+    else:
+        vocab_train = 11.0
+        if p.entropy_in_loss and not p.entropy_checkpointing:
+            vocab_train = vocab_train + 12.0
+        vocab_infer, chunk = 6.7, 0.0
+    if p.dynamic:
+        train = min(p.train_budget * 1.4, p.update_samples * 0.6 * p.longest)
+        infer = min(p.infer_budget * 1.4, p.step_samples * 0.6 * p.longest)
+    else:
+        train = min(p.train_micro, p.update_samples) * 0.6 * p.longest
+        infer = min(p.infer_micro, p.step_samples) * 0.6 * p.longest
+    act = chunk + max(train * (layer_bytes + m.vocab * vocab_train), infer * m.vocab * vocab_infer)
+    actor = 0.84 * GIB + p.ranks * (states + act)
+    if p.rollout_engine == "vllm":
+        kv = 2 * GIB
+    else:
+        kv = p.samples / p.ranks * 0.6 * p.longest * m.layers * 2 * m.kv_heads * m.head_dim * p.rollout_bytes
+    rollout = 1.65 * GIB + p.ranks * (m.params * p.rollout_bytes + 8 * m.params + kv)
+    rest = 4.3 * GIB + (p.ranks - 1) * 0.5 * GIB + p.samples * 8 * 2**20
+    return actor + rollout + rest
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"dynamic": True},
+        {"dynamic": True, "fused": True},
+        {"dynamic": True, "train_budget": 100_000, "update_samples": 8, "step_samples": 8},
+        {"ranks": 4, "update_samples": 4, "step_samples": 4, "reference": True},
+        {"lora": True, "gradient_checkpointing": True, "entropy_in_loss": True},
+        {"entropy_in_loss": True, "entropy_checkpointing": True},
+        {"rollout_engine": "hf", "rollout_bytes": 4, "train_micro": 2, "infer_micro": 64},
+    ],
+)
+def test_estimate_matches_the_plain_formula_cpu(changes: dict) -> None:
+    plan = quickstart_plan(32, **changes)
+    got = memory.estimate(SMOLLM2, plan)
+    assert got.total == pytest.approx(reference_estimate(SMOLLM2, plan), rel=1e-9)
+    assert got.total == pytest.approx(got.actor + got.rollout + got.rest)
+
+
+def test_estimate_grows_with_samples_and_the_token_budget_cpu() -> None:
+    for kw in ({"dynamic": True}, {"dynamic": True, "fused": True}, {"dynamic": False}):
+        totals = [
+            memory.estimate(SMOLLM2, quickstart_plan(s, update_samples=s, step_samples=s, **kw)).total
+            for s in (1, 2, 8, 16, 32, 64, 256, 1024)
+        ]
+        assert totals == sorted(totals) and totals[-1] > totals[0], kw
+    budgets = [
+        memory.estimate(SMOLLM2, quickstart_plan(64, dynamic=True, train_budget=b, infer_budget=b)).total
+        for b in (584, 1024, 2048, 4096, 8192, 16384)
+    ]
+    assert budgets == sorted(budgets) and budgets[-1] > budgets[0]
+    micros = [
+        memory.estimate(SMOLLM2, quickstart_plan(64, train_micro=m)).total for m in (1, 2, 4, 8, 16, 32)
+    ]
+    assert micros == sorted(micros) and micros[-1] > micros[0]
+    # a budget past the whole update holds no more tokens than the update has
+    whole = [
+        memory.estimate(SMOLLM2, quickstart_plan(4, dynamic=True, train_budget=b, infer_budget=b)).total
+        for b in (10_000, 100_000)
+    ]
+    assert whole[0] == whole[1]
+
+
+def test_calibration_16_fits_32_at_micro_16_does_not_cpu() -> None:
+    """The quickstart's measured runs: 2 x 8 samples at a fixed micro-batch of 16 ran; 4 x 8 was killed by
+    ray's monitor with the actor-update worker at 12.1 GiB and the rollout server at 4.9 GiB."""
+    sixteen = memory.estimate(SMOLLM2, quickstart_plan(16))
+    thirty_two = memory.estimate(SMOLLM2, quickstart_plan(32))
+    assert sixteen.total <= CALIBRATION.bytes < thirty_two.total
+    assert thirty_two.actor / GIB == pytest.approx(12.1, abs=0.1)
+    assert thirty_two.rollout / GIB == pytest.approx(4.9, abs=0.1)
+    # the node's 22.45 GiB at the kill, less the idle machine's 0.9
+    assert thirty_two.total / GIB == pytest.approx(22.45 - 0.9, abs=0.1)
+    # The CPU preset now: a 2048-token budget and the fused log-prob kernel fit up to 64 samples with room.
+    for samples in (16, 32, 64):
+        now = memory.estimate(SMOLLM2, quickstart_plan(samples, dynamic=True, fused=True))
+        assert now.total < CALIBRATION.bytes - 3 * GIB, (samples, now.total / GIB)
+        assert now.actor < 0.6 * thirty_two.actor
+
+
+def test_refusal_is_one_line_naming_estimate_limit_and_the_fix_cpu() -> None:
+    plan = quickstart_plan(32)
+    with pytest.raises(UserError) as err:
+        memory.check_run(SMOLLM2, plan, "the run", ["lower X (now 16)"], limit=CALIBRATION)
+    line = str(err.value)
+    assert "\n" not in line
+    assert line.startswith("the run needs about 21.6 GiB of memory (actor 12.1, rollout 4.9, rest 4.5;")
+    assert "test can give a run 21.5 GiB (22.6 GiB free less 5% of 23.5 GiB kept below ray's memory" in line
+    assert line.endswith("lower X (now 16); or pass --no-memory-check (E2C_MEMORY_CHECK=0)")
+    fits = memory.check_run(SMOLLM2, quickstart_plan(16), "the run", ["lower X"], limit=CALIBRATION)
+    assert fits.total <= CALIBRATION.bytes
+    # a machine too small for the run without its micro-batches: lowering them is not offered
+    small = Limit(total=8 * GIB, available=8 * GIB, threshold=0.95, source="test")
+    with pytest.raises(
+        UserError, match=r"the run without its micro-batches .* takes about .* GiB: free memory"
+    ):
+        memory.check_run(
+            SMOLLM2, quickstart_plan(16, dynamic=True, fused=True), "r", ["lower X"], limit=small
+        )
+
+
+def test_model_shape_reads_the_folder_cpu(tiny_path: str, tmp_path: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    shape = memory.model_shape(tiny_path)
+    model = AutoModelForCausalLM.from_pretrained(tiny_path, dtype=torch.float32)
+    assert shape is not None
+    assert shape.params == sum(p.numel() for p in model.parameters())  # tied weights counted once
+    assert (shape.vocab, shape.hidden, shape.layers) == (
+        model.config.vocab_size,
+        model.config.hidden_size,
+        model.config.num_hidden_layers,
+    )
+    assert memory.model_shape(tmp_path) is None  # no config.json: not estimated, not refused
+    (tmp_path / "config.json").write_text('{"model_type": "mystery"}')
+    assert memory.model_shape(tmp_path) is None
+
+
+def test_machine_limit_reads_meminfo_cgroup_and_ray_settings_cpu(tmp_path: Path) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24684084 kB\nMemFree:  1000 kB\nMemAvailable:   23000000 kB\n")
+    no_cgroup = tmp_path / "none"
+    got = memory.machine_limit({}, meminfo, no_cgroup)
+    assert (got.total, got.available, got.threshold) == (24684084 * 1024, 23000000 * 1024, 0.95)
+    assert got.bytes == pytest.approx(23000000 * 1024 - 0.05 * 24684084 * 1024)
+    assert memory.machine_limit({"RAY_memory_usage_threshold": "0.8"}, meminfo, no_cgroup).threshold == 0.8
+    assert memory.machine_limit({"RAY_memory_monitor_refresh_ms": "0"}, meminfo, no_cgroup).threshold == 1.0
+    cgroup = tmp_path / "cg"
+    cgroup.mkdir()
+    (cgroup / "memory.max").write_text(f"{8 * GIB}\n")
+    (cgroup / "memory.current").write_text(f"{GIB}\n")
+    limited = memory.machine_limit({}, meminfo, cgroup)
+    assert (limited.total, limited.available, limited.source) == (8 * GIB, 7 * GIB, "this cgroup")
+    (cgroup / "memory.max").write_text("max\n")
+    assert memory.machine_limit({}, meminfo, cgroup).total == 24684084 * 1024
+    named = memory.machine_limit({"E2C_MEMORY_GIB": "12"}, meminfo, cgroup)
+    assert (named.total, named.available, named.source) == (12 * GIB, 12 * GIB, "E2C_MEMORY_GIB=12")
+    for bad in ("0", "-3", "lots", "inf"):
+        with pytest.raises(UserError, match="E2C_MEMORY_GIB must be a positive number of GiB"):
+            memory.machine_limit({"E2C_MEMORY_GIB": bad}, meminfo, cgroup)
+    assert memory.check_disabled({"E2C_MEMORY_CHECK": "0"}) and not memory.check_disabled({})
+
+
+def test_plan_reads_the_composed_cpu_config_cpu() -> None:
+    """What the launcher's config gives the estimate: the preset's budget (the log-prob passes follow it
+    through verl's defaults), the fused kernel, and a budget raised to the longest sequence."""
+    from e2c.rl.launch import planned_cpu_config
+
+    cfg = planned_cpu_config(["data.train_batch_size=4", "actor_rollout_ref.rollout.n=8"])
+    plan = memory.plan_from_config(cfg)
+    assert (plan.samples, plan.update_samples, plan.longest) == (32, 32, 264 + 128)
+    assert plan.dynamic and plan.fused and (plan.train_budget, plan.infer_budget) == (2048, 2048)
+    assert not plan.reference and not plan.lora
+    cfg = planned_cpu_config(["data.max_response_length=4096"])
+    assert memory.plan_from_config(cfg).train_budget == 264 + 4096  # raised: one sequence must fit
+    assert cfg.actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu == 264 + 4096
+    cfg = planned_cpu_config(["actor_rollout_ref.actor.use_dynamic_bsz=false"])
+    fixed = memory.plan_from_config(cfg)
+    assert not fixed.dynamic and fixed.train_micro == 4
+
+
+def _rl_data(tmp_path: Path) -> Path:
+    import pandas as pd
+
+    path = tmp_path / "rl.parquet"
+    pd.DataFrame(arithmetic_rl_rows(16)).to_parquet(path)
+    return path
+
+
+def _launch(tmp_path: Path, *extra: str, **env: str) -> subprocess.CompletedProcess:
+    data = _rl_data(tmp_path)
+    cmd = [sys.executable, "-m", "e2c.rl.launch", "--stage", "1", "--model", "tiny"]
+    cmd += ["--train-data", str(data), "--val-data", str(data), "--output-dir", str(tmp_path / "run"), *extra]
+    full = {**os.environ, "E2C_CHECK_ONLY": "1", "E2C_FORCE_CPU": "1", **env}
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=full, timeout=300)
+
+
+def test_launcher_refuses_what_cannot_fit_in_one_line_cpu(tmp_path: Path) -> None:
+    res = _launch(tmp_path, E2C_MEMORY_GIB="6")
+    assert res.returncode == 2, res.stderr[-2000:]
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert lines[0].startswith("error: GRPO stage 1 at 1x1 GPUs, 16 samples per step needs about ")
+    assert "E2C_MEMORY_GIB=6 can give a run 5.7 GiB" in lines[0]
+    assert lines[0].endswith("or pass --no-memory-check (E2C_MEMORY_CHECK=0)")
+    assert not (tmp_path / "run").exists()
+    for skip in (["--no-memory-check"], []):
+        env = {"E2C_MEMORY_GIB": "6"} if skip else {"E2C_MEMORY_GIB": "6", "E2C_MEMORY_CHECK": "0"}
+        ok = _launch(tmp_path, *skip, **env)
+        assert ok.returncode == 0 and "checks passed" in ok.stderr, ok.stderr[-2000:]
+    fits = _launch(tmp_path, E2C_MEMORY_GIB="64")
+    assert fits.returncode == 0, fits.stderr[-2000:]
+    assert "[e2c-rl] memory: about " in fits.stdout and "E2C_MEMORY_GIB=64 can give a run" in fits.stdout
+
+
+def test_quickstart_refuses_before_any_stage_cpu(tmp_path: Path) -> None:
+    out = tmp_path / "qs"
+    env = {**os.environ, "E2C_MEMORY_GIB": "4", "E2C_FORCE_CPU": "1"}
+    res = subprocess.run(
+        [sys.executable, "-m", "e2c.quickstart", "--fast", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    assert res.returncode == 2, res.stderr[-2000:]
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr[-2000:]
+    assert lines[0].startswith("error: the RL stage (2 prompts x 2 samples per step) needs about ")
+    assert lines[0].endswith("set E2C_MEMORY_CHECK=0 to run it anyway")
+    assert not out.exists()  # nothing was created
