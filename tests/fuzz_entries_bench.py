@@ -42,6 +42,11 @@ ENTRIES: dict[str, Entry] = dict(
             *("--model", "tiny", "--data-dir", BENCH, "--prompts", "2", "--n", "2", "--steps", "1"),
             *("--keep", "{tmp}/rl"),
         ),
+        _bench(
+            "rl_memory",
+            *("--model", "tiny", "--samples", "4", "--n", "2", "--response-length", "24"),
+            *("--out", "{tmp}/rl_memory"),
+        ),
         _bench("rl_overhead", "--model", "tiny", "--steps", "2"),
         _bench("synthetic_data", "--n", "5", "--tokenizer", "tiny"),
         _bench("tag_init", "--steps", "1", "--batch", "1"),
