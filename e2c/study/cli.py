@@ -139,6 +139,26 @@ def parse_confirm(text: str | None, study: Study) -> list[str] | None:
     return names
 
 
+def check_memory(study: Study, units: list[Unit], actions: dict[str, str]) -> None:
+    """The quickstart's RL memory check (:func:`e2c.quickstart.stages.rl_memory_check`: one line when a run
+    cannot fit in this machine's free memory) for every RL arm with a unit still to run, each distinct
+    recipe once, before anything starts."""
+    from e2c.quickstart.stages import rl_memory_check
+
+    seen: list[Any] = []  # Configs (not hashable: their extra is a dict)
+    for u in units:
+        if u.kind != "rl" or actions[u.key] == "skip":
+            continue
+        cfg = study.arms[u.arm or ""].cfg
+        if cfg in seen:
+            continue
+        seen.append(cfg)
+        try:
+            rl_memory_check(cfg)
+        except UserError as e:
+            raise UserError(f"arm {u.arm}: {e}") from None
+
+
 def default_out(study: Study) -> str:
     return f"outputs/study/{Path(study.source).stem}{'-fast' if study.fast else ''}"
 
@@ -299,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     if s.dry_run:
         print_plan(sc, units, actions, confirm, s.screen_only)
         return 0
+    check_memory(study, units, actions)
     run = RunFolder(out, TOOL, {}, flag="--out")
     run.check()
     checks_done()

@@ -452,13 +452,16 @@ def check_flag_value(key: str, value: Any, what: str) -> None:
 
 
 def check_config(cfg: Config, where: str) -> None:
-    """The quickstart's own check of a whole Config (what one value cannot say alone: families, bands)."""
+    """The quickstart's own check of a whole Config (what one value cannot say alone: families, bands).
+    Its RL memory check is left to the run (:func:`e2c.study.cli.check_memory`): whether an arm fits depends
+    on the machine and on which units still run, not on the file (``rl_steps`` 0 skips it here; an RL
+    arm's steps are checked by :func:`parse_arm`)."""
     from e2c.argtypes import MODEL
     from e2c.quickstart.cli import validate
 
     try:
         MODEL.check(cfg.model, "model")
-        validate(cfg)
+        validate(replace(cfg, rl_steps=0))
     except UserError as e:
         raise UserError(f"{where} {e}") from None
 

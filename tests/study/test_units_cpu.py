@@ -234,3 +234,26 @@ def test_new_problems_keep_only_texts_no_run_can_train_on_cpu() -> None:
     kept, dropped = work.new_problems(samples, {"c"}, 1, lambda s: s.ok, lambda s: s.split)
     assert [s.uid for s in kept] == ["f"]
     assert dropped == {"training_split": 2, "in_data": 1, "filters": 1}
+
+
+def test_the_memory_check_runs_once_per_rl_recipe_with_work_left_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from e2c.quickstart import stages
+    from e2c.study.cli import check_memory
+
+    s = study(STUDY + '\n[arms.rl2]\nkind = "rl"\nstart = "sft"\nrl_steps = 2\nrl_n = 4\n')
+    units = study_units(s)
+    seen: list[tuple[int, int]] = []
+    monkeypatch.setattr(stages, "rl_memory_check", lambda cfg: seen.append((cfg.rl_batch, cfg.rl_n)))
+    actions = {u.key: "run" for u in units}
+    check_memory(s, units, actions)
+    assert seen == [(2, 8), (2, 4)]  # one per recipe, not per seed
+    seen.clear()
+    check_memory(s, units, {k: "skip" for k in actions})
+    assert seen == []
+
+    def refuse(cfg):
+        raise UserError("the RL stage needs about 9 GiB")
+
+    monkeypatch.setattr(stages, "rl_memory_check", refuse)
+    with pytest.raises(UserError, match="arm rl: the RL stage needs about 9 GiB"):
+        check_memory(s, units, actions)
