@@ -211,7 +211,8 @@ def load_study(path: str | Path, fast: bool = False) -> Study:
 
 def parse_study(data: Mapping[str, Any], source: str, fast: bool = False) -> Study:
     """Check a study's tables and build it. ``fast``: the quickstart's ``--fast`` preset (the tiny model at
-    tiny sizes) replaces every setting it names, in the base and in every arm."""
+    tiny sizes) replaces every setting it names, in the base and in every arm, and the screening split is as
+    large as its held-out set."""
     where = f"{source}:"
     unknown = [k for k in data if k not in TABLES]
     if unknown:
@@ -219,6 +220,8 @@ def parse_study(data: Mapping[str, Any], source: str, fast: bool = False) -> Stu
             f"{where} unknown table {unknown[0]!r}{_close(unknown[0], TABLES)}; valid: {', '.join(TABLES)}"
         )
     options = parse_options(_table(data, "study", where), f"{where} [study]")
+    if fast:  # the screening split as small as the preset's held-out set
+        options = replace(options, validation_problems=0)
     base_given = check_keys(_table(data, "base", where), BASE_KEYS, f"{where} [base]")
     preset = {k: v for k, v in FAST.items() if k in BASE_KEYS} if fast else {}
     base = replace(Config(), **{**base_given, **preset, **FIXED}, fast=fast)

@@ -34,6 +34,7 @@ def test_the_example_studies_parse_cpu() -> None:
 def test_fast_applies_the_quickstart_preset_to_base_and_arms_cpu() -> None:
     s = load_study(ROOT / "configs" / "study" / "rl_recipe.toml", fast=True)
     assert s.fast and s.base.model == "tiny"
+    assert s.validation_problems == s.base.eval_problems == 6  # the file's 200 is the full run's
     assert {a.cfg.rl_steps for a in s.arms.values() if a.kind == "rl"} == {1}
     # a setting the preset does not name stays the arm's
     assert s.arms["rl_coef1"].cfg.rl_explore_adv_coef == 1.0 and s.arms["rl_lr4e-5"].cfg.rl_lr == 4e-5
