@@ -37,7 +37,7 @@ from e2c.study.units import (
 # The verdict on "the arm is better than what it is compared with", in one word.
 WORD = {st.SUPPORTED: "gain", st.NOT_SUPPORTED: "no-gain", st.UNRESOLVED: "unresolved"}
 FAMILY_BOOT = 1000  # bootstrap resamples of a per-family difference (the whole one takes the claims' 2000)
-PHASE_TITLE = {SCREEN: "screening split", CONFIRM: "held-out set"}
+PHASE_TITLE = {SCREEN: "validation split", CONFIRM: "held-out set"}
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -392,10 +392,14 @@ def _phase_section(rep: Mapping[str, Any], phase: str, avg: str) -> list[str]:
     L = ["", f"## {title} ({PHASE_TITLE[phase]})", ""]
     if phase == CONFIRM:
         chosen = ", ".join(sel["chosen"]) or "none"
+        why = (
+            "the screening split picked the arm, so its own numbers there are biased upwards"
+            if sel["how"] != "--confirm"
+            else "fresh problems and samples, whoever chose the arm"
+        )
         L.append(
             f"Chosen: {chosen} ({sel['how']}); evaluated with its start and continuation: "
-            f"{', '.join(sel['confirmed']) or 'none'}. These are the numbers to report: the screening split "
-            "picked the arm, so its own numbers there are biased upwards."
+            f"{', '.join(sel['confirmed']) or 'none'}. These are the numbers to report: {why}."
         )
         L.append("")
     else:

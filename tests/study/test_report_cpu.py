@@ -97,7 +97,7 @@ def test_the_markdown_shows_every_arm_comparison_and_verdict_cpu(run) -> None:
     assert md == render(rep)
     for head in (
         "## Arms",
-        "## Screening (screening split)",
+        "## Screening (validation split)",
         "## Confirmation (held-out set)",
         "By task family",
     ):
