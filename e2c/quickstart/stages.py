@@ -7,6 +7,7 @@ The stages call the toolkit's own entry points as subprocesses (``python -m e2c.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import sys
@@ -256,10 +257,7 @@ def rl_memory_check(cfg: Config) -> None:
     model = memory.model_shape(folder) if folder is not None else None
     if model is None:
         return
-    from e2c.rl.launch import planned_cpu_config
-
-    engine, weight_bytes = memory.cpu_rollout()
-    plan = memory.plan_from_config(planned_cpu_config(rl_overrides(cfg)), engine, weight_bytes)
+    plan = planned_rl_run(tuple(rl_overrides(cfg)), os.environ.get("N_GPUS", ""))
     memory.check_run(
         model,
         plan,
@@ -267,6 +265,17 @@ def rl_memory_check(cfg: Config) -> None:
         [f"lower --rl-batch or --rl-n (now {cfg.rl_batch} x {cfg.rl_n})"],
         skip=f"set {memory.CHECK_ENV}=0 to run it anyway",
     )
+
+
+@functools.lru_cache(maxsize=64)
+def planned_rl_run(overrides: tuple[str, ...], ranks: str) -> Any:
+    """The :class:`e2c.rl.memory.RunPlan` of the RL stage with these overrides, composed once per settings
+    (the study checks every arm's settings; ``ranks``, ``$N_GPUS``, is part of the key)."""
+    from e2c.rl import memory
+    from e2c.rl.launch import planned_cpu_config
+
+    engine, weight_bytes = memory.cpu_rollout()
+    return memory.plan_from_config(planned_cpu_config(list(overrides)), engine, weight_bytes)
 
 
 def local_model_folder(spec: str) -> Path | None:
