@@ -4,6 +4,7 @@
     python -m e2c.study --study configs/study/rl_recipe.toml             # RL recipes from one SFT start
     python -m e2c.study --study configs/study/rl_recipe.toml --dry-run   # the plan: units and commands
     python -m e2c.study --study configs/study/sft_length.toml --fast     # the tiny model at tiny sizes
+    python -m e2c.study --study configs/study/rl_recipe.toml --arms rl_gate   # one arm (and its start)
 
 Every arm and seed trains in its own folder, then is screened on a validation split (new synthetic problems,
 none trained on, not the held-out set); the best arm by screening (or ``--confirm`` ARM,...) is then
@@ -28,7 +29,7 @@ from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.quickstart.progress import StageFailed, fmt_seconds
 from e2c.quickstart.runner import check_out, out_folder
 from e2c.study.spec import Study, load_study
-from e2c.study.units import CONFIRM, Unit, plan_actions, study_units
+from e2c.study.units import ACTIONS, CONFIRM, Unit, plan_actions, select_units, study_units
 from e2c.study.work import (
     TOOL,
     StudyContext,
@@ -68,6 +69,16 @@ class StudySettings:
             "the quickstart's --fast preset (the tiny test model at tiny sizes) over the base and every arm: "
             "a smoke run of the whole study (default: off)",
             flag="--fast",
+        ),
+    )
+    arms: str | None = field(
+        default=None,
+        metadata=setting(
+            "run only these arms, comma-separated, and the arms they need (their starts; a continuation's RL "
+            "arm), leaving the others' folders as they are; the report still covers every arm with results "
+            "(default: every arm)",
+            flag="--arms",
+            value=TEXT,
         ),
     )
     confirm: str | None = field(
@@ -127,15 +138,35 @@ def with_backend(study: Study) -> Study:
     return replace(study, base=base, arms=arms)
 
 
-def parse_confirm(text: str | None, study: Study) -> list[str] | None:
-    """``--confirm``'s arms, each one of the study's (UserError naming the valid ones); None: not given."""
-    if text is None:
-        return None
+def arm_names(flag: str, text: str, study: Study) -> list[str]:
+    """A comma-separated list of the study's arms (UserError naming the valid ones)."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     bad = [n for n in names if n not in study.arms]
     if bad or not names:
         what = f"unknown arm {bad[0]!r}" if bad else "no arm"
-        raise UserError(f"--confirm: {what}; valid: {', '.join(study.arms)}")
+        raise UserError(f"{flag}: {what}; valid: {', '.join(study.arms)}")
+    return names
+
+
+def parse_arms(text: str | None, study: Study) -> list[str] | None:
+    """``--arms``' arms with every arm they need (:meth:`Study.with_needs`), in the study's order; None: not
+    given (every arm)."""
+    if text is None:
+        return None
+    return study.with_needs(arm_names("--arms", text, study))
+
+
+def parse_confirm(text: str | None, study: Study, selected: list[str] | None = None) -> list[str] | None:
+    """``--confirm``'s arms, each one of the study's (UserError naming the valid ones) and, with ``--arms``,
+    one this run trains; None: not given."""
+    if text is None:
+        return None
+    names = arm_names("--confirm", text, study)
+    outside = [n for n in names if selected is not None and n not in selected]
+    if outside:
+        raise UserError(
+            f"--confirm: arm {outside[0]!r} is not run by --arms; valid with it: {', '.join(selected or [])}"
+        )
     return names
 
 
@@ -164,13 +195,26 @@ def default_out(study: Study) -> str:
 
 
 # ------------------------------------------------------------------------------------------------ run
+def arms_line(study: Study, selected: list[str] | None) -> str:
+    """``3 arms``, or with ``--arms`` ``2 of 3 arms (a, b)``."""
+    if selected is None:
+        return f"{len(study.arms)} arms"
+    return f"{len(selected)} of {len(study.arms)} arms ({', '.join(selected)})"
+
+
 def print_plan(
-    sc: StudyContext, units: list[Unit], actions: dict[str, str], confirm: list[str] | None, screen_only: bool
+    sc: StudyContext,
+    units: list[Unit],
+    actions: dict[str, str],
+    confirm: list[str] | None,
+    screen_only: bool,
+    selected: list[str] | None = None,
 ) -> None:
-    """The units, what this run does with each and their commands (``--dry-run``)."""
+    """The units, what this run does with each and their commands (``--dry-run``); with ``--arms``
+    (``selected``) only those arms' units."""
     s = sc.study
-    print(f"[{TOOL}] plan of {s.name} ({s.source}) in {sc.out}: {len(s.arms)} arms, base model {s.base.model}"
-          f"{' (--fast)' if s.fast else ''}, backend {s.base.backend}")  # fmt: skip
+    print(f"[{TOOL}] plan of {s.name} ({s.source}) in {sc.out}: {arms_line(s, selected)}, base model "
+          f"{s.base.model}{' (--fast)' if s.fast else ''}, backend {s.base.backend}")  # fmt: skip
     first = [u for u in units if u.phase != CONFIRM]
     later = [u for u in units if u.phase == CONFIRM]
     for u in first:
@@ -183,14 +227,15 @@ def print_plan(
         print(f"[{TOOL}] no confirmation (--screen-only)")
         return
     if confirm is None:
+        among = "" if selected is None else " of --arms"
         print(
-            f"[{TOOL}] confirmation: the best arm by screening, its start and its continuations, on the held-out "
-            "set (decided after screening); each arm's confirmation units are:"
+            f"[{TOOL}] confirmation: the best arm{among} by screening, its start and its continuations, on the "
+            "held-out set (decided after screening); each arm's confirmation units are:"
         )
         for u in later:
             _plan_line(sc, u, actions[u.key])
         return
-    arms = confirm_set(s, confirm)
+    arms = confirm_set(s, confirm, selected)
     print(f"[{TOOL}] confirmation (--confirm {','.join(confirm)}): {', '.join(arms)} on the held-out set")
     for u in later:
         if u.arm in arms:
@@ -210,8 +255,11 @@ def run_study(
     actions: dict[str, str],
     confirm: list[str] | None,
     screen_only: bool,
+    selected: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Run the units in order (screening first), choose, confirm, and write the report."""
+    """Run the units in order (screening first), choose, confirm, and write the report. With ``--arms``
+    (``selected``; ``units`` are theirs) the choice and the confirmation stay among those arms; the report
+    reads every arm's files."""
     import time
 
     from e2c.study.report import write_report
@@ -224,18 +272,19 @@ def run_study(
     def confirm_units(arms: list[str]) -> list[Unit]:
         return [u for u in units if u.phase == CONFIRM and u.arm in arms]
 
+    candidates = list(s.arms) if selected is None else selected
     # Before screening decides, the confirmation is counted as the largest one it may be.
     guess = (
         []
         if screen_only
-        else confirm_set(s, confirm)
+        else confirm_set(s, confirm, selected)
         if confirm
-        else max((confirm_set(s, [a]) for a in s.arms), key=len)
+        else max((confirm_set(s, [a], selected) for a in candidates), key=len)
     )
     queue = [*first, *confirm_units(guess)]
-    counts = {a: sum(1 for u in first if actions[u.key] == a) for a in ("skip", "run", "resume", "redo")}
+    counts = {a: sum(1 for u in first if actions[u.key] == a) for a in ACTIONS}
     print(
-        f"[{TOOL}] {sc.out}: {s.name}, {len(s.arms)} arms, base model {s.base.model}"
+        f"[{TOOL}] {sc.out}: {s.name}, {arms_line(s, selected)}, base model {s.base.model}"
         f"{' (--fast)' if s.fast else ''}, backend {s.base.backend}; screening units: "
         + ", ".join(f"{n} {a}" for a, n in counts.items() if n),
         flush=True,
@@ -269,14 +318,15 @@ def run_study(
         if confirm:
             chosen, how = confirm, "--confirm"
         else:
-            best = best_by_screening(screen_scores(sc))
+            scores = screen_scores(sc)
+            best = best_by_screening({a: scores[a] for a in candidates})
             chosen = [best] if best else []
             how = (
                 "the best avg@k on the screening split"
                 if s.base.eval_samples > 0
                 else "the best greedy accuracy on the screening split"
             )
-        confirmed = confirm_set(s, chosen)
+        confirmed = confirm_set(s, chosen, selected)
         queue = [*first, *confirm_units(confirmed)]
         print(
             f"[{TOOL}] confirming {', '.join(chosen) or 'nothing'} ({how}): {', '.join(confirmed)} on the held-out set",
@@ -310,14 +360,17 @@ def main(argv: list[str] | None = None) -> int:
             "configs/study/rl_recipe.toml (docs/study.md)"
         )
     study = with_backend(load_study(s.study, s.fast))
-    confirm = parse_confirm(s.confirm, study)
+    selected = parse_arms(s.arms, study)
+    confirm = parse_confirm(s.confirm, study, selected)
     out = out_folder(s.out or default_out(study))
     check_out(out)
     sc = StudyContext(study, out)
     units = study_units(study)
+    if selected is not None:
+        units = select_units(units, selected)
     actions = plan_actions(units, out, s.force)
     if s.dry_run:
-        print_plan(sc, units, actions, confirm, s.screen_only)
+        print_plan(sc, units, actions, confirm, s.screen_only, selected)
         return 0
     check_memory(study, units, actions)
     run = RunFolder(out, TOOL, {}, flag="--out")
@@ -325,7 +378,7 @@ def main(argv: list[str] | None = None) -> int:
     checks_done()
     with run.claim():
         try:
-            summary = run_study(sc, units, actions, confirm, s.screen_only)
+            summary = run_study(sc, units, actions, confirm, s.screen_only, selected)
         except StageFailed as e:
             fail(f"{e}; fix it and rerun the same command to resume", 1)
         except KeyboardInterrupt:

@@ -150,6 +150,20 @@ class Study:
         starts = self.arms[a.start].seeds
         return seed if seed in starts else starts[0]
 
+    def with_needs(self, names: Sequence[str]) -> list[str]:
+        """``names`` and every arm they need, in the study's order: each one's start and, for a continuation,
+        its RL arm (and so that arm's start), transitively."""
+        want: set[str] = set()
+        todo = list(names)
+        while todo:
+            name = todo.pop()
+            if name in want or name == BASE:
+                continue
+            want.add(name)
+            a = self.arms[name]
+            todo += [n for n in (a.start, a.of) if n]
+        return [n for n in self.arms if n in want]
+
     def continuations(self, arm: str) -> list[str]:
         """The ``sft_continue`` arms that match RL arm ``arm``."""
         return [a.name for a in self.arms.values() if a.kind == "sft_continue" and a.of == arm]

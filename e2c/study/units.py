@@ -7,7 +7,8 @@ Units, each in its own folder under the output folder:
 ``data/``                          the quickstart's data stage: SFT chains, RL prompts, held-out problems
 ``validation/``                    the screening split: new synthetic problems, none in ``data/``
 ``filters/<start>-seed<k>-<id>/``  the pass-rate filter of an RL arm's start model (shared by the RL arms
-                                   with the same start, seed and filter settings)
+                                   with the same start, seed, pool and sampling and grading settings; it
+                                   keeps as many prompts as the largest of them draws)
 ``arms/<arm>/seed<k>/``            one arm's training run for seed ``k`` (verl's output folder)
 ``arms/<arm>/seed<k>/<phase>/``    its evaluations: ``screen/`` (validation split) and ``confirm/`` (held-out
                                    set, fresh sampling seeds), each ``greedy/`` and ``sampled/`` (avg@k)
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,12 @@ PHASES = (SCREEN, CONFIRM)
 SAMPLING_SEED = {SCREEN: 1000, CONFIRM: 2000}
 # The screening split's generator seed, from the data seed: other problems than the data stage drew.
 VALIDATION_SEED = 7919
-ACTIONS = ("skip", "run", "resume", "redo")
+ACTIONS = ("skip", "run", "resume", "extend", "redo")
+# What an RL run draws from its filter (steps x batch prompts) and not how the filter samples or grades: a
+# filter unit's settings leave them out, and it keeps as many prompts as the largest need among the arms that
+# share it (the filter reads the pool in order and stops once it has kept that many, so a smaller need's
+# prompts are a prefix of the same decision; verl draws each run's steps x batch from the kept rows).
+FILTER_NEED_KEYS = ("rl_steps", "rl_batch")
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,7 @@ class Unit:
     phase: str | None = None  # eval units: screen | confirm
     sampled: bool = False  # eval units: the avg@k run (else greedy)
     filter_key: str | None = None  # rl units: the filter unit they read
+    keep: int | None = None  # filter units: the prompts to keep (the largest need of the arms reading it)
 
     def folder(self, out: Path) -> Path:
         return out / self.key
@@ -126,20 +133,24 @@ def shuffle_seed(study: Study, arm: str, seed: int) -> int:
 
 
 def filter_settings(study: Study, arm: str, seed: int) -> dict[str, Any]:
-    """The pass-rate filter an RL arm's seed reads: its start and the quickstart's filter settings."""
+    """The pass-rate filter an RL arm's seed reads: its start and the quickstart's filter settings (the pool,
+    k, band, the rollout's sampling and reward, backend and dtype), without how many prompts the run draws
+    (:data:`FILTER_NEED_KEYS`: the unit's ``keep``)."""
     cfg = seeded(study.arms[arm].cfg, seed)
-    return _json(
-        {
-            "start": start_settings(study, arm, seed),
-            "data": data_settings(study),
-            **stage_settings(cfg, "filter"),
-        }
-    )
+    own = {k: v for k, v in stage_settings(cfg, "filter").items() if k not in FILTER_NEED_KEYS}
+    return _json({"start": start_settings(study, arm, seed), "data": data_settings(study), **own})
+
+
+def prompts_needed(study: Study, arm: str) -> int:
+    """The RL prompts arm ``arm``'s run draws from its filter (the quickstart's rule: one batch per step)."""
+    from e2c.quickstart.stages import rl_prompts_needed
+
+    return rl_prompts_needed(study.arms[arm].cfg)
 
 
 def filter_key(study: Study, arm: str, seed: int) -> str:
     """The filter's folder: ``filters/<start>-seed<k>-<8 hex of its settings>`` (RL arms with the same
-    start, seed and filter settings share it)."""
+    start, seed and filter settings share it, whatever their steps and batch)."""
     s = filter_settings(study, arm, seed)
     digest = hashlib.sha1(json.dumps(s, sort_keys=True).encode()).hexdigest()[:8]
     ss = study.start_seed(arm, seed)
@@ -202,6 +213,12 @@ def study_units(study: Study) -> list[Unit]:
         Unit("data", "data", data_settings(study)),
         Unit("validation", "validation", validation_settings(study)),
     ]
+    keep: dict[str, int] = {}  # each filter's keep: the largest need among the RL arms that read it
+    for arm, a in study.arms.items():
+        if a.kind == "rl":
+            for seed in a.seeds:
+                fkey = filter_key(study, arm, seed)
+                keep[fkey] = max(keep.get(fkey, 0), prompts_needed(study, arm))
     filters: set[str] = set()
     for arm, a in study.arms.items():
         for seed in a.seeds:
@@ -210,7 +227,16 @@ def study_units(study: Study) -> list[Unit]:
                 fkey = filter_key(study, arm, seed)
                 if fkey not in filters:
                     filters.add(fkey)
-                    units.append(Unit(fkey, "filter", filter_settings(study, arm, seed), arm=arm, seed=seed))
+                    units.append(
+                        Unit(
+                            fkey,
+                            "filter",
+                            filter_settings(study, arm, seed),
+                            arm=arm,
+                            seed=seed,
+                            keep=keep[fkey],
+                        )
+                    )
             units.append(
                 Unit(
                     train_key(arm, seed), a.kind, train_settings(study, arm, seed), arm, seed, filter_key=fkey
@@ -221,6 +247,14 @@ def study_units(study: Study) -> list[Unit]:
         for seed in a.seeds:
             units += eval_units(study, arm, seed, CONFIRM)
     return units
+
+
+def select_units(units: list[Unit], arms: Sequence[str]) -> list[Unit]:
+    """The units of ``arms`` (``--arms`` with the arms they need): the data, the screening split, those arms'
+    training and evaluations and the filters their RL runs read; the other arms' units are left out."""
+    mine = [u for u in units if u.arm in arms and u.kind != "filter"]
+    keys = {u.key for u in mine} | {u.filter_key for u in mine if u.filter_key}
+    return [u for u in units if u.kind in ("data", "validation") or u.key in keys]
 
 
 # ------------------------------------------------------------------------------------------------ actions
@@ -246,6 +280,9 @@ def unit_action(
     - ``resume``: started with the same settings and not complete (verl resumes from its checkpoints, the
       evaluation from its records);
     - ``run``: nothing there yet;
+    - ``extend``: a filter complete with the same settings that kept fewer prompts than ``unit.keep`` (an arm
+      that draws more joined the study): rerun in its folder with the larger keep, sampling only the prompts
+      its samples file does not hold;
     - ``redo``: complete or started with other settings, and ``force``: its folder is cleared first.
 
     Raises:
@@ -262,7 +299,12 @@ def unit_action(
         return "run"
     diff = settings_diff(dict(recorded), dict(unit.settings))
     if not diff:
-        return "skip" if done is not None else "resume"
+        if done is None:
+            return "resume"
+        kept_for = done.get("keep")
+        if unit.keep is not None and not (isinstance(kept_for, int) and kept_for >= unit.keep):
+            return "extend"
+        return "skip"
     if force:
         return "redo"
     how = "finished" if done is not None else "was started"

@@ -135,7 +135,8 @@ def sft_command(sc: StudyContext, arm: str, seed: int, steps: int | None) -> tup
 
 def filter_cmd(sc: StudyContext, unit: Unit) -> list[str]:
     """``python -m e2c.eval.passrate`` on the unit's RL prompt pool with the RL arm's start model, sampling
-    as its rollout will (the quickstart's filter command, the arm's seed as its sampling seed)."""
+    as its rollout will (the quickstart's filter command, the arm's seed as its sampling seed), until it has
+    kept the unit's ``keep``: the largest need among the RL arms that read it."""
     from e2c.quickstart.stages import filter_command
 
     arm, seed = unit.arm or "", unit.seed or 0
@@ -143,6 +144,8 @@ def filter_cmd(sc: StudyContext, unit: Unit) -> list[str]:
     cmd = filter_command(Context(cfg, sc.out))
     cmd = set_flag(cmd, "--model", start_model(sc, arm, seed))
     cmd = set_flag(cmd, "--input", str(unit.folder(sc.out) / "pool.parquet"))
+    if unit.keep is not None:
+        cmd = set_flag(cmd, "--keep", str(unit.keep))
     return set_flag(cmd, "--output", str(unit.folder(sc.out) / "rl.parquet"))
 
 
@@ -331,7 +334,9 @@ def run_validation(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any
 
 def run_filter(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
     """The quickstart's RL prompt pool (drawn with the data seed: the RL split of its hash, so no SFT or
-    held-out text), then the pass-rate filter on it with the arm's start model."""
+    held-out text), then the pass-rate filter on it with the arm's start model. Run again with a larger
+    ``keep`` (``extend``), the filter resumes from its samples file: only prompts it has not sampled yet are
+    sampled."""
     from e2c.eval.passrate import PassRateFiles
     from e2c.quickstart.data import write_rl_pool
 
@@ -341,7 +346,7 @@ def run_filter(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
     cmd = filter_cmd(sc, unit)
     rep.say(
         f"{cfg.filter_k} samples per RL prompt of {pool['prompts']}, band {cfg.filter_band}, until "
-        f"{cfg.rl_steps * cfg.rl_batch} are kept"
+        f"{unit.keep} are kept"
     )
     run_logged(cmd, d / "log.txt", rep, None, child_env())
     report = json.loads(PassRateFiles.of(d / "rl.parquet").report.read_text())
@@ -507,6 +512,13 @@ def execute(
         shutil.rmtree(d)
     if action == "resume":
         print(f"[{TOOL} {index}/{total} {unit.key}] resuming the interrupted run in {d}", flush=True)
+    if action == "extend":
+        kept_for = (read_json(d / "DONE.json") or {}).get("keep")
+        print(
+            f"[{TOOL} {index}/{total} {unit.key}] kept prompts for {kept_for}; an arm now draws {unit.keep}: "
+            "sampling on from its samples file",
+            flush=True,
+        )
     d.mkdir(parents=True, exist_ok=True)
     atomic_write_json(d / "STARTED.json", dict(unit.settings), default=str)
     earlier = attempt_seconds(d)
@@ -523,6 +535,8 @@ def execute(
         "arm": unit.arm,
         "seed": unit.seed,
         "settings": dict(unit.settings),
+        # a filter's keep is not a setting: a later run that needs more extends it (units.unit_action)
+        **({"keep": unit.keep} if unit.keep is not None else {}),
         "seconds": round(earlier + rep.elapsed, 1),
         "finished_at": time.strftime("%Y-%m-%d %H:%M:%S"),
         **result,
@@ -543,8 +557,9 @@ def unit_estimate(study: Study, unit: Unit) -> float:
     ref_problems = FAST["eval_problems"] if fast else ref.eval_problems
     if unit.kind in ("data", "validation"):
         return float(e["data"])
-    if unit.kind == "filter":
-        return float(e["filter"])
+    if unit.kind == "filter":  # the quickstart's filter keeps one RL run's prompts; this one its keep
+        need = (FAST["rl_steps"] * FAST["rl_batch"]) if fast else ref.rl_steps * ref.rl_batch
+        return e["filter"] * (unit.keep or need) / max(need, 1)
     cfg = study.arms[unit.arm or ""].cfg
     if unit.kind == "sft":
         return e["sft"] * cfg.sft_steps / max(ref_sft, 1)
@@ -573,9 +588,10 @@ def study_eta(left: Iterable[float], measured: Iterable[tuple[float, float]]) ->
     return float(sum(left)) * scale
 
 
-def confirm_set(study: Study, chosen: Iterable[str]) -> list[str]:
+def confirm_set(study: Study, chosen: Iterable[str], within: Iterable[str] | None = None) -> list[str]:
     """The arms a confirmation evaluates: the chosen ones, the arms they start from and the equal-token
-    continuations of the chosen RL arms; in the study's order."""
+    continuations of the chosen RL arms; in the study's order. ``within`` (``--arms`` and what they need):
+    only those arms."""
     want: set[str] = set()
     for arm in chosen:
         a = study.arms[arm]
@@ -583,6 +599,8 @@ def confirm_set(study: Study, chosen: Iterable[str]) -> list[str]:
         if a.start != BASE:
             want.add(a.start)
         want.update(study.continuations(arm))
+    if within is not None:
+        want &= set(within)
     return [a for a in study.arms if a in want]
 
 

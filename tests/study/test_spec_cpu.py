@@ -19,14 +19,17 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_example_studies_parse_cpu() -> None:
     s = load_study(ROOT / "configs" / "study" / "sft_length.toml")
     assert list(s.arms) == ["sft20", "sft60", "sft120"]
-    assert [a.cfg.sft_steps for a in s.arms.values()] == [20, 40, 60]
-    assert s.arms["sft60"].start == "sft20" and s.arms["sft20"].start == BASE
+    # independent runs from the base model, each what the quickstart's --sft-steps N trains
+    assert [a.cfg.sft_steps for a in s.arms.values()] == [20, 60, 120]
+    assert all(a.start == BASE and a.kind == "sft" for a in s.arms.values())
+    assert s.validation_problems == 200
     r = load_study(ROOT / "configs" / "study" / "rl_recipe.toml")
     rl = [a for a in r.arms.values() if a.kind == "rl"]
     assert len(rl) >= 8 and all(a.start == "sft60" for a in rl)
     varied = {k for a in rl for k in a.given}
     assert {"rl_lr", "rl_steps", "rl_batch", "rl_n", "rl_explore_adv_coef"} <= varied
     assert {a.cfg.rl_explore_adv_coef for a in rl} == {1.0, 2.0}
+    assert r.arms["rl_base"].cfg.rl_lr == 4e-5 and r.arms["rl_lr1e-4"].cfg.rl_lr == 1e-4
     cont = r.arms["rl_base_sft"]
     assert cont.kind == "sft_continue" and cont.of == "rl_base" and cont.start == "sft60"
 
@@ -37,7 +40,7 @@ def test_fast_applies_the_quickstart_preset_to_base_and_arms_cpu() -> None:
     assert s.validation_problems == s.base.eval_problems == 6  # the file's 200 is the full run's
     assert {a.cfg.rl_steps for a in s.arms.values() if a.kind == "rl"} == {1}
     # a setting the preset does not name stays the arm's
-    assert s.arms["rl_coef1"].cfg.rl_explore_adv_coef == 1.0 and s.arms["rl_lr4e-5"].cfg.rl_lr == 4e-5
+    assert s.arms["rl_coef1"].cfg.rl_explore_adv_coef == 1.0 and s.arms["rl_lr1e-4"].cfg.rl_lr == 1e-4
 
 
 def test_a_json_study_is_the_same_study_cpu(tmp_path: Path) -> None:
@@ -69,6 +72,9 @@ kind = "sft"
     assert s.start_seed("cont", 1) == 0 and s.start_seed("sft", 0) is None
     assert s.sft_depth("cont") == 1 and s.sft_depth("sft") == 0
     assert s.continuations("rl") == ["cont"]
+    # what --arms runs: the named arms and what they need, transitively, in the study's order
+    assert s.with_needs(["cont"]) == ["sft", "rl", "cont"]
+    assert s.with_needs(["rl"]) == ["sft", "rl"] and s.with_needs(["sft"]) == ["sft"]
 
 
 def test_every_kind_declares_only_quickstart_fields_cpu() -> None:
@@ -121,6 +127,29 @@ def test_confirm_names_the_valid_arms_cpu(tmp_path: Path) -> None:
     path = write_study(tmp_path)
     o = call_main(main, ["--study", str(path), "--out", str(tmp_path / "o"), "--confirm", "rl,nope"], {})
     assert contract_broken(o) is None and "--confirm: unknown arm 'nope'; valid: sft, rl, rl_sft" in o.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--arms", "rl,nope"], "--arms: unknown arm 'nope'; valid: sft, rl, rl_sft"),
+        (["--arms", " , "], "--arms: no arm; valid: sft, rl, rl_sft"),
+        (
+            ["--arms", "rl", "--confirm", "rl_sft"],
+            "--confirm: arm 'rl_sft' is not run by --arms; valid with it: sft, rl",
+        ),
+    ],
+)
+def test_arms_names_the_valid_arms_and_writes_nothing_cpu(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    path = write_study(tmp_path)
+    out = tmp_path / "o"
+    for extra in ([], ["--dry-run"]):
+        o = call_main(main, ["--study", str(path), "--out", str(out), *args, *extra], {})
+        assert contract_broken(o) is None and o.code == 2, (o.code, o.stderr)
+        assert message in o.stderr and len(o.stderr.strip().splitlines()) == 1, o.stderr
+        assert not out.exists()
 
 
 def test_the_study_flag_is_required_cpu() -> None:

@@ -257,3 +257,126 @@ def test_the_memory_check_runs_once_per_rl_recipe_with_work_left_cpu(monkeypatch
     monkeypatch.setattr(stages, "rl_memory_check", refuse)
     with pytest.raises(UserError, match="arm rl: the RL stage needs about 9 GiB"):
         check_memory(s, units, actions)
+
+
+# ------------------------------------------------------------------------------------------------ filters
+def test_one_filter_per_start_and_grading_keeps_the_largest_need_cpu() -> None:
+    text = (
+        STUDY
+        + '\n[arms.rl_long]\nkind = "rl"\nstart = "sft"\nrl_steps = 5\n'
+        + '[arms.rl_wide]\nkind = "rl"\nstart = "sft"\nrl_steps = 2\nrl_batch = 3\n'
+        + '[arms.rl_k]\nkind = "rl"\nstart = "sft"\nrl_steps = 2\nfilter_k = 6\n'
+    )
+    s = study(text)
+    # steps and batch decide how many prompts a run draws, not which or how they are sampled and graded
+    shared = filter_key(s, "rl", 0)
+    assert filter_key(s, "rl_long", 0) == filter_key(s, "rl_wide", 0) == shared != filter_key(s, "rl_k", 0)
+    assert filter_key(s, "rl", 0) != filter_key(s, "rl", 1)  # another seed samples again
+    filters = {u.key: u for u in study_units(s) if u.kind == "filter"}
+    assert len(filters) == 2 * len(s.options.seeds)
+    assert filters[shared].keep == 10  # rl 2 x 2, rl_long 5 x 2, rl_wide 2 x 3: the largest
+    assert filters[filter_key(s, "rl_k", 0)].keep == 4
+    assert not {"rl_steps", "rl_batch"} & set(filters[shared].settings)
+    # each RL arm's own identity still holds its steps and batch
+    rl, long_, wide = (train_settings(s, a, 0) for a in ("rl", "rl_long", "rl_wide"))
+    assert rl["filter"] == long_["filter"] == wide["filter"]
+    assert rl["settings"]["rl_steps"] == 2 and long_["settings"]["rl_steps"] == 5
+    assert rl != long_ and rl["settings"]["rl_batch"] == 2 and wide["settings"]["rl_batch"] == 3
+
+
+def test_the_filter_command_keeps_the_largest_need_cpu(tmp_path: Path) -> None:
+    s = study(STUDY + '\n[arms.rl_long]\nkind = "rl"\nstart = "sft"\nrl_steps = 5\n')
+    units = {u.key: u for u in study_units(s)}
+    fkey = units["arms/rl_long/seed0"].filter_key
+    assert fkey == units["arms/rl/seed0"].filter_key
+    cmd = work.filter_cmd(work.StudyContext(s, tmp_path), units[fkey])
+    assert cmd[cmd.index("--keep") + 1] == "10"
+
+
+FILTER = Unit("filters/x", "filter", {"x": 1}, keep=10)
+
+
+@pytest.mark.parametrize(
+    ("done", "want"),
+    [
+        ({"settings": {"x": 1}, "keep": 10}, "skip"),
+        ({"settings": {"x": 1}, "keep": 20}, "skip"),  # kept more than needed: a prefix is drawn
+        ({"settings": {"x": 1}, "keep": 4}, "extend"),  # an arm now draws more: sample on
+        ({"settings": {"x": 1}}, "extend"),
+    ],
+)
+def test_a_filter_that_kept_too_few_is_extended_cpu(done, want) -> None:
+    assert unit_action(FILTER, done, {"x": 1}, False, False) == want
+
+
+def test_a_larger_need_extends_the_filter_in_its_folder_cpu(tmp_path: Path, fabricated: list[str]) -> None:
+    path = write_study(tmp_path)
+    out = tmp_path / "out"
+    o = call_main(main, ["--study", str(path), "--out", str(out), "--screen-only"], {})
+    assert o.code == 0, o.stderr[-2000:]
+    fkeys = [k for k in fabricated if k.startswith("filters/")]
+    assert len(fkeys) == 2 and all(
+        json.loads((out / k / "DONE.json").read_text())["keep"] == 4 for k in fkeys
+    )
+    (out / fkeys[0] / "pool.parquet").write_text("kept")  # what the filter's rerun resumes from
+
+    # an arm that draws more prompts from the same start joins: its seeds' filters sample on, nothing else reruns
+    longer = path.read_text() + '\n[arms.rl_long]\nkind = "rl"\nstart = "sft"\nrl_steps = 5\n'
+    changed = write_study(tmp_path, longer, "longer.toml")
+    fabricated.clear()
+    o = call_main(main, ["--study", str(changed), "--out", str(out), "--screen-only", "--dry-run"], {})
+    assert o.code == 0 and fabricated == [] and o.stdout.count("  extend filters/") == 2, o.stdout
+    assert "--keep 10" in o.stdout
+    o = call_main(main, ["--study", str(changed), "--out", str(out), "--screen-only"], {})
+    assert o.code == 0, o.stderr[-2000:]
+    assert [k for k in fabricated if not k.startswith("arms/rl_long/")] == fkeys, fabricated
+    assert (out / fkeys[0] / "pool.parquet").read_text() == "kept"  # not cleared
+    assert all(json.loads((out / k / "DONE.json").read_text())["keep"] == 10 for k in fkeys)
+    assert "sampling on from its samples file" in o.stdout
+
+
+# ------------------------------------------------------------------------------------------------ --arms
+def test_dry_run_honours_arms_cpu(tmp_path: Path) -> None:
+    path = write_study(tmp_path)
+    out = tmp_path / "out"
+    o = call_main(main, ["--study", str(path), "--out", str(out), "--dry-run", "--arms", "rl"], {})
+    assert o.code == 0, o.stderr
+    assert "2 of 3 arms (sft, rl)" in o.stdout
+    for key in ("data", "validation", "filters/sft-seed0-", "arms/sft/seed0", "arms/rl/seed1/screen/sampled"):
+        assert f" {key}" in o.stdout
+    assert "rl_sft" not in o.stdout and not out.exists()
+
+
+def test_arms_runs_only_those_arms_and_the_report_covers_all_cpu(
+    tmp_path: Path, fabricated: list[str]
+) -> None:
+    path = write_study(tmp_path)
+    out = tmp_path / "out"
+    args = ["--study", str(path), "--out", str(out)]
+    o = call_main(main, [*args, "--arms", "rl"], {})
+    assert o.code == 0, o.stderr[-2000:]
+    assert fabricated and not any("rl_sft" in k for k in fabricated)
+    summary = json.loads(o.stdout.strip().splitlines()[-1])
+    assert summary["chosen"] == ["rl"]
+    rep = json.loads((out / "study.json").read_text())
+    assert rep["selection"]["confirmed"] == ["sft", "rl"]  # its continuation is not among --arms
+    assert rep["arms"]["rl_sft"]["training"] == {"0": None, "1": None}
+    assert not (out / "arms" / "rl_sft").exists()
+
+    # the continuation alone: what it needs is complete, so only its own units run
+    fabricated.clear()
+    o = call_main(main, [*args, "--arms", "rl_sft", "--screen-only"], {})
+    assert o.code == 0, o.stderr[-2000:]
+    assert fabricated and all(k.startswith("arms/rl_sft/") for k in fabricated), fabricated
+    rep = json.loads((out / "study.json").read_text())
+    assert all(rep["arms"][a]["screen"] is not None for a in ("sft", "rl", "rl_sft"))
+    assert rep["arms"]["rl"]["training"]["0"] is not None
+
+    # an arm outside --arms whose settings changed is left alone, not refused
+    edited = path.read_text().replace('of = "rl"\n', 'of = "rl"\nsft_lr = 1e-4\n')
+    changed = write_study(tmp_path, edited, "changed.toml")
+    fabricated.clear()
+    o = call_main(main, ["--study", str(changed), "--out", str(out), "--arms", "rl", "--screen-only"], {})
+    assert o.code == 0 and fabricated == [], (o.stderr[-2000:], fabricated)
+    o = call_main(main, ["--study", str(changed), "--out", str(out), "--screen-only"], {})
+    assert contract_broken(o) is None and "arms/rl_sft/seed0 finished with other settings" in o.stderr
