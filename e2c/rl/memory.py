@@ -88,12 +88,10 @@ MIB = 2**20
 # -- constants (see the module docstring for where each comes from) -------------------------------------
 ACT = 18.7  # bytes per (hidden + MLP width) unit, per layer, per padded token of the update
 CKPT = 4.0  # bytes per hidden unit per layer per token with gradient checkpointing (the fp32 layer input)
-VOCAB_TRAIN = (
-    11.0  # bytes per vocabulary entry per padded token of the update (logits, rows, log-softmax, grads)
-)
-VOCAB_INFER = (
-    6.7  # bytes per vocabulary entry per token of a log-prob pass (logits and the entropy's softmax)
-)
+# bytes per vocabulary entry per padded token of the update (the logits, their rows, log-softmax, grads)
+VOCAB_TRAIN = 11.0
+# bytes per vocabulary entry per token of a log-prob pass (the logits and the entropy's softmax)
+VOCAB_INFER = 6.7
 VOCAB_ENTROPY = 12.0  # extra per entry when the loss has an entropy term (its fp32 softmax kept for backward)
 FUSED_CHUNK = 512  # tokens per chunk of verl's fused log-prob kernel (FusedLinearForPPO's default)
 FUSED_BYTES = 33.0  # bytes per vocabulary entry per chunk token: its fp32 logits, softmax and gradients
@@ -273,9 +271,9 @@ def plan_from_config(cfg: Any, rollout_engine: str = "vllm", rollout_bytes: int 
     batch = int(_select(cfg, "data.train_batch_size"))
     mini = int(_select(cfg, f"{actor}.ppo_mini_batch_size", batch)) * n
     samples = batch * n
-    budgets = [int(_select(cfg, f"{actor}.ppo_max_token_len_per_gpu", 16384))]
+    budget = int(_select(cfg, f"{actor}.ppo_max_token_len_per_gpu", 16384))
     infer = [
-        int(_select(cfg, f"actor_rollout_ref.{k}.log_prob_max_token_len_per_gpu", budgets[0]))
+        int(_select(cfg, f"actor_rollout_ref.{k}.log_prob_max_token_len_per_gpu", budget))
         for k in ("rollout", "ref")
     ]
     micro = int(_select(cfg, f"{actor}.ppo_micro_batch_size_per_gpu", 1) or 1)
@@ -296,7 +294,7 @@ def plan_from_config(cfg: Any, rollout_engine: str = "vllm", rollout_bytes: int 
         step_samples=max(1, padded_samples(samples, world, mini) // world),
         longest=longest_sequence(cfg),
         dynamic=bool(_select(cfg, f"{actor}.use_dynamic_bsz", False)),
-        train_budget=budgets[0],
+        train_budget=budget,
         infer_budget=max(infer),
         train_micro=micro,
         infer_micro=infer_micro,
