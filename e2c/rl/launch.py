@@ -873,7 +873,7 @@ def memory_checked(args: argparse.Namespace, env: Mapping[str, str] | None = Non
     from e2c.rl.memory import check_disabled
 
     env = os.environ if env is None else env
-    if args.no_memory_check or args.dry_run or env.get("RAY_ADDRESS"):
+    if getattr(args, "no_memory_check", False) or getattr(args, "dry_run", False) or env.get("RAY_ADDRESS"):
         return False
     return not check_disabled(env)
 
