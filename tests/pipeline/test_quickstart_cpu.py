@@ -423,8 +423,14 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
             "error: --eval-samples must be >= 0, got -1 (see scripts/quickstart.sh --help)",
         ),
         (
-            ["--rl-format-credit", "1.5"],
-            "error: --rl-format-credit must be in [0, 1], got 1.5 (see scripts/quickstart.sh --help)",
+            ["--rl-reward-shape", "gated"],
+            "error: argument --rl-reward-shape: invalid choice: 'gated' (choose from 'correct', 'credit', "
+            "'gate', 'levels') (see scripts/quickstart.sh --help)",
+        ),
+        (
+            ["--rl-families", "geometry"],
+            "error: --rl-families: unknown family 'geometry'; valid: arithmetic, linear_equation, modular, "
+            "gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic, code",
         ),
         (
             ["--rl-overlong-buffer", "-1"],
