@@ -205,15 +205,12 @@ def read_study_file(path: Path) -> dict[str, Any]:
 
 
 def toml_module() -> Any:
+    """Python's TOML reader (3.11 and later); on 3.10 a TOML study file is one line asking for JSON (the
+    project pins no TOML package for 3.10, so none is imported here)."""
     try:
         import tomllib
     except ImportError:  # Python 3.10
-        try:
-            import tomli as tomllib  # type: ignore[no-redef]
-        except ImportError:
-            raise UserError(
-                "reading a TOML study file needs Python 3.11 or the tomli package; write it as JSON instead"
-            ) from None
+        raise UserError("reading a TOML study file needs Python 3.11; write it as JSON instead") from None
     return tomllib
 
 
