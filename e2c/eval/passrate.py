@@ -9,15 +9,19 @@ A group of GRPO samples that are all right or all wrong has zero advantage: it c
 nothing. This filter samples ``k`` answers per candidate prompt from the model RL starts from, exactly as the
 RL rollout would (the row's chat prompt through the chat template, then the chain format's prefilled
 opener, as :mod:`e2c.rl.agent_loop` builds it; the RL rollout's temperature; the RL run's response length),
-grades each with the RL reward's grader (:func:`e2c.rewards.verl_score.compute_score` with the row's
-``data_source``, ``reward_model.ground_truth`` and ``extra_info``; correct = its ``acc``), and keeps the
-prompts whose pass rate lies in a band (default ``learnable``: 0 < p < 1).
+grades each with the RL reward (:func:`e2c.rewards.verl_score.compute_score` with the row's
+``data_source``, ``reward_model.ground_truth`` and ``extra_info`` and the run's ``--reward-shape``), and keeps
+the prompts whose pass rate (the evaluation's correctness) lies in a band (default ``learnable``: 0 < p < 1)
+or, with ``--band varies``, whose reward varies. ``--keep N`` reads the input in order and stops once N
+prompts are kept.
 
 Bands (``--band``), each an interval of pass rates p (see :data:`e2c.data.bands.BANDS`):
 
 - names: ``learnable`` (0 < p < 1, the default), ``hard`` (0 < p <= 0.5), ``easy`` (0.5 <= p < 1),
   ``not-solved`` (p < 1: drops the prompts solved every time), ``solvable`` (p > 0: drops the ones never
   solved), ``all`` (every prompt: only measure);
+- ``varies``: the prompts whose RL reward differs across their samples (every kept group has a GRPO
+  advantage; with ``--reward-shape correct`` the same prompts as ``learnable``), the quickstart's choice;
 - intervals with both ends in [0, 1], written as in mathematics: ``(0,1)`` open, ``[0.2,0.8]`` closed,
   ``(0,0.5]`` and ``[0.5,1)`` half-open; a bare ``LO,HI`` is the open interval ``(LO,HI)``. Quote brackets
   in a shell: ``--band '(0,0.5]'``.
