@@ -374,12 +374,17 @@ def adapt_data(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
 
 
 def old_ids(q: Context) -> set[str]:
-    """The problem ids of the quickstart's SFT, RL and held-out sets (ids are hashes of the problem text)."""
+    """The problem ids of the quickstart's SFT, RL and held-out sets and of its RL prompt pool (ids are hashes
+    of the problem text)."""
     import pandas as pd
 
+    from e2c.quickstart.stages import rl_pool_file
+
     ids = {str(x) for x in pd.read_parquet(q.eval_dir / "synthetic.parquet", columns=["id"])["id"]}
-    for name in ("sft.parquet", "rl.parquet"):
-        info = pd.read_parquet(q.data_dir / name, columns=["extra_info"])["extra_info"]
+    for path in (q.data_dir / "sft.parquet", q.data_dir / "rl.parquet", rl_pool_file(q)):
+        if not path.is_file():  # the pool exists once the filter stage ran
+            continue
+        info = pd.read_parquet(path, columns=["extra_info"])["extra_info"]
         ids |= {str(x.get("id")) for x in info if isinstance(x, dict)}
     return ids
 
