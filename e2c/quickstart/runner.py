@@ -233,11 +233,16 @@ def main_of(
     with one line and their exit status (2, 1, 130)."""
     args = parser.parse_args(argv)
     cfg = config_from_args(args)
+    print(json.dumps(run_resumable(lambda: run(cfg, args.from_stage, args.force))))
+    return 0
+
+
+def run_resumable(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``work()``'s summary; a failed stage and an interrupt end the process with one line saying the same
+    command resumes, and their exit status (1, 130). Shared by the pipeline tools (quickstart, claims, study)."""
     try:
-        summary = run(cfg, args.from_stage, args.force)
+        return work()
     except StageFailed as e:
         fail(f"{e}; fix it and rerun the same command to resume", 1)
     except KeyboardInterrupt:
         fail("interrupted; rerun the same command to resume where it stopped", 130)
-    print(json.dumps(summary))
-    return 0

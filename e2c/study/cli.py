@@ -24,10 +24,10 @@ from typing import Any
 from e2c.argtypes import EXISTING_FILE, OUTPUT_DIR, TEXT
 from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
-from e2c.errors import UserError, fail
+from e2c.errors import UserError
 from e2c.flags import add_setting_flags, flag_values, setting
-from e2c.quickstart.progress import StageFailed, fmt_seconds
-from e2c.quickstart.runner import check_out, out_folder
+from e2c.quickstart.progress import fmt_seconds
+from e2c.quickstart.runner import check_out, out_folder, run_resumable
 from e2c.study.spec import Study, load_study
 from e2c.study.units import ACTIONS, CONFIRM, Unit, plan_actions, select_units, study_units
 from e2c.study.work import (
@@ -377,12 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     run.check()
     checks_done()
     with run.claim():
-        try:
-            summary = run_study(sc, units, actions, confirm, s.screen_only, selected)
-        except StageFailed as e:
-            fail(f"{e}; fix it and rerun the same command to resume", 1)
-        except KeyboardInterrupt:
-            fail("interrupted; rerun the same command to resume where it stopped", 130)
+        summary = run_resumable(lambda: run_study(sc, units, actions, confirm, s.screen_only, selected))
     print(json.dumps(summary))
     return 0
 
