@@ -467,7 +467,7 @@ def filter_prompts(
                 f.write([{"settings": settings}])
             for b, batch in enumerate(batches):
                 if enough(done, batch.start, band, cfg.keep):
-                    break  # a resumed run that already had enough
+                    break  # the batches before this one kept enough (this run's, or a resumed file's)
                 todo = [i for i in batch if i not in done]
                 if not todo:
                     continue
@@ -500,8 +500,6 @@ def filter_prompts(
                 f.write([done[i] for i in todo])  # the batch's lines, all or none
                 f.sync()
                 pbar.update(len(todo))
-                if enough(done, batch.stop, band, cfg.keep):
-                    break
                 secs = time.perf_counter() - t0
                 counts = histogram([sum(done[i]["correct"]) for i in done if i < len(rows)], cfg.k)
                 status = f"p=0: {counts[0]}, 0<p<1: {sum(counts[1:-1])}, p=1: {counts[-1]}"
