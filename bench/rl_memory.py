@@ -72,9 +72,13 @@ class TreeMemory:
     and of each role, and the node's memory in use over ``baseline``. Keeps every pid it saw, so a run that
     must be stopped can be stopped whole."""
 
-    def __init__(self, pid: int, baseline: int, every_s: float = 0.2) -> None:
+    def __init__(self, pid: int, baseline: int, every_s: float = 0.2, trace_s: float = 5.0) -> None:
         self.root = psutil.Process(pid)
-        self.baseline, self.every_s = baseline, every_s
+        self.baseline, self.every_s, self.trace_s = baseline, every_s, trace_s
+        self.t0 = time.monotonic()
+        # (seconds, tree, actor, rollout, rest, node) in GiB every trace_s: growth across steps shows here,
+        # not in the peaks
+        self.trace: list[tuple[float, ...]] = []
         self.tree = 0
         self.roles = {role: 0 for role in (*ROLES, "rest")}
         self.node = 0
@@ -100,7 +104,12 @@ class TreeMemory:
         self.tree = max(self.tree, sum(roles.values()))
         for role, rss in roles.items():
             self.roles[role] = max(self.roles[role], rss)
-        self.node = max(self.node, node_used() - self.baseline)
+        node = node_used() - self.baseline
+        self.node = max(self.node, node)
+        now = time.monotonic() - self.t0
+        if not self.trace or now - self.trace[-1][0] >= self.trace_s:
+            row = (sum(roles.values()), *(roles[r] for r in (*ROLES, "rest")), node)
+            self.trace.append((round(now, 1), *(round(b / GIB, 2) for b in row)))
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -207,6 +216,8 @@ def run_size(args: Any, model_path: str, samples: int, data: Path, out: Path) ->
     for role, rss in peaks.roles.items():
         res[f"peak_{role}_rss_gib"] = round(rss / GIB, 2)
     res["peak_node_used_gib"] = round(peaks.node / GIB, 2)
+    res["trace_columns"] = ["s", "tree", *ROLES, "rest", "node"]
+    res["trace"] = peaks.trace
     text = log.read_text(errors="replace")
     res["ray_oom"] = "memory monitor" in text.lower() or "OutOfMemoryError" in text
     return res
