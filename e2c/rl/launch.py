@@ -68,6 +68,7 @@ from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
 from e2c.rewards.verl_score import CODE_REWARD_KEY, CODE_REWARDS, code_reward_mode
+from e2c.rl.memory import worker_allocator_env
 from e2c.rl.settings import GROUP, ON_POLICY_LOSS, E2CSettings, e2c_settings, setting_flags
 from e2c.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
 from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, WORKERS_ENV, SandboxSpec, ready, workers_setting
@@ -327,6 +328,9 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
             cpu = {k: v for k, v in cpu.items() if k.lstrip("+") not in RAY_RESOURCE_KEYS}
         out.update(cpu)
         out.update(cpu_shape(cpu_ranks(), args.nnodes, joins_cluster=bool(os.environ.get("RAY_ADDRESS"))))
+        # Quoted: ray takes only strings as env_vars, and Hydra would read a bare number as an int.
+        for key, value in worker_allocator_env().items():
+            out[f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}"] = f"'{value}'"
     else:
         out["trainer.n_gpus_per_node"] = str(gpus)
         out["trainer.nnodes"] = str(args.nnodes)

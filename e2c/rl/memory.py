@@ -506,3 +506,28 @@ def cpu_rollout() -> tuple[str, int]:
     except ValueError as e:
         raise UserError(str(e)) from None
     return engine, dtype.itemsize
+
+
+# -- the workers' allocator -----------------------------------------------------------------------------
+MMAP_THRESHOLD_ENV = "MALLOC_MMAP_THRESHOLD_"
+MMAP_THRESHOLD = 1 << 20
+"""Bytes from which glibc's malloc serves a CPU worker's allocation with its own mapping, returned to the
+system when freed. By default glibc raises this threshold to the size of each mapped block it frees (up to
+32 MiB), so after the first step the update's activations (micro-batches of varying length, 1-20 MiB per
+tensor for SmolLM2-135M) come from the heap, which fragments and is not given back: the actor-update worker
+grew from 6.3 to 8.9 GiB over 8 steps of 32 samples, and the node from 17.0 to 22.8 GB over 13 steps until
+ray's monitor killed the run. Fixed at 1 MiB, the same run held the actor at 3.2-5.9 GiB and the node at
+12-15 GB over 16 further steps, for about 20% more time per updated token (2026-11-29, this machine;
+docs/results.md, "RL that learns")."""
+
+
+def worker_allocator_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for the ray workers of a CPU run that keeps their memory from growing step by step:
+    glibc's mmap threshold fixed at :data:`MMAP_THRESHOLD`. A threshold already set in ``env`` travels as
+    it is, and a run whose ``LD_PRELOAD`` names another allocator (jemalloc, tcmalloc) gets nothing: glibc's
+    settings would not act on it."""
+    env = os.environ if env is None else env
+    preload = env.get("LD_PRELOAD", "")
+    if "jemalloc" in preload or "tcmalloc" in preload:
+        return {}
+    return {MMAP_THRESHOLD_ENV: env.get(MMAP_THRESHOLD_ENV, "").strip() or str(MMAP_THRESHOLD)}

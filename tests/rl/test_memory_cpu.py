@@ -270,3 +270,29 @@ def test_quickstart_refuses_before_any_stage_cpu(tmp_path: Path) -> None:
     assert lines[0].startswith("error: the RL stage (2 prompts x 2 samples per step) needs about ")
     assert lines[0].endswith("set E2C_MEMORY_CHECK=0 to run it anyway")
     assert not out.exists()  # nothing was created
+
+
+def test_worker_allocator_env_fixes_glibcs_mmap_threshold_cpu() -> None:
+    from e2c.rl.memory import MMAP_THRESHOLD, worker_allocator_env
+
+    assert worker_allocator_env({}) == {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}
+    # the user's own threshold travels as it is; another allocator gets no glibc setting
+    assert worker_allocator_env({"MALLOC_MMAP_THRESHOLD_": " 65536 "}) == {"MALLOC_MMAP_THRESHOLD_": "65536"}
+    assert worker_allocator_env({"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}) == {}
+    assert worker_allocator_env({"LD_PRELOAD": "libtcmalloc_minimal.so.4"}) == {}
+
+
+def test_cpu_launch_gives_the_workers_the_threshold_as_a_string_cpu(tmp_path: Path, monkeypatch) -> None:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from e2c.rl.launch import build_overrides, parse_args
+
+    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
+    monkeypatch.delenv("LD_PRELOAD", raising=False)
+    args = parse_args(["--model", "tiny"])
+    args.model_path, args.output_dir = "m", tmp_path
+    key = "+ray_kwargs.ray_init.runtime_env.env_vars.MALLOC_MMAP_THRESHOLD_"
+    [line] = [o for o in build_overrides(args, 0) if o.startswith(key + "=")]
+    [override] = OverridesParser.create().parse_overrides([line])
+    assert override.value() == "1048576"  # ray refuses an env var that is not a string
+    assert not any(o.startswith(key) for o in build_overrides(args, 2))  # GPU runs keep glibc's default
