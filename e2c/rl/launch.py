@@ -328,9 +328,10 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
             cpu = {k: v for k, v in cpu.items() if k.lstrip("+") not in RAY_RESOURCE_KEYS}
         out.update(cpu)
         out.update(cpu_shape(cpu_ranks(), args.nnodes, joins_cluster=bool(os.environ.get("RAY_ADDRESS"))))
-        # Quoted: ray takes only strings as env_vars, and Hydra would read a bare number as an int.
+        # A number quoted: ray takes only strings as env_vars, and Hydra would read it as an int.
         for key, value in worker_allocator_env().items():
-            out[f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}"] = f"'{value}'"
+            quoted = f"'{value}'" if value.isdigit() else hydra_value(value)
+            out[f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}"] = quoted
     else:
         out["trainer.n_gpus_per_node"] = str(gpus)
         out["trainer.nnodes"] = str(args.nnodes)

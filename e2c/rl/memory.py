@@ -511,23 +511,50 @@ def cpu_rollout() -> tuple[str, int]:
 # -- the workers' allocator -----------------------------------------------------------------------------
 MMAP_THRESHOLD_ENV = "MALLOC_MMAP_THRESHOLD_"
 MMAP_THRESHOLD = 1 << 20
-"""Bytes from which glibc's malloc serves a CPU worker's allocation with its own mapping, returned to the
-system when freed. By default glibc raises this threshold to the size of each mapped block it frees (up to
-32 MiB), so after the first step the update's activations (micro-batches of varying length, 1-20 MiB per
-tensor for SmolLM2-135M) come from the heap, which fragments and is not given back: the actor-update worker
-grew from 6.3 to 8.9 GiB over 8 steps of 32 samples, and the node from 17.0 to 22.8 GB over 13 steps until
-ray's monitor killed the run. Fixed at 1 MiB, the same run held the actor at 3.2-5.9 GiB and the node at
-12-15 GB over 16 further steps, for about 20% more time per updated token (2026-11-29, this machine;
-docs/results.md, "RL that learns")."""
+"""Bytes from which glibc's malloc serves an allocation with its own mapping, given back when freed (the
+fallback where jemalloc is not installed). By default glibc raises this threshold to the size of each mapped
+block it frees (up to 32 MiB), so after the first step the update's activations (micro-batches of varying
+length, 1-20 MiB per tensor for SmolLM2-135M) come from the heap, which fragments and is not given back."""
+
+JEMALLOC = "libjemalloc.so.2"
+JEMALLOC_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+)
+"""Where distributions install jemalloc (Debian and Ubuntu: ``apt install libjemalloc2``)."""
 
 
-def worker_allocator_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Environment for the ray workers of a CPU run that keeps their memory from growing step by step:
-    glibc's mmap threshold fixed at :data:`MMAP_THRESHOLD`. A threshold already set in ``env`` travels as
-    it is, and a run whose ``LD_PRELOAD`` names another allocator (jemalloc, tcmalloc) gets nothing: glibc's
-    settings would not act on it."""
+def find_jemalloc(dirs: Sequence[str] = JEMALLOC_DIRS) -> str | None:
+    """The path of jemalloc's shared library in the first of ``dirs`` that has it; None when none does."""
+    for d in dirs:
+        path = Path(d) / JEMALLOC
+        if path.is_file():
+            return str(path)
+    return None
+
+
+def worker_allocator_env(env: Mapping[str, str] | None = None, jemalloc: str | None = None) -> dict[str, str]:
+    """Environment for the ray workers of a CPU run that keeps their memory from growing step by step.
+
+    Measured on 32 samples a step from the 60-step SFT model (2026-11-29, 2 cores; docs/training.md,
+    "Memory on a CPU"): with glibc's defaults the actor-update worker grew from 6.3 to 8.9 GiB over 8 steps,
+    and a run of that shape was killed by ray's monitor at step 13. glibc with its mmap threshold fixed at
+    1 MiB held the actor at 3.2-7.3 GiB, but each freed block's pages came back as page faults: 30% of the
+    CPU in the kernel and the update's time per token rising from 5.9 to 9.1 ms over 10 steps. jemalloc
+    (``LD_PRELOAD``) held it at 3.1-6.4 GiB at 4.6-5.9 ms per token, about glibc's default speed.
+
+    So: jemalloc (``jemalloc``, else :func:`find_jemalloc`) put first in the workers' ``LD_PRELOAD``; where
+    it is not installed, glibc's threshold at :data:`MMAP_THRESHOLD`. Yours win: a run whose ``LD_PRELOAD``
+    already names jemalloc or tcmalloc, or whose environment sets ``MALLOC_MMAP_THRESHOLD_``, gets nothing
+    added (the workers inherit your environment)."""
     env = os.environ if env is None else env
-    preload = env.get("LD_PRELOAD", "")
-    if "jemalloc" in preload or "tcmalloc" in preload:
+    preload = env.get("LD_PRELOAD", "").strip()
+    if "jemalloc" in preload or "tcmalloc" in preload or env.get(MMAP_THRESHOLD_ENV, "").strip():
         return {}
-    return {MMAP_THRESHOLD_ENV: env.get(MMAP_THRESHOLD_ENV, "").strip() or str(MMAP_THRESHOLD)}
+    jemalloc = jemalloc or find_jemalloc()
+    if jemalloc:
+        return {"LD_PRELOAD": f"{jemalloc}:{preload}" if preload else jemalloc}
+    return {MMAP_THRESHOLD_ENV: str(MMAP_THRESHOLD)}

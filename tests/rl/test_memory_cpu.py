@@ -272,27 +272,53 @@ def test_quickstart_refuses_before_any_stage_cpu(tmp_path: Path) -> None:
     assert not out.exists()  # nothing was created
 
 
-def test_worker_allocator_env_fixes_glibcs_mmap_threshold_cpu() -> None:
-    from e2c.rl.memory import MMAP_THRESHOLD, worker_allocator_env
+def test_worker_allocator_env_prefers_jemalloc_then_glibcs_threshold_cpu(tmp_path: Path) -> None:
+    from e2c.rl.memory import JEMALLOC, find_jemalloc, worker_allocator_env
 
-    assert worker_allocator_env({}) == {"MALLOC_MMAP_THRESHOLD_": str(MMAP_THRESHOLD)}
-    # the user's own threshold travels as it is; another allocator gets no glibc setting
-    assert worker_allocator_env({"MALLOC_MMAP_THRESHOLD_": " 65536 "}) == {"MALLOC_MMAP_THRESHOLD_": "65536"}
-    assert worker_allocator_env({"LD_PRELOAD": "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"}) == {}
-    assert worker_allocator_env({"LD_PRELOAD": "libtcmalloc_minimal.so.4"}) == {}
+    lib = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+    assert worker_allocator_env({}, jemalloc=lib) == {"LD_PRELOAD": lib}
+    # put first, the user's own preloads kept after it
+    assert worker_allocator_env({"LD_PRELOAD": "libfoo.so"}, jemalloc=lib) == {
+        "LD_PRELOAD": f"{lib}:libfoo.so"
+    }
+    # yours win: an allocator already preloaded, or glibc's threshold already set, adds nothing
+    assert worker_allocator_env({"LD_PRELOAD": lib}, jemalloc=lib) == {}
+    assert worker_allocator_env({"LD_PRELOAD": "libtcmalloc_minimal.so.4"}, jemalloc=lib) == {}
+    assert worker_allocator_env({"MALLOC_MMAP_THRESHOLD_": "65536"}, jemalloc=lib) == {}
+    # no jemalloc on this machine: glibc's threshold
+    none = tmp_path / "none"
+    none.mkdir()
+    assert find_jemalloc([str(none)]) is None
+    some = tmp_path / "some"
+    some.mkdir()
+    (some / JEMALLOC).write_bytes(b"")
+    assert find_jemalloc([str(none), str(some)]) == str(some / JEMALLOC)
 
 
-def test_cpu_launch_gives_the_workers_the_threshold_as_a_string_cpu(tmp_path: Path, monkeypatch) -> None:
+def test_worker_allocator_env_without_jemalloc_cpu(monkeypatch) -> None:
+    from e2c.rl import memory
+
+    monkeypatch.setattr(memory, "find_jemalloc", lambda dirs=(): None)
+    assert memory.worker_allocator_env({}) == {"MALLOC_MMAP_THRESHOLD_": str(memory.MMAP_THRESHOLD)}
+
+
+def test_cpu_launch_gives_the_workers_their_allocator_as_strings_cpu(tmp_path: Path, monkeypatch) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
+    from e2c.rl import memory
     from e2c.rl.launch import build_overrides, parse_args
 
     monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
     monkeypatch.delenv("LD_PRELOAD", raising=False)
     args = parse_args(["--model", "tiny"])
     args.model_path, args.output_dir = "m", tmp_path
-    key = "+ray_kwargs.ray_init.runtime_env.env_vars.MALLOC_MMAP_THRESHOLD_"
-    [line] = [o for o in build_overrides(args, 0) if o.startswith(key + "=")]
-    [override] = OverridesParser.create().parse_overrides([line])
-    assert override.value() == "1048576"  # ray refuses an env var that is not a string
-    assert not any(o.startswith(key) for o in build_overrides(args, 2))  # GPU runs keep glibc's default
+    prefix = "+ray_kwargs.ray_init.runtime_env.env_vars."
+    for found, key, value in (
+        (None, "MALLOC_MMAP_THRESHOLD_", "1048576"),
+        ("/opt/my libs/libjemalloc.so.2", "LD_PRELOAD", "/opt/my libs/libjemalloc.so.2"),
+    ):
+        monkeypatch.setattr(memory, "find_jemalloc", lambda dirs=(), found=found: found)
+        [line] = [o for o in build_overrides(args, 0) if o.startswith(prefix + key + "=")]
+        [override] = OverridesParser.create().parse_overrides([line])
+        assert override.value() == value  # ray refuses an env var that is not a string
+        assert not any(o.startswith(prefix + key) for o in build_overrides(args, 2))  # GPU runs: untouched
