@@ -49,10 +49,12 @@ def hydra_value(text: str, suffix: str = "") -> str:
     single quotes, so that researchers' folders (a space, an accented letter) reach verl intact. A literal
     ``${`` in ``text`` is escaped, so a path never turns into an interpolation.
 
-    >>> hydra_value("/data/x.parquet"), hydra_value("/home/Zoë/my data")
-    ('/data/x.parquet', "'/home/Zoë/my data'")
+    >>> hydra_value("/data/x.parquet"), hydra_value("/home/Zoë/my data"), hydra_value("4")
+    ('/data/x.parquet', "'/home/Zoë/my data'", "'4'")
     """
-    if _PLAIN_VALUE.fullmatch(text):
+    # A plain text Hydra reads as another type (an int, a bool, null: a folder named "2024", an environment
+    # variable's "4", which ray refuses when it is not a string) or cannot read ("~") goes in quotes too.
+    if _PLAIN_VALUE.fullmatch(text) and _reads_back(text, text):
         return text + suffix
     escaped = text.replace("${", "\\${")
     body = escaped.replace("'", "\\'")
@@ -62,17 +64,22 @@ def hydra_value(text: str, suffix: str = "") -> str:
         body += "\\" * trailing
     quoted = f"'{body}{suffix}'"
     # What Hydra reads back must be the text: a value it would read otherwise is refused, not passed on.
+    if not _reads_back(quoted, escaped + suffix):
+        raise UserError(f"Hydra cannot take the path {text!r} as a value: rename it (quotes and backslashes)")
+    return quoted
+
+
+def _reads_back(value: str, text: str) -> bool:
+    """Hydra reads the override value ``value`` as the string ``text``."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
     try:
-        [override] = OverridesParser.create().parse_overrides([f"key={quoted}"])
-        same = override.value() == escaped + suffix
+        [override] = OverridesParser.create().parse_overrides([f"key={value}"])
     except HydraException:
-        same = False
-    if not same:
-        raise UserError(f"Hydra cannot take the path {text!r} as a value: rename it (quotes and backslashes)")
-    return quoted
+        return False
+    got = override.value()
+    return isinstance(got, str) and got == text
 
 
 def hydra_list(items: Sequence[str]) -> str:

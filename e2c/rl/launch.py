@@ -328,10 +328,6 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
             cpu = {k: v for k, v in cpu.items() if k.lstrip("+") not in RAY_RESOURCE_KEYS}
         out.update(cpu)
         out.update(cpu_shape(cpu_ranks(), args.nnodes, joins_cluster=bool(os.environ.get("RAY_ADDRESS"))))
-        # A number quoted: ray takes only strings as env_vars, and Hydra would read it as an int.
-        for key, value in worker_allocator_env().items():
-            quoted = f"'{value}'" if value.isdigit() else hydra_value(value)
-            out[f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}"] = quoted
     else:
         out["trainer.n_gpus_per_node"] = str(gpus)
         out["trainer.nnodes"] = str(args.nnodes)
@@ -348,6 +344,8 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
     )
     env = {**tracker_env(trackers, args.output_dir), SYNC_LOG_ENV: str(args.output_dir / SYNC_LOG)}
     env.update(sandbox_env(args))
+    if gpus == 0:
+        env.update(worker_allocator_env())
     for key, value in env.items():
         out[f"+ray_kwargs.ray_init.runtime_env.env_vars.{key}"] = hydra_value(value)
     # Hydra's own files (the composed config, its log) stay with the run, not in the repository's outputs/.
