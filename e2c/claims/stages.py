@@ -381,9 +381,8 @@ def old_ids(q: Context) -> set[str]:
     from e2c.quickstart.stages import rl_pool_file
 
     ids = {str(x) for x in pd.read_parquet(q.eval_dir / "synthetic.parquet", columns=["id"])["id"]}
-    for path in (q.data_dir / "sft.parquet", q.data_dir / "rl.parquet", rl_pool_file(q)):
-        if not path.is_file():  # the pool exists once the filter stage ran
-            continue
+    pool = rl_pool_file(q)  # written by the filter stage, so absent before it ran
+    for path in (q.data_dir / "sft.parquet", q.data_dir / "rl.parquet", *([pool] if pool.is_file() else [])):
         info = pd.read_parquet(path, columns=["extra_info"])["extra_info"]
         ids |= {str(x.get("id")) for x in info if isinstance(x, dict)}
     return ids
