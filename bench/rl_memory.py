@@ -44,6 +44,7 @@ from e2c.paths import project_root
 
 ROOT = project_root()
 ROLES = {"actor": "ray::WorkerDict", "rollout": "ray::HFRolloutServer"}  # what is in no role is "rest"
+TRACE_COLUMNS = ("s", "tree", *ROLES, "rest", "node")  # a trace row: seconds, then GiB
 GIB = 2**30
 
 
@@ -76,8 +77,7 @@ class TreeMemory:
         self.root = psutil.Process(pid)
         self.baseline, self.every_s, self.trace_s = baseline, every_s, trace_s
         self.t0 = time.monotonic()
-        # (seconds, tree, actor, rollout, rest, node) in GiB every trace_s: growth across steps shows here,
-        # not in the peaks
+        # a TRACE_COLUMNS row every trace_s: growth across steps shows here, not in the peaks
         self.trace: list[tuple[float, ...]] = []
         self.tree = 0
         self.roles = {role: 0 for role in (*ROLES, "rest")}
@@ -216,7 +216,7 @@ def run_size(args: Any, model_path: str, samples: int, data: Path, out: Path) ->
     for role, rss in peaks.roles.items():
         res[f"peak_{role}_rss_gib"] = round(rss / GIB, 2)
     res["peak_node_used_gib"] = round(peaks.node / GIB, 2)
-    res["trace_columns"] = ["s", "tree", *ROLES, "rest", "node"]
+    res["trace_columns"] = list(TRACE_COLUMNS)
     res["trace"] = peaks.trace
     text = log.read_text(errors="replace")
     res["ray_oom"] = "memory monitor" in text.lower() or "OutOfMemoryError" in text
