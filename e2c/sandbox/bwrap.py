@@ -5,6 +5,14 @@ read-only view of the host's root, private empty ``/tmp``, ``/var/tmp``, ``/dev/
 ``/dev``, its own ``/proc``; the program's folder is the only writable place, and the tree dies with its
 caller (``--die-with-parent``) and never shares the caller's terminal session (``--new-session``).
 
+A caller killed while bwrap sets up its namespace: bwrap arms the namespace's parent-death signal only
+after it has forked PID 1, so a caller (and with it the outer bwrap) that dies in between leaves a PID 1
+that nothing ends. PID 1 of the namespace is therefore a guard (:data:`GUARD`, bwrap ``--as-pid-1``): it
+holds the read end of a pipe whose write end only the caller has, starts the program only if that pipe is
+still open (the caller lives, so the parent-death signal was armed in time), and ends the run (PID 1's exit
+ends every process of the namespace) once it sees EOF. As PID 1 it ignores the program's signals, so a
+program that kills all it can (the code judge's driver does, between tests) leaves it running.
+
 What it does not do: the host's files stay readable where their permissions allow (the root is bound
 read-only, not hidden); CPU and memory are bounded per process by rlimits, not for the tree (no cgroups).
 Needs the ``bwrap`` binary (Debian: ``apt-get install bubblewrap``) and user namespaces for an
@@ -13,12 +21,60 @@ unprivileged caller (as root, the run drops to a uid of its own before bwrap sta
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
 from e2c.errors import UserError
 from e2c.sandbox.base import Limits
 from e2c.sandbox.local import Isolation, LocalSandbox, existing_private_dirs, limit_args, probe_isolation
+
+# PID 1 of the namespace (bwrap ``--as-pid-1``), run as ``python -I -S -c GUARD FD ARGV...``. A pipe whose write
+# end no one writes polls readable only at EOF: the caller is gone. PID 1 ignores every signal sent from
+# inside its namespace that it has no handler for (SIGKILL included), and its exit makes the kernel kill every
+# process of the namespace; so it ends the run at the pipe's EOF, reaps what the program orphans (a daemon
+# killed but unreaped would hold one of the run's processes), and exits with the program's status as bwrap
+# reports one (128 + the signal). The program (same user, no capabilities) could trace it, but tracing
+# cannot stop the SIGKILL of its parent-death signal. ``_signal``, not ``signal``: the latter's enum import
+# doubles the guard's start.
+GUARD = """\
+import _signal as signal, os, select, sys
+fd = int(sys.argv[1])
+watch = select.poll()
+watch.register(fd, select.POLLIN)
+if watch.poll(0):
+    os._exit(128 + signal.SIGKILL)
+wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+signal.set_wakeup_fd(wake_w)
+signal.signal(signal.SIGCHLD, lambda *_: None)
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+watch.register(wake_r, select.POLLIN)
+while True:
+    for ready, _ in watch.poll():
+        if ready == fd:
+            os._exit(128 + signal.SIGKILL)
+        try:
+            os.read(wake_r, 4096)
+        except BlockingIOError:
+            pass
+    while True:
+        try:
+            child, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            os._exit(1)
+        if child == 0:
+            break
+        if child == pid:
+            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+"""
 
 
 def bwrap_path() -> str:
@@ -35,18 +91,22 @@ class BwrapSandbox(LocalSandbox):
     name = "bwrap"
     private_pids = True  # bwrap always makes a PID namespace (``--unshare-all``)
     ends_with_its_namespace = False  # bwrap's outer process may exit before its namespace is empty: check
+    uses_lifeline = True
 
     def __init__(self, python: str | None = None, isolation: Isolation | None = None) -> None:
         self.bwrap = bwrap_path()
         self.hidden = existing_private_dirs()  # each a private empty tmpfs, as the local backend's
         super().__init__(python, isolation or probe_isolation())
         uid = self._uids.get() if self._uids is not None else None
-        probe = self.command(Limits(wall_s=10), uid, ["true"], "/")
+        lifeline, alive = os.pipe()
+        probe = self.command(Limits(wall_s=10), uid, ["true"], "/", lifeline=lifeline)
         try:
-            ok = subprocess.run(probe, capture_output=True, timeout=20)
+            ok = subprocess.run(probe, capture_output=True, timeout=20, pass_fds=(lifeline,))
         except (OSError, subprocess.SubprocessError) as e:
             raise UserError(f"--sandbox bwrap: bubblewrap does not start here ({e}); use local") from None
         finally:
+            os.close(lifeline)
+            os.close(alive)
             if uid is not None:  # the probe ran as a run's user: nothing of it may be left when a run starts
                 self._release(uid)
         if ok.returncode != 0:
@@ -60,7 +120,13 @@ class BwrapSandbox(LocalSandbox):
         )
 
     def command(
-        self, limits: Limits, uid: int | None, argv: list[str], work: str = "", fstab: str | None = None
+        self,
+        limits: Limits,
+        uid: int | None,
+        argv: list[str],
+        work: str = "",
+        fstab: str | None = None,
+        lifeline: int | None = None,
     ) -> list[str]:
         # bwrap makes its own mounts (``fstab`` is the local backend's).
         cmd = [*limit_args(self.iso.prlimit, limits), self.iso.setpriv, "--pdeathsig", "KILL"]
@@ -72,6 +138,7 @@ class BwrapSandbox(LocalSandbox):
             "--unshare-all",
             "--die-with-parent",
             "--new-session",
+            *(["--as-pid-1"] if lifeline is not None else []),
             "--ro-bind",
             "/",
             "/",
@@ -81,4 +148,6 @@ class BwrapSandbox(LocalSandbox):
         cmd += ["--dev", "/dev", "--proc", "/proc"]
         if work and work != "/":
             cmd += ["--bind", work, work, "--chdir", work]
+        if lifeline is not None:
+            argv = [self.python, "-I", "-S", "-c", GUARD, str(lifeline), *argv]
         return [*cmd, "--", *argv]

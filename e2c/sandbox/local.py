@@ -317,8 +317,19 @@ class LocalSandbox:
     def describe(self) -> str:
         return self.iso.describe()
 
+    uses_lifeline = False
+    """Whether :meth:`command` takes a lifeline: the read end of a pipe whose write end only the caller
+    holds, open for as long as the caller lives (the local chain needs none: its PID 1 is set up by
+    ``unshare``, which arms its parent-death signal before the program exists)."""
+
     def command(
-        self, limits: Limits, uid: int | None, argv: list[str], work: str = "", fstab: str | None = None
+        self,
+        limits: Limits,
+        uid: int | None,
+        argv: list[str],
+        work: str = "",
+        fstab: str | None = None,
+        lifeline: int | None = None,
     ) -> list[str]:
         """The exec chain that runs ``argv`` under ``limits`` (as ``uid`` in root mode) in folder ``work``,
         with the mount table ``fstab`` (:func:`write_fstab`; root mode with a mount namespace)."""
@@ -388,21 +399,33 @@ class LocalSandbox:
         fstab = write_fstab(self.iso, io_dir, work) if self.iso.mount else None
         argv = [self.python, "-I", "-B", main]
         start = time.monotonic()
+        # The lifeline's write end stays with the caller alone (not inheritable): its read end sees EOF
+        # once the caller is gone, however it died (see e2c.sandbox.bwrap).
+        lifeline_r, lifeline_w = os.pipe() if self.uses_lifeline else (None, None)
         with (
             open(paths["in"], "rb") as fin,
             open(paths["out"], "wb") as fout,
             open(paths["err"], "wb") as ferr,
         ):
-            proc = subprocess.Popen(
-                self.command(limits, uid, argv, work, fstab),
-                stdin=fin,
-                stdout=fout,
-                stderr=ferr,
-                cwd=work,
-                env=_child_env(work),
-                start_new_session=True,
-                close_fds=True,
-            )
+            try:
+                proc = subprocess.Popen(
+                    self.command(limits, uid, argv, work, fstab, lifeline_r),
+                    stdin=fin,
+                    stdout=fout,
+                    stderr=ferr,
+                    cwd=work,
+                    env=_child_env(work),
+                    start_new_session=True,
+                    close_fds=True,
+                    pass_fds=() if lifeline_r is None else (lifeline_r,),
+                )
+            except BaseException:
+                if lifeline_w is not None:
+                    os.close(lifeline_w)
+                raise
+            finally:
+                if lifeline_r is not None:
+                    os.close(lifeline_r)
             timed_out = False
             try:
                 wait_exit(proc, limits.wall_s)
@@ -412,6 +435,9 @@ class LocalSandbox:
             except BaseException:  # an interrupt of the caller must not leave the tree running
                 kill_tree(proc)
                 raise
+            finally:
+                if lifeline_w is not None:
+                    os.close(lifeline_w)
         seconds = time.monotonic() - start
         return _result(proc.returncode, timed_out, paths["out"], paths["err"], limits, seconds)
 
