@@ -1,14 +1,16 @@
 """verl's run folders: which checkpoint finished last, and the metrics file across resumed launches.
 
-One place for SFT, RL and the curriculum.
+One place for SFT, RL and the curriculum: every reader of a run's per-step metrics calls
+:func:`step_metrics`.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from e2c.files import atomic_write_text
+from e2c.files import atomic_write_text, read_records
 
 # verl writes this file in a run's checkpoint folder after a checkpoint is complete.
 TRACKER = "latest_checkpointed_iteration.txt"
@@ -43,6 +45,35 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
         return None
     folder = Path(run_dir) / f"global_step_{step}"
     return folder if folder.is_dir() else None
+
+
+def step_metrics(run_dir: Path) -> dict[int, dict[str, Any]]:
+    """Every step's metrics in a run folder, as verl's file logger wrote them: ``{step: {name: value}}`` in
+    step order, from ``metrics_history.jsonl`` (earlier launches of a resumed run) then ``metrics.jsonl``.
+    Records of one step in one file are merged (SFT logs its validation loss apart); a step of a later
+    launch replaces that of an earlier one (trained again after a resume). Lines cut by a kill and lines
+    that are not records are skipped; a missing file is no steps.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / METRICS_HISTORY).write_text('{"step": 1, "data": {"a": 1}}\\n{"step": 2, "data": {"a": 9}}\\n')
+    >>> _ = (d / METRICS).write_text('{"step": 2, "data": {"a": 2}}\\n{"step": 2, "data": {"b": 3}}\\n{"step": 3, "da')
+    >>> step_metrics(d)
+    {1: {'a': 1}, 2: {'a': 2, 'b': 3}}
+    """
+    out: dict[int, dict[str, Any]] = {}
+    for name in (METRICS_HISTORY, METRICS):
+        launch: dict[int, dict[str, Any]] = {}
+        for _, rec in read_records(Path(run_dir) / name, strict=False):
+            data = rec.get("data")
+            try:
+                step = int(rec["step"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if isinstance(data, dict):
+                launch.setdefault(step, {}).update(data)
+        out.update(launch)
+    return dict(sorted(out.items()))
 
 
 def merge_metric_lines(*sources: list[str]) -> list[str]:

@@ -3,7 +3,6 @@ computed from what the stages wrote (evaluation predictions, RL metrics, TTS rec
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -14,7 +13,7 @@ from e2c.claims import stats as st
 from e2c.claims.config import CLAIM_METHOD, REFERENCE_METHOD
 from e2c.claims.stages import ClaimsContext, arm_name, data_stats
 from e2c.eval.compare import per_problem_scores
-from e2c.files import atomic_write_json, atomic_write_text
+from e2c.files import atomic_write_json, atomic_write_text, read_records
 from e2c.quickstart.context import read_done
 from e2c.quickstart.report import system_info
 from e2c.tts import METHODS, methods_with, traits
@@ -115,16 +114,6 @@ def weighting_section(cc: ClaimsContext) -> dict[str, Any] | None:
 
 
 # ------------------------------------------------------------------------------------------------ claim 2
-def read_records(path: Path) -> list[dict[str, Any]]:
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
-
-
 def tts_table(records: Sequence[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], dict]:
     """Per (method, budget): accuracy with its interval and the mean generated tokens per problem, split by
     role; and ``{method: {budget: {problem: (correct, tokens)}}}`` for the ratios."""
@@ -165,7 +154,7 @@ def tts_section(cc: ClaimsContext) -> dict[str, Any] | None:
     done = read_done(cc.dir("tts"))
     if done is None:
         return None
-    records = read_records(cc.out / done["records"])
+    records = [r for _, r in read_records(cc.out / done["records"], strict=False)]
     rows, by = tts_table(records)
     ratios = {}
     ref = by.get(REFERENCE_METHOD, {})

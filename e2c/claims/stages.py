@@ -175,17 +175,10 @@ def arm_name(coef: float, seed: int) -> str:
 def rl_metrics(run_dir: Path) -> list[dict[str, Any]]:
     """Per step of an RL run's ``metrics.jsonl``: the reward, the E2C segment metrics and the health
     metrics (``critic/score/mean``, ``e2c/*``, ``health/*``, ``response_length/mean``), step order."""
-    path = run_dir / "metrics.jsonl"
-    rows: dict[int, dict[str, Any]] = {}
-    if not path.is_file():
-        return []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-            step = int(rec["step"])
-        except (ValueError, KeyError, TypeError):
-            continue
-        data = rec.get("data") or {}
+    from e2c.checkpoints import step_metrics
+
+    rows = []
+    for step, data in step_metrics(run_dir).items():
         keep = {
             k: float(v)
             for k, v in data.items()
@@ -193,8 +186,8 @@ def rl_metrics(run_dir: Path) -> list[dict[str, Any]]:
             and (k.startswith(("e2c/", "health/")) or k in ("critic/score/mean", "response_length/mean"))
         }
         if keep:
-            rows[step] = {"step": step, **keep}
-    return [rows[s] for s in sorted(rows)]
+            rows.append({"step": step, **keep})
+    return rows
 
 
 def run_arm(cc: ClaimsContext, rep: Reporter, coef: float, seed: int) -> dict[str, Any]:

@@ -195,9 +195,9 @@ def stage_sft(ctx: Context, rep: Reporter) -> dict[str, Any]:
 def sft_losses(sft_dir: Path) -> dict[int, float]:
     """Training loss per step from the SFT run's ``metrics.jsonl`` (verl's file logger, every launch of a
     resumed run; a step logged again keeps its last value); ``final/e2c_sft.json`` as fallback."""
-    from e2c.sft.metrics import METRICS, read_losses
+    from e2c.sft.metrics import read_losses
 
-    losses = read_losses(sft_dir / METRICS).train
+    losses = read_losses(sft_dir).train
     if not losses:
         meta = sft_dir / "final" / "e2c_sft.json"
         if meta.is_file():
@@ -470,20 +470,14 @@ ACC_KEYS = ("health/train_acc", "reward_extra_info/acc/mean", "e2c/acc_mean", "c
 def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
     """Per step of the RL run's ``metrics.jsonl``: reward (verl's ``critic/score/mean``), accuracy and the
     E2C segment metrics when logged."""
-    path = run_dir / "metrics.jsonl"
-    if not path.is_file():
-        return []
+    from e2c.checkpoints import step_metrics
+
     out = []
-    for line in path.read_text().splitlines():
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        data = rec.get("data") or {}
+    for step, data in step_metrics(run_dir).items():
         reward = next((data[k] for k in REWARD_KEYS if k in data), None)
         if reward is None:
             continue
-        row = {"step": int(rec.get("step", len(out) + 1)), "reward": float(reward)}
+        row = {"step": step, "reward": float(reward)}
         acc = next((data[k] for k in ACC_KEYS if k in data), None)
         if acc is not None:
             row["accuracy"] = float(acc)
@@ -496,7 +490,7 @@ def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
             if k in data:
                 row[k] = float(data[k])
         out.append(row)
-    return sorted(out, key=lambda r: r["step"])
+    return out
 
 
 # ------------------------------------------------------------------------------------------------ control

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2c.checkpoints import METRICS, METRICS_HISTORY
+from e2c.checkpoints import METRICS, METRICS_HISTORY, step_metrics
 
 # verl's FileLogger writes here when the variable is set (else to ./<project>/<experiment>.jsonl).
 PATH_ENV = "VERL_FILE_LOGGER_PATH"
@@ -61,20 +61,22 @@ class StepLosses:
         return self
 
 
-def read_losses(path: Path) -> StepLosses:
-    """The training and validation losses in a file-logger JSONL file (empty when there is none).
+def read_losses(run_dir: Path) -> StepLosses:
+    """The training and validation losses of a run folder, every launch of a resumed run
+    (:func:`e2c.checkpoints.step_metrics`; empty when there is none).
 
     >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "metrics.jsonl"
-    >>> _ = p.write_text('{"step": 1, "data": {"train/loss": 2.5}}\\n{"step": 1, "data": {"val/loss": 2.0}}\\n{cut')
-    >>> read_losses(p)
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (d / METRICS).write_text('{"step": 1, "data": {"train/loss": 2.5}}\\n{"step": 1, "data": {"val/loss": 2.0}}\\n{cut')
+    >>> read_losses(d)
     StepLosses(train={1: 2.5}, val={1: 2.0})
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return StepLosses()
-    return StepLosses().extend(text.splitlines())
+    losses = StepLosses()
+    for step, data in step_metrics(run_dir).items():
+        for key, into in ((TRAIN_LOSS, losses.train), (VAL_LOSS, losses.val)):
+            if isinstance(data.get(key), (int, float)):
+                into[step] = float(data[key])
+    return losses
 
 
 @dataclass

@@ -66,7 +66,7 @@ from e2c.sft.launch import (
     run_trainer,
     train_log,
 )
-from e2c.sft.metrics import METRICS, StepLosses, read_losses
+from e2c.sft.metrics import StepLosses, read_losses
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_env, tracker_names
 
 
@@ -241,7 +241,7 @@ def launch(
     ckpt = latest_checkpoint(plan.ckpt_dir)
     if ckpt is None:
         fail(f"the trainer finished but left no checkpoint in {plan.ckpt_dir}", 1)
-    losses = read_losses(plan.output_dir / METRICS)  # every launch of the run, a resumed one included
+    losses = read_losses(plan.output_dir)  # every launch of the run, a resumed one included
     meta = run_meta(plan, ckpt, total, losses, tail.seconds_per_step(), wall)
     try:
         final = export_final(ckpt, plan.final_dir, meta)

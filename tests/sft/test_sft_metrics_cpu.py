@@ -48,9 +48,9 @@ def test_read_losses_skips_lines_that_are_not_records(tmp_path: Path) -> None:
         _record(1, **{"train/loss": 3.0}) + "not json\n" + json.dumps({"step": 2, "data": [1]}) + "\n"
         '{"data": {"train/loss": 9}}\n' + _record(1, **{"train/loss": 2.5}) + '{"step": 3, "da'
     )
-    losses = read_losses(path)
+    losses = read_losses(tmp_path)
     assert losses.train == {1: 2.5} and losses.val == {}
-    assert read_losses(tmp_path / "missing.jsonl").train == {}
+    assert read_losses(tmp_path / "missing").train == {}
 
 
 FAKE_TRAINER = textwrap.dedent(
@@ -77,7 +77,7 @@ def test_run_trainer_keeps_every_launch_of_a_resumed_run(tmp_path: Path, capfd) 
     assert 0.1 < tail.seconds_per_step() < 2.0
     rc, tail = run_trainer([*cmd, "3", "5", "0"], run, {})  # resumed from the checkpoint of step 2
     assert rc == 0 and sorted(tail.losses.train) == [3, 4, 5]  # this launch only
-    assert read_losses(run / METRICS).train == {s: 10.0 / s for s in range(1, 6)}
+    assert read_losses(run).train == {s: 10.0 / s for s in range(1, 6)}
     assert (run / METRICS_HISTORY).is_file()
     out = capfd.readouterr().out
     assert "step:1 - train/loss:10.0" in out and "step:5 - train/loss:2.0" in out  # echoed as it ran

@@ -45,13 +45,14 @@ says in one line whether the run had signal.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from e2c.checkpoints import step_metrics
+from e2c.files import read_records
 from e2c.weights import BF16_CHANGED, REL_L2, checkpoint_movement
 
 if TYPE_CHECKING:
@@ -371,20 +372,6 @@ def _number(value: Any) -> float | None:
 
 
 # --- per run ---------------------------------------------------------------------------------------------
-def _records(path: Path) -> Iterator[dict]:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return
-    for line in lines:
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue  # a line cut by a kill
-        if isinstance(rec, dict):
-            yield rec
-
-
 def _kept(key: str) -> bool:
     return key.startswith(("health/", "e2c/")) or key in VERL_FIELDS
 
@@ -406,21 +393,13 @@ def health_table(run_dir: str | Path, start_model_dir: str | Path | None = None)
     """
     run_dir = Path(run_dir)
     steps: dict[int, dict[str, Any]] = {}
-    for name in ("metrics_history.jsonl", "metrics.jsonl"):
-        for rec in _records(run_dir / name):
-            data = rec.get("data")
-            try:
-                step = int(rec["step"])
-            except (KeyError, TypeError, ValueError):
-                continue
-            if not isinstance(data, dict):
-                continue
-            kept = {k: v for k, v in data.items() if _kept(k)}
-            if kept:
-                steps.setdefault(step, {}).update(kept)
+    for step, data in step_metrics(run_dir).items():
+        kept = {k: v for k, v in data.items() if _kept(k)}
+        if kept:
+            steps[step] = kept
 
     moved: dict[int, dict[str, Any]] = {}
-    for rec in _records(run_dir / "rollout_sync.jsonl"):
+    for _, rec in read_records(run_dir / "rollout_sync.jsonl", strict=False):
         step, rel = rec.get("global_steps"), rec.get(REL_L2)
         if not isinstance(step, int) or rel is None:
             continue
