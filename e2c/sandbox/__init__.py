@@ -82,11 +82,12 @@ _current: Sandbox | None = None
 _current_lock = threading.Lock()
 
 
-def configure(spec: SandboxSpec | str | None) -> Sandbox:
-    """Set the process's sandbox (what :func:`current` returns) and export it to ``$E2C_SANDBOX`` so that
-    workers started later (ray actors, reward processes) build the same one."""
+def configure(spec: SandboxSpec | str | None, built: Sandbox | None = None) -> Sandbox:
+    """Set the process's sandbox (what :func:`current` returns; ``built``, the backend ``spec`` names
+    already built, or a new one) and export it to ``$E2C_SANDBOX`` so that workers started later (ray
+    actors, reward processes) build the same one."""
     global _current
-    sbx = make(spec)
+    sbx = built if built is not None else make(spec)
     with _current_lock:
         _current = sbx
     os.environ[SANDBOX_ENV] = str(spec if isinstance(spec, SandboxSpec) else parse_spec(spec))
@@ -139,13 +140,13 @@ READY_WALL_S = 30.0
 """The trivial program a sandbox must run before work starts, and how long it may take (a cold server)."""
 
 
-def ready(spec: SandboxSpec | None, tries: int = 1, wait_s: float = 2.0) -> str:
-    """Build the backend and run :data:`READY_PROGRAM` through it (up to ``tries`` times, ``wait_s`` apart,
-    for a server that is starting): its description and the run's seconds, or a :class:`UserError` in one
-    line naming the backend. A readiness check: a SandboxFusion server that does not answer would otherwise
-    turn every code sample into an error minutes into a run."""
+def ready(spec: SandboxSpec | None, tries: int = 1, wait_s: float = 2.0, built: Sandbox | None = None) -> str:
+    """Run :data:`READY_PROGRAM` through the backend (``built``, else built here; up to ``tries`` times,
+    ``wait_s`` apart, for a server that is starting): its description and the run's seconds, or a
+    :class:`UserError` in one line naming the backend. A readiness check: a SandboxFusion server that does
+    not answer would otherwise turn every code sample into an error minutes into a run."""
     spec = spec or SandboxSpec("local")
-    sbx = make(spec)
+    sbx = built if built is not None else make(spec)
     why = ""
     for i in range(tries):
         try:
@@ -166,7 +167,9 @@ def ready(spec: SandboxSpec | None, tries: int = 1, wait_s: float = 2.0) -> str:
 def use(spec: SandboxSpec | None, log: Callable[[str], None], label: str) -> Sandbox:
     """Check that the sandbox runs a program (:func:`ready`: a server that does not answer is one line
     before any work), set it as the process's (:func:`configure`) and say in one line what it isolates."""
-    said = ready(spec)
-    sbx = configure(spec or SandboxSpec("local"))
-    log(f"[{label}] sandbox {spec or 'local'}: {said}")
+    spec = spec or SandboxSpec("local")
+    sbx = make(spec)  # built once: building probes the machine (and, for bwrap, starts bubblewrap)
+    said = ready(spec, built=sbx)
+    configure(spec, built=sbx)
+    log(f"[{label}] sandbox {spec}: {said}")
     return sbx
