@@ -123,6 +123,13 @@ def captured_output() -> Iterator[list[str]]:
                 result.append(f.read().decode("utf-8", errors="replace"))
 
 
+IN_PROCESS_LIMIT_S = 120.0  # far above any refusal's time (verl's import included: about 10 s)
+
+
+class InProcessTimeout(BaseException):
+    """An in-process case ran past its wall-clock limit (a BaseException: the entry guard lets it through)."""
+
+
 def call_main(
     main: Callable[..., int | None],
     argv: list[str],
@@ -133,13 +140,17 @@ def call_main(
     argv0: str = "fuzz",
     stdin: str = "",
     replace_env: bool = False,
+    limit_s: float = IN_PROCESS_LIMIT_S,
 ) -> Outcome:
     """``main(argv)`` under the guard every entry point's ``run_main`` puts around it, in this process, from
     the repository root, with ``env`` added to the environment (``replace_env``: as the whole of it), output
     captured at the file-descriptor level (:func:`captured_output`). The environment, working folder,
-    ``sys.argv``, stdin and the signal handlers are put back afterwards."""
+    ``sys.argv``, stdin and the signal handlers are put back afterwards.
+
+    A case that runs past ``limit_s`` of wall clock raises :class:`InProcessTimeout` (from SIGALRM, which
+    the guard does not catch): a refusal that hangs fails its test instead of hanging the suite."""
     saved_env, saved_cwd, saved_argv, saved_stdin = dict(os.environ), os.getcwd(), sys.argv, sys.stdin
-    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM)}
     if replace_env:
         os.environ.clear()
     os.environ.update(env)
@@ -147,6 +158,12 @@ def call_main(
     sys.argv = [argv0, *argv]
     sys.stdin = io.StringIO(stdin)
     code: int | None
+
+    def over_time(signum: int, frame: object) -> None:
+        raise InProcessTimeout(f"{prog} {' '.join(argv)[:200]}: still running after {limit_s:g} s")
+
+    signal.signal(signal.SIGALRM, over_time)
+    signal.setitimer(signal.ITIMER_REAL, limit_s)
     try:
         with captured_output() as out, warnings.catch_warnings():
             try:
@@ -156,6 +173,7 @@ def call_main(
                 if not isinstance(e.code, int) and e.code is not None:
                     print(e.code, file=sys.stderr)
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
         os.environ.clear()
         os.environ.update(saved_env)
         os.chdir(saved_cwd)
