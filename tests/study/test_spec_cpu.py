@@ -25,7 +25,8 @@ def test_the_example_studies_parse_cpu() -> None:
     assert s.validation_problems == 200
     r = load_study(ROOT / "configs" / "study" / "rl_recipe.toml")
     rl = [a for a in r.arms.values() if a.kind == "rl"]
-    assert len(rl) >= 8 and all(a.start == "sft60" for a in rl)
+    assert len(rl) >= 8 and all(r.arms[a.start].kind == "sft" for a in rl)
+    assert {a.start for a in rl} == {"sft60", "sft120"} and r.arms["sft120"].cfg.sft_steps == 120
     varied = {k for a in rl for k in a.given}
     assert {"rl_lr", "rl_steps", "rl_batch", "rl_n", "rl_explore_adv_coef"} <= varied
     assert {a.cfg.rl_explore_adv_coef for a in rl} == {1.0, 2.0}
