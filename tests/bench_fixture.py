@@ -20,6 +20,9 @@ from e2c.paths import benchmarks_dir
 REAL = benchmarks_dir()
 ROWS = 60  # more than any test's --limit
 VERSION = 1  # bump when the layout below changes: a built folder of another version is rebuilt
+# Written into the stand-in: a test process whose $E2C_BENCH_DIR names it (conftest.py sets it for the commands
+# the tests start; pytest-xdist's workers inherit it) knows the folder is no real copy.
+MARK = "STAND_IN"
 
 
 def _sum(i: int) -> tuple[str, int]:
@@ -106,6 +109,7 @@ def build(folder: Path) -> Path:
         tmp = folder / f".{name}.jsonl.part"
         tmp.write_text("".join(json.dumps(r) + "\n" for r in _records(name)), encoding="utf-8")
         tmp.replace(folder / f"{name}.jsonl")
+    (folder / MARK).write_text("made-up rows in the real layout (tests/bench_fixture.py)\n")
     (folder / "VERSION").write_text(str(VERSION))
     return folder
 
@@ -115,15 +119,15 @@ def stand_in() -> Path:
     base = Path(os.environ.get("E2C_CACHE") or Path(tempfile.gettempdir()) / f"e2c-tests-{os.getuid()}")
     folder = base / f"bench-stand-in-v{VERSION}"
     version = folder / "VERSION"
-    if not (version.is_file() and version.read_text() == str(VERSION)):
+    if not (version.is_file() and version.read_text() == str(VERSION) and (folder / MARK).is_file()):
         build(folder)
     return folder
 
 
 def bench_dir() -> Path:
     """The real benchmark copies where they are, else the stand-in."""
-    return REAL if REAL.is_dir() else stand_in()
+    return REAL if HAVE_REAL else stand_in()
 
 
-HAVE_REAL = REAL.is_dir()
+HAVE_REAL = REAL.is_dir() and not (REAL / MARK).is_file()
 MISSING = f"the real benchmark copies are not at {REAL} (set E2C_BENCH_DIR)"

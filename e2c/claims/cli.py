@@ -53,6 +53,8 @@ from e2c.claims.stages import (
 from e2c.cli import ArgumentParser
 from e2c.entry import run_main
 from e2c.errors import UserError
+from e2c.generation import ALIASES as BACKEND_ALIASES
+from e2c.generation import BACKENDS
 from e2c.quickstart.context import read_done
 from e2c.quickstart.progress import Reporter
 from e2c.quickstart.runner import Pipeline, main_of, out_folder, run_pipeline
@@ -144,6 +146,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     a("--force", action="store_true", help="redo every stage, discarding earlier results (default: off)")
     flag(p, "rl_steps", "GRPO steps of every RL run")
+    p.add_argument(
+        "--backend",
+        default=None,
+        choices=[*BACKENDS, *BACKEND_ALIASES],
+        help=_help(
+            "backend",
+            "generation backend of every evaluation and of TTS: auto (vLLM when installed, else hf), vllm, hf",
+        ),
+    )
     g = p.add_argument_group("claim 1: exploration weighting")
     flag(
         g,

@@ -36,6 +36,9 @@ class ClaimsConfig:
     # the shared start: a quickstart run (data, SFT, pass-rate filter, GRPO stage 2 at rl_explore_adv_coef,
     # seed 0, evaluations) in <out>/quickstart; its RL model is arm (2.0, seed 0) and the TTS/adapt model
     rl_steps: int = 4
+    # generation backend of every evaluation and of TTS (the quickstart's --backend): auto = vLLM when
+    # installed, else transformers
+    backend: str = "auto"
     # 1. exploration weighting: GRPO stage 2 from the same SFT model per (coefficient, seed)
     weight_coefs: tuple[float, ...] = (2.0, 1.0)
     weight_seeds: tuple[int, ...] = (0, 1, 2)
@@ -81,6 +84,9 @@ class ClaimsConfig:
 FAST: dict[str, Any] = {
     "out": "outputs/claims-fast",
     "rl_steps": 1,
+    # transformers: the tiny model's few short generations take seconds, where vLLM's engine takes ~25 s to
+    # start for each of the run's ~12 evaluations (vLLM is the quickstart --fast's own end-to-end path)
+    "backend": "hf",
     "weight_seeds": (0, 1),
     "tts_problems": 3,
     "tts_budgets": (1, 2),
@@ -97,7 +103,7 @@ FAST: dict[str, Any] = {
 }
 
 STAGE_KEYS: dict[str, tuple[str, ...]] = {
-    "start": ("fast", "rl_steps"),
+    "start": ("fast", "rl_steps", "backend"),
     "weighting": ("weight_coefs", "weight_seeds"),
     "tts": (
         "tts_problems",
@@ -164,4 +170,6 @@ def quickstart_config(cfg: ClaimsConfig, out: str) -> QuickstartConfig:
     base = QuickstartConfig()
     if cfg.fast:
         base = replace(base, fast=True, **QUICKSTART_FAST)
-    return replace(base, out=out, rl_steps=cfg.rl_steps, tts_problems=0, gsm8k_problems=0)
+    return replace(
+        base, out=out, rl_steps=cfg.rl_steps, backend=cfg.backend, tts_problems=0, gsm8k_problems=0
+    )
