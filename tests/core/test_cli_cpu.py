@@ -91,7 +91,7 @@ def test_score_bad_input(tmp_path: Path, preds: Path, setup: str, flags: list[st
     assert len(r.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.integration  # the demos on the tiny model
+@pytest.mark.slow  # the demos on the tiny model (15 s or more on 2 cores)
 def test_demo_on_tiny_model() -> None:
     r = run("example_inference.py", "--model_path", "tiny", "--max_tokens", "40", "--explore_budget", "16")
     assert r.returncode == 0, r.stderr
@@ -107,7 +107,7 @@ def test_demo_bad_model_is_one_line() -> None:
     assert "Traceback" not in r.stderr
 
 
-@pytest.mark.integration  # the demos on the tiny model
+@pytest.mark.slow  # the demos on the tiny model (15 s or more on 2 cores)
 def test_interactive_demo_through_stdin() -> None:
     r = subprocess.run(
         [

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from conftest import MODEL_FIXTURES, TIER_LIMITS, over_tier_limit
+from conftest import LONG_FILES, MODEL_FIXTURES, TIER_LIMITS, file_rank, over_tier_limit
 
 
 def test_limits_by_tier_cpu() -> None:
@@ -29,3 +31,12 @@ def test_every_collected_test_has_one_tier_cpu(request: pytest.FixtureRequest) -
         if uses_model and tiers == ["unit"]:
             problems.append(f"{item.nodeid}: asks for {sorted(uses_model)} but is a unit test")
     assert not problems, "\n".join(problems[:50])
+
+
+def test_the_longest_files_are_real_and_run_first_cpu() -> None:
+    tests = Path(__file__).resolve().parents[1]
+    assert [f for f in LONG_FILES if not (tests / f).is_file()] == []  # a renamed file would lose its place
+    assert file_rank(f"tests/{LONG_FILES[0]}::test_x") == 0
+    assert file_rank("tests/core/test_tiers_cpu.py::test_x") == len(LONG_FILES)
+    ranks = [file_rank(f"tests/{f}::t") for f in LONG_FILES]
+    assert ranks == sorted(ranks) == list(range(len(LONG_FILES)))

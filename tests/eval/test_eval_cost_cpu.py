@@ -165,7 +165,7 @@ def cli(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.integration  # two tiny-model evaluations into one folder
+@pytest.mark.slow  # two tiny-model evaluations into one folder (15 s or more on 2 cores)
 def test_the_same_command_twice_into_one_folder_keeps_the_cost(bench_dir: Path, tmp_path: Path) -> None:
     """The second, empty process used to write its own meter (0 calls, 0 tokens)."""
     args = ["--model", "tiny", "--dataset", "gsm8k", "--data-dir", str(bench_dir), "--limit", "3"]

@@ -184,7 +184,7 @@ def test_cli_end_to_end_on_tiny_model(bench_dir: Path, tmp_path: Path) -> None:
     assert text.count("### Sample") == 4 and first["response"][:40] in text and "parse status" in text
 
 
-@pytest.mark.integration  # tiny-model evaluations, one killed and resumed
+@pytest.mark.slow  # tiny-model evaluations, one killed and resumed (15 s or more on 2 cores)
 def test_cli_killed_mid_run_resumes_to_the_same_result(bench_dir: Path, tmp_path: Path) -> None:
     ref = cli(*tiny_args(bench_dir, tmp_path / "ref", limit=12))
     assert ref.returncode == 0, ref.stderr

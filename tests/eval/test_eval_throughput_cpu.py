@@ -19,7 +19,7 @@ def bench(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.integration  # tiny-model evaluations in several arms
+@pytest.mark.slow  # tiny-model evaluations in several arms (15 s or more on 2 cores)
 def test_arms_side_by_side_on_the_tiny_model(tmp_path: Path) -> None:
     out = tmp_path / "t.json"
     proc = bench(
@@ -66,7 +66,7 @@ def test_bad_arm_is_one_line() -> None:
 NUMERICS = project_root() / "bench" / "dtype_numerics.py"
 
 
-@pytest.mark.integration  # tiny-model evaluations in several arms
+@pytest.mark.slow  # tiny-model evaluations in several arms (15 s or more on 2 cores)
 def test_dtype_numerics_compares_real_eval_runs(tmp_path: Path, bench_dir: Path) -> None:
     args = ["--model", "tiny", "--data-dir", str(bench_dir), "--dataset", "gsm8k", "--limit", "3"]
     args += ["--max-tokens", "8", "--arms", "hf:float32,hf:bfloat16", "--out", str(tmp_path)]

@@ -467,7 +467,7 @@ def recipe_commands(**env: str) -> list[list[str]]:
     return [shlex.split(line[2:]) for line in out.splitlines() if line.startswith("+ ")]
 
 
-@pytest.mark.integration  # two GPU-recipe dry runs, each composing every training config
+@pytest.mark.slow  # two GPU-recipe dry runs, each composing every training config (15 s or more on 2 cores)
 def test_gpu_recipe_filters_before_stage_1_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     from e2c import argtypes
 

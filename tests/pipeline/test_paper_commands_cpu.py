@@ -475,7 +475,7 @@ def test_elastic_eval_command_runs_on_the_tiny_model_cpu(tmp_path: Path) -> None
     assert "aime24" in json.dumps(results)
 
 
-@pytest.mark.integration  # tiny-model evaluations: two worker processes and one
+@pytest.mark.slow  # tiny-model evaluations: two worker processes and one (15 s or more on 2 cores)
 def test_eval_data_parallel_workers_equal_one_process_cpu(tmp_path: Path) -> None:
     """The paper's --gpus N is N data-parallel workers; on this CPU --workers 2 runs the same split: two
     processes, each sampling its share of the seeded chunks, merged into what one process writes."""

@@ -288,7 +288,7 @@ def check_stopped(
     return last.split("; resume with: ", 1)[1]
 
 
-@pytest.mark.integration  # a tiny-model run stopped by a signal, then resumed: real processes
+@pytest.mark.slow  # a tiny-model run stopped by a signal, then resumed: real processes
 @pytest.mark.parametrize("entry", ["eval", "tts", "tts-m"])
 def test_interrupt_says_what_was_saved_and_the_printed_command_resumes(
     tmp_path: Path, bench_dir: Path, entry: str

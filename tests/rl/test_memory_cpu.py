@@ -235,7 +235,7 @@ def _launch(tmp_path: Path, *extra: str, **env: str) -> subprocess.CompletedProc
     return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=full, timeout=300)
 
 
-@pytest.mark.integration  # four real launcher processes, each paying verl's import (about 60 s in all)
+@pytest.mark.slow  # four real launcher processes, each paying verl's import (about 60 s in all)
 def test_launcher_refuses_what_cannot_fit_in_one_line_cpu(tmp_path: Path) -> None:
     res = _launch(tmp_path, E2C_MEMORY_GIB="6")
     assert res.returncode == 2, res.stderr[-2000:]

@@ -300,6 +300,7 @@ def grpo_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
 
 
 @pytest.mark.slow  # real SFT and GRPO runs at 1 and 4 ranks, ray nodes: minutes
+@pytest.mark.alone  # 4 rollout replicas and 4 actor ranks: ~13 GiB
 def test_four_rank_grpo_step_agrees_with_one_rank_cpu(grpo_runs: dict[int, Path]) -> None:
     (m1,), (m4,) = (_metrics(grpo_runs[w]) for w in (1, 4))
     assert m1["step"] == m4["step"] == 1
@@ -325,12 +326,14 @@ def test_four_rank_grpo_step_agrees_with_one_rank_cpu(grpo_runs: dict[int, Path]
 
 
 @pytest.mark.slow  # real SFT and GRPO runs at 1 and 4 ranks, ray nodes: minutes
+@pytest.mark.alone  # 4 rollout replicas and 4 actor ranks: ~13 GiB
 def test_four_rank_grpo_checkpoint_is_sharded_cpu(grpo_runs: dict[int, Path]) -> None:
     m = _check_grpo_step(grpo_runs[4], 4)
     assert m["response_length/mean"] > 0
 
 
 @pytest.mark.slow  # real SFT and GRPO runs at 1 and 4 ranks, ray nodes: minutes
+@pytest.mark.alone  # 4 rollout replicas and 4 actor ranks: ~13 GiB
 def test_two_ray_nodes_run_one_grpo_step_cpu(tmp_path: Path) -> None:
     """slurm_e2c.sbatch outside Slurm with --nodes 2: a ray head and a worker on this machine, 2 logical
     GPUs each; the step's 4 ranks fit only on both nodes together."""

@@ -22,6 +22,9 @@ ROOT = Path(__file__).resolve().parents[2]
 STUDY = """
 [base]
 model = "tiny"
+# transformers: the tiny model's short evaluations take seconds, where each of vLLM's engines takes ~25 s to
+# start (vLLM runs end to end in the quickstart --fast test)
+backend = "hf"
 
 [arms.sft]
 kind = "sft"

@@ -44,7 +44,7 @@ def _run(args: list[str], timeout: int = 900) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.integration  # TTS on the tiny model, every method, then resumed
+@pytest.mark.slow  # TTS on the tiny model, every method, then resumed (15 s or more on 2 cores)
 def test_run_tts_tiny_all_methods_and_resume_cpu(tmp_path: Path, bench_dir: Path) -> None:
     args = [
         "--model",
