@@ -130,4 +130,8 @@ def bench_dir() -> Path:
 
 
 HAVE_REAL = REAL.is_dir() and not (REAL / MARK).is_file()
-MISSING = f"the real benchmark copies are not at {REAL} (set E2C_BENCH_DIR)"
+MISSING = (
+    f"no real benchmark copies: E2C_BENCH_DIR names the tests' stand-in {REAL} (set it to the real copies)"
+    if (REAL / MARK).is_file()
+    else f"the real benchmark copies are not at {REAL} (set E2C_BENCH_DIR)"
+)

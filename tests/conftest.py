@@ -120,8 +120,9 @@ TIER_FIX = {
 
 
 # The files whose end-to-end runs take longest (seconds on 2 cores beside another worker, 2026-11-29), longest
-# first. pytest-xdist (scripts/test.sh: two workers, whole files) hands out files in collection order: these go
-# first, so the longest run does not start last, with one worker idle while it finishes.
+# first. pytest-xdist (scripts/test.sh: two workers, whole files, --no-loadscope-reorder) hands out files in
+# collection order: these go first, so the longest run does not start last, with one worker idle while it
+# finishes.
 LONG_FILES = (
     "rl/test_rl_train_cpu.py",  # ~750 s
     "pipeline/test_claims_fast_slow.py",  # ~720 s
