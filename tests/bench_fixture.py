@@ -19,7 +19,7 @@ from e2c.paths import benchmarks_dir
 
 REAL = benchmarks_dir()
 ROWS = 60  # more than any test's --limit
-VERSION = 1  # bump when the layout below changes: a built folder of another version is rebuilt
+VERSION = 2  # bump when the layout below changes: a built folder of another version is rebuilt
 # Written into the stand-in: a test process whose $E2C_BENCH_DIR names it (conftest.py sets it for the commands
 # the tests start; pytest-xdist's workers inherit it) knows the folder is no real copy.
 MARK = "STAND_IN"
@@ -119,7 +119,7 @@ def stand_in() -> Path:
     base = Path(os.environ.get("E2C_CACHE") or Path(tempfile.gettempdir()) / f"e2c-tests-{os.getuid()}")
     folder = base / f"bench-stand-in-v{VERSION}"
     version = folder / "VERSION"
-    if not (version.is_file() and version.read_text() == str(VERSION) and (folder / MARK).is_file()):
+    if not (version.is_file() and version.read_text() == str(VERSION)):
         build(folder)
     return folder
 
@@ -129,9 +129,10 @@ def bench_dir() -> Path:
     return REAL if HAVE_REAL else stand_in()
 
 
-HAVE_REAL = REAL.is_dir() and not (REAL / MARK).is_file()
+REAL_IS_STAND_IN = (REAL / MARK).is_file()
+HAVE_REAL = REAL.is_dir() and not REAL_IS_STAND_IN
 MISSING = (
     f"no real benchmark copies: E2C_BENCH_DIR names the tests' stand-in {REAL} (set it to the real copies)"
-    if (REAL / MARK).is_file()
+    if REAL_IS_STAND_IN
     else f"the real benchmark copies are not at {REAL} (set E2C_BENCH_DIR)"
 )
