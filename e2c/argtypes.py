@@ -13,7 +13,8 @@ refuse from the type (``tests/bad_values.py``): a new flag with a type is covere
 - :data:`MODEL`: a model reference (``tiny``, ``embedded``, a folder, an HF id);
 - :data:`TEXT`: non-empty UTF-8 text; :data:`ANY_TEXT`: UTF-8 text that may be empty (an opener,
   ``--answer ''``: do not grade, ``--subfolder ''``: none);
-- :class:`NameList`: comma-separated names from a set (``--arms sft,grpo``).
+- :class:`NameList`: comma-separated names from a set (``--arms sft,grpo``); :class:`Choice`: one name from a
+  set, or from a registry read when a value is checked (``--rl-reward-shape gate``, ``--families code``).
 
 Every check is a pure function of the text (and of the file system, for paths); errors are one line.
 """
@@ -21,9 +22,10 @@ Every check is a pure function of the text (and of the file system, for paths); 
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ __all__ = [
     "OUTPUT_DIR",
     "OUTPUT_FILE",
     "TEXT",
+    "Choice",
     "NameList",
     "Number",
     "ValueType",
@@ -256,6 +259,29 @@ class NameList(ValueType):
         if not names:
             raise UserError(f"names no {self.noun}; valid: {', '.join(self.choices)}")
         return names
+
+
+@dataclass(frozen=True, repr=False)
+class Choice(ValueType):
+    """One name from a set: a tuple, or a function returning the names of a registry now (``families``)."""
+
+    choices: tuple[str, ...] | Callable[[], Sequence[str]]
+    noun: str = "name"
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self.choices() if callable(self.choices) else self.choices)
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return f"a {self.noun} from {', '.join(self.names())}"
+
+    def parse(self, text: str) -> str:
+        s, valid = str(text), self.names()
+        if s not in valid:
+            close = difflib.get_close_matches(s, valid, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UserError(f"names an unknown {self.noun} {s[:80]!r}{hint}; valid: {', '.join(valid)}")
+        return s
 
 
 @dataclass(frozen=True, repr=False)

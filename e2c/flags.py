@@ -15,7 +15,7 @@ import argparse
 import dataclasses
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,7 +44,7 @@ FIELD_DEFAULT: Any = _FieldDefault()
 def setting(
     help: str,
     *,
-    flag: str | None = None,
+    flag: str | bool | None = None,
     flag_help: str | None = None,
     flag_default: Any = FIELD_DEFAULT,
     choices: Sequence[str] | Callable[[], Sequence[str]] | None = None,
@@ -52,24 +52,28 @@ def setting(
     nargs: str | None = None,
     negate: bool = False,
     value: ValueType | None = None,
+    section: str = "",
 ) -> dict[str, Any]:
     """A setting's field metadata: everything said about it, in one place.
 
     Args:
         help: what the setting does.
-        flag: the command-line flag that sets it (``--explore-budget``); None: no flag.
+        flag: the command-line flag that sets it (``--explore-budget``); True: ``--`` and the field's name
+            with dashes (``eval_batch``: ``--eval-batch``); None: no flag.
         flag_help: the flag's ``--help`` line when it differs from ``help``.
-        flag_default: the flag's value when it is not given (default: the field's default). The RL
-            launcher adds a Hydra override only for a value that differs from it, so the config's stands.
+        flag_default: the flag's value when it is not given (default: the field's default), or a function of
+            no arguments returning it, called when the flags are built (a value read from a config file). The
+            RL launcher adds a Hydra override only for a value that differs from it, so the config's stands.
         choices: the valid values, or a function returning them when they can grow at run time (a registry).
         choices_label: how a one-line error names the valid values ("registered rules").
         nargs: argparse's ``nargs`` for a list field (``"+"``).
         negate: a boolean field set to False by its flag (``--no-prefill`` sets ``prefill``).
         value: the values it takes, as one of :mod:`e2c.argtypes`' types (``whole(1)``): the flag parses
             with it and a value from elsewhere (a Hydra override, a config) is checked with it
-            (:func:`check_settings`).
+            (:func:`check_settings`). A list or tuple field's items are each checked with it.
+        section: the ``--help`` group its flag is listed in (a key of ``add_setting_flags``'s ``sections``).
     """
-    meta: dict[str, Any] = {"help": help, "value": value}
+    meta: dict[str, Any] = {"help": help, "value": value, "section": section}
     if flag is not None:
         meta.update(
             flag=flag, flag_help=flag_help or help, flag_default=flag_default, nargs=nargs, negate=negate
@@ -101,6 +105,7 @@ class SettingFlag:
     nargs: str | None = None
     negate: bool = False
     group: str = ""  # the config group the key lives in (RL: "e2c"); part of hydra_key
+    section: str = ""  # the --help group it is listed in
 
     @property
     def dest(self) -> str:
@@ -114,11 +119,11 @@ class SettingFlag:
 
 
 def _value_type(hint: Any) -> tuple[type, bool]:
-    """``int | None`` -> (int, False); ``list[int] | None`` -> (int, True)."""
+    """``int | None`` -> (int, False); ``list[int] | None`` and ``tuple[int, ...]`` -> (int, True)."""
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     if typing.get_origin(hint) in (typing.Union, types.UnionType) and len(args) == 1:
         hint = args[0]
-    if typing.get_origin(hint) is list:
+    if typing.get_origin(hint) in (list, tuple):
         return typing.get_args(hint)[0], True
     return hint, False
 
@@ -134,9 +139,15 @@ def _field_default(f: dataclasses.Field) -> Any:
 def _field_type(cls: type, f: dataclasses.Field) -> tuple[type, bool]:
     """A field's value type: its default's, else (a None or list default) its resolved annotation's."""
     default = _field_default(f)
-    if default is not None and default is not dataclasses.MISSING and not isinstance(default, list):
+    if default is not None and default is not dataclasses.MISSING and not isinstance(default, list | tuple):
         return type(default), False
     return _value_type(typing.get_type_hints(cls)[f.name])
+
+
+def flag_of(f: dataclasses.Field) -> str | None:
+    """The flag a field's metadata declares (:func:`setting`'s ``flag``), or None."""
+    flag = f.metadata.get("flag")
+    return f"--{f.name.replace('_', '-')}" if flag is True else flag
 
 
 def setting_flags(cls: type, prefix: str = "", group: str = "") -> Iterator[SettingFlag]:
@@ -149,11 +160,13 @@ def setting_flags(cls: type, prefix: str = "", group: str = "") -> Iterator[Sett
         elif "flag" in f.metadata:
             meta = f.metadata
             default = _field_default(f) if meta["flag_default"] is FIELD_DEFAULT else meta["flag_default"]
+            if callable(default):
+                default = default()
             if default is dataclasses.MISSING:
                 raise TypeError(f"{cls.__name__}.{f.name}: a required field's flag needs a flag_default")
             yield SettingFlag(
                 key=prefix + f.name,
-                flag=meta["flag"],
+                flag=flag_of(f),
                 help=meta["flag_help"],
                 type=kind,
                 default=default,
@@ -162,48 +175,75 @@ def setting_flags(cls: type, prefix: str = "", group: str = "") -> Iterator[Sett
                 nargs=meta["nargs"] or ("+" if is_list else None),
                 negate=meta["negate"],
                 group=group,
+                section=meta.get("section", ""),
             )
 
 
-def add_setting_flags(parser: argparse.ArgumentParser, cls: type, group: str = "") -> list[SettingFlag]:
+def add_setting_flags(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    group: str = "",
+    *,
+    override: bool = False,
+    describe: Callable[[SettingFlag], str] | None = None,
+    sections: Mapping[str, str] | None = None,
+) -> list[SettingFlag]:
     """Add the flags ``cls``'s fields declare to ``parser`` (spelling, ``--help`` line, type, choices and
-    default from the field); returns them."""
+    default from the field); returns them.
+
+    ``override``: every flag's default is None, so only a flag given on the command line sets its field and
+    the rest keep the config's values (a preset's, such as ``--fast``). ``describe``: text added to a flag's
+    ``--help`` line (its defaults). ``sections``: ``--help`` group titles by a field's ``section``; the
+    groups are made in the order their first flag comes."""
     flags = list(setting_flags(cls, group=group))
+    groups: dict[str, Any] = {}
     for f in flags:
-        kwargs: dict[str, Any] = {"default": f.default, "help": f.help}
+        kwargs: dict[str, Any] = {"default": None if override else f.default, "help": f.help}
+        if describe is not None:
+            kwargs["help"] = f"{f.help}{describe(f)}"
         if f.type is bool:
             kwargs["action"] = "store_true" if f.negate else argparse.BooleanOptionalAction
             if f.negate:
-                kwargs["default"] = False
+                kwargs["default"] = None if override else False
         else:
             kwargs["type"] = f.value or f.type
         if f.nargs is not None:
             kwargs["nargs"] = f.nargs
         if f.choices is not None:
             kwargs["choices"] = list(f.choices)
-        parser.add_argument(f.flag, **kwargs)
+        where: Any = parser
+        if f.section and sections is not None:
+            if f.section not in groups:
+                groups[f.section] = parser.add_argument_group(sections[f.section])
+            where = groups[f.section]
+        where.add_argument(f.flag, **kwargs)
     return flags
 
 
 def flag_values(args: argparse.Namespace, cls: type, group: str = "") -> dict[str, Any]:
-    """The parsed flags of ``cls`` as field values by dotted key (a negated flag given: its field False)."""
-    return {
-        f.key: (not getattr(args, f.dest)) if f.negate else getattr(args, f.dest)
-        for f in setting_flags(cls, group=group)
-    }
+    """The parsed flags of ``cls`` as field values by dotted key (a negated flag given: its field False; a
+    flag not given under ``override``: None)."""
+    values = {}
+    for f in setting_flags(cls, group=group):
+        v = getattr(args, f.dest)
+        values[f.key] = (not v if v is not None else None) if f.negate else v
+    return values
 
 
-def check_settings(obj: Any, prefix: str = "") -> None:
+def check_settings(obj: Any, prefix: str = "", *, by_flag: bool = False, skip: Collection[str] = ()) -> None:
     """Check every field of a settings dataclass (nested ones too) that declares its values (``value=``)
     with that type: one :class:`e2c.errors.UserError` line naming the key (``prefix`` + the dotted
-    field path), however the value arrived (a flag, a Hydra override, a config file)."""
+    field path; with ``by_flag``, a field's flag where it has one), however the value arrived (a flag, a
+    Hydra override, a config file, a preset). A list or tuple's items are checked one by one; the fields
+    named in ``skip`` are not (paths, checked where they are used, before any work)."""
     for f in dataclasses.fields(obj):
         v = getattr(obj, f.name)
         if dataclasses.is_dataclass(v) and not isinstance(v, type):
-            check_settings(v, f"{prefix}{f.name}.")
+            check_settings(v, f"{prefix}{f.name}.", by_flag=by_flag, skip=skip)
             continue
         kind = f.metadata.get("value")
-        if kind is None or v is None:
+        if kind is None or v is None or f.name in skip:
             continue
-        for item in v if isinstance(v, list) else [v]:
-            kind.check(item, f"{prefix}{f.name}")
+        what = (by_flag and flag_of(f)) or f"{prefix}{f.name}"
+        for item in v if isinstance(v, list | tuple) else [v]:
+            kind.check(item, what)

@@ -145,12 +145,12 @@ if [ -n "$bad_budget" ]; then
 fi
 if [ "$PASS_RATE_FILTER" = 1 ]; then  # the filter runs after SFT: its band is checked now, not then
   "$PY" -c 'import sys
-from e2c.eval.passrate import parse_band
+from e2c.data.bands import parse_band
 from e2c.errors import UserError, fail
 try:
-    parse_band(sys.argv[1])
+    parse_band(sys.argv[1], "PASS_RATE_BAND")
 except UserError as e:
-    fail(f"PASS_RATE_BAND: {e}")' "$PASS_RATE_BAND"
+    fail(str(e))' "$PASS_RATE_BAND"
 fi
 
 started=0

@@ -85,7 +85,7 @@ fi
 "$PY" -c 'import sys
 from e2c.argtypes import MODEL
 from e2c.errors import UserError, fail
-from e2c.eval.passrate import parse_band
+from e2c.data.bands import parse_band
 from e2c.generation import ALIASES, BACKENDS
 args = dict(zip(sys.argv[2::2], sys.argv[3::2]))
 for flag, least in (("--k", 2), ("--max-tokens", 1)):
@@ -96,9 +96,9 @@ backend, backends = args.get("--backend", "auto"), ", ".join((*BACKENDS, *ALIASE
 if backend not in (*BACKENDS, *ALIASES):
     fail(f"--pass-rate-backend must be one of {backends}, got {backend!r}")
 try:
-    parse_band(args.get("--band", "learnable"))
+    parse_band(args.get("--band", "learnable"), "--pass-rate-band")
 except UserError as e:
-    fail(f"--pass-rate-band: {e}")
+    fail(str(e))
 try:
     MODEL.parse(sys.argv[1])
 except UserError as e:

@@ -63,6 +63,8 @@ FAMILIES: dict[str, Callable[..., list[str]]] = {
     "e2c.argtypes.PathType": path,
     "e2c.argtypes.AnyText": lambda t, ctx: [NON_UTF8],
     "e2c.argtypes.NameList": lambda t, ctx: ["", NON_UTF8, ",", f"{t.choices[0]},no-such-{t.noun}"],
+    "e2c.argtypes.Choice": lambda t, ctx: ["", NON_UTF8, f"no-such-{t.noun}", f" {t.names()[0]}"],
+    "e2c.data.bands.BandSpec": lambda t, ctx: ["", NON_UTF8, "learnabel", "(0,1", "0,2", "(0.5,0.5]"],
     "e2c.argtypes.ModelRef": lambda t, ctx: [
         "",
         NON_UTF8,

@@ -3,11 +3,14 @@ the ``--fast`` preset (tiny test model), the stages and the settings each depend
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from e2c.quickstart.config import FAST as QUICKSTART_FAST
+from e2c.argtypes import OUTPUT_DIR, Choice, at_least, positive, probability, whole
+from e2c.quickstart.config import BACKEND, FAMILY
 from e2c.quickstart.config import Config as QuickstartConfig
+from e2c.quickstart.settings import StageSettings, knob
+from e2c.tts import methods_with
 
 STAGES = ("start", "weighting", "adapt", "tts", "report")
 REQUIRES: dict[str, tuple[str, ...]] = {
@@ -25,60 +28,6 @@ DEFAULT_TTS_METHODS = ("self_consistency", "e2c_sc", "e2c_rp", "e2c_react_loop",
 REFERENCE_METHOD = "self_consistency"
 # The method named in the paper's "7x fewer tokens" (AIME24, K=32: 53.3% at 12.4k vs 50.0% at 86.2k).
 CLAIM_METHOD = "e2c_react_loop"
-
-
-@dataclass(frozen=True)
-class ClaimsConfig:
-    """Every knob of a claims run (each is a command-line flag; see ``python -m e2c.claims --help``)."""
-
-    out: str = "outputs/claims"
-    fast: bool = False
-    # the shared start: a quickstart run (data, SFT, pass-rate filter, GRPO stage 2 at rl_explore_adv_coef,
-    # seed 0, evaluations) in <out>/quickstart; its RL model is arm (2.0, seed 0) and the TTS/adapt model
-    rl_steps: int = 4
-    # generation backend of every evaluation and of TTS (the quickstart's --backend): auto = vLLM when
-    # installed, else transformers
-    backend: str = "auto"
-    # 1. exploration weighting: GRPO stage 2 from the same SFT model per (coefficient, seed)
-    weight_coefs: tuple[float, ...] = (2.0, 1.0)
-    weight_seeds: tuple[int, ...] = (0, 1, 2)
-    # smallest accuracy effect that matters (points as a fraction): an interval below it rules it out
-    delta: float = 0.02
-    # 2. test-time scaling on the RL model
-    tts_problems: int = 100
-    tts_budgets: tuple[int, ...] = (1, 2, 4, 8)
-    tts_methods: tuple[str, ...] = DEFAULT_TTS_METHODS
-    tts_nested: bool = True  # self_consistency / e2c_sc: budgets below the largest read off its first draws
-    tts_explore_budget: int = 140
-    tts_execute_budget: int = 200
-    tts_judge_tokens: int = 16  # the judge's and tree scorer's reply: a number
-    tts_tree_step_tokens: int = 70  # e2c_tot: two steps per exploration of tts_explore_budget
-    tts_tree_branching: int = (
-        2  # e2c_tot: children per expanded node (the toolkit's default 4 costs ~40% more)
-    )
-    # smallest token saving that matters: a ratio interval below 1 + this rules a saving out
-    ratio_delta: float = 0.5
-    # 3. exploration-only adaptation to a family held out of SFT and RL
-    adapt_family: str = "gcd_lcm"
-    adapt_level: int = 1
-    # gcd_lcm chains are longer than the quickstart's (median ~314 embedded tokens at level 1): their own cap,
-    # and evaluations on the new family with room for them (old-family evaluations keep the quickstart's)
-    adapt_max_chain_tokens: int = 400
-    adapt_eval_max_tokens: int = 448
-    adapt_train: int = 64  # new-domain problems the adaptation trains on (both methods, the same ones)
-    # held-out new-domain problems: 200 so that the rule-of-three floor (3 / 200 = 1.5 points) is below delta
-    adapt_eval: int = 200
-    adapt_steps: int = 8
-    adapt_batch: int = 8
-    adapt_lr: float = 2e-4
-    adapt_reg_frac: float = 0.05  # EF-SFT: share of the problems kept as full chains (the paper's mix)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for k, v in d.items():
-            if isinstance(v, tuple):
-                d[k] = list(v)
-        return d
 
 
 FAST: dict[str, Any] = {
@@ -131,6 +80,100 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
     "report": ("delta", "ratio_delta"),
 }
 
+
+def _tts_methods() -> tuple[str, ...]:
+    from e2c.tts import METHODS
+
+    return tuple(sorted(METHODS))
+
+
+SECTIONS = {
+    "weighting": "claim 1: exploration weighting",
+    "tts": "claim 2: test-time scaling (python -m e2c.tts on the RL model)",
+    "adapt": "claim 3: exploration-only adaptation to a held-out family",
+}
+
+
+@dataclass(frozen=True)
+class ClaimsConfig(StageSettings, preset=FAST, stage_keys=STAGE_KEYS, checked_where_used=("out",)):
+    """Every knob of a claims run; each is the command-line flag of its name (``python -m e2c.claims
+    --help``), declared here once: its help line, its value type and its section."""
+
+    out: str = knob("outputs/claims", "output folder", OUTPUT_DIR)
+    fast: bool = False
+    # the shared start: a quickstart run (data, SFT, pass-rate filter, GRPO stage 2 at rl_explore_adv_coef,
+    # seed 0, evaluations) in <out>/quickstart; its RL model is arm (2.0, seed 0) and the TTS/adapt model
+    rl_steps: int = knob(4, "GRPO steps of every RL run", whole(1))  # the claims start from an RL model
+    # the quickstart's --backend: auto = vLLM when installed, else transformers
+    backend: str = knob(
+        "auto",
+        "generation backend of every evaluation and of TTS: auto (vLLM when installed, else hf), vllm, hf",
+        BACKEND,
+    )
+    # 1. exploration weighting: GRPO stage 2 from the same SFT model per (coefficient, seed)
+    weight_coefs: tuple[float, ...] = knob(
+        (2.0, 1.0),
+        "exploration advantage coefficients (the first is the claim's; 0 masks the exploration out of the "
+        "policy gradient)",
+        at_least(0),
+        "weighting",
+    )
+    weight_seeds: tuple[int, ...] = knob(
+        (0, 1, 2), "seeds per coefficient (data order and rollout sampling)", whole(0), "weighting"
+    )
+    # smallest accuracy effect that matters (points as a fraction): an interval below it rules it out
+    delta: float = knob(
+        0.02,
+        "smallest accuracy effect that matters, as a fraction (an interval below it rules the effect out)",
+        probability(open_zero=True),
+        "weighting",
+    )
+    # 2. test-time scaling on the RL model
+    tts_problems: int = knob(100, "held-out problems", whole(1), "tts")
+    tts_budgets: tuple[int, ...] = knob((1, 2, 4, 8), "K values", whole(1), "tts")
+    tts_methods: tuple[str, ...] = knob(DEFAULT_TTS_METHODS, "methods", Choice(_tts_methods, "method"), "tts")
+    tts_nested: bool = knob(
+        True,
+        f"{' and '.join(methods_with('nestable'))}: smaller budgets read off the largest one's first draws",
+        section="tts",
+    )
+    tts_explore_budget: int = knob(140, "exploration tokens", whole(1), "tts")
+    tts_execute_budget: int = knob(200, "execution tokens", whole(1), "tts")
+    tts_judge_tokens: int = knob(16, "judge / scorer reply tokens", whole(1), "tts")  # a number
+    # e2c_tot: two steps per exploration of tts_explore_budget
+    tts_tree_step_tokens: int = knob(70, "e2c_tot step tokens", whole(1), "tts")
+    # the toolkit's default 4 costs ~40% more
+    tts_tree_branching: int = knob(2, "e2c_tot children per expanded node", whole(1), "tts")
+    ratio_delta: float = knob(
+        0.5,
+        "smallest token saving that matters: a ratio interval below 1 + this rules a saving out",
+        at_least(0),
+        "tts",
+    )
+    # 3. exploration-only adaptation to a family held out of SFT and RL
+    adapt_family: str = knob("gcd_lcm", "synthetic family (not in SFT/RL)", FAMILY, "adapt")
+    adapt_level: int = knob(1, "its level (1-3)", whole(1, 3), "adapt")
+    # gcd_lcm chains are longer than the quickstart's (median ~314 embedded tokens at level 1): their own cap,
+    # and evaluations on the new family with room for them (old-family evaluations keep the quickstart's)
+    adapt_max_chain_tokens: int = knob(
+        400, "longest new-family chain kept, in the model's tokens", whole(1), "adapt"
+    )
+    adapt_eval_max_tokens: int = knob(
+        448, "new tokens per chain in the new-family evaluations", whole(1), "adapt"
+    )
+    # new-domain problems the adaptation trains on (both methods, the same ones)
+    adapt_train: int = knob(64, "training problems", whole(1), "adapt")
+    # held-out new-domain problems: 200 so that the rule-of-three floor (3 / 200 = 1.5 points) is below delta
+    adapt_eval: int = knob(200, "held-out problems", whole(1), "adapt")
+    adapt_steps: int = knob(8, "SFT steps per method", whole(1), "adapt")
+    adapt_batch: int = knob(8, "rows per step", whole(1), "adapt")
+    adapt_lr: float = knob(2e-4, "learning rate", positive(), "adapt")
+    # the paper's mix; and < 1 (validate): a share of 1 leaves no exploration-only rows
+    adapt_reg_frac: float = knob(
+        0.05, "EF-SFT: share of problems kept as full chains", probability(), "adapt"
+    )
+
+
 # First duration estimates in seconds (the default run on a 2-core CPU; --fast on the tiny model): the
 # whole stage for start, adapt and report; per RL arm for weighting and per TTS problem for tts, measured on
 # 2026-11-25 (docs/results.md, "The paper's claims at laptop scale").
@@ -151,25 +194,12 @@ def eta_seconds(cfg: ClaimsConfig) -> dict[str, float]:
     return eta
 
 
-def stage_settings(cfg: ClaimsConfig, stage: str) -> dict[str, Any]:
-    d = cfg.to_dict()
-    return {k: d[k] for k in STAGE_KEYS[stage]}
-
-
-def with_fast(cfg: ClaimsConfig, explicit: set[str]) -> ClaimsConfig:
-    return replace(cfg, fast=True, **{k: v for k, v in FAST.items() if k not in explicit})
-
-
-def field_names() -> list[str]:
-    return [f.name for f in fields(ClaimsConfig)]
-
-
 def quickstart_config(cfg: ClaimsConfig, out: str) -> QuickstartConfig:
     """The shared start's quickstart settings: the quickstart's defaults (or its ``--fast`` preset) with the
     claims' RL steps, no GSM8K and no TTS (the TTS experiment runs its own)."""
     base = QuickstartConfig()
     if cfg.fast:
-        base = replace(base, fast=True, **QUICKSTART_FAST)
+        base = base.with_fast()
     return replace(
         base, out=out, rl_steps=cfg.rl_steps, backend=cfg.backend, tts_problems=0, gsm8k_problems=0
     )

@@ -112,11 +112,10 @@ def first_changed(q: Context) -> str | None:
     """The first quickstart stage that finished with other settings than the claims ask for (e.g. another
     --rl-steps): the quickstart redoes it and what follows, instead of refusing."""
     from e2c.quickstart.config import STAGES
-    from e2c.quickstart.config import stage_settings as quickstart_settings
 
     for stage in STAGES:
         done = read_done(q.dir(stage))
-        if done is not None and dict(done.get("settings") or {}) != quickstart_settings(q.cfg, stage):
+        if done is not None and dict(done.get("settings") or {}) != q.cfg.stage_settings(stage):
             return stage
     return None
 

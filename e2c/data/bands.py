@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from e2c.argtypes import ValueType
 from e2c.errors import UserError
 
 
@@ -102,12 +103,13 @@ def band_choices() -> str:
     return f"{names}; or {BAND_SYNTAX}"
 
 
-def parse_band(spec: str) -> Band:
-    """A band from its name (:data:`BANDS`) or interval notation; UserError names the valid spellings.
+def read_band(spec: str) -> Band:
+    """A band from its name (:data:`BANDS`) or interval notation; the UserError (no flag name: the caller's
+    parser adds it) names the valid spellings.
 
-    >>> parse_band("learnable").describe(), parse_band("(0,0.5]").describe(), parse_band("0.2,0.8").describe()
+    >>> read_band("learnable").describe(), read_band("(0,0.5]").describe(), read_band("0.2,0.8").describe()
     ('0 < p < 1', '0 < p <= 0.5', '0.2 < p < 0.8')
-    >>> parse_band("[0.25, 1]").contains(1.0)
+    >>> read_band("[0.25, 1]").contains(1.0)
     True
     """
     text = str(spec).strip()
@@ -117,16 +119,35 @@ def parse_band(spec: str) -> Band:
     if m is None or bool(m.group(1)) != bool(m.group(4)):
         close = difflib.get_close_matches(text.lower(), list(BANDS), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise UserError(f"unknown --band {spec!r}{hint}; valid: {band_choices()}")
+        raise UserError(f"{spec!r} is unknown{hint}; valid: {band_choices()}")
     low, high = float(m.group(2)), float(m.group(3))
     if not (0.0 <= low <= 1.0 and 0.0 <= high <= 1.0):
-        raise UserError(
-            f"--band {spec!r}: both ends must be pass rates in [0, 1], got {_num(low)} and {_num(high)}"
-        )
+        raise UserError(f"{spec!r}: both ends must be pass rates in [0, 1], got {_num(low)} and {_num(high)}")
     band = Band(low, high, low_closed=m.group(1) == "[", high_closed=m.group(4) == "]")
     if band.is_empty():
-        raise UserError(f"--band {spec!r} holds no pass rate; valid: {band_choices()}")
+        raise UserError(f"{spec!r} holds no pass rate; valid: {band_choices()}")
     return band
+
+
+def parse_band(spec: str, what: str = "--band") -> Band:
+    """:func:`read_band`, its error line naming ``what`` (the flag or key the spelling came from)."""
+    try:
+        return read_band(spec)
+    except UserError as e:
+        raise UserError(f"{what} {e}") from None
+
+
+class BandSpec(ValueType):
+    """A flag's or setting's band spelling (:func:`read_band`), kept as written."""
+
+    name = "a pass-rate band"
+
+    def parse(self, text: str) -> str:
+        read_band(text)
+        return str(text)
+
+
+BAND = BandSpec()
 
 
 # ------------------------------------------------------------------------------------ pure statistics

@@ -60,7 +60,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import os
 import sys
 import time
@@ -70,7 +69,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import ANY_TEXT, MODEL, positive, probability, whole
 from e2c.data.bands import (
+    BAND,
     DEFAULT_BAND,
     Band,
     band_choices,
@@ -84,6 +85,7 @@ from e2c.data.bands import (
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import RecordFile, read_file_bytes, read_records
+from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.rewards.shape import DEFAULT_REWARD_SHAPE, REWARD_SHAPES
 from e2c.run_folder import check_lock, hold_lock, identity_diff
 
@@ -93,6 +95,8 @@ DEFAULT_INPUT = "data/processed/rl/e2c_rl_train.parquet"
 # the RL rollout's temperature (actor_rollout_ref.rollout.temperature in configs/e2c_common.yaml)
 DEFAULT_TEMPERATURE = 1.0
 FALLBACK_RESPONSE_LENGTH = 8192  # data.max_response_length of the paper's RL configs
+HF_ROWS = 32  # transformers backend: sequences decoded at once (the quickstart's best batch on 2 cores)
+VLLM_ROWS = 2048  # vLLM: sequences per call, as eval's chunks
 # Settings that change what is sampled and how it is graded: a resumed run must use the same ones.
 SAMPLE_FIELDS = (
     "model",
@@ -127,60 +131,150 @@ def rl_response_length() -> int:
         return FALLBACK_RESPONSE_LENGTH
 
 
+def _format_names() -> tuple[str, ...]:
+    from e2c.chain import FORMATS
+
+    return tuple(FORMATS)
+
+
 @dataclass
 class FilterConfig:
-    """Settings of one filter run (the CLI's flags)."""
+    """Settings of one filter run. A field with a flag in its metadata is a flag of ``python -m
+    e2c.eval.passrate`` (:func:`e2c.flags.add_setting_flags`): its spelling, ``--help`` line, type and
+    command-line default live here, and the parser checks it; the run trusts a config built from them."""
 
-    model: str
-    subfolder: str | None = None
-    format: str = "e2c"  # the RL run's chain format (e2c.rollout.format): its opener is prefilled
-    k: int = DEFAULT_K
-    band: str = DEFAULT_BAND
-    temperature: float = DEFAULT_TEMPERATURE
-    top_p: float = 1.0
-    max_tokens: int = FALLBACK_RESPONSE_LENGTH
-    seed: int = 0
+    model: str = field(
+        metadata=setting(
+            "the model RL starts from: folder, HF id, 'embedded' or 'tiny'",
+            flag="--model",
+            flag_help="the model RL starts from: folder, HF id, 'embedded' or 'tiny' "
+            f"(default: {DEFAULT_MODEL}, the RL configs' start model)",
+            flag_default=None,  # main() names the default; a missing one is then the model's own error line
+            value=MODEL,
+        )
+    )
+    subfolder: str | None = field(
+        default=None,
+        metadata=setting(
+            "subfolder of the model (default: 8B for the released checkpoint, else none)",
+            flag="--subfolder",
+            value=ANY_TEXT,  # '' means none (not the release's 8B), as in eval and TTS
+        ),
+    )
+    format: str = field(
+        default="e2c",  # the RL run's chain format (e2c.rollout.format): its opener is prefilled
+        metadata=setting(
+            "chain format of the RL run (default: e2c)",
+            flag="--format",
+            choices=_format_names,
+            choices_label="chain formats",
+        ),
+    )
+    k: int = field(
+        default=DEFAULT_K,
+        metadata=setting(
+            f"samples per prompt, at least 2: one gives pass rates of 0 or 1 only (default: {DEFAULT_K})",
+            flag="--k",
+            value=whole(2),
+        ),
+    )
+    band: str = field(
+        default=DEFAULT_BAND,
+        metadata=setting(
+            f"pass rates to keep: {band_choices()} (default: {DEFAULT_BAND})", flag="--band", value=BAND
+        ),
+    )
+    temperature: float = field(
+        default=DEFAULT_TEMPERATURE,
+        metadata=setting(
+            f"sampling temperature, > 0: 0 would be greedy, k copies of one answer (default: "
+            f"{DEFAULT_TEMPERATURE:g}, the RL rollout's)",
+            flag="--temperature",
+            value=positive(),
+        ),
+    )
+    top_p: float = field(
+        default=1.0,
+        metadata=setting(
+            "nucleus sampling mass (default: 1.0, the RL rollout's)",
+            flag="--top-p",
+            value=probability(open_zero=True),
+        ),
+    )
+    max_tokens: int = field(
+        default=FALLBACK_RESPONSE_LENGTH,
+        metadata=setting(
+            "new tokens per sample; give the RL run's data.max_response_length (default: "
+            "configs/e2c_common.yaml's; a sample cut there is graded as the rollout's would be)",
+            flag="--max-tokens",
+            flag_default=lambda: rl_response_length(),
+            value=whole(1),
+        ),
+    )
+    seed: int = field(
+        default=0, metadata=setting("random seed of the sampling (default: 0)", flag="--seed", value=whole(0))
+    )
     # the RL run's reward (e2c.rewards.shape and the plan bonus): each sample gets the reward RL would give
     # it, so the band "varies" keeps exactly the prompts whose GRPO groups have an advantage
-    reward_shape: str = DEFAULT_REWARD_SHAPE
-    plan_bonus: bool = False
-    batch_size: int = 4  # prompts per generation call and per resume unit
-    limit: int | None = None
+    reward_shape: str = field(
+        default=DEFAULT_REWARD_SHAPE,
+        metadata=setting(
+            "the RL run's reward shape, which every sample is graded with: "
+            + "; ".join(f"{n}: {sh.help}" for n, sh in REWARD_SHAPES.items())
+            + f" (default: {DEFAULT_REWARD_SHAPE})",
+            flag="--reward-shape",
+            choices=tuple(REWARD_SHAPES),
+            choices_label="reward shapes",
+        ),
+    )
+    plan_bonus: bool = field(
+        default=False,
+        metadata=setting("grade with the RL run's plan-adherence bonus (default: off)", flag="--plan-bonus"),
+    )
+    batch_size: int = field(
+        default=4,  # prompts per generation call and per resume unit
+        metadata=setting(
+            f"prompts per generation call, each call one unit of resume (default: {VLLM_ROWS} // k on vllm, "
+            f"{HF_ROWS} // k on hf, whose rows of a call decode together)",
+            flag="--batch-size",
+            flag_default=None,  # the run derives it from the backend (default_batch_size)
+            value=whole(1),
+        ),
+    )
+    limit: int | None = field(
+        default=None,
+        metadata=setting("first N prompts of the input only (default: all)", flag="--limit", value=whole(1)),
+    )
     # stop once this many prompts are in the band (the input read in order): a run needing N prompts samples
     # about N / (share in band) of them, not the whole pool
-    keep: int | None = None
+    keep: int | None = field(
+        default=None,
+        metadata=setting(
+            "stop once N prompts are in the band, reading the input in order (default: read every prompt)",
+            flag="--keep",
+            value=whole(1),
+        ),
+    )
     grader_threads: int = 4  # grading runs in threads; the grader's symbolic checks in its own processes
     extra: dict[str, Any] = field(default_factory=dict)  # recorded in the report, not compared
 
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace, backend: str) -> FilterConfig:
+        """The run's settings from parsed flags: the subfolder and the batch size resolved for the model and
+        the backend."""
+        from e2c.models import default_subfolder
+
+        values = flag_values(args, cls)
+        return cls(
+            **{
+                **values,
+                "subfolder": default_subfolder(values["model"], values["subfolder"]),
+                "batch_size": values["batch_size"] or default_batch_size(backend, values["k"]),
+            }
+        )
+
     def sample_settings(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in SAMPLE_FIELDS}
-
-    def check(self) -> Band:
-        """Reject bad settings with one line; returns the parsed band."""
-        if self.k < 2:
-            raise UserError(
-                f"--k must be >= 2, got {self.k}: one sample per prompt gives pass rates of 0 or 1 only, "
-                "so no band can tell learnable prompts apart"
-            )
-        if not 0 <= self.temperature < math.inf:  # NaN fails too
-            raise UserError(f"--temperature must be a number >= 0, got {self.temperature}")
-        if self.temperature == 0:
-            raise UserError("--temperature 0 is greedy: the k samples would be one answer repeated; use > 0")
-        if not 0 < self.top_p <= 1:
-            raise UserError(f"--top-p must be in (0, 1], got {self.top_p}")
-        for name in ("max_tokens", "batch_size", "limit", "keep", "grader_threads"):
-            v = getattr(self, name)
-            if v is not None and v < 1:
-                raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {v}")
-        from e2c.chain import FORMATS
-
-        if self.format not in FORMATS:
-            raise UserError(f"unknown --format {self.format!r}; valid: {', '.join(FORMATS)}")
-        if self.reward_shape not in REWARD_SHAPES:
-            raise UserError(
-                f"unknown --reward-shape {self.reward_shape!r}; valid: {', '.join(REWARD_SHAPES)}"
-            )
-        return parse_band(self.band)
 
     def reward_kwargs(self) -> dict[str, Any]:
         """The RL reward function's keywords this filter grades with."""
@@ -425,7 +519,7 @@ def filter_prompts(
     from e2c.eval.cost import batch_call, usage_mark, usage_since
     from e2c.generation.base import Sampling, check_fits, context_length, derive_seed
 
-    band = cfg.check()
+    band = parse_band(cfg.band)
     files = check_paths(input_path, output_path)
     table = read_table(input_path, cfg.limit)
     rows = table.to_pylist()
@@ -695,8 +789,6 @@ def plot_histogram(report: dict[str, Any], path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- CLI
-HF_ROWS = 32  # transformers backend: sequences decoded at once (the quickstart's best batch on 2 cores)
-VLLM_ROWS = 2048  # vLLM: sequences per call, as eval's chunks
 
 
 def default_batch_size(backend: str, k: int) -> int:
@@ -705,25 +797,21 @@ def default_batch_size(backend: str, k: int) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from e2c.argtypes import ANY_TEXT, EXISTING_FILE, MODEL, OUTPUT_FILE, TEXT, positive, probability, whole
-    from e2c.chain import FORMATS
+    """The run's settings are :class:`FilterConfig`'s flags (its fields' metadata); the rest say where its
+    files are and how to run."""
+    from e2c.argtypes import EXISTING_FILE, OUTPUT_FILE, TEXT
     from e2c.cli import DTYPES, ArgumentParser
     from e2c.generation import ALIASES, BACKENDS
 
     p = ArgumentParser(prog="python -m e2c.eval.passrate", description=__doc__.split("\n\n")[0])
+    add_setting_flags(p, FilterConfig)
     a = p.add_argument
     a(
-        "--model",
-        default=None,
-        type=MODEL,
-        help="the model RL starts from: folder, HF id, 'embedded' or 'tiny' "
-        "(default: models/checkpoints/sft/final, the RL configs' start model)",
-    )
-    a(
-        "--subfolder",
-        default=None,
-        type=ANY_TEXT,  # '' means none (not the release's 8B), as in eval and TTS
-        help="subfolder of the model (default: 8B for the released checkpoint, else none)",
+        "--require-format",
+        dest="reward_shape",
+        action="store_const",
+        const="gate",
+        help="the same as --reward-shape gate (an older spelling; default: off)",
     )
     a(
         "--input",
@@ -738,46 +826,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="kept rows (.parquet); the report, plot and samples file go beside it as "
         "<name>.passrate.{json,png,jsonl} (default: <input name>.filtered.parquet beside the input)",
     )
-    a("--k", type=whole(2), default=DEFAULT_K, help=f"samples per prompt, at least 2 (default: {DEFAULT_K})")
-    a(
-        "--band",
-        default=DEFAULT_BAND,
-        type=TEXT,
-        help=f"pass rates to keep: {band_choices()} (default: {DEFAULT_BAND})",
-    )
-    a(
-        "--temperature",
-        type=positive(),
-        default=DEFAULT_TEMPERATURE,
-        help=f"sampling temperature, > 0 (default: {DEFAULT_TEMPERATURE:g}, the RL rollout's)",
-    )
-    a(
-        "--top-p",
-        type=probability(open_zero=True),
-        default=1.0,
-        help="nucleus sampling mass (default: 1.0, the RL rollout's)",
-    )
-    length = rl_response_length()
-    a(
-        "--max-tokens",
-        type=whole(1),
-        default=length,
-        help=f"new tokens per sample; give the RL run's data.max_response_length (default: {length}, "
-        "configs/e2c_common.yaml's; a sample cut there is graded as the rollout's would be)",
-    )
-    a("--format", default="e2c", choices=list(FORMATS), help="chain format of the RL run (default: e2c)")
     a(
         "--backend",
         default="auto",
         choices=[*BACKENDS, *ALIASES],
         help="auto, vllm or hf (transformers) (default: auto: vllm when installed, GPU or CPU, else hf)",
-    )
-    a(
-        "--batch-size",
-        type=whole(1),
-        default=None,
-        help=f"prompts per generation call, each call one unit of resume (default: {VLLM_ROWS} // k on vllm, "
-        f"{HF_ROWS} // k on hf, whose rows of a call decode together)",
     )
     a(
         "--gpus",
@@ -791,57 +844,9 @@ def build_parser() -> argparse.ArgumentParser:
         choices=DTYPES,
         help="model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)",
     )
-    a("--seed", type=whole(0), default=0, help="random seed of the sampling (default: 0)")
-    a(
-        "--reward-shape",
-        default=DEFAULT_REWARD_SHAPE,
-        choices=list(REWARD_SHAPES),
-        help="the RL run's reward shape, which every sample is graded with: "
-        + "; ".join(f"{n}: {sh.help}" for n, sh in REWARD_SHAPES.items())
-        + f" (default: {DEFAULT_REWARD_SHAPE})",
-    )
-    a(
-        "--require-format",
-        dest="reward_shape",
-        action="store_const",
-        const="gate",
-        help="the same as --reward-shape gate (an older spelling; default: off)",
-    )
-    a("--plan-bonus", action="store_true", help="grade with the RL run's plan-adherence bonus (default: off)")
-    a("--limit", type=whole(1), default=None, help="first N prompts of the input only (default: all)")
-    a(
-        "--keep",
-        type=whole(1),
-        default=None,
-        help="stop once N prompts are in the band, reading the input in order (default: read every prompt)",
-    )
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
     a("--quiet", action="store_true", help="no progress lines")
     return p
-
-
-def config_from_args(args: argparse.Namespace, backend: str) -> FilterConfig:
-    """The run's settings from parsed flags (batch size resolved for the backend)."""
-    from e2c.models import default_subfolder
-
-    return FilterConfig(
-        model=args.model,
-        subfolder=default_subfolder(args.model, args.subfolder),
-        format=args.format,
-        k=args.k,
-        band=args.band,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        max_tokens=args.max_tokens,
-        seed=args.seed,
-        reward_shape=args.reward_shape,
-        plan_bonus=args.plan_bonus,
-        batch_size=args.batch_size
-        if args.batch_size is not None
-        else default_batch_size(backend, max(args.k, 1)),
-        limit=args.limit,
-        keep=args.keep,
-    )
 
 
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
@@ -853,8 +858,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
 
     quiet_transformers()
     backend = pick_backend(args.backend)
-    cfg = config_from_args(args, backend)
-    cfg.check()
+    cfg = FilterConfig.from_flags(args, backend)
     output = Path(args.output) if args.output else default_output(args.input)
     files = check_paths(args.input, output)
     check_resume(files.samples, cfg.sample_settings())

@@ -3,11 +3,27 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any
 
+from e2c.argtypes import (
+    EXISTING_DIR,
+    MODEL,
+    OUTPUT_DIR,
+    Choice,
+    finite,
+    positive,
+    probability,
+    whole,
+)
+from e2c.cli import DTYPES
+from e2c.data.bands import BAND
+from e2c.generation import ALIASES as BACKEND_ALIASES
+from e2c.generation import BACKENDS
 from e2c.generation.hf import resolve_cpu_dtype as resolve_dtype  # noqa: F401 (the quickstart's name)
 from e2c.paths import benchmarks_dir
+from e2c.quickstart.settings import StageSettings, knob
+from e2c.rewards.shape import REWARD_SHAPES
 
 STAGES = (
     "data",
@@ -57,91 +73,6 @@ SPLIT_FRACTIONS = (0.7, 0.1, 0.2)
 SFT_SAVE_EVERY = 8
 # RL checkpoints every this many steps (and always after the last).
 RL_SAVE_EVERY = 4
-
-
-@dataclass(frozen=True)
-class Config:
-    """Every knob of a quickstart run (each is a command-line flag; see ``python -m e2c.quickstart --help``)."""
-
-    out: str = "outputs/quickstart"
-    model: str = "embedded"
-    seed: int = 0
-    # data
-    families: tuple[str, ...] = DEFAULT_FAMILIES
-    max_level: int = 2
-    max_chain_tokens: int = 300
-    eval_problems: int = 300
-    # RL prompts: a pool of this many (the generator is unlimited; the pass-rate filter reads it in order until
-    # it has kept enough for the run, so no prompt repeats), from these families and levels (empty / 0: the
-    # run's); a family SFT does not move off zero carries no signal and is left out by measurement
-    rl_prompts: int = 512
-    rl_families: tuple[str, ...] = ()
-    rl_max_level: int = 0
-    gsm8k_problems: int = 20
-    bench_dir: str = field(default_factory=lambda: str(benchmarks_dir()))
-    # evaluation (baseline, eval_sft, eval_rl)
-    eval_max_tokens: int = 320
-    eval_batch: int = 32  # transformers backend: faster than 16 on 2 cores (larger batches gain little)
-    # The paper's measure (its eval.sh): Pass@1 as the mean over samples drawn at T 1.0 (avg@k), beside greedy
-    # accuracy. 2 samples keep the default run near 45 minutes (a sampled evaluation of 300 problems costs
-    # ~6 minutes per 2 samples here); --eval-samples 4 or 8 narrows the interval (docs/results.md).
-    eval_samples: int = 2
-    eval_temperature: float = 1.0
-    dtype: str = "auto"
-    # generation backend of eval and TTS: auto = vLLM when installed (scripts/setup_env.sh --vllm), else hf
-    backend: str = "auto"
-    # SFT
-    sft_steps: int = 20
-    sft_lr: float = 2e-4
-    sft_batch: int = 8
-    sft_max_length: int = 512
-    # RL prompts: the pass-rate filter (python -m e2c.eval.passrate) keeps the RL prompts the SFT model
-    # solves sometimes but not always, sampled as the rollout samples (rl_temperature, rl_response_length)
-    filter_k: int = 4
-    filter_band: str = "varies"  # the RL reward differs across samples: every kept group has an advantage
-    filter_candidates: int = (
-        0  # RL prompts the filter samples at most (0: the pool; it stops once it has enough)
-    )
-    # RL: GRPO stage 2 (departures from the paper's stage 2 are chosen by measurement; docs/quickstart.md, "The RL settings")
-    rl_steps: int = 8
-    rl_lr: float = 4e-5
-    rl_batch: int = 2
-    rl_n: int = 8
-    rl_response_length: int = 320
-    rl_temperature: float = 1.0
-    # the overlong penalty's buffer in tokens before rl_response_length (0: no penalty)
-    rl_overlong_buffer: int = 0
-    rl_plan_bonus: bool = False
-    # how the chain's format enters the reward (e2c.rewards.verl_score.REWARD_SHAPES): correct (the evaluation's
-    # correctness only), credit, gate (TinyZero's 1 / 0.1 / 0) or levels; the filter grades with the same one
-    rl_reward_shape: str = "correct"
-    rl_bypass: bool = False  # the rollout's (bf16) log-probs as the old ones: one forward pass less
-    rl_dr_grpo: bool = True
-    rl_explore_adv_coef: float = 2.0
-    # end RL early when the health rules say it is not learning (e2c.health_stop_after; 0: never)
-    rl_health_stop_after: int = 5
-    # the equal-compute control: SFT from the same SFT model for as many trained tokens as the RL stage
-    with_control: bool = False
-    # test-time scaling
-    tts_problems: int = 20
-    tts_budgets: tuple[int, ...] = (4,)
-    tts_methods: tuple[str, ...] = DEFAULT_TTS_METHODS
-    # the default mix's explorations are at most ~126 embedded tokens and executions ~165 (+ tags); a code
-    # chain's execution, its function included, reaches ~200 in the longest kept ones
-    tts_explore_budget: int = 140
-    tts_execute_budget: int = 200
-    # nucleus sampling of explorations and chains. 1.0 (off), not the paper's 0.95: on CPU, vLLM sorts the
-    # 49k-token vocabulary of every row at every step for top-p: 271 vs 471 tok/s (bench/vllm_sampling.py)
-    tts_top_p: float = 1.0
-    fast: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        for k, v in d.items():
-            if isinstance(v, tuple):
-                d[k] = list(v)
-        return d
 
 
 # --fast: the same stages on the tiny test model (random weights, 512-token BPE: chains are ~2x longer in its
@@ -244,6 +175,174 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
     "report": (),
 }
 
+
+def _families() -> tuple[str, ...]:
+    from e2c.data.synthetic.families import family_names
+
+    return tuple(family_names())
+
+
+def _tts_methods() -> tuple[str, ...]:
+    from e2c.tts import METHODS
+
+    return tuple(METHODS)
+
+
+FAMILY = Choice(_families, "family")
+BACKEND = Choice((*BACKENDS, *BACKEND_ALIASES), "backend")
+SECTIONS = {
+    "data": "data",
+    "eval": "evaluation (baseline: greedy; eval_sft, eval_rl, eval_control: greedy, then the paper's avg@k)",
+    "sft": "SFT (scripts/e2c_sft.sh)",
+    "filter": "RL prompts (python -m e2c.eval.passrate with the SFT model)",
+    "rl": "RL (scripts/e2c_rl.sh --stage 2)",
+    "control": "equal-compute control (SFT from the SFT model for the RL stage's trained tokens)",
+    "tts": "test-time scaling (python -m e2c.tts)",
+}
+
+
+@dataclass(frozen=True)
+class Config(
+    StageSettings, preset=FAST, stage_keys=STAGE_KEYS, checked_where_used=("out", "model", "bench_dir")
+):
+    """Every knob of a quickstart run; each is the command-line flag of its name (``python -m e2c.quickstart
+    --help``), declared here once: its help line, its value type and its section."""
+
+    out: str = knob("outputs/quickstart", "output folder", OUTPUT_DIR)
+    model: str = knob("embedded", "base model: embedded, tiny, a folder or an HF id", MODEL)
+    seed: int = knob(0, "seed of data, evaluation, training and TTS", whole(0))
+    # data
+    families: tuple[str, ...] = knob(DEFAULT_FAMILIES, "synthetic task families", FAMILY, "data")
+    max_level: int = knob(2, "highest task level (1-3)", whole(1, 3), "data")
+    max_chain_tokens: int = knob(
+        300, "longest exploration + execution kept, in the model's tokens", whole(1), "data"
+    )
+    eval_problems: int = knob(300, "held-out synthetic problems", whole(1), "data")
+    # RL prompts: a pool of this many (the generator is unlimited; the pass-rate filter reads it in order until
+    # it has kept enough for the run, so no prompt repeats), from these families and levels (empty / 0: the
+    # run's); a family SFT does not move off zero carries no signal and is left out by measurement
+    rl_prompts: int = knob(
+        512,
+        "RL prompts generated (disjoint from SFT and held-out problems); the filter reads them in order until "
+        "it has kept enough for the run",
+        whole(1),
+        "data",
+    )
+    rl_families: tuple[str, ...] = knob(
+        (), "families of the RL prompts (default: --families)", FAMILY, "data"
+    )
+    rl_max_level: int = knob(0, "highest level of the RL prompts (0: --max-level)", whole(0, 3), "data")
+    gsm8k_problems: int = knob(20, "first GSM8K problems of the shared copy (0: none)", whole(0), "data")
+    bench_dir: str = knob(
+        lambda: str(benchmarks_dir()), "folder with gsm8k.jsonl ($E2C_BENCH_DIR)", EXISTING_DIR, "data"
+    )
+    # evaluation (baseline, eval_sft, eval_rl)
+    eval_max_tokens: int = knob(320, "new tokens per chain", whole(1), "eval")
+    # transformers backend: faster than 16 on 2 cores (larger batches gain little)
+    eval_batch: int = knob(32, "sequences per forward batch", whole(1), "eval")
+    # The paper's measure (its eval.sh): Pass@1 as the mean over samples drawn at T 1.0 (avg@k), beside greedy
+    # accuracy. 2 samples keep the default run near 45 minutes (a sampled evaluation of 300 problems costs
+    # ~6 minutes per 2 samples here); --eval-samples 4 or 8 narrows the interval (docs/results.md).
+    eval_samples: int = knob(
+        2,
+        "samples per problem of the sampled evaluation, whose Pass@1 is their mean (avg@k) and which gives the "
+        "pass@k curve (0: greedy only)",
+        whole(0),
+        "eval",
+    )
+    eval_temperature: float = knob(
+        1.0, "temperature of the sampled evaluation (the paper's eval.sh: 1.0)", positive(), "eval"
+    )
+    dtype: str = knob(
+        "auto",
+        "inference dtype: auto (bfloat16 on CPUs with native bf16), float32, bfloat16, float16",
+        Choice(DTYPES, "dtype"),
+        "eval",
+    )
+    # generation backend of eval and TTS: auto = vLLM when installed (scripts/setup_env.sh --vllm), else hf
+    backend: str = knob(
+        "auto",
+        "generation backend of eval and TTS: auto (vLLM when installed, else hf), vllm, hf",
+        BACKEND,
+        "eval",
+    )
+    # SFT
+    sft_steps: int = knob(20, "optimizer steps", whole(1), "sft")
+    sft_lr: float = knob(2e-4, "learning rate", positive(), "sft")
+    sft_batch: int = knob(8, "chains per step", whole(1), "sft")
+    sft_max_length: int = knob(512, "longest row in tokens", whole(1), "sft")
+    # RL prompts: the pass-rate filter (python -m e2c.eval.passrate) keeps the RL prompts the SFT model
+    # solves sometimes but not always, sampled as the rollout samples (rl_temperature, rl_response_length)
+    filter_k: int = knob(
+        4, "samples per candidate prompt (>= 2)", whole(2), "filter"
+    )  # a pass rate needs two
+    # varies: the RL reward differs across samples, so every kept group has an advantage
+    filter_band: str = knob(
+        "varies", "pass-rate band kept (see python -m e2c.eval.passrate --help)", BAND, "filter"
+    )
+    # RL prompts the filter samples at most (0: the pool; it stops once it has enough)
+    filter_candidates: int = knob(0, "RL prompts sampled by the filter (0: all)", whole(0), "filter")
+    # RL: GRPO stage 2 (departures from the paper's stage 2 are chosen by measurement; docs/quickstart.md, "The
+    # RL settings")
+    rl_steps: int = knob(8, "GRPO steps (0: skip RL)", whole(0), "rl")
+    rl_lr: float = knob(4e-5, "learning rate", positive(), "rl")
+    rl_batch: int = knob(2, "prompts per step", whole(1), "rl")
+    rl_n: int = knob(8, "samples per prompt", whole(1), "rl")
+    rl_response_length: int = knob(320, "longest sampled response in tokens", whole(1), "rl")
+    rl_temperature: float = knob(1.0, "rollout temperature (the paper's stage 2: 1.0)", positive(), "rl")
+    # the overlong penalty's buffer in tokens before rl_response_length (0: no penalty)
+    rl_overlong_buffer: int = knob(
+        0, "overlong penalty buffer in tokens, at most half the response (0: no penalty)", whole(0), "rl"
+    )
+    rl_plan_bonus: bool = knob(False, "stage 2's plan-adherence bonus on correct answers", section="rl")
+    # how the chain's format enters the reward (e2c.rewards.verl_score.REWARD_SHAPES): correct (the evaluation's
+    # correctness only), credit, gate (TinyZero's 1 / 0.1 / 0) or levels; the filter grades with the same one
+    rl_reward_shape: str = knob(
+        "correct",
+        "how the chain's format enters the reward, beside correctness (the pass-rate filter grades with the "
+        "same): " + "; ".join(f"{n}: {sh.help}" for n, sh in REWARD_SHAPES.items()),
+        Choice(tuple(REWARD_SHAPES), "reward shape"),
+        "rl",
+    )
+    rl_bypass: bool = knob(
+        False, "take the rollout's log-probs as the old ones (one forward pass less)", section="rl"
+    )
+    rl_dr_grpo: bool = knob(True, "Dr. GRPO advantages (no division by the group's reward std)", section="rl")
+    rl_explore_adv_coef: float = knob(
+        2.0, "advantage weight of exploration tokens (the paper's stage 2: 2.0)", finite(), "rl"
+    )
+    # end RL early when the health rules say it is not learning (e2c.health_stop_after; 0: never)
+    rl_health_stop_after: int = knob(
+        5,
+        "end RL early when, over this many steps, it had nothing to learn or its chains lost their format "
+        "(0: never)",
+        whole(0),
+        "rl",
+    )
+    # the equal-compute control: SFT from the same SFT model for as many trained tokens as the RL stage
+    with_control: bool = knob(False, "run the control and its evaluation", section="control")
+    # test-time scaling
+    tts_problems: int = knob(20, "held-out problems (0: skip)", whole(0), "tts")
+    tts_budgets: tuple[int, ...] = knob((4,), "K/N values", whole(1), "tts")
+    tts_methods: tuple[str, ...] = knob(DEFAULT_TTS_METHODS, "methods", Choice(_tts_methods, "method"), "tts")
+    # the default mix's explorations are at most ~126 embedded tokens and executions ~165 (+ tags); a code
+    # chain's execution, its function included, reaches ~200 in the longest kept ones
+    tts_explore_budget: int = knob(140, "exploration token limit", whole(1), "tts")
+    tts_execute_budget: int = knob(
+        200, "execution token limit (whole chains: both limits added)", whole(1), "tts"
+    )
+    # nucleus sampling of explorations and chains. 1.0 (off), not the paper's 0.95: on CPU, vLLM sorts the
+    # 49k-token vocabulary of every row at every step for top-p: 271 vs 471 tok/s (bench/vllm_sampling.py)
+    tts_top_p: float = knob(
+        1.0,
+        "top-p of sampled explorations and chains (the paper: 0.95; 1.0 is faster on CPU)",
+        probability(open_zero=True),
+        "tts",
+    )
+    fast: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
 # A first estimate of each stage's duration in seconds (before its own progress gives a better one): the
 # default run measured on a 2-core CPU with vLLM (2026-11-28, the mix with the code family; control from
 # 2026-11-24), and the --fast run's order of magnitude.
@@ -275,18 +374,3 @@ ETA_SECONDS = {
         "report": 10,
     },
 }
-
-
-def stage_settings(cfg: Config, stage: str) -> dict[str, Any]:
-    """The settings a stage's result depends on, as JSON-ready values (tuples become lists)."""
-    d = cfg.to_dict()
-    return {k: d[k] for k in STAGE_KEYS[stage]}
-
-
-def with_fast(cfg: Config, explicit: set[str]) -> Config:
-    """``cfg`` with the ``--fast`` preset applied to every field the user did not set explicitly."""
-    return replace(cfg, fast=True, **{k: v for k, v in FAST.items() if k not in explicit})
-
-
-def field_names() -> list[str]:
-    return [f.name for f in fields(Config)]

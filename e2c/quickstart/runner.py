@@ -222,6 +222,24 @@ def out_folder(out: str) -> Path:
     return (p if p.is_absolute() else Path.cwd() / p).resolve()
 
 
+def add_run_flags(parser: Any, stages: tuple[str, ...], fast_help: str) -> None:
+    """A pipeline tool's flags that say what to run rather than how: ``--fast`` (its preset), ``--from STAGE``
+    and ``--force``."""
+    from e2c.argtypes import TEXT
+
+    a = parser.add_argument
+    a("--fast", action="store_true", help=fast_help)
+    a(
+        "--from",
+        dest="from_stage",
+        default=None,
+        type=TEXT,
+        metavar="STAGE",
+        help=f"redo this stage and every later one; earlier ones are reused ({', '.join(stages)}; default: none)",
+    )
+    a("--force", action="store_true", help="redo every stage, discarding earlier results (default: off)")
+
+
 def main_of(
     argv: list[str] | None,
     parser: Any,

@@ -35,10 +35,8 @@ naming the table, the key and the valid choices, before anything is written.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import difflib
-import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -49,7 +47,7 @@ from typing import Any
 from e2c.argtypes import ValueType, probability, whole
 from e2c.errors import UserError
 from e2c.flags import setting
-from e2c.quickstart.config import FAST, Config, field_names
+from e2c.quickstart.config import FAST, Config
 
 ARM_KINDS = ("sft", "rl", "sft_continue")
 BASE = "base"  # the start named by this word is the base model (the base table's ``model``)
@@ -60,10 +58,10 @@ ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a folder name on 
 # quickstart's control).
 NOT_STUDY_KEYS = frozenset(
     {"out", "fast", "extra", "with_control", "gsm8k_problems", "bench_dir"}
-    | {f for f in field_names() if f.startswith("tts_")}
+    | {f for f in Config.field_names() if f.startswith("tts_")}
 )
 FIXED = {"gsm8k_problems": 0, "tts_problems": 0, "with_control": False}
-BASE_KEYS = tuple(f for f in field_names() if f not in NOT_STUDY_KEYS)
+BASE_KEYS = tuple(f for f in Config.field_names() if f not in NOT_STUDY_KEYS)
 # What each kind of arm may set (every quickstart field of its stage: a new one is an arm setting at once).
 SFT_KEYS = tuple(f for f in BASE_KEYS if f.startswith("sft_"))
 RL_KEYS = tuple(f for f in BASE_KEYS if f.startswith(("rl_", "filter_")))
@@ -442,27 +440,18 @@ def _coerce(value: Any, default: Any, what: str) -> Any:
     return value
 
 
-@functools.lru_cache(maxsize=1)
-def quickstart_flags() -> dict[str, argparse.Action]:
-    """The quickstart's flags by Config field name: each one's value type and choices, declared once there."""
-    from e2c.quickstart.cli import build_parser
-
-    return {a.dest: a for a in build_parser()._actions if a.option_strings}
+# Each Config field's value type, declared once with its quickstart flag (e2c.flags.setting).
+CONFIG_TYPES: dict[str, ValueType | None] = {f.name: f.metadata.get("value") for f in fields(Config)}
 
 
 def check_flag_value(key: str, value: Any, what: str) -> None:
-    """``value`` of Config field ``key`` checked as the quickstart checks its flag: its value type, then
-    its choices."""
-    action = quickstart_flags().get(key)
-    if action is None:
+    """``value`` of Config field ``key`` checked as the quickstart checks its flag: with the value type its
+    field declares (an item at a time for a list)."""
+    kind = CONFIG_TYPES.get(key)
+    if kind is None:
         return
     for v in value if isinstance(value, tuple) else (value,):
-        if isinstance(action.type, ValueType) and not isinstance(v, bool):
-            action.type.check(v, what)
-        if action.choices is not None and v not in action.choices:
-            raise UserError(
-                f"{what} {_shown(v)} is not a choice; valid: {', '.join(map(str, action.choices))}"
-            )
+        kind.check(v, what)
 
 
 def check_config(cfg: Config, where: str) -> None:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.errors import UserError
-from e2c.quickstart.config import Config, stage_settings
+from e2c.quickstart.config import Config
 from e2c.quickstart.plan import settings_diff
 from e2c.study.spec import BASE, KIND_KEYS, Study
 
@@ -75,7 +75,7 @@ def _json(d: Mapping[str, Any]) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ settings
 def data_settings(study: Study) -> dict[str, Any]:
-    return _json(stage_settings(study.base, "data"))
+    return _json(study.base.stage_settings("data"))
 
 
 # How the screening split is drawn (recorded with it: a split drawn by another rule is not reused).
@@ -137,7 +137,7 @@ def filter_settings(study: Study, arm: str, seed: int) -> dict[str, Any]:
     k, band, the rollout's sampling and reward, backend and dtype), without how many prompts the run draws
     (:data:`FILTER_NEED_KEYS`: the unit's ``keep``)."""
     cfg = seeded(study.arms[arm].cfg, seed)
-    own = {k: v for k, v in stage_settings(cfg, "filter").items() if k not in FILTER_NEED_KEYS}
+    own = {k: v for k, v in cfg.stage_settings("filter").items() if k not in FILTER_NEED_KEYS}
     return _json({"start": start_settings(study, arm, seed), "data": data_settings(study), **own})
 
 
@@ -165,7 +165,7 @@ def sampling_seed(study: Study, phase: str, seed: int) -> int:
 def eval_settings(study: Study, arm: str, seed: int, phase: str, sampled: bool) -> dict[str, Any]:
     """An evaluation's settings: the model's run, the problems, the quickstart's eval settings with the
     phase's sampling seed (a greedy run does not depend on the sample count and temperature)."""
-    ev = stage_settings(replace(study.base, seed=sampling_seed(study, phase, seed)), "eval_sft")
+    ev = replace(study.base, seed=sampling_seed(study, phase, seed)).stage_settings("eval_sft")
     if not sampled:
         ev = {k: v for k, v in ev.items() if k not in ("eval_samples", "eval_temperature")}
     return _json(

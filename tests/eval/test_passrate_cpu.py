@@ -120,7 +120,8 @@ def test_named_and_written_bands(spec: str, kept: list[int]) -> None:
 
 
 def test_the_default_band_is_learnable() -> None:
-    assert FilterConfig(model="x").check() == BANDS["learnable"]
+    assert parse_band(FilterConfig(model="x").band) == BANDS["learnable"]
+    assert build_parser().parse_args([]).band == "learnable"
     assert BANDS["learnable"].describe() == "0 < p < 1"
 
 
@@ -129,11 +130,11 @@ def test_the_default_band_is_learnable() -> None:
     [
         (
             "learnabel",
-            ["unknown --band 'learnabel'", "did you mean 'learnable'", "learnable (0 < p < 1)", "(LO,HI)"],
+            ["--band 'learnabel' is unknown", "did you mean 'learnable'", "learnable (0 < p < 1)", "(LO,HI)"],
         ),
-        ("", ["unknown --band ''", "valid: learnable"]),
-        ("(0,1", ["unknown --band '(0,1'"]),
-        ("0:1", ["unknown --band '0:1'"]),
+        ("", ["--band '' is unknown", "valid: learnable"]),
+        ("(0,1", ["--band '(0,1' is unknown"]),
+        ("0:1", ["--band '0:1' is unknown"]),
         ("0,2", ["both ends must be pass rates in [0, 1]"]),
         ("(0.5,0.5]", ["holds no pass rate"]),
         ("(0.9,0.1)", ["holds no pass rate"]),
@@ -148,22 +149,42 @@ def test_bad_band_is_one_line(spec: str, words: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    ("change", "words"),
+    ("argv", "words"),
     [
-        ({"k": 1}, "--k must be >= 2"),
-        ({"k": 0}, "--k must be >= 2"),
-        ({"temperature": 0.0}, "greedy"),
-        ({"temperature": float("nan")}, "--temperature"),
-        ({"top_p": 0.0}, "--top-p"),
-        ({"max_tokens": 0}, "--max-tokens must be >= 1"),
-        ({"batch_size": 0}, "--batch-size must be >= 1"),
-        ({"limit": 0}, "--limit must be >= 1"),
-        ({"format": "nope"}, "unknown --format"),
+        (["--k", "1"], "--k must be >= 2, got 1"),
+        (["--k", "0"], "--k must be >= 2"),
+        (["--temperature", "0"], "--temperature must be a positive number, got 0"),
+        (["--temperature", "nan"], "--temperature"),
+        (["--top-p", "0"], "--top-p must be > 0"),
+        (["--max-tokens", "0"], "--max-tokens must be >= 1"),
+        (["--batch-size", "0"], "--batch-size must be >= 1"),
+        (["--limit", "0"], "--limit must be >= 1"),
+        (["--keep", "0"], "--keep must be >= 1"),
+        (["--format", "nope"], "--format: invalid choice: 'nope'"),
+        (["--reward-shape", "nope"], "--reward-shape: invalid choice: 'nope'"),
+        (["--band", "(0.9,0.1)"], "--band '(0.9,0.1)' holds no pass rate"),
     ],
 )
-def test_bad_settings_are_refused(change: dict, words: str) -> None:
-    with pytest.raises(UserError, match=words.replace("(", r"\(")):
-        FilterConfig(model="x", **change).check()
+def test_bad_settings_are_refused_by_their_flags(argv: list[str], words: str, capsys) -> None:
+    """The settings are checked once, where they enter: each flag's declared type is the check."""
+    with pytest.raises(SystemExit) as e:
+        build_parser().parse_args(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.count("\n") == 1 and words in err, err
+
+
+def test_the_flags_are_the_config_fields() -> None:
+    """One declaration: every flag of a FilterConfig field reaches its field, resolved for the backend."""
+    flags = "--model tiny --k 3 --band hard --temperature 0.7 --top-p 0.9 --max-tokens 64 --seed 5"
+    args = build_parser().parse_args(
+        [*flags.split(), "--reward-shape", "gate", "--plan-bonus", "--keep", "7"]
+    )
+    cfg = FilterConfig.from_flags(args, "hf")
+    assert (cfg.model, cfg.k, cfg.band, cfg.temperature, cfg.top_p) == ("tiny", 3, "hard", 0.7, 0.9)
+    assert (cfg.max_tokens, cfg.seed, cfg.reward_shape, cfg.plan_bonus, cfg.keep) == (64, 5, "gate", True, 7)
+    assert cfg.batch_size == 32 // 3 and cfg.limit is None
+    assert FilterConfig.from_flags(build_parser().parse_args(["--k", "4"]), "vllm").batch_size == 2048 // 4
+    assert build_parser().parse_args(["--require-format"]).reward_shape == "gate"
 
 
 # ----------------------------------------------------------------------------------- scripted runner
@@ -339,7 +360,7 @@ BAD_INPUT = {
     "k_below_2": (lambda d, f: ["--input", str(f), "--k", "1"], ["--k must be >= 2"]),
     "unknown_band": (
         lambda d, f: ["--input", str(f), "--band", "learnabel"],
-        ["unknown --band 'learnabel'", "did you mean 'learnable'", "valid: learnable (0 < p < 1)"],
+        ["--band 'learnabel' is unknown", "did you mean 'learnable'", "valid: learnable (0 < p < 1)"],
     ),
     "missing_input": (
         lambda d, f: ["--input", str(d / "nope.parquet")],
@@ -504,7 +525,7 @@ def test_gpu_recipe_filters_before_stage_1_when_asked(monkeypatch: pytest.Monkey
         (["--pass-rate-filter", "tiny", "--pass-rate-k", "1"], ["--pass-rate-k must be an integer >= 2"]),
         (
             ["--pass-rate-filter", "tiny", "--pass-rate-band", "nope"],
-            ["--pass-rate-band", "unknown --band 'nope'"],
+            ["--pass-rate-band 'nope' is unknown"],
         ),
         (["--pass-rate-filter"], ["--pass-rate-filter needs a value"]),
     ],

@@ -11,6 +11,7 @@ import random
 import statistics
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +20,7 @@ import pytest
 from e2c.errors import UserError
 from e2c.eval.stats import align_scores, paired_difference, wilson_interval
 from e2c.quickstart.cli import build_parser, config_from_args
-from e2c.quickstart.config import STAGES, Config, stage_settings
+from e2c.quickstart.config import STAGES, Config
 from e2c.quickstart.context import Context
 from e2c.quickstart.data import generation_count
 from e2c.quickstart.plan import StageState, check_inputs, select_stages, startable
@@ -82,7 +83,7 @@ def test_trend_halves_and_slope() -> None:
 # ------------------------------------------------------------------------------------------------ planning
 def _wanted(cfg: Config | None = None) -> dict:
     cfg = cfg or Config()
-    return {s: stage_settings(cfg, s) for s in STAGES}
+    return {s: cfg.stage_settings(s) for s in STAGES}
 
 
 def _done_states(wanted: dict, stages=STAGES) -> dict:
@@ -173,8 +174,11 @@ def test_fast_preset_yields_to_explicit_flags() -> None:
     assert cfg.fast and cfg.model == "tiny" and cfg.sft_steps == 5 and cfg.out == "outputs/quickstart-fast"
     cfg = config_from_args(build_parser().parse_args(["--families", "countdown", "--tts-budgets", "2"]))
     assert cfg.families == ("countdown",) and cfg.tts_budgets == (2,) and cfg.model == "embedded"
-    with pytest.raises(UserError, match="unknown family 'nope'; valid: arithmetic"):
-        config_from_args(build_parser().parse_args(["--families", "nope"]))
+    # a whole Config (a preset's values, a study file's) is checked by the flags' own types
+    with pytest.raises(UserError, match="--families names an unknown family 'nope'; valid: arithmetic"):
+        replace(Config(), families=("nope",)).check_values()
+    with pytest.raises(UserError, match="--tts-top-p must be > 0 and <= 1, got 2"):
+        replace(Config(), tts_top_p=2.0).check_values()
 
 
 def test_tts_budget_flags_and_their_old_spellings() -> None:
@@ -414,8 +418,9 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
         ),
         (
             ["--families", "geometry"],
-            "error: --families: unknown family 'geometry'; valid: arithmetic, "
-            "linear_equation, modular, gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic, code",
+            "error: --families names an unknown family 'geometry'; valid: arithmetic, "
+            "linear_equation, modular, gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic, code "
+            "(see scripts/quickstart.sh --help)",
         ),
         (["--filter-k", "1"], "error: --filter-k must be >= 2, got 1 (see scripts/quickstart.sh --help)"),
         (
@@ -424,13 +429,14 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
         ),
         (
             ["--rl-reward-shape", "gated"],
-            "error: argument --rl-reward-shape: invalid choice: 'gated' (choose from 'correct', 'credit', "
-            "'gate', 'levels') (see scripts/quickstart.sh --help)",
+            "error: --rl-reward-shape names an unknown reward shape 'gated' (did you mean 'gate'?); valid: "
+            "correct, credit, gate, levels (see scripts/quickstart.sh --help)",
         ),
         (
             ["--rl-families", "geometry"],
-            "error: --rl-families: unknown family 'geometry'; valid: arithmetic, linear_equation, modular, "
-            "gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic, code",
+            "error: --rl-families names an unknown family 'geometry'; valid: arithmetic, linear_equation, modular, "
+            "gcd_lcm, counting, sequence, list_ops, countdown, small_arithmetic, code (see scripts/quickstart.sh "
+            "--help)",
         ),
         (
             ["--rl-overlong-buffer", "-1"],
@@ -455,7 +461,7 @@ def test_unknown_filter_band_is_one_line(tmp_path: Path) -> None:
     res = _quickstart("--out", str(out), "--filter-band", "learnabel", timeout=120)
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: --filter-band: unknown --band 'learnabel'")
+    assert len(lines) == 1 and lines[0].startswith("error: --filter-band 'learnabel' is unknown")
     assert "did you mean 'learnable'?" in lines[0] and not out.exists()
 
 

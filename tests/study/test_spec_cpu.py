@@ -79,10 +79,10 @@ kind = "sft"
 
 
 def test_every_kind_declares_only_quickstart_fields_cpu() -> None:
-    from e2c.quickstart.config import field_names
+    from e2c.quickstart.config import Config
 
     for keys in KIND_KEYS.values():
-        assert set(keys) <= set(field_names())
+        assert set(keys) <= set(Config.field_names())
     assert "sft_steps" not in KIND_KEYS["sft_continue"]
 
 
@@ -94,7 +94,7 @@ BAD = [
     (STUDY.replace("sft_steps = 2", "sft_steps = 0"), "[arms.sft] sft_steps must be >= 1, got 0"),
     (STUDY.replace("rl_steps = 2", "rl_dr_grpo = 1"), "[arms.rl] rl_dr_grpo must be true or false, got 1"),
     (STUDY.replace("rl_steps = 2", "rl_steps = 0"), "[arms.rl] an rl arm needs rl_steps >= 1"),
-    (STUDY.replace('model = "tiny"', 'dtype = "float64"'), "[base] dtype 'float64' is not a choice; valid: auto"),
+    (STUDY.replace('model = "tiny"', 'dtype = "float64"'), "[base] dtype names an unknown dtype 'float64' (did you mean 'float16'?); valid: auto"),
     (STUDY.replace('start = "sft"', 'start = "sfft"'), "start = 'sfft' is not an arm (did you mean sft?)"),
     (STUDY.replace('of = "rl"', 'of = "sft"'), "of = 'sft' is not an rl arm; valid: rl"),
     (STUDY.replace('kind = "sft"\n', 'kind = "sft"\nstart = "rl"\n'), "form a cycle: sft -> rl -> sft"),
