@@ -13,19 +13,20 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2c.argtypes import whole
+from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, Choice, whole
 from e2c.checkpoints import keep_metrics, restore_metrics
-from e2c.devices import cpu_note, cpu_ranks, env_count, gpu_count, requested_gpus
+from e2c.devices import MAX_CPU_RANKS, MAX_NODES, cpu_note, cpu_ranks, env_count, gpu_count, requested_gpus
 from e2c.errors import UserError
 from e2c.files import RecordFile
-from e2c.launch_checks import hydra_list, hydra_value
+from e2c.flags import flag_values, setting
+from e2c.launch_checks import DATA_FILES, DATA_FILES_OR_NONE, hydra_list, hydra_value
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset, preset_path
 from e2c.run_folder import identity_diff
 from e2c.sft.export import META
 from e2c.sft.metrics import METRICS, PATH_ENV, MetricsTail, watch
 from e2c.sft.tagging import TaggedModel, plan_tagged_model
-from e2c.tracking import logger_override
+from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override
 
 CONFIG_NAME = "e2c_sft"
 GPU_MODEL = "Qwen/Qwen3-8B"
@@ -52,6 +53,121 @@ MODES = {
 # With no GPU, configs/cpu/sft.yaml's overrides (its trainer.total_training_steps is the default --steps).
 CPU_PRESET = "sft"  # configs/cpu/sft.yaml
 STEPS_KEY = "trainer.total_training_steps"
+
+
+# ------------------------------------------------------------------------------------------------ settings
+@dataclass(frozen=True)
+class SFTSettings:
+    """The launcher's settings; each field is the flag its metadata names (``python -m e2c.sft.run --help``),
+    declared here once: help line, value type and default. The parser checks each value; the plan trusts them."""
+
+    mode: str = field(
+        default="sft",
+        metadata=setting(
+            "sft: full E2C chains; ef-sft: exploration-only rows (default: sft)",
+            flag="--mode",
+            value=Choice(tuple(sorted(MODES)), "mode"),
+        ),
+    )
+    model: str | None = field(
+        default=None,
+        metadata=setting(
+            f"base model: HF id, folder, 'embedded' or 'tiny' (default: {GPU_MODEL} with GPUs, {CPU_MODEL} on CPU)",
+            flag="--model",
+            value=MODEL,
+        ),
+    )
+    subfolder: str | None = field(
+        default=None,
+        metadata=setting(
+            "subfolder of the model (e.g. 8B for the released checkpoint; default: none)",
+            flag="--subfolder",
+            value=TEXT,
+        ),
+    )
+    train_data: str | None = field(
+        default=None,
+        metadata=setting(
+            "training parquet, comma-separated for several (default: the mode's processed file)",
+            flag="--train-data",
+            value=DATA_FILES,
+        ),
+    )
+    val_data: str | None = field(
+        default=None,
+        metadata=setting(
+            "validation parquet(s); 'none' for no validation (default: the paper's split when present)",
+            flag="--val-data",
+            value=DATA_FILES_OR_NONE,
+        ),
+    )
+    output_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "run folder: verl checkpoints in verl/, the HF model in final/ (default: models/checkpoints/<mode>)",
+            flag="--output-dir",
+            value=OUTPUT_DIR,
+        ),
+    )
+    steps: int | None = field(
+        default=None,
+        metadata=setting(
+            f"optimizer steps (default: all epochs with GPUs; on CPU, {STEPS_KEY} of configs/cpu/sft.yaml)",
+            flag="--steps",
+            value=whole(1),
+        ),
+    )
+    gpus: int | None = field(
+        default=None,
+        metadata=setting(
+            "GPUs per node (default: counted from CUDA_VISIBLE_DEVICES, else torch; 0 = CPU)",
+            flag="--gpus",
+            value=whole(0, 1024),
+        ),
+    )
+    ranks: int | None = field(
+        default=None,
+        metadata=setting(
+            "with no GPU: CPU processes (FSDP ranks on gloo) per node, the GPU run's shape on a CPU "
+            "(default: $N_GPUS, else 1)",
+            flag="--ranks",
+            value=whole(1, MAX_CPU_RANKS),
+        ),
+    )
+    nnodes: int = field(
+        default=1,
+        metadata=setting(
+            "nodes; above 1 set MASTER_ADDR, MASTER_PORT and NODE_RANK on each node (default: 1)",
+            flag="--nnodes",
+            value=whole(1, MAX_NODES),
+        ),
+    )
+    node_rank: int | None = field(
+        default=None,
+        metadata=setting("this node's rank (default: $NODE_RANK or 0)", flag="--node-rank", value=whole(0)),
+    )
+    tagged_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "where a base model without E2C tags gets its tagged copy (default: models/base/<name>-e2c)",
+            flag="--tagged-dir",
+            value=OUTPUT_DIR,
+        ),
+    )
+    config_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            f"folder of {CONFIG_NAME}.yaml (default: configs/ of the project)",
+            flag="--config-dir",
+            value=EXISTING_DIR,
+        ),
+    )
+    logger: str = field(default=DEFAULT_LOGGERS, metadata=setting(LOGGER_HELP, flag="--logger", value=TEXT))
+
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace) -> SFTSettings:
+        """The settings from parsed flags (paths as text)."""
+        return cls(**{k: str(v) if isinstance(v, Path) else v for k, v in flag_values(args, cls).items()})
 
 
 # ------------------------------------------------------------------------------------------------ plan
@@ -105,17 +221,17 @@ def _default_file(candidates: tuple[str, ...]) -> str | None:
     return next((c for c in candidates if (project_root() / c).is_file()), None)
 
 
-def node_rank(args: argparse.Namespace) -> int:
+def node_rank(args: SFTSettings) -> int:
     """--node-rank, else $NODE_RANK, else 0; within the nodes."""
     rank = args.node_rank
     if rank is None:
         rank = env_count("NODE_RANK", whole(0), 0)
-    if rank < 0 or rank >= max(args.nnodes, 1):
-        raise UserError(f"--node-rank (NODE_RANK) must be in 0..{max(args.nnodes, 1) - 1}, got {rank}")
+    if rank >= args.nnodes:
+        raise UserError(f"--node-rank (NODE_RANK) must be in 0..{args.nnodes - 1}, got {rank}")
     return rank
 
 
-def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
+def make_plan(args: SFTSettings, overrides: list[str]) -> Plan:
     """Resolve data, devices and the model; every problem is one UserError line. Writes nothing: the run
     folder and the model's tagged copy are made by :func:`prepare`, after every check."""
     train_default, val_default, _cls, schema, out_default = MODES[args.mode]
@@ -124,8 +240,6 @@ def make_plan(args: argparse.Namespace, overrides: list[str]) -> Plan:
         gpus = requested_gpus(gpus)  # the paper's N_GPUS, at most the visible ones
     elif args.gpus is None and (note := cpu_note("configs/cpu/sft.yaml")):
         print(f"[e2c-sft] {note}", flush=True)
-    if gpus < 0 or args.nnodes < 1:
-        raise UserError("--gpus must be >= 0 and --nnodes >= 1")
     ranks = gpus or cpu_ranks(given=args.ranks)  # --ranks, else the paper's N_GPUS, else 1
     rank = node_rank(args)
     train_arg = args.train_data or _default_file(train_default)

@@ -39,24 +39,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, whole
 from e2c.checkpoints import latest_checkpoint
 from e2c.cli import ArgumentParser, quiet_transformers
-from e2c.devices import MAX_CPU_RANKS, MAX_NODES
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError, fail
-from e2c.launch_checks import DATA_FILES, DATA_FILES_OR_NONE, check_launcher_overrides
+from e2c.flags import add_setting_flags
+from e2c.launch_checks import check_launcher_overrides
 from e2c.lora import add_lora_args, lora_overrides
 from e2c.paths import configs_dir
 from e2c.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
 from e2c.sft.export import export_final
 from e2c.sft.launch import (
-    CONFIG_NAME,
-    CPU_MODEL,
-    GPU_MODEL,
-    MODES,
-    STEPS_KEY,
     Plan,
+    SFTSettings,
     cpu_default_steps,
     finished,
     hydra_overrides,
@@ -67,94 +62,20 @@ from e2c.sft.launch import (
     train_log,
 )
 from e2c.sft.metrics import StepLosses, read_losses
-from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_env, tracker_names
+from e2c.tracking import tracker_env, tracker_names
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The command line: every valued flag has its type (:mod:`e2c.argtypes`); anything of the form
-    key=value is a Hydra override (:func:`parse`)."""
+    """The command line: :class:`SFTSettings`' flags (declared there once), LoRA's, and what to do with the
+    folder; anything of the form key=value is a Hydra override (:func:`parse`)."""
     p = ArgumentParser(
         prog="python -m e2c.sft.run",
         description=__doc__.split("\n\n")[0],
         epilog="Anything else of the form key=value is passed to verl's SFT trainer as a Hydra override.",
     )
-    a = p.add_argument
-    a(
-        "--mode",
-        choices=sorted(MODES),
-        default="sft",
-        help="sft: full E2C chains; ef-sft: exploration-only rows (default: sft)",
-    )
-    a(
-        "--model",
-        type=MODEL,
-        default=None,
-        help=f"base model: HF id, folder, 'embedded' or 'tiny' (default: {GPU_MODEL} with GPUs, {CPU_MODEL} on CPU)",
-    )
-    a(
-        "--subfolder",
-        type=TEXT,
-        default=None,
-        help="subfolder of the model (e.g. 8B for the released checkpoint; default: none)",
-    )
-    a(
-        "--train-data",
-        type=DATA_FILES,
-        default=None,
-        help="training parquet, comma-separated for several (default: the mode's processed file)",
-    )
-    a(
-        "--val-data",
-        type=DATA_FILES_OR_NONE,
-        default=None,
-        help="validation parquet(s); 'none' for no validation (default: the paper's split when present)",
-    )
-    a(
-        "--output-dir",
-        type=OUTPUT_DIR,
-        default=None,
-        help="run folder: verl checkpoints in verl/, the HF model in final/ (default: models/checkpoints/<mode>)",
-    )
-    a(
-        "--steps",
-        type=whole(1),
-        default=None,
-        help=f"optimizer steps (default: all epochs with GPUs; on CPU, {STEPS_KEY} of configs/cpu/sft.yaml)",
-    )
-    a(
-        "--gpus",
-        type=whole(0, 1024),
-        default=None,
-        help="GPUs per node (default: counted from CUDA_VISIBLE_DEVICES, else torch; 0 = CPU)",
-    )
-    a(
-        "--ranks",
-        type=whole(1, MAX_CPU_RANKS),
-        default=None,
-        help="with no GPU: CPU processes (FSDP ranks on gloo) per node, the GPU run's shape on a CPU "
-        "(default: $N_GPUS, else 1)",
-    )
-    a(
-        "--nnodes",
-        type=whole(1, MAX_NODES),
-        default=1,
-        help="nodes; above 1 set MASTER_ADDR, MASTER_PORT and NODE_RANK on each node (default: 1)",
-    )
-    a("--node-rank", type=whole(0), default=None, help="this node's rank (default: $NODE_RANK or 0)")
-    a(
-        "--tagged-dir",
-        type=OUTPUT_DIR,
-        default=None,
-        help="where a base model without E2C tags gets its tagged copy (default: models/base/<name>-e2c)",
-    )
-    a(
-        "--config-dir",
-        type=EXISTING_DIR,
-        default=None,
-        help=f"folder of {CONFIG_NAME}.yaml (default: configs/ of the project)",
-    )
-    a("--logger", type=TEXT, default=DEFAULT_LOGGERS, help=LOGGER_HELP)
+    add_setting_flags(p, SFTSettings)
     add_lora_args(p)
+    a = p.add_argument
     a("--force", action="store_true", help=FORCE_HELP + "; also trains a finished run again")
     a("--dry-run", action="store_true", help="print the trainer command and exit")
     return p
@@ -177,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_transformers()
     args, overrides = parse(argv)
     trackers = tracker_names(args.logger)
-    plan = make_plan(args, overrides)
+    plan = make_plan(SFTSettings.from_flags(args), overrides)
     total = args.steps if args.steps is not None else (None if plan.gpus else cpu_default_steps())
     launcher = hydra_overrides(plan, total, trackers)
     check_launcher_overrides(launcher[: len(launcher) - len(plan.overrides)])

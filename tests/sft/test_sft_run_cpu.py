@@ -189,7 +189,7 @@ def test_schema_errors_stop_before_training(tmp_path: Path) -> None:
 def test_dry_run_command_cpu_and_gpu(data, tmp_path: Path) -> None:
     argv = ["--model", "tiny", "--mode", "ef-sft", "--gpus", "8", "--output-dir", str(tmp_path)]
     args = sft_run.build_parser().parse_args([*argv, "--train-data", str(data["ef"])])
-    plan = launch.make_plan(args, ["optim.lr=1e-5"])
+    plan = launch.make_plan(launch.SFTSettings.from_flags(args), ["optim.lr=1e-5"])
     cmd = launch.launch_command(plan, launch.hydra_overrides(plan, None), configs_dir())
     assert "--nproc_per_node=8" in cmd and "trainer.device=cpu" not in cmd
     assert "data.custom_cls.name=EFSFTDataset" in cmd and cmd[-1] == "optim.lr=1e-5"
