@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from e2c.data.synthetic.generate import generate, rows_by_split
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import check_output_dir
+from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.models import ModelSpecError
 from e2c.paths import data_dir
 from e2c.rewards.kinds import prompt_format
@@ -319,82 +321,118 @@ def prepare_efsft(
     run.notes.append(stats.line() + f" [tokenizer: {tokenizer}]")
 
 
-def build_parser() -> ArgumentParser:
-    """The command line of ``python -m e2c.data.prepare`` (``bash scripts/prepare_all_data.sh``)."""
-    ap = ArgumentParser(prog="prepare_all_data", description="Prepare SFT, RL, EF-SFT and eval data.")
-    ap.add_argument("--mirror", action="store_true", help="download from hf-mirror.com")
-    ap.add_argument(
-        "--endpoint", default=None, type=TEXT, help="hub base URL (default: $HF_ENDPOINT or huggingface.co)"
+@dataclass(frozen=True)
+class PrepareSettings:
+    """The settings of ``python -m e2c.data.prepare`` (``bash scripts/prepare_all_data.sh``); each field is the
+    flag its metadata names, declared here once (help line, value type, default)."""
+
+    mirror: bool = field(default=False, metadata=setting("download from hf-mirror.com", flag="--mirror"))
+    endpoint: str | None = field(
+        default=None,
+        metadata=setting(
+            "hub base URL (default: $HF_ENDPOINT or huggingface.co)", flag="--endpoint", value=TEXT
+        ),
     )
-    ap.add_argument("--skip-download", action="store_true", help="use only files already on disk")
-    ap.add_argument("--skip-rl", action="store_true", help="do not download or convert the RL prompts")
-    ap.add_argument(
-        "--skip-sft",
-        action="store_true",
-        help="do not download or convert the paper's SFT pairs (EF-SFT data then comes from the synthetic "
-        "SFT set, if any)",
+    skip_download: bool = field(
+        default=False, metadata=setting("use only files already on disk", flag="--skip-download")
     )
-    ap.add_argument(
-        "--num-workers",
-        type=whole(1, 256),
+    skip_rl: bool = field(
+        default=False, metadata=setting("do not download or convert the RL prompts", flag="--skip-rl")
+    )
+    skip_sft: bool = field(
+        default=False,
+        metadata=setting(
+            "do not download or convert the paper's SFT pairs (EF-SFT data then comes from the synthetic "
+            "SFT set, if any)",
+            flag="--skip-sft",
+        ),
+    )
+    num_workers: int = field(
         default=2,
-        help="parallel processes that verify the synthetic problems by running their traces (default 2)",
+        metadata=setting(
+            "parallel processes that verify the synthetic problems by running their traces (default 2)",
+            flag="--num-workers",
+            value=whole(1, 256),
+        ),
     )
-    ap.add_argument(
-        "--synthetic",
-        type=whole(0),
+    synthetic: int = field(
         default=2000,
-        metavar="N",
-        help="synthetic problems to generate (0: none; default 2000)",
+        metadata=setting(
+            "synthetic problems to generate (0: none; default 2000)", flag="--synthetic", value=whole(0)
+        ),
     )
-    ap.add_argument(
-        "--code-rl",
-        nargs="+",
-        type=TEXT,
-        default=None,
-        metavar="SOURCE",
-        help="code RL prompts from DeepCoder-style rows: files, folders, or 'deepcoder' (the hub's "
-        f"{DEEPCODER_REPO} training splits); written to rl/code_rl_{{train,val}}.parquet (default: none)",
+    code_rl: tuple[str, ...] = field(
+        default=(),
+        metadata=setting(
+            "code RL prompts from DeepCoder-style rows: files, folders, or 'deepcoder' (the hub's "
+            f"{DEEPCODER_REPO} training splits); written to rl/code_rl_{{train,val}}.parquet (default: none)",
+            flag="--code-rl",
+            value=TEXT,
+        ),
     )
-    ap.add_argument("--seed", type=whole(0), default=0, help="seed for synthetic data and splits (default 0)")
-    ap.add_argument(
-        "--val-frac",
-        type=probability(),
+    seed: int = field(
+        default=0,
+        metadata=setting("seed for synthetic data and splits (default 0)", flag="--seed", value=whole(0)),
+    )
+    val_frac: float = field(
         default=0.02,
-        help="validation share of the paper's data, in [0, 1) (default 0.02)",
+        metadata=setting(
+            "validation share of the paper's data, in [0, 1) (default 0.02)",
+            flag="--val-frac",
+            value=probability(),
+        ),
     )
-    ap.add_argument(
-        "--reg-frac",
-        type=probability(),
+    reg_frac: float = field(
         default=0.05,
-        help="share of full chains in EF-SFT, in [0, 1) (default 0.05)",
+        metadata=setting(
+            "share of full chains in EF-SFT, in [0, 1) (default 0.05)", flag="--reg-frac", value=probability()
+        ),
     )
-    ap.add_argument(
-        "--tokenizer",
+    tokenizer: str = field(
         default="embedded",
-        type=MODEL,
-        help="tokenizer for EF-SFT token counts: tiny, embedded, a folder or a hub id (default embedded)",
+        metadata=setting(
+            "tokenizer for EF-SFT token counts: tiny, embedded, a folder or a hub id (default embedded)",
+            flag="--tokenizer",
+            value=MODEL,
+        ),
     )
-    ap.add_argument(
-        "--data-dir",
+    data_dir: str | None = field(
         default=None,
-        type=EXISTING_DIR,
-        help=f"local benchmark files <name>.jsonl|parquet (default ${registry.DATA_DIR_ENV})",
+        metadata=setting(
+            f"local benchmark files <name>.jsonl|parquet (default ${registry.DATA_DIR_ENV})",
+            flag="--data-dir",
+            value=EXISTING_DIR,
+        ),
     )
-    # --raw is only read with --skip-download (a read-only folder is fine then), so it is checked below
-    ap.add_argument(
-        "--raw", default=str(data_dir() / "raw"), type=TEXT, help="raw download folder (default data/raw)"
+    # --raw is only read with --skip-download (a read-only folder is fine then), so it is checked in check_args
+    raw: str = field(
+        default_factory=lambda: str(data_dir() / "raw"),
+        metadata=setting("raw download folder (default data/raw)", flag="--raw", value=TEXT),
     )
-    ap.add_argument(
-        "--out",
-        default=str(data_dir() / "processed"),
-        type=OUTPUT_DIR,
-        help="output folder (default data/processed)",
+    out: str = field(
+        default_factory=lambda: str(data_dir() / "processed"),
+        metadata=setting("output folder (default data/processed)", flag="--out", value=OUTPUT_DIR),
     )
+
+    @classmethod
+    def from_flags(cls, args: argparse.Namespace) -> PrepareSettings:
+        """The settings from parsed flags (paths as text, lists as tuples)."""
+        return cls(
+            **{
+                k: tuple(v) if isinstance(v, list) else str(v) if isinstance(v, Path) else v
+                for k, v in flag_values(args, cls).items()
+            }
+        )
+
+
+def build_parser() -> ArgumentParser:
+    """The command line of ``python -m e2c.data.prepare``: :class:`PrepareSettings`' flags."""
+    ap = ArgumentParser(prog="prepare_all_data", description="Prepare SFT, RL, EF-SFT and eval data.")
+    add_setting_flags(ap, PrepareSettings)
     return ap
 
 
-def check_args(args: argparse.Namespace) -> Any:
+def check_args(args: PrepareSettings) -> Any:
     """Everything the flags' types cannot see, before any work (a bad output folder would otherwise fail
     every step, one by one); returns the EF-SFT tokenizer when a step will need it, else None."""
     for flag in ("val_frac", "reg_frac"):  # a share of 1 leaves nothing on the other side
@@ -419,7 +457,7 @@ def check_args(args: argparse.Namespace) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = PrepareSettings.from_flags(build_parser().parse_args(argv))
     tok = check_args(args)
     checks_done()
     raw, out = Path(args.raw), Path(args.out)
