@@ -42,10 +42,10 @@ FIELD_DEFAULT: Any = _FieldDefault()
 
 
 def setting(
-    help: str,
+    help: str | Callable[[], str],
     *,
     flag: str | bool | None = None,
-    flag_help: str | None = None,
+    flag_help: str | Callable[[], str] | None = None,
     flag_default: Any = FIELD_DEFAULT,
     choices: Sequence[str] | Callable[[], Sequence[str]] | None = None,
     choices_label: str = "valid",
@@ -57,7 +57,8 @@ def setting(
     """A setting's field metadata: everything said about it, in one place.
 
     Args:
-        help: what the setting does.
+        help: what the setting does, or a function returning it when the flags are built (a line that names
+            a registry's entries now: a method registered after import shows up).
         flag: the command-line flag that sets it (``--explore-budget``); True: ``--`` and the field's name
             with dashes (``eval_batch``: ``--eval-batch``); None: no flag.
         flag_help: the flag's ``--help`` line when it differs from ``help``.
@@ -167,7 +168,7 @@ def setting_flags(cls: type, prefix: str = "", group: str = "") -> Iterator[Sett
             yield SettingFlag(
                 key=prefix + f.name,
                 flag=flag_of(f),
-                help=meta["flag_help"],
+                help=meta["flag_help"]() if callable(meta["flag_help"]) else meta["flag_help"],
                 type=kind,
                 default=default,
                 value=meta.get("value"),

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from e2c.argtypes import (
     MODEL,
     OUTPUT_DIR,
     TEXT,
+    Choice,
     ValueType,
     whole,
 )
@@ -53,13 +55,15 @@ from e2c.cli import (
 )
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
+from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
 from e2c.models import default_subfolder
 from e2c.paths import project_root
 from e2c.rewards.kinds import runs_programs
 from e2c.run_folder import FORCE_HELP
-from e2c.sandbox import SANDBOX_HELP, SandboxSpec, setting, use
+from e2c.sandbox import SANDBOX_HELP, SandboxSpec, use
+from e2c.sandbox import setting as sandbox_setting
 from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.tts.base import METHODS, methods_with
 
@@ -112,6 +116,77 @@ class SettingValue(ValueType):
             raise UserError(f"{s}: {e}") from None
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """The run's settings that the config file (``tts/config/tts.yaml``) holds and a flag of the same name
+    overrides; each field is its flag, declared here once (help line, value type). A flag not given leaves
+    the config's value; the config's values are checked with the same types (:func:`load_config`)."""
+
+    methods: tuple[str, ...] | None = field(
+        default=None,
+        metadata=setting(
+            lambda: f"methods to run, of: {', '.join(sorted(METHODS))} (default: the config's ten)",
+            flag="--methods",
+            value=MethodName(),
+        ),
+    )
+    budgets: tuple[int, ...] | None = field(
+        default=None, metadata=setting("K/N values (default: 4 8 16 32)", flag="--budgets", value=whole(1))
+    )
+    limit: int | None = field(
+        default=None,
+        metadata=setting("first N problems (default: the config's; 0 = all)", flag="--limit", value=whole(0)),
+    )
+    dataset: str | None = field(
+        default=None, metadata=setting("benchmark name (default: aime24)", flag="--dataset", value=TEXT)
+    )
+    data_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "folder with local benchmark files (default: the config's)", flag="--data-dir", value=EXISTING_DIR
+        ),
+    )
+    model: str | None = field(
+        default=None,
+        metadata=setting(
+            "model: HF id, folder, embedded, tiny (default: the released 8B)", flag="--model", value=MODEL
+        ),
+    )
+    subfolder: str | None = field(
+        default=None,
+        metadata=setting(
+            "model subfolder (default: 8B for the released checkpoint, else none)",
+            flag="--subfolder",
+            value=ANY_TEXT,
+        ),
+    )
+    backend: str | None = field(
+        default=None,
+        metadata=setting(
+            "auto, vllm or hf (default: auto)",
+            flag="--backend",
+            value=Choice((*BACKENDS, *BACKEND_ALIASES), "backend"),
+        ),
+    )
+    output_dir: str | None = field(
+        default=None,
+        metadata=setting("results root (default: tts/outputs)", flag="--output-dir", value=OUTPUT_DIR),
+    )
+    dtype: str | None = field(
+        default=None,
+        metadata=setting(
+            "model dtype: auto, float32, bfloat16, float16 (default: auto)",
+            flag="--dtype",
+            value=Choice(DTYPES, "dtype"),
+        ),
+    )
+
+
+# The config's values of these are names relative to the project (paths) or resolved later (the model):
+# checked as text here, as files where they are used.
+CONFIG_TEXT_KEYS = ("data_dir", "model", "output_dir")
+
+
 def build_parser(prog: str = PROG) -> ArgumentParser:
     """The TTS command line; ``prog`` names the entry in usage and error lines (the shim passes its own).
     The registered methods and the nestable ones are read from the registry, so a new method shows up
@@ -123,48 +198,7 @@ def build_parser(prog: str = PROG) -> ArgumentParser:
         default=None,
         help="defaults (YAML) (default: tts/config/tts.yaml of the project)",
     )
-    p.add_argument(
-        "--methods",
-        nargs="+",
-        type=MethodName(),
-        default=None,
-        help=f"methods to run, of: {', '.join(sorted(METHODS))} (default: the config's ten)",
-    )
-    p.add_argument(
-        "--budgets", nargs="+", type=whole(1), default=None, help="K/N values (default: 4 8 16 32)"
-    )
-    p.add_argument(
-        "--limit", type=whole(0), default=None, help="first N problems (default: the config's; 0 = all)"
-    )
-    p.add_argument("--dataset", type=TEXT, default=None, help="benchmark name (default: aime24)")
-    p.add_argument(
-        "--data-dir",
-        type=EXISTING_DIR,
-        default=None,
-        help="folder with local benchmark files (default: the config's)",
-    )
-    p.add_argument(
-        "--model",
-        type=MODEL,
-        default=None,
-        help="model: HF id, folder, embedded, tiny (default: the released 8B)",
-    )
-    p.add_argument(
-        "--subfolder",
-        type=ANY_TEXT,
-        default=None,
-        help="model subfolder (default: 8B for the released checkpoint, else none)",
-    )
-    p.add_argument(
-        "--backend",
-        default=None,
-        choices=(*BACKENDS, *BACKEND_ALIASES),
-        help="auto, vllm or hf (default: auto)",
-    )
-    p.add_argument("--output-dir", type=OUTPUT_DIR, default=None, help="results root (default: tts/outputs)")
-    p.add_argument(
-        "--dtype", default=None, choices=DTYPES, help="model dtype: auto, float32, bfloat16 (default: auto)"
-    )
+    add_setting_flags(p, RunSettings)
     p.add_argument(
         "--workers",
         type=whole(1),
@@ -225,35 +259,24 @@ def load_config(args) -> dict:
         raise UserError(f"--config {path}: expected a mapping of settings, got {type(cfg).__name__}")
     if cfg.get("model_path"):  # the paper's README sets model_path (and subfolder) in this file
         cfg["model"] = cfg["model_path"]
-    keys = (
-        "methods",
-        "budgets",
-        "limit",
-        "dataset",
-        "data_dir",
-        "model",
-        "subfolder",
-        "backend",
-        "output_dir",
-        "dtype",
-    )
-    for key in keys:
-        val = getattr(args, key)
+    for key, val in flag_values(args, RunSettings).items():
         if val is not None:
-            cfg[key] = str(val) if isinstance(val, Path) else val
-    # The config's values get the flags' checks (the flags' own were checked as they were parsed).
-    if cfg.get("limit") is not None:
-        whole(0).check(cfg["limit"], f"limit (config {path})")
+            cfg[key] = (
+                list(val) if isinstance(val, list | tuple) else str(val) if isinstance(val, Path) else val
+            )
+    # The config's values get the flags' own types (the flags' were checked as they were parsed); a list's
+    # shape first, then each item.
     cfg["methods"] = check_methods_list(cfg.get("methods"))
     cfg["budgets"] = check_budgets(cfg.get("budgets"))
-    if (cfg.get("dtype") or "auto") not in DTYPES:
-        raise UserError(f"--dtype {cfg['dtype']!r}; valid: {', '.join(DTYPES)}")
     for key in ("dataset", "model"):
         if not isinstance(cfg.get(key), str) or not cfg[key].strip():
             raise UserError(f"--{key} is missing or empty (config {path})")
-    for key in ("subfolder", "data_dir", "output_dir", "backend"):
-        if cfg.get(key) is not None:
-            ANY_TEXT.check(cfg[key], f"{key} (config {path})")
+    for f in fields(RunSettings):
+        value = cfg.get(f.name)
+        if value is None or f.name in ("methods", "budgets"):
+            continue
+        kind = ANY_TEXT if f.name in CONFIG_TEXT_KEYS else f.metadata["value"]
+        kind.check(value, f"{f.name} (config {path})")
     settings = cfg.get("settings") or {}
     if not isinstance(settings, dict):
         raise UserError(f"--config {path}: 'settings' must be a mapping, got {type(settings).__name__}")
@@ -313,7 +336,7 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv, prog)
-    spec = setting(args.sandbox)  # the edge: a bad value is refused before anything is read
+    spec = sandbox_setting(args.sandbox)  # the edge: a bad value is refused before anything is read
     quiet_transformers()
     trackers = result_trackers(args.logger)
     cfg = load_config(args)

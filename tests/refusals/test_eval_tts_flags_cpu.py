@@ -153,12 +153,12 @@ CASES = [
     (
         "tts",
         ["--dtype", "fp8"],
-        "argument --dtype: invalid choice: 'fp8' (choose from 'auto', 'float32', 'bfloat16', 'float16')",
+        "--dtype names an unknown dtype 'fp8'; valid: auto, float32, bfloat16, float16",
     ),
     (
         "tts",
         ["--backend", "tensorrt"],
-        "argument --backend: invalid choice: 'tensorrt' (choose from 'auto', 'vllm'",
+        "--backend names an unknown backend 'tensorrt' (did you mean 'transformers'?); valid: auto, vllm",
     ),
     ("tts", ["--config", "{badyaml}"], "bad.yaml: not readable YAML"),
     ("tts", ["--output-dir", "{file}"], "file.txt exists and is not a folder"),
