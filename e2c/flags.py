@@ -17,6 +17,7 @@ import types
 import typing
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from e2c.argtypes import ValueType
@@ -26,6 +27,7 @@ __all__ = [
     "SettingFlag",
     "add_setting_flags",
     "check_settings",
+    "flag_fields",
     "flag_values",
     "setting",
     "setting_choices",
@@ -229,6 +231,14 @@ def flag_values(args: argparse.Namespace, cls: type, group: str = "") -> dict[st
         v = getattr(args, f.dest)
         values[f.key] = (not v if v is not None else None) if f.negate else v
     return values
+
+
+def flag_fields(args: argparse.Namespace, cls: type) -> dict[str, Any]:
+    """:func:`flag_values` as a frozen settings dataclass keeps them: paths as text, lists as tuples."""
+    return {
+        k: tuple(v) if isinstance(v, list) else str(v) if isinstance(v, PurePath) else v
+        for k, v in flag_values(args, cls).items()
+    }
 
 
 def check_settings(obj: Any, prefix: str = "", *, by_flag: bool = False, skip: Collection[str] = ()) -> None:

@@ -38,25 +38,23 @@ from e2c.claims.stages import (
 from e2c.cli import ArgumentParser
 from e2c.entry import run_main
 from e2c.errors import UserError
-from e2c.quickstart.context import read_done
 from e2c.quickstart.progress import Reporter
-from e2c.quickstart.runner import Pipeline, add_run_flags, main_of, out_folder, run_pipeline
-
-
-def stage_report(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
-    from e2c.claims.report import write_report
-
-    res = write_report(cc)
-    rep.say(f"wrote {cc.out / 'report.md'}", 1.0)
-    return res
-
+from e2c.quickstart.runner import (
+    Pipeline,
+    add_run_flags,
+    main_of,
+    out_folder,
+    report_stage,
+    run_pipeline,
+    summary,
+)
 
 RUNNERS: dict[str, Callable[[ClaimsContext, Reporter], dict[str, Any]]] = {
     "start": stage_start,
     "weighting": stage_weighting,
     "tts": stage_tts,
     "adapt": stage_adapt,
-    "report": stage_report,
+    "report": report_stage("e2c.claims.report"),
 }
 
 
@@ -146,12 +144,7 @@ def run(cfg: ClaimsConfig, from_stage: str | None, force: bool) -> dict[str, Any
 
     header = f"{'--fast, ' if cfg.fast else ''}backend {cc.qcfg.backend}"
     run_pipeline(pipeline(cfg), cc, from_stage, force, header, before=clear_quickstart)
-    report = read_done(cc.dir("report")) or {}
-    return {
-        "report": str(out / "report.md"),
-        "json": str(out / "report.json"),
-        "verdicts": report.get("verdicts", {}),
-    }
+    return summary(cc, "verdicts", "verdicts")
 
 
 def main(argv: list[str] | None = None) -> int:

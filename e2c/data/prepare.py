@@ -43,7 +43,7 @@ from e2c.data.synthetic.generate import generate, rows_by_split
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import check_output_dir
-from e2c.flags import add_setting_flags, flag_values, setting
+from e2c.flags import add_setting_flags, flag_fields, setting
 from e2c.models import ModelSpecError
 from e2c.paths import data_dir
 from e2c.rewards.kinds import prompt_format
@@ -416,13 +416,7 @@ class PrepareSettings:
 
     @classmethod
     def from_flags(cls, args: argparse.Namespace) -> PrepareSettings:
-        """The settings from parsed flags (paths as text, lists as tuples)."""
-        return cls(
-            **{
-                k: tuple(v) if isinstance(v, list) else str(v) if isinstance(v, Path) else v
-                for k, v in flag_values(args, cls).items()
-            }
-        )
+        return cls(**flag_fields(args, cls))
 
 
 def build_parser() -> ArgumentParser:

@@ -853,7 +853,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     """Check every input, then load the model and filter; returns the report."""
     from e2c.chain import FORMATS
     from e2c.cli import quiet_transformers
-    from e2c.generation import make_generator, pick_backend
+    from e2c.generation import pick_backend, run_generator
     from e2c.models import resolve_model
 
     quiet_transformers()
@@ -871,21 +871,18 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     # The model after the data: a bad input is named before minutes of model loading.
     res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[cfg.format])
     checks_done()
-    gen, _ = make_generator(
+    gen, cfg.extra = run_generator(
         backend,
-        res.path,
-        None,
-        fmt=FORMATS[cfg.format],
+        res,
+        FORMATS[cfg.format],
+        log,
+        f"k={cfg.k}, band {cfg.band}, output {output}",
         gpus=gpus,
         batch_size=cfg.batch_size * cfg.k,  # hf: every row of a call decodes at once
         dtype=args.dtype,
         trust_remote_code=args.trust_remote_code,
-        seed=args.seed,
-        # Calls are never merged: reseeding per call keeps a resumed batch repeatable (as eval does).
-        seed_scope="call",
+        seed=cfg.seed,
     )
-    cfg.extra = {"model_path": res.path, "model_description": res.description}
-    log(f"model: {res.description} [{res.path}] on {gen.name}; k={cfg.k}, band {cfg.band}, output {output}")
     return filter_prompts(gen, args.input, output, cfg, log)
 
 

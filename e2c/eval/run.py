@@ -360,7 +360,7 @@ def run_checked(
 ) -> dict:
     """The run, once every check passed. The folder is claimed by :func:`run_eval` once the model is
     loaded and the prompts are known to fit (or by :func:`run_workers` for the workers it starts)."""
-    from e2c.generation import make_generator
+    from e2c.generation import run_generator
 
     log = (lambda s: None) if args.quiet else note
     if len(groups) > 1:
@@ -370,23 +370,19 @@ def run_checked(
         with eval_run_folder(save, cfg, args.force).claim(note):
             write_config(save, cfg)  # written once, before the workers read it
             return run_workers(argv or [], cfg, res, data, save, groups, log)
-    gen, _ = make_generator(
+    gen, cfg.extra = run_generator(
         backend,
-        res.path,
-        None,
-        fmt=FORMATS[args.format],
+        res,
+        FORMATS[args.format],
+        log,
+        f"run folder {save}",
         gpus=args.tp if visible else None,
         batch_size=args.batch_size,
         dtype=args.dtype,
         trust_remote_code=args.trust_remote_code,
         seed=args.seed,
         max_model_len=args.max_model_len,
-        # Eval's calls (its chunks) are never merged, so reseeding vLLM's RNG per call keeps a chunk
-        # repeatable and spares vLLM for CPU its row-by-row seeded sampling (e2c.generation.vllm.SEED_SCOPES).
-        seed_scope="call",
     )
-    cfg.extra = {"model_path": res.path, "model_description": res.description}
-    log(f"model: {res.description} [{res.path}] on {gen.name}; run folder {save}")
     results = run_eval(gen, data, cfg, save, log, shard, force=args.force)
     if not results:
         return results

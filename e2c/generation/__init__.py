@@ -9,6 +9,7 @@ tokens/s of the transformers backend, ``bench/eval_throughput.py``), else transf
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
@@ -103,3 +104,16 @@ def make_generator(
     if gpu_count():
         mdl = mdl.to("cuda")
     return HFGenerator(mdl, tok, batch_size=batch_size), res
+
+
+def run_generator(
+    backend: str, res: ResolvedModel, fmt: ChainFormat, log: Callable[[str], None], note: str, **kwargs: Any
+) -> tuple[Any, dict[str, str]]:
+    """The generator of a run that samples in resumable chunks (evaluation, the pass-rate filter) over the
+    resolved model ``res``: its calls are never merged, so vLLM's RNG is reseeded per call, which keeps a
+    resumed chunk repeatable and spares vLLM for CPU its row-by-row seeded sampling
+    (:data:`e2c.generation.vllm.SEED_SCOPES`). Logs the model in one line (``note`` after it) and returns
+    the generator and the run's record of the model (its ``extra``). ``kwargs``: :func:`make_generator`'s."""
+    gen, _ = make_generator(backend, res.path, None, fmt=fmt, seed_scope="call", **kwargs)
+    log(f"model: {res.description} [{res.path}] on {gen.name}; {note}")
+    return gen, {"model_path": res.path, "model_description": res.description}

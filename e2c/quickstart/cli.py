@@ -27,10 +27,18 @@ from e2c.quickstart.config import (
     Config,
     resolve_dtype,
 )
-from e2c.quickstart.context import Context, read_done
+from e2c.quickstart.context import Context
 from e2c.quickstart.data import stage_data
 from e2c.quickstart.progress import Reporter
-from e2c.quickstart.runner import Pipeline, add_run_flags, main_of, out_folder, run_pipeline
+from e2c.quickstart.runner import (
+    Pipeline,
+    add_run_flags,
+    main_of,
+    out_folder,
+    report_stage,
+    run_pipeline,
+    summary,
+)
 from e2c.quickstart.stages import (
     rl_memory_check,
     stage_baseline,
@@ -44,16 +52,6 @@ from e2c.quickstart.stages import (
     stage_tts,
 )
 
-
-def stage_report(ctx: Context, rep: Reporter) -> dict[str, Any]:
-    """report.md, report.json and the plots."""
-    from e2c.quickstart.report import write_report
-
-    res = write_report(ctx)
-    rep.say(f"wrote {ctx.out / 'report.md'}", 1.0)
-    return res
-
-
 RUNNERS: dict[str, Callable[[Context, Reporter], dict[str, Any]]] = {
     "data": stage_data,
     "baseline": stage_baseline,
@@ -65,7 +63,7 @@ RUNNERS: dict[str, Callable[[Context, Reporter], dict[str, Any]]] = {
     "tts": stage_tts,
     "control": stage_control,
     "eval_control": stage_eval_control,
-    "report": stage_report,
+    "report": report_stage("e2c.quickstart.report"),
 }
 
 
@@ -120,12 +118,7 @@ def run(cfg: Config, from_stage: str | None, force: bool) -> dict[str, Any]:
     ctx = Context(cfg, out)
     header = f"model {cfg.model}{' (--fast)' if cfg.fast else ''}, dtype {resolve_dtype(cfg.dtype)}, backend {cfg.backend}"
     run_pipeline(pipeline(cfg.fast), ctx, from_stage, force, header)
-    report = read_done(ctx.dir("report")) or {}
-    return {
-        "report": str(out / "report.md"),
-        "json": str(out / "report.json"),
-        "accuracy": report.get("headline", {}),
-    }
+    return summary(ctx, "accuracy", "headline")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -222,6 +222,31 @@ def out_folder(out: str) -> Path:
     return (p if p.is_absolute() else Path.cwd() / p).resolve()
 
 
+def summary(ctx: Any, key: str, field: str) -> dict[str, Any]:
+    """What a pipeline tool prints last: its report's paths and, as ``key``, ``field`` of the report stage's
+    result (the headline accuracies, the verdicts)."""
+    report = read_done(ctx.dir("report")) or {}
+    return {
+        "report": str(ctx.out / "report.md"),
+        "json": str(ctx.out / "report.json"),
+        key: report.get(field, {}),
+    }
+
+
+def report_stage(module: str) -> Callable[[Any, Any], dict[str, Any]]:
+    """A pipeline tool's last stage: ``module``'s ``write_report(ctx)`` (imported when the stage runs: it
+    draws plots) writes report.md, report.json and the plots."""
+
+    def stage(ctx: Any, rep: Any) -> dict[str, Any]:
+        import importlib
+
+        res = importlib.import_module(module).write_report(ctx)
+        rep.say(f"wrote {ctx.out / 'report.md'}", 1.0)
+        return res
+
+    return stage
+
+
 def add_run_flags(parser: Any, stages: tuple[str, ...], fast_help: str) -> None:
     """A pipeline tool's flags that say what to run rather than how: ``--fast`` (its preset), ``--from STAGE``
     and ``--force``."""

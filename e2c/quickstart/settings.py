@@ -12,11 +12,10 @@ from __future__ import annotations
 import argparse
 from collections.abc import Collection, Mapping
 from dataclasses import asdict, field, fields, replace
-from pathlib import Path
 from typing import Any
 
 from e2c.argtypes import ValueType
-from e2c.flags import SettingFlag, add_setting_flags, check_settings, flag_values, setting
+from e2c.flags import SettingFlag, add_setting_flags, check_settings, flag_fields, setting
 
 
 def shown(value: Any) -> str:
@@ -94,11 +93,7 @@ class StageSettings:
     def from_flags(cls, args: argparse.Namespace) -> Any:
         """The defaults, then the ``--fast`` preset when ``args.fast``, then every flag given explicitly
         (paths as text, lists as tuples)."""
-        given = {
-            k: tuple(v) if isinstance(v, list) else str(v) if isinstance(v, Path) else v
-            for k, v in flag_values(args, cls).items()
-            if v is not None
-        }
+        given = {k: v for k, v in flag_fields(args, cls).items() if v is not None}
         base = cls()
         return replace(base.with_fast(set(given)) if args.fast else base, **given)  # type: ignore[type-var]
 

@@ -18,7 +18,7 @@ from e2c.checkpoints import keep_metrics, restore_metrics
 from e2c.devices import MAX_CPU_RANKS, MAX_NODES, cpu_note, cpu_ranks, env_count, gpu_count, requested_gpus
 from e2c.errors import UserError
 from e2c.files import RecordFile
-from e2c.flags import flag_values, setting
+from e2c.flags import flag_fields, setting
 from e2c.launch_checks import DATA_FILES, DATA_FILES_OR_NONE, hydra_list, hydra_value
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset, preset_path
@@ -166,8 +166,7 @@ class SFTSettings:
 
     @classmethod
     def from_flags(cls, args: argparse.Namespace) -> SFTSettings:
-        """The settings from parsed flags (paths as text)."""
-        return cls(**{k: str(v) if isinstance(v, Path) else v for k, v in flag_values(args, cls).items()})
+        return cls(**flag_fields(args, cls))
 
 
 # ------------------------------------------------------------------------------------------------ plan
