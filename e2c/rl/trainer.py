@@ -197,7 +197,7 @@ class E2CTrainer(PPOTrainerSync):
 
     def _maybe_log_val_generations(self, inputs: list, outputs: list, scores: list) -> None:
         """verl logs a few validation chains (``trainer.log_val_generations``) to the trackers as text; each
-        output here also names its parse status (e2c.chain_parse), which says at a glance whether the model
+        output here also names its parse status (e2c.chain.parse), which says at a glance whether the model
         keeps the chain format. verl picks the samples by input, so the annotation does not change which."""
         if not self.config.trainer.get("log_val_generations", 0):
             return

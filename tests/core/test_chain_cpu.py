@@ -23,7 +23,7 @@ from e2c.chain import (
     phase_char_spans,
     tag_token_ids,
 )
-from e2c.chain_parse import STATUSES
+from e2c.chain.parse import STATUSES
 
 GOOD = "I need to make a step-by-step plan.\n1. Add.</EXPLORATION><EXECUTION>Step 1: 2+3=5. \\boxed{5}</EXECUTION>"
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from e2c.chain import E2C, PLAIN, THINK
-from e2c.chain_parse import STATUSES as CHAIN_STATUSES
+from e2c.chain.parse import STATUSES as CHAIN_STATUSES
 from e2c.rewards import extract_answer, extract_choice, format_score, grade, last_boxed
 from e2c.rewards.extract import boxed_contents
 from e2c.rewards.hostile import hostile_corpus

@@ -14,7 +14,7 @@ import pytest
 from conftest import arithmetic_rl_rows
 from reference_impls import tensorboard_scalars, tensorboard_texts
 
-from e2c.chain_parse import STATUSES as CHAIN_STATUSES
+from e2c.chain.parse import STATUSES as CHAIN_STATUSES
 
 ROOT = Path(__file__).resolve().parents[2]
 

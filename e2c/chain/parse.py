@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from e2c.chain_tags import ChainTags
+from e2c.chain.tags import ChainTags
 
 # Every value of ParsedChain.status, "ok" first.
 STATUSES = (

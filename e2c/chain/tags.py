@@ -1,6 +1,6 @@
 """The delimiters of an explore-then-execute chain: the ground floor of the chain format.
 
-:class:`ChainTags` is what parsing (:mod:`e2c.chain_parse`) and token masks (:mod:`e2c.chain_tokens`) need
+:class:`ChainTags` is what parsing (:mod:`e2c.chain.parse`) and token masks (:mod:`e2c.chain.tokens`) need
 of a format; :class:`e2c.chain.ChainFormat` adds the prompt, the labels and the methods on top. Kept apart
 so those two modules import nothing above them.
 """

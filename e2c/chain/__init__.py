@@ -13,8 +13,8 @@ Everything else in the toolkit asks this module to build prompts, parse response
 tokens. Parsing never raises on model output: a malformed response becomes a :class:`ParsedChain` whose
 flags say what is wrong.
 
-This module is the format's public face: the parser (:mod:`e2c.chain_parse`) and the token-level helpers
-(:mod:`e2c.chain_tokens`) live beside it and are imported from here. It also holds the one rule of
+This module is the format's public face: the parser (:mod:`e2c.chain.parse`) and the token-level helpers
+(:mod:`e2c.chain.tokens`) live beside it and are imported from here. It also holds the one rule of
 two-phase generation (eval's two-phase chains, the RL agent loop's elastic budgets, TTS's
 explore-then-execute): how an exploration ended (:func:`exploration_stop`) and what is written for the
 model after it (:func:`written_after_exploration`, :meth:`ChainFormat.close_exploration`).
@@ -29,10 +29,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from e2c import chain_parse, chain_tokens
-from e2c.chain_parse import ParsedChain
-from e2c.chain_tags import ChainTags
-from e2c.chain_tokens import char_span_token_mask, exploration_token_mask
+from e2c.chain import parse as chain_parse
+from e2c.chain import tokens as chain_tokens
+from e2c.chain.parse import ParsedChain
+from e2c.chain.tags import ChainTags
+from e2c.chain.tokens import char_span_token_mask, exploration_token_mask
 
 __all__ = [
     "E2C",
@@ -146,7 +147,7 @@ def strip_prompt_suffix(text: str, suffix: str = RELEASE_PROMPT_SUFFIX) -> str:
 
 @dataclass(frozen=True)
 class ChainFormat(ChainTags):
-    """One explore-then-execute response format: the delimiters (:class:`e2c.chain_tags.ChainTags`) and
+    """One explore-then-execute response format: the delimiters (:class:`e2c.chain.tags.ChainTags`) and
     how a problem is put to the model.
 
     Attributes:
@@ -334,7 +335,7 @@ FORMATS: dict[str, ChainFormat] = {f.name: f for f in (E2C, PLAIN, THINK, E2C_ME
 def parse_chain(response: str, fmt: ChainFormat | None = None, prefilled: bool | None = None) -> ParsedChain:
     """Split a response into exploration and execution; never raises. ``fmt`` defaults to :data:`E2C`.
 
-    The rules are :func:`e2c.chain_parse.parse_chain`'s.
+    The rules are :func:`e2c.chain.parse.parse_chain`'s.
     """
     return chain_parse.parse_chain(response, fmt or E2C, prefilled)
 
@@ -342,14 +343,14 @@ def parse_chain(response: str, fmt: ChainFormat | None = None, prefilled: bool |
 def phase_char_spans(
     response: str, fmt: ChainFormat | None = None, prefilled: bool | None = None
 ) -> dict[str, tuple[int, int] | None]:
-    """Character spans of each phase in ``response`` (see :func:`e2c.chain_parse.phase_char_spans`);
+    """Character spans of each phase in ``response`` (see :func:`e2c.chain.parse.phase_char_spans`);
     ``fmt`` defaults to :data:`E2C`."""
     return chain_parse.phase_char_spans(response, fmt or E2C, prefilled)
 
 
 def tag_token_ids(tokenizer: Any, fmt: ChainFormat | None = None) -> dict[str, int]:
     """The token id of every tag of a special-token format (``fmt`` defaults to :data:`E2C`); a tag that
-    is not a single token raises ``ValueError`` (see :func:`e2c.chain_tokens.tag_token_ids`)."""
+    is not a single token raises ``ValueError`` (see :func:`e2c.chain.tokens.tag_token_ids`)."""
     return chain_tokens.tag_token_ids(tokenizer, fmt or E2C)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from e2c.chain_tags import ChainTags
+from e2c.chain.tags import ChainTags
 
 
 def tag_token_ids(tokenizer: Any, fmt: ChainTags) -> dict[str, int]:
