@@ -10,12 +10,13 @@ flag when it is defined, so ``--help`` shows them and no entry point lists them 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shlex
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -67,9 +68,51 @@ def _with_aliases(group):  # an argparse group: its flags get their aliases too
     return group
 
 
+# Set while the ``e2c`` command runs one of its subcommands (e2c.command): the name parsers show, and a
+# function that sees each parser before it parses (how ``e2c completion`` reads a command's flags).
+_COMMAND_PROG: str | None = None
+_COMMAND_WORDS: tuple[str, ...] = ()
+_PARSE_HOOK: Callable[[argparse.ArgumentParser], None] | None = None
+
+
+@contextlib.contextmanager
+def command_prog(prog: str, words: Sequence[str]) -> Iterator[None]:
+    """Inside this block parsers call themselves ``prog`` (``e2c eval``), whatever their module says, and
+    :func:`resume_command` reruns the run with ``words`` (the launcher and the subcommand)."""
+    global _COMMAND_PROG, _COMMAND_WORDS
+    saved = _COMMAND_PROG, _COMMAND_WORDS
+    _COMMAND_PROG, _COMMAND_WORDS = prog, tuple(words)
+    try:
+        yield
+    finally:
+        _COMMAND_PROG, _COMMAND_WORDS = saved
+
+
+@contextlib.contextmanager
+def parse_hook(hook: Callable[[argparse.ArgumentParser], None]) -> Iterator[None]:
+    """``hook(parser)`` runs as each parser starts parsing, inside this block (it may raise to stop there)."""
+    global _PARSE_HOOK
+    saved, _PARSE_HOOK = _PARSE_HOOK, hook
+    try:
+        yield
+    finally:
+        _PARSE_HOOK = saved
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with a one-line error (no usage dump), exit code 2, and the aliases of
     :data:`FLAG_ALIASES` added to every canonical flag an entry point defines."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        # A subparser's prog already starts with its parent's (``e2c sandbox check``): left as it is.
+        if _COMMAND_PROG and not str(kwargs.get("prog") or "").startswith(_COMMAND_PROG):
+            kwargs["prog"] = _COMMAND_PROG
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        if _PARSE_HOOK is not None:
+            _PARSE_HOOK(self)
+        return super().parse_known_args(args, namespace)
 
     def add_argument(self, *names: str, **kwargs):  # type: ignore[override]
         return super().add_argument(*names, *_aliases(names), **kwargs)
@@ -127,8 +170,10 @@ def interrupt_on_sigterm() -> None:
 
 
 def resume_command(entry: Sequence[str], argv: Sequence[str]) -> str:
-    """The shell command that reruns this one from this working directory (runs resume by rerunning)."""
-    return f"cd {shlex.quote(os.getcwd())} && {shlex.join([sys.executable, *entry, *argv])}"
+    """The shell command that reruns this one from this working directory (runs resume by rerunning).
+    ``entry``: what follows the interpreter (``-m e2c.eval.run``); under the ``e2c`` command, its words."""
+    words = list(_COMMAND_WORDS) if _COMMAND_WORDS else [sys.executable, *entry]
+    return f"cd {shlex.quote(os.getcwd())} && {shlex.join([*words, *argv])}"
 
 
 def exit_interrupted(exc: KeyboardInterrupt, saved: str, command: str) -> NoReturn:

@@ -15,6 +15,8 @@ import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
+from e2c.command import BY_NAME
+
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 DOCS = ROOT / "docs"
@@ -61,7 +63,7 @@ PYTHONS = {"python", "python3"}
 SHELLS = {"bash", "sh"}
 SHELL_LANGS = {"", "bash", "sh", "shell", "console"}
 # Inline code is a command when it starts with one of these words (after VAR=value prefixes) ...
-INLINE_COMMAND_WORDS = PYTHONS | SHELLS | {"cd", "sbatch", "srun"}
+INLINE_COMMAND_WORDS = PYTHONS | SHELLS | {"cd", "sbatch", "srun", "e2c"}
 # ... or with a path under one of these folders, or with ./ or .venv/bin/.
 CHECKED_DIRS = ("scripts/", "tts/", "bench/", "tests/", "e2c/", "configs/", ".ci/", "docs/")
 # Paths under these are written by runs, not shipped.
@@ -183,13 +185,20 @@ def command_problems(words: list[str], cwd: Path) -> list[str]:
     if name in PYTHONS:
         if args and args[0] == "-m":
             module = args[1] if len(args) > 1 else ""
-            if not module_findable(module):
+            if not PLACEHOLDER.search(module) and not module_findable(module):
                 problems.append(f"python -m {module}: no such module")
         elif operand is not None and args[0] == operand and not (cwd / operand).is_file():
             problems.append(f"python {operand}: no such file")
     elif name in SHELLS:
         if operand is None or not (cwd / operand).is_file():
             problems.append(f"{name} {operand}: no such script")
+    elif name == "e2c":  # the console command: its subcommand must be one it has
+        if (
+            operand is not None
+            and not PLACEHOLDER.search(operand)
+            and operand not in (*BY_NAME, "completion")
+        ):
+            problems.append(f"e2c {operand}: no such command (e2c/command.py)")
     elif name == "cd":
         if operand is None or not (cwd / operand).is_dir():
             problems.append(f"cd {operand}: no such folder")
