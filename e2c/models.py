@@ -212,12 +212,49 @@ def model_context(config: Any) -> int | None:
     return None
 
 
+HUB_PROBE_S = 1.5  # how long the one probe of the hub waits before the run goes on without it
+_HUB_PROBES: dict[str, str | None] = {}
+
+
+def hub_offline() -> bool:
+    """HF offline mode: ``HF_HUB_OFFLINE`` or ``HF_DATASETS_OFFLINE`` set to a true value."""
+    return any(
+        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
+
+
+def hub_unreachable(timeout: float = HUB_PROBE_S) -> str | None:
+    """None when the hub (``$HF_ENDPOINT`` or huggingface.co) answers; else why not, in a few words.
+
+    One HTTP probe per endpoint and process, at most ``timeout`` seconds: with no network a lookup that
+    would go through the hub libraries' retries (five, with growing waits) is refused at once instead."""
+    import urllib.error
+    import urllib.request
+
+    if hub_offline():
+        return "HF offline mode is on"
+    base = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    if base not in _HUB_PROBES:
+        try:
+            with urllib.request.urlopen(
+                urllib.request.Request(f"{base}/api/", method="HEAD"), timeout=timeout
+            ):
+                why = None
+        except urllib.error.HTTPError:  # an HTTP answer of any status: the hub is there
+            why = None
+        except Exception as e:  # no DNS, no route, refused, timed out
+            why = f"{base} did not answer within {timeout:g} s ({type(e).__name__})"
+        _HUB_PROBES[base] = why
+    return _HUB_PROBES[base]
+
+
 def hub_reachable(repo: str = RELEASED_REPO, timeout: float = 5.0) -> bool:
     """Whether the hub (``$HF_ENDPOINT`` or huggingface.co) answers for ``repo`` within ``timeout`` seconds;
     False in HF offline mode. A quick probe for choosing a default, not a guarantee of the download."""
     import urllib.request
 
-    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "", "false", "False"):
+    if hub_unreachable(min(timeout, HUB_PROBE_S)) is not None:
         return False
     base = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
     try:

@@ -59,6 +59,7 @@ from e2c.data.records import (  # noqa: F401
     to_record,
 )
 from e2c.errors import UserError
+from e2c.models import hub_unreachable
 from e2c.paths import data_dir as project_data_dir
 from e2c.rewards.kinds import DEFAULT_KIND, Kind
 
@@ -469,13 +470,6 @@ def records_from_rows(rows: Iterable[Mapping[str, Any]], spec: DatasetSpec, sour
     return out
 
 
-def _hub_offline() -> bool:
-    return any(
-        os.environ.get(v, "").lower() in ("1", "true", "yes")
-        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
-
-
 def _no_local_file(spec: DatasetSpec, dirs: Sequence[Path]) -> str:
     looked = ", ".join(str(d) for d in dirs)
     return f"benchmark {spec.name!r}: no local file ({'|'.join(spec.file_stems)}.jsonl/.parquet) in {looked}"
@@ -488,8 +482,9 @@ def _from_hub(spec: DatasetSpec, dirs: Sequence[Path], files: Sequence[str] | No
     fix = "; run `bash scripts/download_datasets.sh --dataset eval` or pass --data-dir DIR"
     if not spec.hf_id:
         raise UserError(f"{hint}; build it with `bash scripts/prepare_all_data.sh --skip-download`")
-    if _hub_offline():
-        raise UserError(f"{hint} (HF offline mode is on){fix}")
+    why = hub_unreachable()
+    if why:
+        raise UserError(f"{hint} ({why}){fix}")
     if spec.hub_files:
         paths = []
         for f in files or spec.hub_files:

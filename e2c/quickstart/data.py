@@ -242,7 +242,8 @@ def copy_gsm8k(bench_dir: Path, target: Path, n: int) -> dict[str, Any]:
     the returned ``note`` says which (the report shows it), or why none."""
     import json
 
-    from e2c.data.registry import _hub_offline, find_local, get_spec, read_rows, search_dirs
+    from e2c.data.registry import find_local, get_spec, read_rows, search_dirs
+    from e2c.models import hub_unreachable
 
     if n <= 0:
         target.unlink(missing_ok=True)
@@ -256,8 +257,9 @@ def copy_gsm8k(bench_dir: Path, target: Path, n: int) -> dict[str, Any]:
         try:
             import datasets
 
-            if _hub_offline():
-                raise OSError("HF offline mode is on")
+            why = hub_unreachable()
+            if why:
+                raise OSError(why)
             ds = datasets.load_dataset(spec.hf_id, spec.hf_config, split=spec.split)
             rows, source = (
                 [dict(r) for r in ds.select(range(min(n, len(ds))))],
@@ -270,7 +272,7 @@ def copy_gsm8k(bench_dir: Path, target: Path, n: int) -> dict[str, Any]:
                 "problems": 0,
                 "source": None,
                 "note": f"skipped: no local copy in {looked} and the hub copy {spec.hf_id} is unavailable "
-                f"({type(e).__name__}); pass --bench-dir DIR with gsm8k.jsonl",
+                f"({e if isinstance(e, OSError) and not e.errno else type(e).__name__}); pass --bench-dir DIR with gsm8k.jsonl",
             }
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows))

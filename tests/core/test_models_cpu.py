@@ -112,3 +112,47 @@ def test_rebuild_replaces_the_folder_whole(tmp_path: Path) -> None:
         atomic_replace_dir(out, broken)
     assert sorted(p.name for p in out.iterdir()) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]
+
+
+def test_hub_probe_answers_at_once_without_a_hub(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no hub the probe says why within its limit (not the hub libraries' five growing retries), once
+    per endpoint; an HTTP answer of any status counts as a hub; offline mode needs no probe."""
+    import socket
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    from e2c import models
+
+    monkeypatch.setattr(models, "_HUB_PROBES", {})
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    silent = socket.socket()  # listens, never accepts: a connection that hangs until the limit
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(0)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{silent.getsockname()[1]}")
+    start = time.monotonic()
+    why = models.hub_unreachable(timeout=0.5)
+    assert why and "did not answer within 0.5 s" in why, why
+    assert time.monotonic() - start < 2.0
+    start = time.monotonic()
+    assert models.hub_unreachable(timeout=0.5) == why and time.monotonic() - start < 0.1  # probed once
+    silent.close()
+
+    class NotFound(BaseHTTPRequestHandler):
+        def do_HEAD(self) -> None:
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), NotFound)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
+        assert models.hub_unreachable(timeout=2.0) is None
+    finally:
+        server.shutdown()
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    assert models.hub_unreachable() == "HF offline mode is on"

@@ -494,3 +494,34 @@ def test_a_stage_recorded_under_an_old_setting_name_is_still_complete_cpu(tmp_pa
     assert select_stages(states, now, stages=("rl",), depends={}) == {"rl": "skip"}
     with pytest.raises(UserError, match="other settings"):  # a changed value is still a change
         select_stages(states, {"rl": {"seed": 0, "rl_explore_adv_coef": 1.0}}, stages=("rl",), depends={})
+
+
+def test_gsm8k_lookup_with_no_hub_takes_under_two_seconds(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """No local copy and a hub that never answers: one probe, one note, under 2 s (the hub libraries alone
+    retry five times with growing waits, about 20 s)."""
+    import socket
+    import time
+
+    from e2c import models
+    from e2c.data import registry
+    from e2c.quickstart.data import copy_gsm8k
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(0)
+    monkeypatch.setattr(models, "_HUB_PROBES", {})
+    monkeypatch.setattr(registry, "search_dirs", lambda data_dir=None: [tmp_path / "none"])
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{silent.getsockname()[1]}")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)
+    target = tmp_path / "gsm8k.jsonl"
+    start = time.monotonic()
+    try:
+        got = copy_gsm8k(tmp_path / "bench", target, 20)
+    finally:
+        silent.close()
+    assert time.monotonic() - start < 2.0
+    assert got["problems"] == 0 and not target.exists()
+    assert "did not answer within 1.5 s" in got["note"] and "--bench-dir" in got["note"], got["note"]
