@@ -137,14 +137,48 @@ class ArgumentParser(argparse.ArgumentParser):
         fail(f"{message} (see {self.prog} --help)")
 
 
-def quiet_transformers() -> None:
-    """Keep transformers' weight-loading bars and advisory warnings out of command-line output."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover - transformers is a core dependency
+VERBOSE_ENV = "E2C_VERBOSE"
+_QUIET = False
+
+
+def verbose_env() -> bool:
+    """``E2C_VERBOSE=1``: the libraries' own log lines on the terminal (as ``--verbose`` does)."""
+    return os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def quiet_libraries(verbose: bool = False) -> None:
+    """Keep the libraries' own log lines (vLLM's INFO and WARNING: KV-cache layout, thread binding, chat
+    template; transformers' loading bars and advisories) off the terminal, so it shows the toolkit's progress
+    and results; errors still print. vLLM's engine processes inherit the setting. ``verbose`` (``--verbose``
+    where an entry point has it, or ``E2C_VERBOSE=1``): leave them as they are; a ``VLLM_LOGGING_LEVEL`` or
+    ``VLLM_LOGGING_CONFIG_PATH`` of the user's own stands too.
+
+    Call before vLLM is imported: vLLM reads its logging settings once, at import."""
+    global _QUIET
+    if verbose or verbose_env():
         return
+    import logging
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    _QUIET = True
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+    if "VLLM_LOGGING_CONFIG_PATH" not in os.environ:
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+        # vLLM warns through Python's last-resort handler before its own logging is set up (Triton's check)
+        logging.getLogger("vllm").setLevel(os.environ["VLLM_LOGGING_LEVEL"])
+    # torch's C++ warnings (NUMA binding in vLLM's CPU worker) in processes started from here on
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+    warnings.filterwarnings(
+        "ignore", module=r"vllm(\.|$)"
+    )  # deprecations inside vLLM: not the user's to act on
+
+
+def libraries_quiet() -> bool:
+    """Whether :func:`quiet_libraries` quieted them in this process (vLLM's loading bar follows it)."""
+    return _QUIET
 
 
 # ------------------------------------------------------------------------- runs shared by eval and TTS

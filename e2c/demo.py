@@ -14,7 +14,7 @@ from typing import Any
 from e2c.argtypes import ANY_TEXT, ModelRef, at_least, probability, whole
 from e2c.budget import PhaseBudget
 from e2c.chain import FORMATS, ChainFormat, get_format
-from e2c.cli import quiet_transformers
+from e2c.cli import quiet_libraries
 from e2c.errors import UserError
 from e2c.generation import BACKENDS, generate_chains, make_generator, pick_backend
 from e2c.generation.base import check_fits, context_length
@@ -90,6 +90,12 @@ def add_generation_flags(p: argparse.ArgumentParser) -> None:
     )
     a("--format", default="e2c", choices=list(FORMATS), help="chain format (default: e2c)")
     a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
+    a(
+        "--verbose",
+        action="store_true",
+        help="show the libraries' own log lines (vLLM, transformers) too (default: off; E2C_VERBOSE=1 does "
+        "the same)",
+    )
 
 
 def auto_model(gpus: int, hub: bool) -> tuple[str, str | None]:
@@ -153,7 +159,7 @@ def prepare(args: argparse.Namespace) -> ResolvedModel:
 def load(args: argparse.Namespace) -> Any:
     """Build the generator from the flags :func:`prepare` checked and filled (the model resolves again
     from its cache); a model that cannot be loaded is a :class:`UserError` line."""
-    quiet_transformers()
+    quiet_libraries(args.verbose)
     t0 = time.perf_counter()
     gen, res = make_generator(
         args.backend,

@@ -852,11 +852,11 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     """Check every input, then load the model and filter; returns the report."""
     from e2c.chain import FORMATS
-    from e2c.cli import quiet_transformers
+    from e2c.cli import quiet_libraries
     from e2c.generation import pick_backend, run_generator
     from e2c.models import resolve_model
 
-    quiet_transformers()
+    quiet_libraries()
     backend = pick_backend(args.backend)
     cfg = FilterConfig.from_flags(args, backend)
     output = Path(args.output) if args.output else default_output(args.input)

@@ -36,7 +36,7 @@ from e2c.cli import (
     exit_interrupted,
     interrupt_on_sigterm,
     plural,
-    quiet_transformers,
+    quiet_libraries,
     resume_command,
     slug,
 )
@@ -306,7 +306,7 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
     folder and the GPUs), so a bad command costs no model load and changes no file."""
     from e2c.generation import pick_backend
 
-    quiet_transformers()
+    quiet_libraries()
     trackers = result_trackers(args.logger)
     backend = pick_backend(args.backend)
     cfg = EvalConfig(

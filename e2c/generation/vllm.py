@@ -13,6 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from e2c.cli import libraries_quiet
 from e2c.generation.base import (
     DEFAULT_SAMPLING,
     Completion,
@@ -133,6 +134,7 @@ class VLLMGenerator:
             model=model_path,
             tensor_parallel_size=tensor_parallel_size,
             **engine_kwargs(on_cpu, dtype, enforce_eager),
+            use_tqdm_on_load=not libraries_quiet(),  # the weight-loading bar: a library line like the others
             gpu_memory_utilization=gpu_memory_utilization,
             max_model_len=max_model_len,
             trust_remote_code=trust_remote_code,

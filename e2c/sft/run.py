@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.checkpoints import latest_checkpoint
-from e2c.cli import ArgumentParser, quiet_transformers
+from e2c.cli import ArgumentParser, quiet_libraries
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError, fail
 from e2c.flags import add_setting_flags
@@ -95,7 +95,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    quiet_transformers()
+    quiet_libraries()
     args, overrides = parse(argv)
     trackers = tracker_names(args.logger)
     plan = make_plan(SFTSettings.from_flags(args), overrides)

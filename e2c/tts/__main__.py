@@ -49,7 +49,7 @@ from e2c.cli import (
     exit_interrupted,
     interrupt_on_sigterm,
     plural,
-    quiet_transformers,
+    quiet_libraries,
     resume_command,
     slug,
 )
@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv, prog)
     spec = sandbox_setting(args.sandbox)  # the edge: a bad value is refused before anything is read
-    quiet_transformers()
+    quiet_libraries()
     trackers = result_trackers(args.logger)
     cfg = load_config(args)
     cfg["subfolder"] = default_subfolder(cfg["model"], cfg.get("subfolder"))

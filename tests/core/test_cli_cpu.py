@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,13 +94,60 @@ def test_score_bad_input(tmp_path: Path, preds: Path, setup: str, flags: list[st
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+# A line a library printed (vLLM's logger, torch's C++ warnings, Python warnings, loading bars), not the demo.
+LIBRARY_LINE = re.compile(
+    r"^(?:\(\w+ pid=\d+\)\s*)?(?:INFO|WARNING|DEBUG)\b|^\[[WIEF]\d{4} |\b\w*Warning: |Loading safetensors|Triton"
+)
+
+
+def library_lines(r: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in (r.stdout + r.stderr).splitlines() if LIBRARY_LINE.search(line)]
+
+
 @pytest.mark.slow  # the demos on the tiny model (15 s or more on 2 cores)
 def test_demo_on_tiny_model() -> None:
-    r = run("example_inference.py", "--model_path", "tiny", "--max_tokens", "40", "--explore_budget", "16")
+    """The demo on vLLM (where installed) shows its chain and no library log line; --verbose shows them."""
+    argv = ("example_inference.py", "--model_path", "tiny", "--max_tokens", "40", "--explore_budget", "16")
+    r = run(*argv)
     assert r.returncode == 0, r.stderr
     assert "EXPLORATION PHASE:" in r.stdout and "EXECUTION PHASE:" in r.stdout
     assert "tokens           : exploration 16, execution" in r.stdout
     assert "(exploration closed for the model at its budget)" in r.stdout
+    assert library_lines(r) == []
+    if " on vllm, " in r.stdout:  # the hf backend logs nothing either way
+        loud = run(*argv, "--verbose")
+        assert loud.returncode == 0 and len(library_lines(loud)) > 5, loud.stdout + loud.stderr
+
+
+def test_quiet_libraries_settings() -> None:
+    """What quieting sets, in a fresh process: vLLM's level, torch's C++ level, the 'vllm' logger; nothing
+    under E2C_VERBOSE=1; a vLLM level of the user's own stands."""
+    code = (
+        "import logging, os; from e2c.cli import quiet_libraries, libraries_quiet; quiet_libraries(); "
+        "print(os.environ.get('VLLM_LOGGING_LEVEL'), os.environ.get('TORCH_CPP_LOG_LEVEL'), "
+        "logging.getLogger('vllm').level, libraries_quiet())"
+    )
+
+    def probe(**env: str) -> str:
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("E2C_VERBOSE", "VLLM_LOGGING_LEVEL", "TORCH_CPP_LOG_LEVEL")
+        }
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env={**base, **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.returncode == 0, out.stderr
+        return out.stdout.strip()
+
+    assert probe() == f"ERROR ERROR {logging.ERROR} True"
+    assert probe(E2C_VERBOSE="1") == f"None None {logging.NOTSET} False"
+    assert probe(VLLM_LOGGING_LEVEL="DEBUG") == f"DEBUG ERROR {logging.DEBUG} True"
 
 
 def test_demo_bad_model_is_one_line() -> None:
