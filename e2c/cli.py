@@ -146,12 +146,13 @@ def verbose_env() -> bool:
     return os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def quiet_libraries(verbose: bool = False) -> None:
+def quiet_libraries(verbose: bool = False, generation: bool = True) -> None:
     """Keep the libraries' own log lines (vLLM's INFO and WARNING: KV-cache layout, thread binding, chat
     template; transformers' loading bars and advisories) off the terminal, so it shows the toolkit's progress
     and results; errors still print. vLLM's engine processes inherit the setting. ``verbose`` (``--verbose``
     where an entry point has it, or ``E2C_VERBOSE=1``): leave them as they are; a ``VLLM_LOGGING_LEVEL`` or
-    ``VLLM_LOGGING_CONFIG_PATH`` of the user's own stands too.
+    ``VLLM_LOGGING_CONFIG_PATH`` of the user's own stands too. ``generation=False`` (the SFT launcher):
+    transformers only.
 
     Call before vLLM is imported: vLLM reads its logging settings once, at import."""
     global _QUIET
@@ -165,6 +166,8 @@ def quiet_libraries(verbose: bool = False) -> None:
     _QUIET = True
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+    if not generation:  # a trainer's processes: their torch warnings (NCCL, distributed) are the user's to see
+        return
     if "VLLM_LOGGING_CONFIG_PATH" not in os.environ:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
         # vLLM warns through Python's last-resort handler before its own logging is set up (Triton's check)

@@ -95,7 +95,7 @@ def parse(argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    quiet_libraries()
+    quiet_libraries(generation=False)
     args, overrides = parse(argv)
     trackers = tracker_names(args.logger)
     plan = make_plan(SFTSettings.from_flags(args), overrides)
