@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from e2c.files import atomic_write
-from e2c.view.load import compare_payload, load_run, single_payload
+from e2c.view.load import compare_payload, left_out_line, load_run, single_payload
 from e2c.view.page import build_html, extract_json
 
 __all__ = [
     "build_html",
     "compare_payload",
     "extract_json",
+    "left_out_line",
     "load_run",
     "single_payload",
     "view_payload",
@@ -35,7 +36,7 @@ def default_labels(folders: Sequence[Path]) -> list[str]:
 
 
 def view_payload(folders: Sequence[Path], labels: Sequence[str] | None = None) -> dict[str, Any]:
-    """The page's data for one run, or for two runs side by side (they must hold the same problems)."""
+    """The page's data for one run, or for two runs side by side (on the problems both hold)."""
     names = list(labels or default_labels(folders))
     loaded = [load_run(f) for f in folders]
     if len(loaded) == 1:

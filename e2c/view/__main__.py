@@ -15,7 +15,7 @@ from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import check_output_file
-from e2c.view import default_labels, view_payload, write_page
+from e2c.view import default_labels, left_out_line, view_payload, write_page
 
 
 def build_parser() -> ArgumentParser:
@@ -52,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     payload = view_payload(folders, labels)  # every input read and checked before anything is written
     checks_done()
     size = write_page(payload, out)
+    note = left_out_line(payload)
+    if note:
+        print(note)
     problems = len(payload["problems"])
     samples = sum(len(s) for p in payload["problems"] for s in p["runs"])
     print(f"wrote {out} ({problems} problems, {samples} samples, {size / 1e6:.2f} MB)")

@@ -27,6 +27,7 @@ from e2c.rewards.code_tests import extract_code
 
 __all__ = [
     "compare_payload",
+    "left_out_line",
     "load_run",
     "phase_text",
     "problem_key",
@@ -327,7 +328,13 @@ def single_payload(run: Mapping[str, Any], label: str = "run") -> dict[str, Any]
         | {"runs": [p["samples"]], "scores": [score(p["samples"])]}
         for p in run["problems"]
     ]
-    return {"mode": "single", "runs": [_run_head(run, label)], "problems": problems, "paired": None}
+    return {
+        "mode": "single",
+        "runs": [_run_head(run, label)],
+        "problems": problems,
+        "paired": None,
+        "left_out": None,
+    }
 
 
 def gained_lost(before: Mapping[str, float], after: Mapping[str, float]) -> tuple[list[str], list[str]]:
@@ -339,16 +346,18 @@ def gained_lost(before: Mapping[str, float], after: Mapping[str, float]) -> tupl
 
 
 def compare_payload(a: Mapping[str, Any], b: Mapping[str, Any], labels: Sequence[str]) -> dict[str, Any]:
-    """The page's data for two runs over the same problems: problems gained and lost first, then the rest,
-    each with both runs' samples, and the paired difference (mean of per-problem accuracy differences, and
-    its standard error). Runs over different problems are a UserError line."""
-    pa = {p["key"]: p for p in a["problems"]}
-    pb = {p["key"]: p for p in b["problems"]}
-    if set(pa) != set(pb):
-        only_a, only_b = len(set(pa) - set(pb)), len(set(pb) - set(pa))
+    """The page's data for two runs, on the problems both hold: problems gained and lost first, then the
+    rest, each with both runs' samples, and the paired difference (mean of per-problem accuracy differences,
+    and its standard error). ``left_out``: how many problems only one run holds (left out of the page and
+    the difference); runs that share no problem are a UserError line."""
+    pb_all = {p["key"]: p for p in b["problems"]}
+    pa = {p["key"]: p for p in a["problems"] if p["key"] in pb_all}
+    pb = {k: pb_all[k] for k in pa}
+    left_out = {"first": len(a["problems"]) - len(pa), "second": len(pb_all) - len(pa)}
+    if not pa:
         raise UserError(
-            f"{a['path']} and {b['path']} are runs over different problems ({only_a} only in the first, "
-            f"{only_b} only in the second); compare runs of the same data"
+            f"{a['path']} and {b['path']} share no problem ({left_out['first']} in the first, "
+            f"{left_out['second']} in the second); compare runs of the same data"
         )
     before = {k: score(p["samples"]) for k, p in pa.items()}
     after = {k: score(pb[k]["samples"]) for k in pa}
@@ -381,4 +390,17 @@ def compare_payload(a: Mapping[str, Any], b: Mapping[str, Any], labels: Sequence
         "runs": [_run_head(a, labels[0]), _run_head(b, labels[1])],
         "problems": problems,
         "paired": paired | {"gained": gained, "lost": lost, "datasets": datasets},
+        "left_out": left_out if any(left_out.values()) else None,
     }
+
+
+def left_out_line(payload: Mapping[str, Any]) -> str | None:
+    """One line on the problems a comparison left out (held by one run only), None when there are none."""
+    gone = payload.get("left_out")
+    if not gone:
+        return None
+    first, second = (r["label"] for r in payload["runs"])
+    return (
+        f"compared on the {len(payload['problems'])} problems both runs hold; left out "
+        f"{gone['first']} only in {first} and {gone['second']} only in {second}"
+    )

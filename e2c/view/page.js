@@ -66,6 +66,10 @@ function drawHead() {
     h.append(el('p', 'paired', `${DATA.runs[1].label} - ${DATA.runs[0].label}, paired over ${p.n} problems: `,
       el('b', null, `${sign}${(100 * (p.mean || 0)).toFixed(1)} points (SE ${(100 * (p.se || 0)).toFixed(1)})`),
       `; gained ${p.gained.length}, lost ${p.lost.length}` + (p.exceeds_2se ? '; more than 2 SE' : '')));
+    if (DATA.left_out) {
+      h.append(el('p', 'left-out', `Compared on the problems both runs hold; left out: ${DATA.left_out.first} only in ` +
+        `${DATA.runs[0].label}, ${DATA.left_out.second} only in ${DATA.runs[1].label}.`));
+    }
     const per = Object.entries(p.datasets || {});
     if (per.length > 1) {
       h.append(table(per, [['dataset', r => r[0]], ['problems', r => num(r[1].n)],

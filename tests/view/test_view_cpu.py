@@ -17,7 +17,7 @@ from bad_input import assert_one_line_error, run
 
 from e2c.chain import E2C
 from e2c.view import view_payload, write_view
-from e2c.view.load import gained_lost, phase_text, sample_view, score
+from e2c.view.load import gained_lost, left_out_line, phase_text, sample_view, score
 from e2c.view.page import DATA_ID, build_html, embed_json, extract_json
 
 SCRIPT = "<script>document.title='pwned'</script><script>alert(1)</script>"
@@ -172,6 +172,26 @@ def test_two_runs_gained_and_lost_match_a_plain_loop_cpu(tmp_path: Path) -> None
     assert data["paired"]["n"] == 3
 
 
+def test_runs_that_share_some_problems_are_compared_on_those_cpu(tmp_path: Path) -> None:
+    """A second run without p1 and with a problem of its own: the page and the difference hold the two
+    shared problems, and one line counts what was left out."""
+    a = write_run(tmp_path / "a", rows())
+    extra = [r | {"id": "p9"} for r in rows(flip=True) if r["id"] == "p0"]
+    b = write_run(tmp_path / "b", [r for r in rows(flip=True) if r["id"] != "p1"] + extra)
+    data = write_view([a, b], tmp_path / "cmp.html", ["A", "B"])
+    assert [p["key"] for p in data["problems"]] == ["toy/p0", "toy/p2"]
+    assert data["paired"]["n"] == 2 and data["paired"]["mean"] == pytest.approx(((1.0 - 0.0) + (0.0 - 0.5)) / 2)
+    assert data["left_out"] == {"first": 1, "second": 1}
+    assert (
+        left_out_line(data)
+        == "compared on the 2 problems both runs hold; left out 1 only in A and 1 only in B"
+    )
+    r = run("-m", "e2c.view", str(a), str(b), "--labels", "A", "B", "--out", str(tmp_path / "cli.html"))
+    assert r.returncode == 0 and "left out 1 only in A and 1 only in B" in r.stdout, r.stderr
+    same = write_view([a, a], tmp_path / "same.html", ["A", "A2"])
+    assert same["left_out"] is None and left_out_line(same) is None
+
+
 def test_gained_lost_is_a_plain_comparison_cpu() -> None:
     before = {"a": 0.0, "b": 1.0, "c": 0.5, "d": 0.5}
     after = {"a": 0.5, "b": 0.0, "c": 0.5, "d": 1.0}
@@ -200,7 +220,7 @@ def test_bad_input_is_one_line_and_writes_nothing_cpu(tmp_path: Path) -> None:
     a = write_run(tmp_path / "a", rows())
     other = [r | {"id": "q" + r["id"]} for r in rows()]
     b = write_run(tmp_path / "b", other)
-    assert_one_line_error(run("-m", "e2c.view", str(a), str(b), "--out", str(out)), "different problems")
+    assert_one_line_error(run("-m", "e2c.view", str(a), str(b), "--out", str(out)), "share no problem")
     assert_one_line_error(run("-m", "e2c.view", str(a), str(a), str(a)), "two to compare")
     assert_one_line_error(run("-m", "e2c.view", str(tmp_path / "nowhere")), "does not exist")
     assert not out.exists() and not (a / "view.html").exists()
