@@ -221,6 +221,12 @@ def build_parser(prog: str = PROG) -> ArgumentParser:
         "off its first k samples (default: off, every budget sampled afresh)",
     )
     p.add_argument("--logger", type=RESULT_TRACKERS, default="", help=RESULTS_LOGGER_HELP)
+    p.add_argument(
+        "--view",
+        action="store_true",
+        help="after the results, write <run folder>/view.html: one self-contained page of every method's "
+        "chains per problem (python -m e2c.view)",
+    )
     p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("--sandbox", type=TEXT, default=None, metavar="SPEC", help=SANDBOX_HELP)
     return p
@@ -396,6 +402,11 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
         n = count_lines(rec)
         saved = f"{plural(n, 'result')} saved in {rec}" if n else "no results saved yet"
         exit_interrupted(e, saved, resume_command(list(entry), argv))
+    if args.view:  # after the results are written: a page that cannot be built loses nothing of the run
+        from e2c.view import write_view
+
+        write_view([out_dir], out_dir / "view.html")
+        print(f"view: {out_dir / 'view.html'}")
     print(format_table(rows))
     print(
         json.dumps(

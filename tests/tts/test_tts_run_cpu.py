@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from e2c.tts.run import read_done, record_key, summarize
+from e2c.view.page import extract_json
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = [
@@ -91,10 +92,14 @@ def test_run_tts_tiny_all_methods_and_resume_cpu(tmp_path: Path, bench_dir: Path
     with (out / "results.csv").open() as f:
         assert len(list(csv.DictReader(f))) == 20
     assert len(read_done(out / "records.jsonl")) == 40
-    # A rerun with the same settings finds every result and generates nothing.
-    again = _run(args, timeout=300)
+    assert not (out / "view.html").exists()
+    # A rerun with the same settings finds every result and generates nothing; --view adds the run's page.
+    again = _run([*args, "--view"], timeout=300)
     assert again.returncode == 0 and "40/40 results already" in again.stdout
     assert json.loads(again.stdout.strip().splitlines()[-1])["summary"] == rows
+    assert f"view: {out / 'view.html'}" in again.stdout
+    page = extract_json((out / "view.html").read_text(encoding="utf-8"))
+    assert len(page["problems"]) == 2 and all(len(p["runs"][0]) == 20 for p in page["problems"])
     # Other settings in the same folder are refused rather than mixed in.
     other = _run([*args, "--set", "temperature=0.5"], timeout=300)
     assert (
