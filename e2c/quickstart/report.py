@@ -21,6 +21,7 @@ from e2c.eval.metrics import pass_at_k_curve
 from e2c.eval.stats import align_scores, mean_interval, paired_difference
 from e2c.quickstart.config import STAGES
 from e2c.quickstart.context import Context, read_done, rel
+from e2c.quickstart.pages import page_lines, write_pages
 from e2c.quickstart.plots import EVAL_STAGES, STAGE_LABEL, write_plots
 from e2c.quickstart.stages import rl_curve, sampled_dir, sft_losses, tts_results
 
@@ -600,6 +601,7 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     ):
         if plots.get(name):
             L.append(f"![{title}]({plots[name]})\n")
+    L.extend(page_lines(rep.get("pages") or {}))
     L.append("## Training\n")
     for name, title in (("sft_loss.png", "SFT loss"), ("rl_reward.png", "RL reward")):
         if plots.get(name):
@@ -678,6 +680,7 @@ def write_report(ctx: Context) -> dict[str, Any]:
     folder = ctx.dir("report")
     plots = write_plots(rep, ctx, folder)
     rep["plots"] = plots
+    rep["pages"] = write_pages(ctx, folder)
     atomic_write_json(ctx.out / "report.json", rep, default=str)
     atomic_write_text(ctx.out / "report.md", render_markdown(rep, plots))
     return {
@@ -685,6 +688,7 @@ def write_report(ctx: Context) -> dict[str, Any]:
             "report_md": rel(ctx.out / "report.md", ctx.out),
             "report_json": rel(ctx.out / "report.json", ctx.out),
             **{k: v for k, v in plots.items() if v},
+            **{name: p["path"] for name, p in rep["pages"].items() if p["path"]},
         },
         "commands": [],
         "headline": {s: {d: e[d]["accuracy"] for d in e} for s, e in rep["eval"].items() if e},

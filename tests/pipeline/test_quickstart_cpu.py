@@ -27,6 +27,7 @@ from e2c.quickstart.plan import StageState, check_inputs, select_stages, startab
 from e2c.quickstart.progress import eta_seconds, eval_parser, fmt_seconds, step_parser, tts_parser
 from e2c.quickstart.report import trend
 from e2c.quickstart.stages import rl_curve, sft_losses, tts_command
+from e2c.view.page import extract_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -234,6 +235,46 @@ def test_curves_read_from_run_files(tmp_path: Path) -> None:
     assert [(r["step"], r["reward"]) for r in rl_curve(tmp_path)] == [(1, 0.25), (2, 0.5)]
 
 
+def test_report_pages_per_stage_and_compared_cpu(tmp_path: Path) -> None:
+    """A page per finished evaluation stage (its sampled run where there is one) and the comparisons whose
+    two stages were measured the same way; a stage cut short is named, not fatal; report.md links them."""
+    from view.test_view_cpu import rows, write_run
+
+    from e2c.quickstart.pages import page_lines, write_pages
+
+    out = tmp_path / "qs"
+    for stage, flip in (("baseline", False), ("eval_sft", False), ("eval_rl", True)):
+        write_run(out / stage / "sampled", rows(flip))
+        write_run(out / stage, rows(flip))  # the greedy run beside it
+        (out / stage / "DONE.json").write_text("{}")
+    (out / "eval_control").mkdir()  # started, never finished: no page
+    (out / "report").mkdir()
+    pages = write_pages(Context(cfg=None, out=out), out / "report")
+    assert set(pages) == {
+        "view-baseline.html",
+        "view-sft.html",
+        "view-rl.html",
+        "view-sft-vs-rl.html",
+        "view-baseline-vs-sft.html",
+    }
+    cmp = pages["view-sft-vs-rl.html"]
+    assert cmp["path"] == "report/view-sft-vs-rl.html" and "(sampled)" in cmp["what"] and cmp["note"] is None
+    data = extract_json((out / cmp["path"]).read_text(encoding="utf-8"))
+    assert [r["label"] for r in data["runs"]] == ["SFT", "RL"]
+    assert (data["paired"]["gained"], data["paired"]["lost"]) == (["toy/p0"], ["toy/p2"])
+    assert extract_json((out / "report" / "view-rl.html").read_text(encoding="utf-8"))["runs"][0][
+        "path"
+    ].endswith("eval_rl/sampled")
+    lines = page_lines(pages)
+    assert lines[0] == "## Pages\n" and "[view-sft-vs-rl.html](report/view-sft-vs-rl.html)" in lines[2]
+    # a stage whose results file was cut: its page and its comparisons are named, the others written
+    (out / "eval_rl" / "sampled" / "results.json").write_text('{"config": {')
+    pages = write_pages(Context(cfg=None, out=out), out / "report")
+    assert pages["view-rl.html"]["path"] is None and pages["view-rl.html"]["note"]
+    assert pages["view-sft.html"]["path"] == "report/view-sft.html"
+    assert any(line.startswith("- view-rl.html: not written (") for line in page_lines(pages))
+
+
 # ------------------------------------------------------------------------------------------------ end to end
 def _quickstart(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -259,6 +300,10 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
 
     report = json.loads((out / "report.json").read_text())
     md = (out / "report.md").read_text()
+    # The pages: one per evaluation stage and SFT against RL, linked from report.md.
+    page = report["pages"]["view-sft-vs-rl.html"]
+    assert page["path"] == "report/view-sft-vs-rl.html" and f"]({page['path']})" in md
+    assert len(extract_json((out / page["path"]).read_text(encoding="utf-8"))["problems"]) == 6 + 2
     # Every evaluation stage's accuracy in the report is what its own results file says.
     for stage in ("baseline", "eval_sft", "eval_rl", "eval_control"):
         results = json.loads((out / stage / "results.json").read_text())
