@@ -17,6 +17,7 @@ from e2c.files import atomic_write_json, atomic_write_text, read_records
 from e2c.quickstart.context import read_done
 from e2c.quickstart.report import system_info
 from e2c.tts import METHODS, methods_with, traits
+from e2c.view import Page, page_lines, write_pages
 
 PAPER = {
     "weighting": "stage 2 weights the advantage of exploration tokens x2 (coefficient 2.0 vs 1.0)",
@@ -462,7 +463,43 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
         ]
         if plots.get("adapt"):
             L += [f"![adaptation accuracy]({plots['adapt']})", ""]
+    L += page_lines(rep.get("pages") or {})
     return "\n".join(L) + "\n"
+
+
+def claims_pages(cc: ClaimsContext, rep: Mapping[str, Any]) -> list[Page]:
+    """Each arm's page against its reference: claim 1, the claimed coefficient against the base one, per
+    seed; claim 3, EF-SFT against no adaptation and against full SFT on the new domain, and against no
+    adaptation on the old one; claim 2, the TTS run (every method's chains per problem)."""
+
+    def run_of(predictions: str) -> Path:  # <run>/predictions/synthetic.jsonl
+        return (cc.out / predictions).parents[1]
+
+    pages: list[Page] = []
+    weighting = read_done(cc.dir("weighting"))
+    if rep.get("weighting") and weighting:
+        claim, base = cc.cfg.weight_coefs[0], cc.cfg.weight_coefs[1]
+        for seed in cc.cfg.weight_seeds:
+            runs = tuple(run_of(weighting["arms"][arm_name(c, seed)]["predictions"]) for c in (base, claim))
+            what = f"claim 1: exploration weight {claim:g} against {base:g}, seed {seed}"
+            labels = (f"coef {base:g}", f"coef {claim:g}")
+            pages.append(Page(f"view-weighting-s{seed}-{claim:g}-vs-{base:g}.html", runs, labels, what))
+    adapt = read_done(cc.dir("adapt"))
+    if rep.get("adapt") and adapt:
+        ev = adapt["evals"]
+        for arm, ref, dom in (
+            ("ef_sft", "none", "new"),
+            ("ef_sft", "full_sft", "new"),
+            ("ef_sft", "none", "old"),
+        ):
+            runs = (run_of(ev[ref][dom]["predictions"]), run_of(ev[arm][dom]["predictions"]))
+            what = f"claim 3: {arm} against {ref}, {dom} domain"
+            pages.append(Page(f"view-adapt-{dom}-{arm}-vs-{ref}.html", runs, (ref, arm), what))
+    tts = read_done(cc.dir("tts"))
+    if rep.get("tts") and tts:
+        what = "claim 2: the TTS run, every method's chains per problem"
+        pages.append(Page("view-tts.html", ((cc.out / tts["records"]).parent,), ("TTS",), what))
+    return pages
 
 
 def ratio_text(method: str, r: Mapping[str, Any] | None) -> str:
@@ -499,10 +536,15 @@ def write_report(cc: ClaimsContext) -> dict[str, Any]:
     plots = write_plots(rep, cc.out / "plots")
     rel_plots = {k: (str(Path(v).relative_to(cc.out)) if v else None) for k, v in plots.items()}
     rep["plots"] = rel_plots
+    rep["pages"] = write_pages(claims_pages(cc, rep), cc.out / "pages", cc.out)
     atomic_write_json(cc.out / "report.json", rep, indent=1, default=str)
     atomic_write_text(cc.out / "report.md", render(rep, rel_plots))
     return {
         "verdicts": rep["verdicts"],
         "total_seconds": rep["total_seconds"],
-        "outputs": {"report": "report.md", "json": "report.json"},
+        "outputs": {
+            "report": "report.md",
+            "json": "report.json",
+            **{name: p["path"] for name, p in rep["pages"].items() if p["path"]},
+        },
     }

@@ -21,9 +21,10 @@ from e2c.eval.metrics import pass_at_k_curve
 from e2c.eval.stats import align_scores, mean_interval, paired_difference
 from e2c.quickstart.config import STAGES
 from e2c.quickstart.context import Context, read_done, rel
-from e2c.quickstart.pages import page_lines, write_pages
+from e2c.quickstart.pages import quickstart_pages
 from e2c.quickstart.plots import EVAL_STAGES, STAGE_LABEL, write_plots
 from e2c.quickstart.stages import rl_curve, sampled_dir, sft_losses, tts_results
+from e2c.view import page_lines, write_pages
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -680,7 +681,7 @@ def write_report(ctx: Context) -> dict[str, Any]:
     folder = ctx.dir("report")
     plots = write_plots(rep, ctx, folder)
     rep["plots"] = plots
-    rep["pages"] = write_pages(ctx, folder)
+    rep["pages"] = write_pages(quickstart_pages(ctx), folder, ctx.out)
     atomic_write_json(ctx.out / "report.json", rep, default=str)
     atomic_write_text(ctx.out / "report.md", render_markdown(rep, plots))
     return {

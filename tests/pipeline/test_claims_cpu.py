@@ -378,3 +378,49 @@ def test_eta_scales_with_arms_and_problems_cpu() -> None:
     assert eta["tts"] == base["tts"] * cfg.tts_problems
     assert eta_seconds(replace(cfg, tts_problems=20))["tts"] == base["tts"] * 20
     assert eta["start"] == base["start"] and eta["adapt"] == base["adapt"]
+
+
+def test_claims_pages_show_each_arm_against_its_reference_cpu(tmp_path: Path) -> None:
+    """Claim 1: per seed the claimed coefficient against the base; claim 3: EF-SFT against no adaptation and
+    against full SFT; claim 2: the TTS run. Each page is written, linked in the report's section."""
+    from view.test_view_cpu import rows, write_run
+
+    from e2c.claims.config import ClaimsConfig
+    from e2c.claims.report import claims_pages
+    from e2c.claims.stages import ClaimsContext, arm_name
+    from e2c.view import page_lines, write_pages
+    from e2c.view.page import extract_json
+
+    out = tmp_path / "claims"
+    cfg = ClaimsConfig()
+
+    def evaluation(folder: Path, flip: bool) -> dict[str, str]:
+        write_run(out / folder, rows(flip))
+        return {"predictions": str(folder / "predictions" / "toy.jsonl")}
+
+    arms = {
+        arm_name(c, s): evaluation(Path("weighting") / arm_name(c, s) / "eval", c == cfg.weight_coefs[0])
+        for c in cfg.weight_coefs
+        for s in cfg.weight_seeds
+    }
+    (out / "weighting" / "DONE.json").write_text(json.dumps({"arms": arms}))
+    evals = {
+        arm: {dom: evaluation(Path("adapt") / f"eval_{arm}_{dom}", arm == "ef_sft") for dom in ("new", "old")}
+        for arm in ("none", "ef_sft", "full_sft")
+    }
+    (out / "adapt" / "DONE.json").write_text(json.dumps({"evals": evals}))
+    ctx = ClaimsContext(cfg, out, None)
+    pages = claims_pages(ctx, {"weighting": {"verdict": "x"}, "adapt": {"verdict": "x"}, "tts": None})
+    claim, base = (f"{c:g}" for c in cfg.weight_coefs[:2])
+    assert [p.name for p in pages] == [
+        *(f"view-weighting-s{s}-{claim}-vs-{base}.html" for s in cfg.weight_seeds),
+        "view-adapt-new-ef_sft-vs-none.html",
+        "view-adapt-new-ef_sft-vs-full_sft.html",
+        "view-adapt-old-ef_sft-vs-none.html",
+    ]
+    written = write_pages(pages, out / "pages", out)
+    first = extract_json((out / "pages" / pages[0].name).read_text(encoding="utf-8"))
+    assert [r["label"] for r in first["runs"]] == [f"coef {base}", f"coef {claim}"]
+    assert first["paired"]["gained"] == ["toy/p0"]  # the claimed arm's run is the flipped one
+    lines = page_lines(written)
+    assert all(f"]({p['path']})" in "\n".join(lines) for p in written.values())

@@ -69,6 +69,9 @@ def test_claims_fast_end_to_end_slow(tmp_path: Path) -> None:
     assert a["trained_tokens"]["ef_sft"] < a["trained_tokens"]["full_sft"]
 
     md = (out / "report.md").read_text()
+    pages = rep["pages"]  # each arm against its reference, and the TTS run: written and linked
+    assert len(pages) == 2 + 3 + 1 and all(p["path"] and f"]({p['path']})" in md for p in pages.values())
+    assert (out / pages["view-adapt-new-ef_sft-vs-none.html"]["path"]).stat().st_size > 1000
     for head in (
         "## 1. Exploration weighting",
         "## 2. Test-time scaling",

@@ -240,7 +240,8 @@ def test_report_pages_per_stage_and_compared_cpu(tmp_path: Path) -> None:
     two stages were measured the same way; a stage cut short is named, not fatal; report.md links them."""
     from view.test_view_cpu import rows, write_run
 
-    from e2c.quickstart.pages import page_lines, write_pages
+    from e2c.quickstart.pages import quickstart_pages
+    from e2c.view import page_lines, write_pages
 
     out = tmp_path / "qs"
     for stage, flip in (("baseline", False), ("eval_sft", False), ("eval_rl", True)):
@@ -249,7 +250,7 @@ def test_report_pages_per_stage_and_compared_cpu(tmp_path: Path) -> None:
         (out / stage / "DONE.json").write_text("{}")
     (out / "eval_control").mkdir()  # started, never finished: no page
     (out / "report").mkdir()
-    pages = write_pages(Context(cfg=None, out=out), out / "report")
+    pages = write_pages(quickstart_pages(Context(cfg=None, out=out)), out / "report", out)
     assert set(pages) == {
         "view-baseline.html",
         "view-sft.html",
@@ -269,7 +270,7 @@ def test_report_pages_per_stage_and_compared_cpu(tmp_path: Path) -> None:
     assert lines[0] == "## Pages\n" and "[view-sft-vs-rl.html](report/view-sft-vs-rl.html)" in lines[2]
     # a stage whose results file was cut: its page and its comparisons are named, the others written
     (out / "eval_rl" / "sampled" / "results.json").write_text('{"config": {')
-    pages = write_pages(Context(cfg=None, out=out), out / "report")
+    pages = write_pages(quickstart_pages(Context(cfg=None, out=out)), out / "report", out)
     assert pages["view-rl.html"]["path"] is None and pages["view-rl.html"]["note"]
     assert pages["view-sft.html"]["path"] == "report/view-sft.html"
     assert any(line.startswith("- view-rl.html: not written (") for line in page_lines(pages))
