@@ -180,7 +180,9 @@ def test_runs_that_share_some_problems_are_compared_on_those_cpu(tmp_path: Path)
     b = write_run(tmp_path / "b", [r for r in rows(flip=True) if r["id"] != "p1"] + extra)
     data = write_view([a, b], tmp_path / "cmp.html", ["A", "B"])
     assert [p["key"] for p in data["problems"]] == ["toy/p0", "toy/p2"]
-    assert data["paired"]["n"] == 2 and data["paired"]["mean"] == pytest.approx(((1.0 - 0.0) + (0.0 - 0.5)) / 2)
+    assert data["paired"]["n"] == 2 and data["paired"]["mean"] == pytest.approx(
+        ((1.0 - 0.0) + (0.0 - 0.5)) / 2
+    )
     assert data["left_out"] == {"first": 1, "second": 1}
     assert (
         left_out_line(data)
