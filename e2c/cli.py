@@ -166,7 +166,7 @@ def quiet_libraries(verbose: bool = False, generation: bool = True) -> None:
     _QUIET = True
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
-    if not generation:  # a trainer's processes: their torch warnings (NCCL, distributed) are the user's to see
+    if not generation:  # a trainer's torch warnings (NCCL, distributed) are the user's to see
         return
     if "VLLM_LOGGING_CONFIG_PATH" not in os.environ:
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")

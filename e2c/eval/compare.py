@@ -22,8 +22,8 @@ from e2c.argtypes import OUTPUT_DIR, TEXT
 from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
-from e2c.eval.stats import align_scores, paired_difference, wilson_interval
 from e2c.files import json_kind, read_file_bytes, read_records
+from e2c.stats import align_scores, paired_difference, wilson_interval
 
 
 def per_problem_counts(predictions: Path) -> dict[str, tuple[int, int]]:

@@ -18,12 +18,12 @@ from typing import Any
 
 from e2c.eval.compare import pct, per_problem_counts, per_problem_scores, run_summary
 from e2c.eval.metrics import pass_at_k_curve
-from e2c.eval.stats import align_scores, mean_interval, paired_difference
 from e2c.quickstart.config import STAGES
 from e2c.quickstart.context import Context, read_done, rel
 from e2c.quickstart.pages import quickstart_pages
 from e2c.quickstart.plots import EVAL_STAGES, STAGE_LABEL, write_plots
 from e2c.quickstart.stages import rl_curve, sampled_dir, sft_losses, tts_results
+from e2c.stats import align_scores, mean_interval, paired_difference
 from e2c.view import page_lines, write_pages
 
 
@@ -176,7 +176,7 @@ def paired(
 def trend(values: Sequence[float]) -> dict[str, Any] | None:
     """Least-squares slope per step with its standard error and 95% interval (normal approximation; the
     per-step values are treated as independent), and the means of the first and second halves of a curve."""
-    from e2c.eval.stats import Z95
+    from e2c.stats import Z95
 
     n = len(values)
     if n == 0:

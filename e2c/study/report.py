@@ -20,8 +20,8 @@ from typing import Any
 
 from e2c.claims import stats as st
 from e2c.eval.compare import per_problem_scores
-from e2c.eval.stats import mean_interval
 from e2c.files import atomic_write_json, atomic_write_text
+from e2c.stats import mean_interval
 from e2c.study.spec import BASE, Study, settings_of
 from e2c.study.units import (
     CONFIRM,

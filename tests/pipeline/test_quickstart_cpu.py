@@ -18,7 +18,6 @@ import pandas as pd
 import pytest
 
 from e2c.errors import UserError
-from e2c.eval.stats import align_scores, paired_difference, wilson_interval
 from e2c.quickstart.cli import build_parser, config_from_args
 from e2c.quickstart.config import STAGES, Config
 from e2c.quickstart.context import Context
@@ -27,6 +26,7 @@ from e2c.quickstart.plan import StageState, check_inputs, select_stages, startab
 from e2c.quickstart.progress import eta_seconds, eval_parser, fmt_seconds, step_parser, tts_parser
 from e2c.quickstart.report import trend
 from e2c.quickstart.stages import rl_curve, sft_losses, tts_command
+from e2c.stats import align_scores, paired_difference, wilson_interval
 from e2c.view.page import extract_json
 
 ROOT = Path(__file__).resolve().parents[2]
