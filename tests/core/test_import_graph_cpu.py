@@ -151,6 +151,7 @@ FLOORS: dict[str, int] = {
     "e2c.recipe_check": 6,  # sizes SFT and RL recipes from both launchers
     "e2c.stage_args": 6,  # reads a Slurm stage's arguments with its launcher's own parser
     "e2c.command": 7,  # the e2c command: the front door to every stage's entry point (imported by name)
+    "e2c.__main__": 7,  # python -m e2c: the same command
 }
 
 
