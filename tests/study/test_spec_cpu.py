@@ -18,9 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_example_studies_parse_cpu() -> None:
     s = load_study(ROOT / "configs" / "study" / "sft_length.toml")
-    assert list(s.arms) == ["sft20", "sft40", "sft60", "sft120"]
+    assert list(s.arms) == ["sft20", "sft40", "sft60", "sft120", "sft180"]
     # independent runs from the base model, each what the quickstart's --sft-steps N trains
-    assert [a.cfg.sft_steps for a in s.arms.values()] == [20, 40, 60, 120]
+    assert [a.cfg.sft_steps for a in s.arms.values()] == [20, 40, 60, 120, 180]
     assert all(a.start == BASE and a.kind == "sft" for a in s.arms.values())
     assert s.validation_problems == 200
     r = load_study(ROOT / "configs" / "study" / "rl_recipe.toml")
