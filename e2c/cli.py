@@ -174,9 +174,8 @@ def quiet_libraries(verbose: bool = False, generation: bool = True) -> None:
         logging.getLogger("vllm").setLevel(os.environ["VLLM_LOGGING_LEVEL"])
     # torch's C++ warnings (NUMA binding in vLLM's CPU worker) in processes started from here on
     os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
-    warnings.filterwarnings(
-        "ignore", module=r"vllm(\.|$)"
-    )  # deprecations inside vLLM: not the user's to act on
+    # deprecations raised inside vLLM: not the user's to act on
+    warnings.filterwarnings("ignore", module=r"vllm(\.|$)")
 
 
 def libraries_quiet() -> bool:

@@ -232,8 +232,6 @@ def _run(name: str, args: list[str]) -> int:
     try:
         with cli.command_prog(prog, words):
             rerun = cli.resume_command((), args)
-            if name == "tts":  # its parser takes the name it shows as an argument
-                return guarded(lambda: target.main(args, prog=prog), prog, rerun)
             return guarded(lambda: target.main(args), prog, rerun)
     finally:
         sys.argv[:] = saved
