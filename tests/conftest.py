@@ -108,10 +108,12 @@ def arithmetic_rl_rows(n: int = 16) -> list[dict]:
 # trainers, vLLM, several ranks, the quickstart and claims ``--fast``, the paper's pipeline: ``slow``).
 # ``bash scripts/test.sh`` runs the first two; ``.ci/run`` then the third (``-m slow``).
 MODEL_FIXTURES = {"tiny_path", "tiny_tok", "embedded_path", "embedded_tok"}
-# A test of the first two tiers that takes longer than its tier's limit fails, naming the tier it belongs
-# to: so nothing heavy hides in the command developers run. Seconds of the test's own call (fixtures apart)
-# on a 2-core machine, loose enough for a loaded one (an end-to-end run takes minutes); E2C_TIER_LIMIT_SCALE
-# scales them for a slower machine (0 turns the check off).
+# A test of the first two tiers that takes longer than its tier's limit is named at the end of the run, with
+# the tier it belongs to: so nothing heavy hides in the command developers run. Seconds of the test's own call
+# (fixtures apart) on a 2-core machine. The check reports rather than fails: a test's seconds depend on the
+# machine and its load (CI's machine ran some launcher tests 2 to 6 times slower than this one), and a timing
+# must not turn a correct change red. E2C_TIER_STRICT=1 makes them failures (for a developer on a quiet
+# machine); E2C_TIER_LIMIT_SCALE scales the limits (0 turns the check off).
 TIER_LIMITS = {"unit": 45.0, "integration": 60.0}
 TIER_FIX = {
     "unit": "mark it integration (one component, a real model) or slow",
@@ -173,6 +175,10 @@ def over_tier_limit(nodeid: str, tier: str, seconds: float, scale: float = 1.0) 
     return f"{nodeid}: a {tier} test took {seconds:.0f} s, over the {tier} tier's {limit:.0f} s; {TIER_FIX[tier]}"
 
 
+TIER_OVER = "e2c_tier_over"  # the user property that carries a report's "over its tier's limit" line
+OVER_TIER: list[str] = []  # the lines this run's reports carried (collected where the summary is printed)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
@@ -180,11 +186,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when == "call" and report.passed:
         scale = float(os.environ.get("E2C_TIER_LIMIT_SCALE", "1") or 1)
         why = over_tier_limit(item.nodeid, tier_of(item), call.duration, scale)
-        if why:
+        if why and os.environ.get("E2C_TIER_STRICT") == "1":
             report.outcome = "failed"
             report.longrepr = why + " (README, 'Tests')"
+        elif why:
+            report.user_properties.append((TIER_OVER, why))  # travels from an xdist worker to the summary
     if os.environ.get(CONTAINMENT_ROWS_ENV):
         record_containment(item, report, os.environ[CONTAINMENT_ROWS_ENV])
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    OVER_TIER.extend(why for key, why in report.user_properties if key == TIER_OVER)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if OVER_TIER:
+        terminalreporter.section("tests over their tier's limit (E2C_TIER_STRICT=1 fails them)", yellow=True)
+        for line in OVER_TIER:
+            terminalreporter.line(line)
 
 
 # --- docs/code.md's containment table: each hostile test's outcome (attack, backend, outcome), recorded when

@@ -1,4 +1,5 @@
-"""The test tiers (tests/conftest.py): every test has one, and a test too slow for its tier fails."""
+"""The test tiers (tests/conftest.py): every test has one, and a test too slow for its tier is named (and
+fails under E2C_TIER_STRICT=1)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,31 @@ def test_the_longest_files_are_real_and_run_first_cpu() -> None:
     assert file_rank("tests/core/test_tiers_cpu.py::test_x") == len(LONG_FILES)
     ranks = [file_rank(f"tests/{f}::t") for f in LONG_FILES]
     assert ranks == sorted(ranks) == list(range(len(LONG_FILES)))
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_a_test_over_its_limit_is_named_and_fails_only_when_strict_cpu(tmp_path: Path, workers: list) -> None:
+    """A unit test over its limit is named at the end of the run (also from xdist workers); it fails the run
+    only under E2C_TIER_STRICT=1, so a slow machine cannot turn a correct change red."""
+    import os
+    import subprocess
+    import sys
+
+    tests = Path(__file__).resolve().parents[1]
+    (tmp_path / "test_sleepy.py").write_text(
+        "import time\n\ndef test_sleepy():\n    time.sleep(0.3)\n\ndef test_quick():\n    pass\n"
+    )
+    cmd = [sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", *workers]
+    cmd += ["--rootdir", str(tmp_path), str(tmp_path / "test_sleepy.py")]
+    base = {**os.environ, "PYTHONPATH": str(tests), "E2C_TIER_LIMIT_SCALE": str(0.1 / 45)}  # a 0.1 s limit
+    base.pop("E2C_TIER_STRICT", None)
+    loose = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=base, cwd=tmp_path)
+    assert loose.returncode == 0, loose.stdout[-2000:] + loose.stderr[-2000:]
+    assert "tests over their tier's limit" in loose.stdout
+    assert "test_sleepy.py::test_sleepy: a unit test took 0 s, over the unit tier's 0 s" in loose.stdout
+    assert "test_quick: a unit" not in loose.stdout and "2 passed" in loose.stdout
+    strict = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=120, env={**base, "E2C_TIER_STRICT": "1"}, cwd=tmp_path
+    )
+    assert strict.returncode == 1 and "1 failed, 1 passed" in strict.stdout, strict.stdout[-2000:]
+    assert "mark it integration (one component, a real model) or slow" in strict.stdout

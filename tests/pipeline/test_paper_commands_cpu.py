@@ -51,6 +51,7 @@ def _override(cmd: str, key: str) -> str:
     return [t.split("=", 1)[1] for t in shlex.split(cmd) if t.startswith(key + "=")][-1]
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_rl_script_runs_both_stages_into_the_papers_folders_cpu(tmp_path: Path, rl_data: Path) -> None:
     res = _dry_run(tmp_path, rl_data, OUTPUT_DIR="ckpt")
     assert res.returncode == 0, res.stderr
@@ -66,6 +67,7 @@ def test_rl_script_runs_both_stages_into_the_papers_folders_cpu(tmp_path: Path, 
     assert all(int(_override(c, "trainer.save_freq")) > 0 for c in cmds)
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_rl_script_single_stage_and_dapo_folders_cpu(tmp_path: Path, rl_data: Path) -> None:
     res = _dry_run(tmp_path, rl_data, "--stage", "1")
     assert res.returncode == 0, res.stderr
@@ -99,6 +101,7 @@ def test_rl_script_refuses_contradictions_in_one_line_cpu(
     assert not (tmp_path / "models").exists()
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_n_gpus_on_a_cpu_machine_says_so_cpu(tmp_path: Path, rl_data: Path) -> None:
     res = _dry_run(tmp_path, rl_data, N_GPUS="4")
     assert res.returncode == 0, res.stderr

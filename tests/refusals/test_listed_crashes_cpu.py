@@ -399,6 +399,7 @@ def test_the_dapo_script_refuses_another_algo_cpu(args: list[str], tmp_path: Pat
     assert r.stdout == "" and not (tmp_path / "out").exists()
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_the_dapo_script_takes_algo_dapo_cpu(tmp_path: Path, rl_data: Path) -> None:
     env = {**CPU, "MODEL_PATH": "tiny", "TRAIN_DATA": str(rl_data), "VAL_DATA": str(rl_data)}
     env["OUTPUT_DIR"] = str(tmp_path / "out")

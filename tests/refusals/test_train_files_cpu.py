@@ -276,6 +276,7 @@ def test_dapo_refuses_names_that_are_not_choices_cpu(case: str, d: dict[str, Pat
     assert not out.exists()
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_an_empty_cuda_visible_devices_runs_the_cpu_setup_cpu(d: dict[str, Path]) -> None:
     """``CUDA_VISIBLE_DEVICES=`` with no E2C_FORCE_CPU: the checks pass, and the environment the launcher
     gives verl lets ray start with the CPU set-up's logical GPU (ray refused it with "Attempting to start

@@ -300,6 +300,7 @@ def real_scripts(files: dict[str, Path]) -> dict[str, tuple[int, str, str]]:
     return out
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_the_script_mirror_matches_the_scripts(
     script: str, files: dict[str, Path], real_scripts: dict
@@ -318,6 +319,7 @@ def test_the_script_mirror_matches_the_scripts(
     assert code == (2 if script in refused else 0), err[-2000:]
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 @pytest.mark.parametrize("script", ["e2c_rl.sh", "e2c_sft.sh"])
 def test_hydra_files_go_to_the_run_folder(script: str, files: dict[str, Path], tmp_path: Path) -> None:
     """verl's Hydra writes its config and log under hydra.run.dir: the launcher points it into the run

@@ -88,6 +88,7 @@ def _parse_all(commands: list[list[str]]) -> list[str]:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_dry_run_prints_every_step_in_order() -> None:
     commands = _dry_run()
     assert [_entry(c) for c in commands] == [
@@ -106,6 +107,7 @@ def test_dry_run_prints_every_step_in_order() -> None:
     assert rl1[rl1.index("--model") + 1] == sft[sft.index("--output-dir") + 1] + "/final"
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_from_and_knobs_reach_the_commands() -> None:
     commands = _dry_run(FROM="rl2", RL2_STEPS="5", EVAL_MAX_TOKENS="1024", TTS_METHODS="")
     assert [_entry(c) for c in commands] == ["e2c.rl.launch", "e2c.eval.run", "e2c.tts"]
@@ -127,6 +129,7 @@ def test_bad_from_is_refused() -> None:
 @pytest.mark.parametrize(
     "knobs", [{}, {"SFT_STEPS": "3", "RL1_STEPS": "2", "DATA_MIRROR": "1", "EVAL_MAX_TOKENS": "64"}]
 )
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_every_printed_command_parses(knobs: dict[str, str]) -> None:
     commands = _dry_run(**knobs)
     results = _parse_all(commands)

@@ -182,6 +182,7 @@ def test_four_rank_checkpoint_is_sharded_and_final_is_its_merge_cpu(sft_runs: di
     )
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_a_batch_that_does_not_split_over_the_ranks_is_one_line_cpu(tmp_path: Path) -> None:
     data = _sft_data(tmp_path)
     proc = _sft_script(data, tmp_path / "r3", 1, "--dry-run", N_GPUS="3")
@@ -214,6 +215,7 @@ def _finish_fail(proc: subprocess.Popen) -> str:
     return out
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 @pytest.mark.parametrize("script", ["ef-sft.sh", "e2c_dapo.sh"])
 def test_every_training_script_takes_n_gpus_as_cpu_ranks_cpu(tmp_path: Path, script: str, tiny_tok) -> None:
     """The scripts that share these launchers: N_GPUS=4 on this CPU is a 4-rank command (dry run; the

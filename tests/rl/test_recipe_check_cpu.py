@@ -216,6 +216,7 @@ def _recipe(**env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_dry_run_checks_a_good_size_first() -> None:
     r = _recipe(N_GPUS="8", NNODES="2")
     assert r.returncode == 0, r.stderr[-2000:]

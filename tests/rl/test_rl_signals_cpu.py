@@ -381,6 +381,7 @@ def first_import_probes() -> dict[str, tuple[dict, str]]:
     return {first: _result(*p.communicate(timeout=300)) for first, p in procs.items()}
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 @pytest.mark.parametrize("first", FIRST_IMPORTS)
 def test_plugin_registers_whatever_is_imported_first_cpu(first: str, first_import_probes: dict) -> None:
     res, err = first_import_probes[first]
@@ -389,6 +390,7 @@ def test_plugin_registers_whatever_is_imported_first_cpu(first: str, first_impor
     assert all(res["verl"]), res
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_plugin_registration_is_retried_after_a_failure_and_warns_cpu() -> None:
     code = (
         "import sys\n"
@@ -410,6 +412,7 @@ def test_plugin_registration_is_retried_after_a_failure_and_warns_cpu() -> None:
     assert res["error"] is None and set(res["registered"]) >= EXPECTED and all(res["verl"]), res
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_plugin_check_command_cpu(tmp_path: Path) -> None:
     import os
 

@@ -207,6 +207,7 @@ def test_dry_run_command_cpu_and_gpu(data, tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores
 def test_cpu_preset_comes_from_configs_and_reaches_the_command(data, tmp_path: Path) -> None:
     """configs/cpu/sft.yaml is the CPU preset: each entry is an override in the dry-run command, its step
     count is the default --steps, and the user's overrides come after it (they win)."""
