@@ -140,7 +140,7 @@ FLOORS: dict[str, int] = {
     "e2c.generation": 2,
     "e2c.eval": 3,
     "e2c.tts": 3,
-    "e2c.view": 3,  # one HTML page of an eval or TTS run (reads their folders; eval --view writes it)
+    "e2c.view": 2,  # one HTML page of an eval or TTS run (reads their folders; eval and tts --view write it)
     "e2c.demo": 3,  # the interactive and one-problem demos: generate and grade
     "e2c.verl_cpu": 4,  # verl's CPU rollout and engine: what RL runs on without a GPU
     "e2c.sft": 5,
