@@ -53,6 +53,8 @@ def setting(
     choices_label: str = "valid",
     nargs: str | None = None,
     negate: bool = False,
+    repeat: bool = False,
+    metavar: str | None = None,
     value: ValueType | None = None,
     section: str = "",
 ) -> dict[str, Any]:
@@ -71,6 +73,9 @@ def setting(
         choices_label: how a one-line error names the valid values ("registered rules").
         nargs: argparse's ``nargs`` for a list field (``"+"``).
         negate: a boolean field set to False by its flag (``--no-prefill`` sets ``prefill``).
+        repeat: a tuple field whose flag is given once per item (``--set a=1 --set b=2``), each item parsed
+            by ``value``; not given, the field's default.
+        metavar: the flag's value as ``--help`` names it (``KEY=VALUE``).
         value: the values it takes, as one of :mod:`e2c.argtypes`' types (``whole(1)``): the flag parses
             with it and a value from elsewhere (a Hydra override, a config) is checked with it
             (:func:`check_settings`). A list or tuple field's items are each checked with it.
@@ -79,7 +84,13 @@ def setting(
     meta: dict[str, Any] = {"help": help, "value": value, "section": section}
     if flag is not None:
         meta.update(
-            flag=flag, flag_help=flag_help or help, flag_default=flag_default, nargs=nargs, negate=negate
+            flag=flag,
+            flag_help=flag_help or help,
+            flag_default=flag_default,
+            nargs=nargs,
+            negate=negate,
+            repeat=repeat,
+            metavar=metavar,
         )
     if choices is not None:
         meta.update(choices=choices, choices_label=choices_label)
@@ -107,6 +118,8 @@ class SettingFlag:
     choices: tuple[str, ...] | None
     nargs: str | None = None
     negate: bool = False
+    repeat: bool = False  # given once per item (argparse's "append")
+    metavar: str | None = None
     group: str = ""  # the config group the key lives in (RL: "e2c"); part of hydra_key
     section: str = ""  # the --help group it is listed in
 
@@ -175,8 +188,10 @@ def setting_flags(cls: type, prefix: str = "", group: str = "") -> Iterator[Sett
                 default=default,
                 value=meta.get("value"),
                 choices=setting_choices(meta),
-                nargs=meta["nargs"] or ("+" if is_list else None),
+                nargs=meta["nargs"] or ("+" if is_list and not meta.get("repeat") else None),
                 negate=meta["negate"],
+                repeat=meta.get("repeat", False),
+                metavar=meta.get("metavar"),
                 group=group,
                 section=meta.get("section", ""),
             )
@@ -204,7 +219,10 @@ def add_setting_flags(
         kwargs: dict[str, Any] = {"default": None if override else f.default, "help": f.help}
         if describe is not None:
             kwargs["help"] = f"{f.help}{describe(f)}"
-        if f.type is bool:
+        if f.repeat:  # a list default: argparse's "append" copies it before adding (a tuple it cannot)
+            kwargs.update(action="append", type=f.value or f.type)
+            kwargs["default"] = None if override else list(f.default)
+        elif f.type is bool:
             kwargs["action"] = "store_true" if f.negate else argparse.BooleanOptionalAction
             if f.negate:
                 kwargs["default"] = None if override else False
@@ -214,6 +232,8 @@ def add_setting_flags(
             kwargs["nargs"] = f.nargs
         if f.choices is not None:
             kwargs["choices"] = list(f.choices)
+        if f.metavar is not None:
+            kwargs["metavar"] = f.metavar
         where: Any = parser
         if f.section and sections is not None:
             if f.section not in groups:

@@ -55,7 +55,7 @@ from e2c.cli import (
 )
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
-from e2c.flags import add_setting_flags, flag_values, setting
+from e2c.flags import add_setting_flags, flag_fields, flag_values, setting
 from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
 from e2c.models import default_subfolder
@@ -187,48 +187,72 @@ class RunSettings:
 CONFIG_TEXT_KEYS = ("data_dir", "model", "output_dir")
 
 
+def _nested_help() -> str:
+    return (
+        f"{joined(methods_with('nestable'))} run at the largest budget only; smaller budgets are read off its "
+        "first k samples (default: off, every budget sampled afresh)"
+    )
+
+
+@dataclass(frozen=True)
+class RunControl:
+    """How this command runs, beside the config's settings (:class:`RunSettings`): where its defaults come
+    from, how many problems at once, method settings set by hand, where programs run, what else it writes.
+    Each field is its flag, declared here once; the command reads them as one checked object."""
+
+    config: str | None = field(
+        default=None,
+        metadata=setting(
+            "defaults (YAML) (default: tts/config/tts.yaml of the project)",
+            flag="--config",
+            value=EXISTING_FILE,
+        ),
+    )
+    workers: int | None = field(
+        default=None,
+        metadata=setting(
+            "problems run at once, their generation calls batched together (default: 16 on vllm, 1 on hf)",
+            flag="--workers",
+            value=whole(1),
+        ),
+    )
+    sets: tuple[tuple[str, Any], ...] = field(
+        default=(),
+        metadata=setting(
+            "override a method setting, e.g. explore_budget=256 (repeatable)",
+            flag="--set",
+            repeat=True,
+            metavar="KEY=VALUE",
+            value=SettingValue(),
+        ),
+    )
+    nested_budgets: bool = field(
+        default=False, metadata=setting(_nested_help, flag="--nested-budgets", flag_help=_nested_help)
+    )
+    logger: str = field(
+        default="", metadata=setting(RESULTS_LOGGER_HELP, flag="--logger", value=RESULT_TRACKERS)
+    )
+    view: bool = field(
+        default=False,
+        metadata=setting(
+            "after the results, write <run folder>/view.html: one self-contained page of every method's "
+            "chains per problem (python -m e2c.view)",
+            flag="--view",
+        ),
+    )
+    force: bool = field(default=False, metadata=setting(FORCE_HELP, flag="--force"))
+    sandbox: str | None = field(
+        default=None, metadata=setting(SANDBOX_HELP, flag="--sandbox", metavar="SPEC", value=TEXT)
+    )
+
+
 def build_parser(prog: str = PROG) -> ArgumentParser:
-    """The TTS command line; ``prog`` names the entry in usage and error lines (the shim passes its own).
-    The registered methods and the nestable ones are read from the registry, so a new method shows up
-    here with nothing else edited."""
+    """The TTS command line (:class:`RunSettings` and :class:`RunControl`, each flag declared once);
+    ``prog`` names the entry in usage and error lines (the shim passes its own). The registered methods and
+    the nestable ones are read from the registry, so a new method shows up here with nothing else edited."""
     p = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--config",
-        type=EXISTING_FILE,
-        default=None,
-        help="defaults (YAML) (default: tts/config/tts.yaml of the project)",
-    )
     add_setting_flags(p, RunSettings)
-    p.add_argument(
-        "--workers",
-        type=whole(1),
-        default=None,
-        help="problems run at once, their generation calls batched together (default: 16 on vllm, 1 on hf)",
-    )
-    p.add_argument(
-        "--set",
-        dest="sets",
-        action="append",
-        type=SettingValue(),
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a method setting, e.g. explore_budget=256 (repeatable)",
-    )
-    p.add_argument(
-        "--nested-budgets",
-        action="store_true",
-        help=f"{joined(methods_with('nestable'))} run at the largest budget only; smaller budgets are read "
-        "off its first k samples (default: off, every budget sampled afresh)",
-    )
-    p.add_argument("--logger", type=RESULT_TRACKERS, default="", help=RESULTS_LOGGER_HELP)
-    p.add_argument(
-        "--view",
-        action="store_true",
-        help="after the results, write <run folder>/view.html: one self-contained page of every method's "
-        "chains per problem (python -m e2c.view)",
-    )
-    p.add_argument("--force", action="store_true", help=FORCE_HELP)
-    p.add_argument("--sandbox", type=TEXT, default=None, metavar="SPEC", help=SANDBOX_HELP)
+    add_setting_flags(p, RunControl)
     return p
 
 
@@ -247,6 +271,11 @@ def parse_args(argv: list[str] | None = None, prog: str = PROG):
     return build_parser(prog).parse_args(argv)
 
 
+def run_control(args) -> RunControl:
+    """The command's :class:`RunControl`, from flags already checked by their types."""
+    return RunControl(**flag_fields(args, RunControl))
+
+
 def load_config(args) -> dict:
     """The config file with the flags on top; every value checked before anything is loaded or written."""
     import yaml
@@ -254,7 +283,8 @@ def load_config(args) -> dict:
     from e2c.tts.base import canonical_settings
     from e2c.tts.run import check_budgets, check_methods_list
 
-    path = Path(args.config) if args.config else project_root() / "tts" / "config" / "tts.yaml"
+    control = run_control(args)
+    path = Path(control.config) if control.config else project_root() / "tts" / "config" / "tts.yaml"
     if not path.is_file():
         raise UserError(f"no TTS config at {path}")
     try:
@@ -290,7 +320,7 @@ def load_config(args) -> dict:
         settings = canonical_settings(settings)
     except ValueError as e:
         raise UserError(f"--config {path}: {e}") from None
-    for key, value in args.sets:  # checked as parsed (SettingValue)
+    for key, value in control.sets:  # checked as parsed (SettingValue)
         settings[key] = value
     cfg["settings"] = settings
     return cfg
@@ -342,9 +372,10 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv, prog)
-    spec = sandbox_setting(args.sandbox)  # the edge: a bad value is refused before anything is read
+    control = run_control(args)
+    spec = sandbox_setting(control.sandbox)  # the edge: a bad value is refused before anything is read
     quiet_libraries()
-    trackers = result_trackers(args.logger)
+    trackers = result_trackers(control.logger)
     cfg = load_config(args)
     cfg["subfolder"] = default_subfolder(cfg["model"], cfg.get("subfolder"))
     methods = check_methods(cfg["methods"])
@@ -368,10 +399,10 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
         "limit": cfg.get("limit"),
         "settings": settings.to_dict(),
     }
-    if args.nested_budgets:  # recorded only when on, so earlier run folders keep resuming
+    if control.nested_budgets:  # recorded only when on, so earlier run folders keep resuming
         run_cfg["nested_budgets"] = True
     # The sandbox is not in run_cfg (the run's identity): where programs run does not change results.
-    check_run_folder(out_dir, run_cfg, args.force)
+    check_run_folder(out_dir, run_cfg, control.force)
     use_sandbox(spec, records)
     checks_done()
     interrupt_on_sigterm()
@@ -379,7 +410,7 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
         gen, _ = make_generator(backend, res.path, None, seed=settings.seed, dtype=cfg.get("dtype") or "auto")
         embed = load_embedder(settings.embedder) if methods_with("needs_embedder", methods) else None
         run_cfg["backend"] = gen.name
-        workers = args.workers if args.workers is not None else (16 if gen.name == "vllm" else 1)
+        workers = control.workers if control.workers is not None else (16 if gen.name == "vllm" else 1)
         rows = run_tts(
             gen,
             records,
@@ -390,8 +421,8 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
             run_cfg,
             embed,
             workers=workers,
-            nested=args.nested_budgets,
-            force=args.force,
+            nested=control.nested_budgets,
+            force=control.force,
         )
         if trackers:
             results = selected_results(read_done(out_dir / "records.jsonl"), methods, budgets, records)
@@ -402,7 +433,7 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
         n = count_lines(rec)
         saved = f"{plural(n, 'result')} saved in {rec}" if n else "no results saved yet"
         exit_interrupted(e, saved, resume_command(list(entry), argv))
-    if args.view:  # after the results are written: a page that cannot be built loses nothing of the run
+    if control.view:  # after the results are written: a page that cannot be built loses nothing of the run
         from e2c.view import write_view
 
         write_view([out_dir], out_dir / "view.html")

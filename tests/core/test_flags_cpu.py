@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 import pytest
 
 from e2c.cli import ArgumentParser
-from e2c.flags import add_setting_flags, flag_values, setting, setting_flags
+from e2c.argtypes import whole
+from e2c.flags import add_setting_flags, flag_fields, flag_values, setting, setting_flags
 
 
 @dataclass
@@ -50,6 +51,45 @@ def test_a_flag_is_typed_from_its_field_cpu(argv: list[str], capsys: pytest.Capt
     with pytest.raises(SystemExit) as e:
         _parse(argv)
     assert e.value.code == 2 and capsys.readouterr().err.startswith("error: ")
+
+
+@dataclass(frozen=True)
+class Repeated:
+    pairs: tuple[str, ...] = field(
+        default=(), metadata=setting("a pair", flag="--pair", repeat=True, metavar="K=V", value=whole(1))
+    )
+
+
+def test_a_repeated_flag_collects_its_items_and_keeps_its_default_cpu(capsys: pytest.CaptureFixture) -> None:
+    """A ``repeat`` flag is given once per item, each parsed by its value type; not given, the field's
+    default, every time (argparse's "append" must not add to a default shared between parses)."""
+    p = ArgumentParser(prog="toy")
+    add_setting_flags(p, Repeated)
+    assert flag_fields(p.parse_args(["--pair", "2", "--pair", "3"]), Repeated) == {"pairs": (2, 3)}
+    assert flag_fields(p.parse_args([]), Repeated) == {"pairs": ()}
+    assert flag_fields(p.parse_args(["--pair", "5"]), Repeated) == {"pairs": (5,)}
+    assert flag_fields(p.parse_args([]), Repeated) == {"pairs": ()}
+    assert "--pair K=V" in p.format_help()
+    with pytest.raises(SystemExit) as e:
+        p.parse_args(["--pair", "2", "--pair", "0"])
+    assert e.value.code == 2 and capsys.readouterr().err.startswith("error: ")
+    over = ArgumentParser(prog="toy")
+    add_setting_flags(over, Repeated, override=True)  # not given under override: None, the config's stands
+    assert flag_values(over.parse_args([]), Repeated) == {"pairs": None}
+
+
+def test_tts_run_control_is_one_declaration_cpu() -> None:
+    """TTS's command line is its two settings dataclasses: every flag of its parser is a field of one of
+    them, and the parsed flags build the checked RunControl the command reads."""
+    from e2c.tts.__main__ import RunControl, RunSettings, build_parser, run_control
+
+    p = build_parser()
+    declared = {f.flag for cls in (RunSettings, RunControl) for f in setting_flags(cls)}
+    given = {a.option_strings[0] for a in p._actions if a.option_strings and a.dest != "help"}
+    assert given == declared
+    control = run_control(p.parse_args(["--set", "explore_budget=30", "--set", "seed=1", "--force"]))
+    assert control.sets == (("explore_budget", 30), ("seed", 1)) and control.force and not control.view
+    assert run_control(p.parse_args([])) == RunControl()
 
 
 def test_a_required_field_needs_a_flag_default_cpu() -> None:
