@@ -55,6 +55,7 @@ def setting(
     negate: bool = False,
     repeat: bool = False,
     metavar: str | None = None,
+    hidden: bool = False,
     value: ValueType | None = None,
     section: str = "",
 ) -> dict[str, Any]:
@@ -76,6 +77,7 @@ def setting(
         repeat: a tuple field whose flag is given once per item (``--set a=1 --set b=2``), each item parsed
             by ``value``; not given, the field's default.
         metavar: the flag's value as ``--help`` names it (``KEY=VALUE``).
+        hidden: a flag for the toolkit's own use (a worker's shard, set by its parent): left out of ``--help``.
         value: the values it takes, as one of :mod:`e2c.argtypes`' types (``whole(1)``): the flag parses
             with it and a value from elsewhere (a Hydra override, a config) is checked with it
             (:func:`check_settings`). A list or tuple field's items are each checked with it.
@@ -91,6 +93,7 @@ def setting(
             negate=negate,
             repeat=repeat,
             metavar=metavar,
+            hidden=hidden,
         )
     if choices is not None:
         meta.update(choices=choices, choices_label=choices_label)
@@ -120,6 +123,7 @@ class SettingFlag:
     negate: bool = False
     repeat: bool = False  # given once per item (argparse's "append")
     metavar: str | None = None
+    hidden: bool = False  # left out of --help
     group: str = ""  # the config group the key lives in (RL: "e2c"); part of hydra_key
     section: str = ""  # the --help group it is listed in
 
@@ -192,6 +196,7 @@ def setting_flags(cls: type, prefix: str = "", group: str = "") -> Iterator[Sett
                 negate=meta["negate"],
                 repeat=meta.get("repeat", False),
                 metavar=meta.get("metavar"),
+                hidden=meta.get("hidden", False),
                 group=group,
                 section=meta.get("section", ""),
             )
@@ -234,6 +239,8 @@ def add_setting_flags(
             kwargs["choices"] = list(f.choices)
         if f.metavar is not None:
             kwargs["metavar"] = f.metavar
+        if f.hidden:
+            kwargs["help"] = argparse.SUPPRESS
         where: Any = parser
         if f.section and sections is not None:
             if f.section not in groups:

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from e2c.argtypes import TEXT, whole
 from e2c.errors import UserError
+from e2c.flags import add_setting_flags, setting
 
 if TYPE_CHECKING:  # torch is imported where weights are touched: the launchers import this module for flags
     import torch
@@ -309,29 +311,38 @@ class AdapterSync:
 LORA_TARGETS_DEFAULT = "all-linear"
 
 
-def add_lora_args(parser: Any) -> None:
-    """``--lora-rank``, ``--lora-alpha``, ``--lora-targets``: the same three knobs on SFT and RL."""
-    from e2c.argtypes import TEXT, whole
+@dataclass(frozen=True)
+class LoraSettings:
+    """The same three LoRA knobs on SFT and RL; each field is its flag, declared here once."""
 
-    parser.add_argument(
-        "--lora-rank",
-        type=whole(0, 65536),
+    lora_rank: int = field(
         default=0,
-        help="LoRA rank; 0 trains every weight (default: 0). Adapters are merged into the exported models",
+        metadata=setting(
+            "LoRA rank; 0 trains every weight (default: 0). Adapters are merged into the exported models",
+            flag="--lora-rank",
+            value=whole(0, 65536),
+        ),
     )
-    parser.add_argument(
-        "--lora-alpha",
-        type=whole(1),
+    lora_alpha: int | None = field(
         default=None,
-        help="LoRA alpha, the adapter's scale x rank (default: 2 x rank)",
+        metadata=setting(
+            "LoRA alpha, the adapter's scale x rank (default: 2 x rank)", flag="--lora-alpha", value=whole(1)
+        ),
     )
-    parser.add_argument(
-        "--lora-targets",
-        type=TEXT,
+    lora_targets: str = field(
         default=LORA_TARGETS_DEFAULT,
-        help=f"modules that get adapters, comma-separated (e.g. q_proj,v_proj; default: {LORA_TARGETS_DEFAULT}, "
-        "every linear layer but the output head)",
+        metadata=setting(
+            f"modules that get adapters, comma-separated (e.g. q_proj,v_proj; default: {LORA_TARGETS_DEFAULT}, "
+            "every linear layer but the output head)",
+            flag="--lora-targets",
+            value=TEXT,
+        ),
     )
+
+
+def add_lora_args(parser: Any) -> None:
+    """``--lora-rank``, ``--lora-alpha``, ``--lora-targets`` (:class:`LoraSettings`) on a launcher's parser."""
+    add_setting_flags(parser, LoraSettings)
 
 
 def lora_overrides(args: Any, model_key: str) -> dict[str, str]:

@@ -24,6 +24,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,11 +56,12 @@ from e2c.eval.runner import (
     tracker_payload,
 )
 from e2c.files import check_output_dir
-from e2c.flags import add_setting_flags, flag_values
+from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.models import default_subfolder, model_context, resolve_model
 from e2c.rewards.kinds import runs_programs
 from e2c.run_folder import FORCE_HELP
-from e2c.sandbox import SANDBOX_HELP, setting, use
+from e2c.sandbox import SANDBOX_HELP, use
+from e2c.sandbox import setting as sandbox_setting
 from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 
 # The paper's evaluation folder; each model and setting gets its own run folder inside it (resume needs that).
@@ -150,64 +152,101 @@ def saved_predictions(save: Path | None) -> str:
     return f"{plural(sum(counts.values()), 'prediction')} saved in {save / 'predictions'} ({per})"
 
 
+@dataclass(frozen=True)
+class RunControl:
+    """How an evaluation runs, beside what it measures (:class:`EvalConfig`): devices and workers, the run
+    folder, the model's loading, where programs run, what else it writes. Each field is its flag, declared
+    here once; the parsed flags keep the fields' names."""
+
+    gpus: str | None = field(
+        default=None,
+        metadata=setting(
+            "GPUs to use: a count or device ids 0,1,..; split into data-parallel workers of --tp GPUs each, "
+            "as the paper's script (default: all visible)",
+            flag="--gpus",
+            value=GPUS,
+        ),
+    )
+    sandbox: str | None = field(
+        default=None, metadata=setting(SANDBOX_HELP, flag="--sandbox", metavar="SPEC", value=TEXT)
+    )
+    tp: int = field(
+        default=1,
+        metadata=setting(
+            "vLLM tensor-parallel GPUs per worker; more for a model that does not fit one GPU (default: 1)",
+            flag="--tp",
+            value=whole(1),
+        ),
+    )
+    workers: int | None = field(
+        default=None,
+        metadata=setting(
+            "data-parallel worker processes, each with its own model (default: GPUs / --tp on GPUs, 1 on "
+            "CPU); their predictions are merged, and equal one process's (chunks are seeded, not workers)",
+            flag="--workers",
+            value=whole(1),
+        ),
+    )
+    shard: str | None = field(  # RANK/WORLD: set by a data-parallel parent for its workers
+        default=None, metadata=setting("this worker's share", flag="--shard", hidden=True, value=SHARD)
+    )
+    output_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "run folder (default: evaluation/e2c-eval/<model>/<settings>, under the paper's folder)",
+            flag="--output-dir",
+            value=OUTPUT_DIR,
+        ),
+    )
+    batch_size: int = field(
+        default=16,
+        metadata=setting(
+            "transformers backend: rows decoded at once (default: 16)", flag="--batch-size", value=whole(1)
+        ),
+    )
+    dtype: str = field(
+        default="auto",
+        metadata=setting(
+            "model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)",
+            flag="--dtype",
+            choices=DTYPES,
+        ),
+    )
+    max_model_len: int | None = field(
+        default=None,
+        metadata=setting(
+            "vLLM context length (default: the model's)", flag="--max-model-len", value=whole(1)
+        ),
+    )
+    trust_remote_code: bool = field(
+        default=False,
+        metadata=setting("allow the model repo's own Python code to run", flag="--trust-remote-code"),
+    )
+    hub: bool = field(
+        default=True,
+        metadata=setting("use local benchmark files only, never the HF hub", flag="--no-hub", negate=True),
+    )
+    quiet: bool = field(default=False, metadata=setting("no progress lines", flag="--quiet"))
+    logger: str = field(
+        default="", metadata=setting(RESULTS_LOGGER_HELP, flag="--logger", value=RESULT_TRACKERS)
+    )
+    view: bool = field(
+        default=False,
+        metadata=setting(
+            "after the results, write <run folder>/view.html: one self-contained page of every chain "
+            "(python -m e2c.view)",
+            flag="--view",
+        ),
+    )
+    force: bool = field(default=False, metadata=setting(FORCE_HELP, flag="--force"))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The run's settings are :class:`EvalConfig`'s flags (its fields' metadata); the rest say how to run."""
+    """The run's flags: what it measures (:class:`EvalConfig`) and how it runs (:class:`RunControl`), each
+    declared once in its dataclass."""
     p = ArgumentParser(prog="scripts/eval.sh", description=__doc__.split("\n\n")[0])
     add_setting_flags(p, EvalConfig)
-    a = p.add_argument
-    a(
-        "--gpus",
-        type=GPUS,
-        default=None,
-        help="GPUs to use: a count or device ids 0,1,..; split into data-parallel workers of --tp GPUs each, "
-        "as the paper's script (default: all visible)",
-    )
-    a("--sandbox", type=TEXT, default=None, metavar="SPEC", help=SANDBOX_HELP)
-    a(
-        "--tp",
-        type=whole(1),
-        default=1,
-        help="vLLM tensor-parallel GPUs per worker; more for a model that does not fit one GPU (default: 1)",
-    )
-    a(
-        "--workers",
-        type=whole(1),
-        default=None,
-        help="data-parallel worker processes, each with its own model (default: GPUs / --tp on GPUs, 1 on "
-        "CPU); their predictions are merged, and equal one process's (chunks are seeded, not workers)",
-    )
-    # RANK/WORLD: set by a data-parallel parent for its workers
-    a("--shard", type=SHARD, default=None, help=argparse.SUPPRESS)
-    a(
-        "--output-dir",
-        type=OUTPUT_DIR,
-        default=None,
-        help="run folder (default: evaluation/e2c-eval/<model>/<settings>, under the paper's folder)",
-    )
-    a(
-        "--batch-size",
-        type=whole(1),
-        default=16,
-        help="transformers backend: rows decoded at once (default: 16)",
-    )
-    a(
-        "--dtype",
-        default="auto",
-        choices=DTYPES,
-        help="model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)",
-    )
-    a("--max-model-len", type=whole(1), default=None, help="vLLM context length (default: the model's)")
-    a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
-    a("--no-hub", action="store_true", help="use local benchmark files only, never the HF hub")
-    a("--quiet", action="store_true", help="no progress lines")
-    a("--logger", type=RESULT_TRACKERS, default="", help=RESULTS_LOGGER_HELP)
-    a(
-        "--view",
-        action="store_true",
-        help="after the results, write <run folder>/view.html: one self-contained page of every chain "
-        "(python -m e2c.view)",
-    )
-    a("--force", action="store_true", help=FORCE_HELP)
+    add_setting_flags(p, RunControl)
     return p
 
 
@@ -320,7 +359,7 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
             else chunk_size_for(backend, args.batch_size),
         }
     )
-    sandbox = setting(args.sandbox)  # where programs run (code sets); not part of a run's identity
+    sandbox = sandbox_setting(args.sandbox)  # where programs run (code sets); not part of a run's identity
     names = resolve_names(args.dataset)
     save = args.output_dir or default_save_path(cfg)
     check_output_dir(save, "--output-dir")

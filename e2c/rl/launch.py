@@ -51,6 +51,7 @@ import shlex
 import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ from e2c.devices import MAX_NODES, cpu_note, cpu_ranks, env_count, gpu_count, re
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import check_output_dir, ensure_output_dir
-from e2c.flags import add_setting_flags
+from e2c.flags import add_setting_flags, setting
 from e2c.launch_checks import DATA_FILES, hydra_list, hydra_value, verl_rl_checks
 from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root
@@ -404,111 +405,156 @@ def setting_overrides(args: argparse.Namespace, cls: type = E2CSettings) -> dict
     return out
 
 
+@dataclass(frozen=True)
+class LaunchSettings:
+    """The launcher's own flags: which algorithm and stages, where it reads and writes, how the run is set up
+    (the E2C flags are :class:`~e2c.rl.settings.E2CSettings`, the LoRA flags :class:`~e2c.lora.LoraSettings`).
+    Each field is its flag, declared here once; the parsed flags keep the fields' names."""
+
+    algo: str = field(
+        default="grpo", metadata=setting("grpo (paper) or dapo (default grpo)", flag="--algo", choices=ALGOS)
+    )
+    stage: str = field(
+        default="both",
+        metadata=setting(
+            "1: warm-up, 2: weighted, both: 1 then 2 from 1's last checkpoint, as the paper's script "
+            "(default both)",
+            flag="--stage",
+            choices=STAGE_CHOICES,
+        ),
+    )
+    model: str | None = field(
+        default=None,
+        metadata=setting(
+            "stage 1 (and both): tiny|embedded|folder|HF id (default models/checkpoints/sft/final); "
+            "--stage 2: default is stage 1's latest checkpoint",
+            flag="--model",
+            value=MODEL,
+        ),
+    )
+    stage1_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "--stage 2: stage 1's run folder to start from (default <root>/stage1-warmup; not with --model)",
+            flag="--stage1-dir",
+            value=TEXT,  # a missing folder is told what to run first (latest_hf_checkpoint), not only refused
+        ),
+    )
+    root_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "parent of the stage folders stage1-warmup/ and stage2-main/ (the scripts' OUTPUT_DIR; default "
+            "models/checkpoints/rl, DAPO: models/checkpoints/rl/dapo)",
+            flag="--root-dir",
+            value=OUTPUT_DIR,
+        ),
+    )
+    train_data: str | None = field(
+        default=None,
+        metadata=setting(
+            "RL parquet(s), comma-separated (default: the config's)", flag="--train-data", value=DATA_FILES
+        ),
+    )
+    val_data: str | None = field(
+        default=None,
+        metadata=setting(
+            "validation parquet(s) (default: the config's)", flag="--val-data", value=DATA_FILES
+        ),
+    )
+    output_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "one stage's run folder, exactly (--stage 1 or 2 only; default <root>/stage1-warmup or "
+            "<root>/stage2-main)",
+            flag="--output-dir",
+            value=OUTPUT_DIR,
+        ),
+    )
+    steps: int | None = field(
+        default=None,
+        metadata=setting(
+            "train exactly this many steps, at least 1: the epochs are raised to give them (verl stops at the "
+            "end of trainer.total_epochs even when more steps are asked for) (default: the config's epochs)",
+            flag="--steps",
+            value=whole(1),
+        ),
+    )
+    save_freq: int | None = field(
+        default=None,
+        metadata=setting(
+            "checkpoint every N steps and at the last (default: the config's; where that is -1, the last "
+            "step only, so final/ exists); -1: never (--stage 1 or 2 only)",
+            flag="--save-freq",
+            value=whole(1, special=(-1, 0), meaning="-1 or 0: never"),
+        ),
+    )
+    dr_grpo: bool = field(
+        default=False,
+        metadata=setting(
+            "Dr. GRPO's advantage: subtract the group's mean reward, do not divide by its std (verl's "
+            "algorithm.norm_adv_by_std_in_grpo=false); with the std, one small penalty in an otherwise equal "
+            "group becomes a full-size advantage. The loss stays token-mean (Dr. GRPO's constant normaliser: "
+            "-- actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum-norm). Default: off (the paper's GRPO)",
+            flag="--dr-grpo",
+        ),
+    )
+    # -- code rows: where their programs run, how they are rewarded ---------------------------------------
+    sandbox: str | None = field(
+        default=None,
+        metadata=setting(
+            f"{SANDBOX_HELP}; a SandboxFusion server must answer before training starts",
+            flag="--sandbox",
+            value=TEXT,  # checked by e2c.sandbox.parse_spec in parse_args, then exported to every ray worker
+        ),
+    )
+    code_reward: str | None = field(
+        default=None,
+        metadata=setting(
+            "reward of a code answer: all (1 when every test passes) or fraction (the share of tests passed, "
+            "as verl's prime_code); default: each row's extra_info.code_reward, else all",
+            flag="--code-reward",
+            choices=CODE_REWARDS,
+        ),
+    )
+    nnodes: int | None = field(
+        default=None, metadata=setting("nodes (default $NNODES or 1)", flag="--nnodes", value=NODES)
+    )
+    logger: str = field(default=DEFAULT_LOGGERS, metadata=setting(LOGGER_HELP, flag="--logger", value=TEXT))
+    val_generations: int = field(
+        default=VAL_GENERATIONS,
+        metadata=setting(
+            "validation chains logged to the trackers as text, with reward and parse status; every "
+            f"validation generation also goes to OUTPUT_DIR/{VAL_DIR}/<step>.jsonl (default: {VAL_GENERATIONS}; "
+            "0: neither)",
+            flag="--val-generations",
+            value=whole(0),
+        ),
+    )
+    memory_check: bool = field(
+        default=True,
+        metadata=setting(
+            "start a CPU run even when its memory estimate (e2c/rl/memory.py) is over what this machine can "
+            "give it (also E2C_MEMORY_CHECK=0); default: refuse it before verl starts",
+            flag="--no-memory-check",
+            negate=True,
+        ),
+    )
+    dry_run: bool = field(
+        default=False, metadata=setting("print the verl command and exit", flag="--dry-run")
+    )
+    force: bool = field(default=False, metadata=setting(FORCE_HELP, flag="--force"))
+
+
 def build_parser() -> ArgumentParser:
-    """The launcher's command line (the E2C flags from :data:`SETTINGS`)."""
+    """The launcher's command line: its own flags (:class:`LaunchSettings`), the E2C flags (:data:`SETTINGS`)
+    and the LoRA flags, each declared once in its dataclass; then Hydra's overrides."""
     p = ArgumentParser(
         prog="e2c_rl",
         description="E2C RL on verl (GRPO or DAPO, stage 1 or 2). Overrides after -- go to Hydra.",
     )
-    p.add_argument("--algo", choices=ALGOS, default="grpo", help="grpo (paper) or dapo (default grpo)")
-    p.add_argument(
-        "--stage",
-        choices=STAGE_CHOICES,
-        default="both",
-        help="1: warm-up, 2: weighted, both: 1 then 2 from 1's last checkpoint, as the paper's script "
-        "(default both)",
-    )
-    p.add_argument(
-        "--model",
-        type=MODEL,
-        default=None,
-        help="stage 1 (and both): tiny|embedded|folder|HF id (default models/checkpoints/sft/final); "
-        "--stage 2: default is stage 1's latest checkpoint",
-    )
-    p.add_argument(
-        "--stage1-dir",
-        type=TEXT,  # a missing folder is told what to run first (latest_hf_checkpoint), not only refused
-        default=None,
-        help="--stage 2: stage 1's run folder to start from (default <root>/stage1-warmup; not with --model)",
-    )
-    p.add_argument(
-        "--root-dir",
-        type=OUTPUT_DIR,
-        default=None,
-        help="parent of the stage folders stage1-warmup/ and stage2-main/ (the scripts' OUTPUT_DIR; default "
-        "models/checkpoints/rl, DAPO: models/checkpoints/rl/dapo)",
-    )
-    p.add_argument(
-        "--train-data",
-        type=DATA_FILES,
-        default=None,
-        help="RL parquet(s), comma-separated (default: the config's)",
-    )
-    p.add_argument(
-        "--val-data", type=DATA_FILES, default=None, help="validation parquet(s) (default: the config's)"
-    )
-    p.add_argument(
-        "--output-dir",
-        type=OUTPUT_DIR,
-        default=None,
-        help="one stage's run folder, exactly (--stage 1 or 2 only; default <root>/stage1-warmup or "
-        "<root>/stage2-main)",
-    )
-    p.add_argument(
-        "--steps",
-        type=whole(1),
-        default=None,
-        help="train exactly this many steps, at least 1: the epochs are raised to give them (verl stops at the "
-        "end of trainer.total_epochs even when more steps are asked for) (default: the config's epochs)",
-    )
-    p.add_argument(
-        "--save-freq",
-        type=whole(1, special=(-1, 0), meaning="-1 or 0: never"),
-        default=None,
-        help="checkpoint every N steps and at the last (default: the config's; where that is -1, the last "
-        "step only, so final/ exists); -1: never (--stage 1 or 2 only)",
-    )
+    add_setting_flags(p, LaunchSettings)
     add_setting_flags(p, SETTINGS, group=GROUP)
-    p.add_argument(
-        "--dr-grpo",
-        action="store_true",
-        help="Dr. GRPO's advantage: subtract the group's mean reward, do not divide by its std (verl's "
-        "algorithm.norm_adv_by_std_in_grpo=false); with the std, one small penalty in an otherwise equal "
-        "group becomes a full-size advantage. The loss stays token-mean (Dr. GRPO's constant normaliser: "
-        "-- actor_rollout_ref.actor.loss_agg_mode=seq-mean-token-sum-norm). Default: off (the paper's GRPO)",
-    )
-    # -- code rows: where their programs run, how they are rewarded ---------------------------------------
-    p.add_argument(
-        "--sandbox",
-        type=TEXT,  # checked by e2c.sandbox.parse_spec in parse_args, then exported to every ray worker
-        default=None,
-        help=f"{SANDBOX_HELP}; a SandboxFusion server must answer before training starts",
-    )
-    p.add_argument(
-        "--code-reward",
-        choices=CODE_REWARDS,
-        default=None,
-        help="reward of a code answer: all (1 when every test passes) or fraction (the share of tests passed, "
-        "as verl's prime_code); default: each row's extra_info.code_reward, else all",
-    )
-    p.add_argument("--nnodes", type=NODES, default=None, help="nodes (default $NNODES or 1)")
-    p.add_argument("--logger", type=TEXT, default=DEFAULT_LOGGERS, help=LOGGER_HELP)
-    p.add_argument(
-        "--val-generations",
-        type=whole(0),
-        default=VAL_GENERATIONS,
-        help="validation chains logged to the trackers as text, with reward and parse status; every "
-        f"validation generation also goes to OUTPUT_DIR/{VAL_DIR}/<step>.jsonl (default: {VAL_GENERATIONS}; 0: neither)",
-    )
     add_lora_args(p)
-    p.add_argument(
-        "--no-memory-check",
-        action="store_true",
-        help="start a CPU run even when its memory estimate (e2c/rl/memory.py) is over what this machine can "
-        "give it (also E2C_MEMORY_CHECK=0); default: refuse it before verl starts",
-    )
-    p.add_argument("--dry-run", action="store_true", help="print the verl command and exit")
-    p.add_argument("--force", action="store_true", help=FORCE_HELP)
     p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. trainer.total_epochs=3")
     return p
 

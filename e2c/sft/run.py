@@ -36,6 +36,7 @@ import json
 import os
 import shlex
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ from e2c.checkpoints import latest_checkpoint
 from e2c.cli import ArgumentParser, quiet_libraries
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError, fail
-from e2c.flags import add_setting_flags
+from e2c.flags import add_setting_flags, setting
 from e2c.launch_checks import check_launcher_overrides
 from e2c.lora import add_lora_args, lora_overrides
 from e2c.paths import configs_dir
@@ -65,9 +66,21 @@ from e2c.sft.metrics import StepLosses, read_losses
 from e2c.tracking import tracker_env, tracker_names
 
 
+@dataclass(frozen=True)
+class RunControl:
+    """What to do with the run folder; each field is its flag, declared here once."""
+
+    force: bool = field(
+        default=False, metadata=setting(FORCE_HELP + "; also trains a finished run again", flag="--force")
+    )
+    dry_run: bool = field(
+        default=False, metadata=setting("print the trainer command and exit", flag="--dry-run")
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The command line: :class:`SFTSettings`' flags (declared there once), LoRA's, and what to do with the
-    folder; anything of the form key=value is a Hydra override (:func:`parse`)."""
+    """The command line: :class:`SFTSettings`' flags, LoRA's and :class:`RunControl`'s, each declared once
+    in its dataclass; anything of the form key=value is a Hydra override (:func:`parse`)."""
     p = ArgumentParser(
         prog="python -m e2c.sft.run",
         description=__doc__.split("\n\n")[0],
@@ -75,9 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_setting_flags(p, SFTSettings)
     add_lora_args(p)
-    a = p.add_argument
-    a("--force", action="store_true", help=FORCE_HELP + "; also trains a finished run again")
-    a("--dry-run", action="store_true", help="print the trainer command and exit")
+    add_setting_flags(p, RunControl)
     return p
 
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from e2c.cli import ArgumentParser
 from e2c.argtypes import whole
+from e2c.cli import ArgumentParser
 from e2c.flags import add_setting_flags, flag_fields, flag_values, setting, setting_flags
 
 
@@ -78,15 +78,49 @@ def test_a_repeated_flag_collects_its_items_and_keeps_its_default_cpu(capsys: py
     assert flag_values(over.parse_args([]), Repeated) == {"pairs": None}
 
 
-def test_tts_run_control_is_one_declaration_cpu() -> None:
-    """TTS's command line is its two settings dataclasses: every flag of its parser is a field of one of
-    them, and the parsed flags build the checked RunControl the command reads."""
-    from e2c.tts.__main__ import RunControl, RunSettings, build_parser, run_control
+def _declared(*classes: tuple[type, str]) -> set[str]:
+    return {f.flag for cls, group in classes for f in setting_flags(cls, group=group)}
+
+
+def _parser_flags(parser) -> set[str]:
+    return {a.option_strings[0] for a in parser._actions if a.option_strings and a.dest != "help"}
+
+
+def _launcher_parsers() -> dict[str, tuple]:
+    from e2c.eval import run as eval_run
+    from e2c.eval.runner import EvalConfig
+    from e2c.lora import LoraSettings
+    from e2c.rl import launch
+    from e2c.rl.settings import GROUP
+    from e2c.sft import run as sft_run
+    from e2c.sft.launch import SFTSettings
+    from e2c.tts import __main__ as tts
+
+    return {
+        "tts": (tts.build_parser(), (tts.RunSettings, ""), (tts.RunControl, "")),
+        "rl": (
+            launch.build_parser(),
+            (launch.LaunchSettings, ""),
+            (launch.SETTINGS, GROUP),
+            (LoraSettings, ""),
+        ),
+        "eval": (eval_run.build_parser(), (EvalConfig, ""), (eval_run.RunControl, "")),
+        "sft": (sft_run.build_parser(), (SFTSettings, ""), (LoraSettings, ""), (sft_run.RunControl, "")),
+    }
+
+
+@pytest.mark.parametrize("name", ["tts", "rl", "eval", "sft"])
+def test_a_launchers_flags_are_its_dataclasses_fields_cpu(name: str) -> None:
+    """Every flag of these commands is a field of one of their settings dataclasses: no flag is declared
+    by hand beside them (a positional, such as RL's Hydra overrides, is not a setting)."""
+    parser, *classes = _launcher_parsers()[name]
+    assert _parser_flags(parser) == _declared(*classes)
+
+
+def test_tts_run_control_is_one_checked_object_cpu() -> None:
+    from e2c.tts.__main__ import RunControl, build_parser, run_control
 
     p = build_parser()
-    declared = {f.flag for cls in (RunSettings, RunControl) for f in setting_flags(cls)}
-    given = {a.option_strings[0] for a in p._actions if a.option_strings and a.dest != "help"}
-    assert given == declared
     control = run_control(p.parse_args(["--set", "explore_budget=30", "--set", "seed=1", "--force"]))
     assert control.sets == (("explore_budget", 30), ("seed", 1)) and control.force and not control.view
     assert run_control(p.parse_args([])) == RunControl()
