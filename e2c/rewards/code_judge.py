@@ -256,6 +256,17 @@ def _run(sbx: Sandbox, files: dict[str, str], stdin: str, limits: Limits) -> Run
         return sbx.run(files, "main.py", stdin, limits)
 
 
+def run_on_test(program: str, tests: CodeTests, i: int, sandbox: Sandbox | None = None) -> RunResult:
+    """``program`` (after the tests' setup) run once on ``stdin`` test ``i``'s input, under that test's time
+    limit, returning what the run printed: for a caller that shows a program its own output on a *public*
+    test (test-time search's feedback). The judge's verdicts never return outputs; this does, so it must
+    not be called on a hidden test."""
+    source = f"{tests.setup}\n{program}" if tests.setup else program
+    return _run(
+        sandbox or current(), {"main.py": source}, tests.tests[i].input, Limits().with_wall(tests.time_limit)
+    )
+
+
 _FAIL_OF_STATUS = {"timeout": "timeout", "memory": "memory", "output_limit": "output_limit"}
 
 

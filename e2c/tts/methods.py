@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 
 from e2c.chain import E2C, THINK
 from e2c.generation.base import Sampling
+from e2c.rewards import code_judge
 from e2c.rewards.extract import last_boxed
 from e2c.tts.base import Candidate, Context, register, weighted_vote
 
@@ -435,16 +436,11 @@ def describe_failure(
 
 def _stdin_output(ctx: Context, program: str, i: int) -> tuple[str | None, str]:
     """(standard output or None, error line) of ``program`` rerun on public test ``i`` of a stdin problem:
-    the judge compares outputs without returning them. Its sandbox seconds count as ``feedback``."""
-    from e2c.sandbox import Limits, current, slots
-
+    the judge's verdicts hold no outputs, so the program runs once more through
+    :func:`e2c.rewards.code_judge.run_on_test`. Its sandbox seconds count as ``feedback``."""
     tests = ctx.public_tests
     assert tests is not None
-    source = f"{tests.setup}\n{program}" if tests.setup else program
-    with slots():
-        r = current().run(
-            {"main.py": source}, "main.py", tests.tests[i].input, Limits().with_wall(tests.time_limit)
-        )
+    r = code_judge.run_on_test(program, tests, i)
     ctx.sandbox["feedback"] += r.seconds
     if r.status == "ok":
         return r.stdout, ""
