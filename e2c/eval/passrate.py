@@ -69,7 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import ANY_TEXT, MODEL, positive, probability, whole
+from e2c.argtypes import ANY_TEXT, EXISTING_FILE, MODEL, OUTPUT_FILE, TEXT, positive, probability, whole
 from e2c.data.bands import (
     BAND,
     DEFAULT_BAND,
@@ -796,56 +796,90 @@ def default_batch_size(backend: str, k: int) -> int:
     return max(1, (VLLM_ROWS if backend == "vllm" else HF_ROWS) // k)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The run's settings are :class:`FilterConfig`'s flags (its fields' metadata); the rest say where its
-    files are and how to run."""
-    from e2c.argtypes import EXISTING_FILE, OUTPUT_FILE, TEXT
-    from e2c.cli import DTYPES, ArgumentParser
+def _backend_choices() -> tuple[str, ...]:
     from e2c.generation import ALIASES, BACKENDS
+
+    return (*BACKENDS, *ALIASES)
+
+
+def _dtypes() -> tuple[str, ...]:
+    from e2c.cli import DTYPES
+
+    return tuple(DTYPES)
+
+
+@dataclass(frozen=True)
+class RunControl:
+    """Where the filter's files are and how it runs, beside what it keeps (:class:`FilterConfig`); each
+    field is its flag, declared here once."""
+
+    input: str | None = field(
+        default=None,
+        metadata=setting(
+            "RL parquet in verl's schema (default: data/processed/rl/e2c_rl_train.parquet)",
+            flag="--input",
+            value=EXISTING_FILE,
+        ),
+    )
+    output: str | None = field(
+        default=None,
+        metadata=setting(
+            "kept rows (.parquet); the report, plot and samples file go beside it as "
+            "<name>.passrate.{json,png,jsonl} (default: <input name>.filtered.parquet beside the input)",
+            flag="--output",
+            value=OUTPUT_FILE,
+        ),
+    )
+    backend: str = field(
+        default="auto",
+        metadata=setting(
+            "auto, vllm or hf (transformers) (default: auto: vllm when installed, GPU or CPU, else hf)",
+            flag="--backend",
+            choices=_backend_choices,
+        ),
+    )
+    gpus: str | None = field(
+        default=None,
+        metadata=setting(
+            "GPU count or device ids 0,1,..; vLLM tensor parallel size (default: all visible)",
+            flag="--gpus",
+            value=TEXT,
+        ),
+    )
+    dtype: str = field(
+        default="auto",
+        metadata=setting(
+            "model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)",
+            flag="--dtype",
+            choices=_dtypes,
+        ),
+    )
+    trust_remote_code: bool = field(
+        default=False,
+        metadata=setting("allow the model repo's own Python code to run", flag="--trust-remote-code"),
+    )
+    quiet: bool = field(default=False, metadata=setting("no progress lines", flag="--quiet"))
+
+
+# Older spellings of a setting's value, kept as flags that set it (declared by hand: they are not settings).
+OLD_SPELLINGS = ("--require-format",)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The run's flags: what it keeps (:class:`FilterConfig`) and how it runs (:class:`RunControl`), each
+    declared once in its dataclass; and ``--require-format``, an older spelling of ``--reward-shape gate``."""
+    from e2c.cli import ArgumentParser
 
     p = ArgumentParser(prog="python -m e2c.eval.passrate", description=__doc__.split("\n\n")[0])
     add_setting_flags(p, FilterConfig)
-    a = p.add_argument
-    a(
+    p.add_argument(
         "--require-format",
         dest="reward_shape",
         action="store_const",
         const="gate",
         help="the same as --reward-shape gate (an older spelling; default: off)",
     )
-    a(
-        "--input",
-        default=None,
-        type=EXISTING_FILE,
-        help="RL parquet in verl's schema (default: data/processed/rl/e2c_rl_train.parquet)",
-    )
-    a(
-        "--output",
-        default=None,
-        type=OUTPUT_FILE,
-        help="kept rows (.parquet); the report, plot and samples file go beside it as "
-        "<name>.passrate.{json,png,jsonl} (default: <input name>.filtered.parquet beside the input)",
-    )
-    a(
-        "--backend",
-        default="auto",
-        choices=[*BACKENDS, *ALIASES],
-        help="auto, vllm or hf (transformers) (default: auto: vllm when installed, GPU or CPU, else hf)",
-    )
-    a(
-        "--gpus",
-        default=None,
-        type=TEXT,
-        help="GPU count or device ids 0,1,..; vLLM tensor parallel size (default: all visible)",
-    )
-    a(
-        "--dtype",
-        default="auto",
-        choices=DTYPES,
-        help="model dtype (default: auto: bf16 on GPUs and on CPUs with native bf16, else float32)",
-    )
-    a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
-    a("--quiet", action="store_true", help="no progress lines")
+    add_setting_flags(p, RunControl)
     return p
 
 
