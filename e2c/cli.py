@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from e2c.argtypes import ValueType
+from e2c.env import env_switch
 from e2c.errors import Interrupted, UserError, fail
 
 # canonical flag -> the other spellings it also accepts (the paper's scripts use underscores).
@@ -143,7 +144,7 @@ _QUIET = False
 
 def verbose_env() -> bool:
     """``E2C_VERBOSE=1``: the libraries' own log lines on the terminal (as ``--verbose`` does)."""
-    return os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "true", "yes", "on")
+    return env_switch(VERBOSE_ENV) is True
 
 
 def quiet_libraries(verbose: bool = False, generation: bool = True) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from e2c.cli import resume_command
+from e2c.env import env_switch
 from e2c.errors import Interrupted, UserError
 from e2c.paths import cache_dir
 
@@ -38,13 +39,9 @@ DEBUG_ENV = "E2C_DEBUG"
 LOG_DIR_ENV = "E2C_LOG_DIR"
 
 
-def _on(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def checks_done() -> None:
     """The entry point has checked its inputs; with ``E2C_CHECK_ONLY=1`` stop here (exit 0)."""
-    if _on(CHECK_ONLY_ENV):
+    if env_switch(CHECK_ONLY_ENV):
         print("checks passed", file=sys.stderr, flush=True)
         raise SystemExit(0)
 
@@ -106,7 +103,7 @@ def guarded(main: Callable[[], int | None], prog: str, rerun: str | None = None)
     except Exception as e:  # the point of the guard: one line, the traceback in a file
         text = traceback.format_exc()
         log = _write_log(prog, f"{prog} {' '.join(sys.argv[1:])}\n\n{text}")
-        if _on(DEBUG_ENV):
+        if env_switch(DEBUG_ENV):
             _say(text.rstrip())
         where = f"full traceback in {log}" if log else "no folder took the traceback"
         detail = _first_line(e)

@@ -25,6 +25,7 @@ from typing import Any
 
 from e2c import progress
 from e2c.chain import E2C, ChainFormat
+from e2c.env import env_switch
 from e2c.errors import UserError
 from e2c.files import atomic_replace_dir
 from e2c.paths import cache_dir
@@ -218,10 +219,7 @@ _HUB_PROBES: dict[str, str | None] = {}
 
 def hub_offline() -> bool:
     """HF offline mode: ``HF_HUB_OFFLINE`` or ``HF_DATASETS_OFFLINE`` set to a true value."""
-    return any(
-        os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
-        for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
+    return any(env_switch(v) is True for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
 
 
 def hub_unreachable(timeout: float = HUB_PROBE_S) -> str | None:

@@ -7,20 +7,19 @@ never. Callers keep their log lines for the quiet case: ``if bar.disable: log(..
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
+
+from e2c.env import env_switch
 
 ENV = "E2C_PROGRESS"
 
 
 def enabled(stream: Any = None) -> bool:
     """Whether bars are drawn: ``E2C_PROGRESS`` if set (1/0), else whether stderr is a terminal."""
-    value = os.environ.get(ENV, "").strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
+    switch = env_switch(ENV)
+    if switch is not None:
+        return switch
     stream = stream if stream is not None else sys.stderr
     return bool(getattr(stream, "isatty", lambda: False)())
 

@@ -79,6 +79,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from e2c.env import env_switch
 from e2c.errors import UserError
 from e2c.verl_cpu.rollout_engine import ROLLOUT_KV_CACHE_GIB
 
@@ -425,8 +426,7 @@ def machine_limit(
 # -- the check ------------------------------------------------------------------------------------------
 def check_disabled(env: Mapping[str, str] | None = None) -> bool:
     """``E2C_MEMORY_CHECK=0`` (or false/no/off) turns the check off."""
-    value = (os.environ if env is None else env).get(CHECK_ENV, "").strip().lower()
-    return value in ("0", "false", "no", "off")
+    return env_switch(CHECK_ENV, env) is False
 
 
 def refusal(est: Estimate, limit: Limit, what: str, fix: str) -> str | None:
