@@ -84,6 +84,22 @@ def recipe_dry_run(**env: str) -> tuple[int, str, str]:
     return r.returncode, r.stdout, r.stderr
 
 
+def run_at_most(commands: dict, at_once: int = 2, timeout: float = 300) -> dict:
+    """Run every command (a mapping of ``subprocess.run`` keyword arguments, ``args`` included), at most
+    ``at_once`` at a time: (exit, stdout, stderr) by key. Each interpreter that imports verl and torch holds
+    about 1 GiB; started all together beside another worker's training run they pushed this machine (no
+    swap) into re-reading its libraries from disk, and runs took several times as long."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(kwargs: dict) -> tuple[int, str, str]:
+        r = subprocess.run(capture_output=True, text=True, timeout=timeout, **kwargs)
+        return r.returncode, r.stdout, r.stderr
+
+    with ThreadPoolExecutor(max_workers=at_once) as pool:
+        futures = {key: pool.submit(one, kwargs) for key, kwargs in commands.items()}
+        return {key: f.result() for key, f in futures.items()}
+
+
 def arithmetic_rl_rows(n: int = 16) -> list[dict]:
     """verl RL rows of small sums (what the tiny-model training tests train on); difficulty 1-3 in turn."""
     rows = []

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import bad_input
 import pytest
-from conftest import arithmetic_rl_rows
+from conftest import arithmetic_rl_rows, run_at_most
 
 from e2c.data.io import write_parquet
 from e2c.data.synthetic.generate import generate, rows_by_split
@@ -281,23 +281,12 @@ def _mirror_case(script: str, files: dict[str, Path]) -> tuple[dict[str, str], l
 
 @pytest.fixture(scope="module")
 def real_scripts(files: dict[str, Path]) -> dict[str, tuple[int, str, str]]:
-    """Each training script run for real with its mirror case, all started together (exit, stdout, stderr)."""
-    procs = {}
+    """Each training script run for real with its mirror case, two at a time (exit, stdout, stderr)."""
+    commands = {}
     for script in SCRIPTS:
         env, args = _mirror_case(script, files)
-        procs[script] = subprocess.Popen(
-            ["bash", f"scripts/{script}", *args],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-    out = {}
-    for script, p in procs.items():
-        stdout, stderr = p.communicate(timeout=300)
-        out[script] = (p.returncode, stdout, stderr)
-    return out
+        commands[script] = {"args": ["bash", f"scripts/{script}", *args], "cwd": ROOT, "env": env}
+    return run_at_most(commands)
 
 
 @pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores

@@ -24,6 +24,8 @@ def test_grade_in_ray_worker() -> None:
             return r.reason, time.monotonic() - t, grade("\\boxed{\\{1,2\\}}", "\\{2,1\\}").correct
 
         reason, took, ok = ray.get(work.remote(), timeout=300)
-        assert reason == "timeout" and took < 1.5 and ok
+        # The tower would take forever: the answer comes back at about the timeout. The bound is loose (10x)
+        # because this runs beside another worker's training run (2.6 s seen in .ci/run on 2 cores).
+        assert reason == "timeout" and took < 10.0 and ok
     finally:
         ray.shutdown()

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import run_at_most
 
 from e2c.rl.agent_loop import join_phases
 
@@ -366,19 +367,15 @@ FIRST_IMPORTS = [
 
 @pytest.fixture(scope="module")
 def first_import_probes() -> dict[str, tuple[dict, str]]:
-    """The probe after each first import, each in a new interpreter, started together (an interpreter that
+    """The probe after each first import, each in a new interpreter, two at a time (an interpreter that
     imports verl spends its seconds on one core)."""
-    procs = {
-        first: subprocess.Popen(
-            [sys.executable, "-c", f"import {first}\n" + PROBE],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-        )
-        for first in FIRST_IMPORTS
-    }
-    return {first: _result(*p.communicate(timeout=300)) for first, p in procs.items()}
+    runs = run_at_most(
+        {
+            first: {"args": [sys.executable, "-c", f"import {first}\n" + PROBE], "cwd": ROOT}
+            for first in FIRST_IMPORTS
+        }
+    )
+    return {first: _result(out, err) for first, (_, out, err) in runs.items()}
 
 
 @pytest.mark.slow  # a launcher or script as real processes, verl imported in each: ~10-50 s on 2 cores

@@ -176,6 +176,9 @@ def test_validation_generations_reach_the_tracker_and_a_jsonl_cpu(grpo_runs: dic
 
 
 @pytest.mark.slow  # minutes of real verl training: bash scripts/test.sh -m slow
+# ~2 min alone; beside another worker's training run in .ci/run it once ran past 10 minutes (its refills are
+# rollouts, the slowest part under load), so it runs with the machine to itself
+@pytest.mark.alone
 def test_dapo_dynamic_sampling_budget_cpu(tmp_path: Path) -> None:
     """The random tiny model never solves a prompt, so every group has identical accuracy: DAPO filters them
     all, refills up to its budget ((max_num_gen_batches - 1) x train_batch_size prompts), then trains on the
@@ -185,7 +188,13 @@ def test_dapo_dynamic_sampling_budget_cpu(tmp_path: Path) -> None:
     out_dir = tmp_path / "dapo"
     cmd = ["bash", "scripts/e2c_dapo.sh", "--stage", "1", "--model", "tiny", "--output-dir", str(out_dir)]
     cmd += ["--", "e2c.max_num_gen_batches=3", "trainer.save_freq=2"]
-    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+    except subprocess.TimeoutExpired as e:  # say where it was: the last lines it printed
+        tail = "".join(
+            x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (e.stdout, e.stderr)
+        )
+        pytest.fail(f"the DAPO run did not finish in 600 s; its last output:\n{tail[-4000:]}")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     metrics = _metrics(out_dir)
     assert len(metrics) == 2
