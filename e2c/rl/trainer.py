@@ -131,13 +131,21 @@ class BudgetedReplayBuffer(ReplayBuffer):
     at most ``budget_prompts`` refill prompts; once they are spent, groups stop being filtered: the step trains on the groups
     it has, identical-accuracy ones included (their GRPO advantages are zero, so they add no gradient), a
     warning says so once per step and ``e2c/filter_budget_exhausted`` is 1 for that step.
+
+    Groups filtered before the budget ran out are gone, and the last refill may have been cut to what the
+    budget had left (or to the slots free at that moment), so the groups at hand can be fewer than the batch.
+    verl's loop then waits for refills that nothing will dispatch: a step that never ends (seen once in
+    .ci/run: a DAPO run waited 80 minutes with no prompt in flight). So once the budget is spent, the
+    shortfall is dispatched past it, unfiltered: at most one batch more.
     """
 
     budget_prompts: int = 0
 
     def sample(self, global_steps: int, partition_id: str, batch_size: int) -> tuple[Any, dict]:
         self._e2c_dispatched, self._e2c_exhausted = 0, False
+        self._e2c_batch_size = batch_size
         original = self.refill_fn
+        self._e2c_refill = original
 
         def counting_refill(n: int) -> Any:
             # Never dispatch past the budget: verl asks for refills in chunks of up to the in-flight limit.
@@ -161,18 +169,32 @@ class BudgetedReplayBuffer(ReplayBuffer):
     def _dapo_filtered_keys(self, partition_id: str) -> tuple[set[str], Counter]:
         uids, counts = super()._dapo_filtered_keys(partition_id)
         dispatched = getattr(self, "_e2c_dispatched", 0)
-        if uids and self.budget_prompts and dispatched >= self.budget_prompts:
-            if not self._e2c_exhausted:
-                logger.warning(
-                    "DAPO dynamic sampling: %d refill prompts (e2c.max_num_gen_batches) did not yield enough "
-                    "groups with mixed accuracy; training this step on the groups at hand, %d of them with "
-                    "identical accuracy (zero advantage)",
-                    dispatched,
-                    len(uids),
-                )
+        if not (self.budget_prompts and dispatched >= self.budget_prompts):
+            return uids, counts
+        if uids and not self._e2c_exhausted:
+            logger.warning(
+                "DAPO dynamic sampling: %d refill prompts (e2c.max_num_gen_batches) did not yield enough "
+                "groups with mixed accuracy; training this step on the groups at hand, %d of them with "
+                "identical accuracy (zero advantage)",
+                dispatched,
+                len(uids),
+            )
             self._e2c_exhausted = True
-            return set(), Counter()
-        return uids, counts
+        self._dispatch_shortfall(partition_id)
+        return set(), Counter()
+
+    def _dispatch_shortfall(self, partition_id: str) -> None:
+        """With the budget spent and filtering off: dispatch what the batch still lacks (groups at hand plus
+        groups in flight short of the batch size), in whole generation batches, past the budget."""
+        at_hand = len(self.finished_keys[partition_id] | self.failure_keys[partition_id])
+        in_flight = len(self.pending_keys[partition_id]) + len(self.running_keys[partition_id])
+        short = getattr(self, "_e2c_batch_size", 0) - at_hand - in_flight
+        if short <= 0:
+            return
+        step = max(1, int(self.gen_batch_size or 1))
+        short += -short % step
+        self._e2c_refill(short)
+        self._e2c_dispatched += short
 
 
 @register_trainer(TRAINER_NAME)
