@@ -100,6 +100,24 @@ def run_at_most(commands: dict, at_once: int = 2, timeout: float = 300) -> dict:
         return {key: f.result() for key, f in futures.items()}
 
 
+def run_group(args: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
+    """``subprocess.run`` in a session of its own, whose whole process group is killed on a timeout (then
+    ``TimeoutExpired`` as usual). A training script's verl trainer and ray's processes outlive a killed
+    ``bash``: an RL run left behind that way held 5 GiB and its CPU through the rest of a test run."""
+    import signal
+
+    proc = subprocess.Popen(
+        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        raise subprocess.TimeoutExpired(args, timeout, out, err) from None
+    return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
 def arithmetic_rl_rows(n: int = 16) -> list[dict]:
     """verl RL rows of small sums (what the tiny-model training tests train on); difficulty 1-3 in turn."""
     rows = []

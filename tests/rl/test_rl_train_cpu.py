@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import arithmetic_rl_rows
+from conftest import arithmetic_rl_rows, run_group
 from reference_impls import tensorboard_scalars, tensorboard_texts
 
 from e2c.chain.parse import STATUSES as CHAIN_STATUSES
@@ -189,7 +189,7 @@ def test_dapo_dynamic_sampling_budget_cpu(tmp_path: Path) -> None:
     cmd = ["bash", "scripts/e2c_dapo.sh", "--stage", "1", "--model", "tiny", "--output-dir", str(out_dir)]
     cmd += ["--", "e2c.max_num_gen_batches=3", "trainer.save_freq=2"]
     try:
-        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+        res = run_group(cmd, 600, cwd=ROOT, env=env)  # a timeout kills verl and ray too
     except subprocess.TimeoutExpired as e:  # say where it was: the last lines it printed
         tail = "".join(
             x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (e.stdout, e.stderr)
