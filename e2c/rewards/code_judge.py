@@ -256,12 +256,17 @@ def _run(sbx: Sandbox, files: dict[str, str], stdin: str, limits: Limits) -> Run
         return sbx.run(files, "main.py", stdin, limits)
 
 
+def with_setup(program: str, tests: CodeTests) -> str:
+    """The source that runs: the tests' setup code (imports, helpers the problem gives), then the program."""
+    return f"{tests.setup}\n{program}" if tests.setup else program
+
+
 def run_on_test(program: str, tests: CodeTests, i: int, sandbox: Sandbox | None = None) -> RunResult:
     """``program`` (after the tests' setup) run once on ``stdin`` test ``i``'s input, under that test's time
     limit, returning what the run printed: for a caller that shows a program its own output on a *public*
     test (test-time search's feedback). The judge's verdicts never return outputs; this does, so it must
     not be called on a hidden test."""
-    source = f"{tests.setup}\n{program}" if tests.setup else program
+    source = with_setup(program, tests)
     return _run(
         sandbox or current(), {"main.py": source}, tests.tests[i].input, Limits().with_wall(tests.time_limit)
     )
@@ -294,7 +299,7 @@ def judge(
 
 
 def _judge_stdin(program: str, tests: CodeTests, sbx: Sandbox, base: Limits, stop: bool) -> CodeVerdict:
-    source = f"{tests.setup}\n{program}" if tests.setup else program
+    source = with_setup(program, tests)
     lim = base.with_wall(tests.time_limit)
     outcomes: list[str] = []
     behaviour: list[str] = []
@@ -349,7 +354,7 @@ def _driver_results(stdout: str, n: int) -> dict[int, str]:
 
 
 def _judge_driver(program: str, tests: CodeTests, sbx: Sandbox, base: Limits) -> CodeVerdict:
-    source = f"{tests.setup}\n{program}" if tests.setup else program
+    source = with_setup(program, tests)
     n = len(tests.tests)
     sweep = bool(getattr(sbx, "private_pids", False))
     lim = base.with_wall(tests.time_limit * n + DRIVER_OVERHEAD_S)

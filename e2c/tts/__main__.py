@@ -226,9 +226,7 @@ class RunControl:
             value=SettingValue(),
         ),
     )
-    nested_budgets: bool = field(
-        default=False, metadata=setting(_nested_help, flag="--nested-budgets", flag_help=_nested_help)
-    )
+    nested_budgets: bool = field(default=False, metadata=setting(_nested_help, flag="--nested-budgets"))
     logger: str = field(
         default="", metadata=setting(RESULTS_LOGGER_HELP, flag="--logger", value=RESULT_TRACKERS)
     )

@@ -191,9 +191,7 @@ def test_dapo_dynamic_sampling_budget_cpu(tmp_path: Path) -> None:
     try:
         res = run_group(cmd, 600, cwd=ROOT, env=env)  # a timeout kills verl and ray too
     except subprocess.TimeoutExpired as e:  # say where it was: the last lines it printed
-        tail = "".join(
-            x.decode(errors="replace") if isinstance(x, bytes) else (x or "") for x in (e.stdout, e.stderr)
-        )
+        tail = (e.stdout or "") + (e.stderr or "")
         pytest.fail(f"the DAPO run did not finish in 600 s; its last output:\n{tail[-4000:]}")
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     metrics = _metrics(out_dir)
