@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import EXISTING_FILE, OUTPUT_DIR, TEXT
+from e2c.argtypes import EXISTING_FILE, OUTPUT_DIR, TEXT, whole
 from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
@@ -29,7 +29,17 @@ from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.quickstart.progress import fmt_seconds
 from e2c.quickstart.runner import check_out, out_folder, run_resumable
 from e2c.study.spec import Study, load_study
-from e2c.study.units import ACTIONS, CONFIRM, Unit, plan_actions, select_units, study_units
+from e2c.study.units import (
+    ACTIONS,
+    CONFIRM,
+    Unit,
+    plan_actions,
+    seed_pairs,
+    select_seeds,
+    select_units,
+    study_units,
+    without_screening,
+)
 from e2c.study.work import (
     TOOL,
     StudyContext,
@@ -81,6 +91,15 @@ class StudySettings:
             value=TEXT,
         ),
     )
+    seeds: tuple[int, ...] = field(
+        default=(),
+        metadata=setting(
+            "run only these seeds of the arms run (space-separated), and the runs they start from: add a seed to "
+            "an arm, or split an arm's seeds across machines (default: every seed each arm declares)",
+            flag="--seeds",
+            value=whole(0),
+        ),
+    )
     confirm: str | None = field(
         default=None,
         metadata=setting(
@@ -92,6 +111,14 @@ class StudySettings:
     screen_only: bool = field(
         default=False,
         metadata=setting("train and screen every arm, confirm none (default: off)", flag="--screen-only"),
+    )
+    skip_screening: bool = field(
+        default=False,
+        metadata=setting(
+            "with --confirm: train and confirm those arms without screening any (the choice was made on "
+            "screening already; default: off)",
+            flag="--skip-screening",
+        ),
     )
     force: bool = field(
         default=False,
@@ -365,9 +392,15 @@ def main(argv: list[str] | None = None) -> int:
     out = out_folder(s.out or default_out(study))
     check_out(out)
     sc = StudyContext(study, out)
+    if s.skip_screening and (confirm is None or s.screen_only):
+        raise UserError("--skip-screening needs --confirm ARM,... (the arms to confirm) and no --screen-only")
     units = study_units(study)
     if selected is not None:
         units = select_units(units, selected)
+    if s.seeds:
+        units = select_seeds(units, seed_pairs(study, selected or list(study.arms), s.seeds))
+    if s.skip_screening:
+        units = without_screening(units)
     actions = plan_actions(units, out, s.force)
     if s.dry_run:
         print_plan(sc, units, actions, confirm, s.screen_only, selected)

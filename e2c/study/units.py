@@ -257,6 +257,49 @@ def select_units(units: list[Unit], arms: Sequence[str]) -> list[Unit]:
     return [u for u in units if u.kind in ("data", "validation") or u.key in keys]
 
 
+def seed_pairs(study: Study, arms: Sequence[str], seeds: Sequence[int]) -> set[tuple[str, int]]:
+    """The (arm, seed) runs that ``--seeds`` asks of ``arms``: each arm's seeds among ``seeds``, and every
+    run those start from or continue (the start's seed from :meth:`Study.start_seed`, a continuation's RL
+    run of the same seed), transitively. An arm that declares none of ``seeds`` is run only as such a need.
+
+    Raises:
+        UserError: no arm of ``arms`` declares any of ``seeds`` (naming the seeds each declares).
+    """
+    todo = [(a, k) for a in arms for k in study.arms[a].seeds if k in seeds]
+    if not todo:
+        declared = "; ".join(f"{a}: {list(study.arms[a].seeds)}" for a in arms)
+        raise UserError(
+            f"--seeds: no arm run here declares seed {', '.join(map(str, seeds))}; declared: {declared}"
+        )
+    pairs: set[tuple[str, int]] = set()
+    while todo:
+        arm, seed = todo.pop()
+        if (arm, seed) in pairs:
+            continue
+        pairs.add((arm, seed))
+        a = study.arms[arm]
+        if a.kind == "sft_continue":
+            todo.append((a.of or "", seed))
+        ss = study.start_seed(arm, seed)
+        if ss is not None and a.kind != "sft_continue":
+            todo.append((a.start, ss))
+    return pairs
+
+
+def select_seeds(units: list[Unit], pairs: set[tuple[str, int]]) -> list[Unit]:
+    """The units of the (arm, seed) runs in ``pairs`` (:func:`seed_pairs`): the data, the screening split,
+    those runs' training and evaluations and the filters their RL runs read."""
+    mine = [u for u in units if (u.arm, u.seed) in pairs and u.kind != "filter"]
+    keys = {u.key for u in mine} | {u.filter_key for u in mine if u.filter_key}
+    return [u for u in units if u.kind in ("data", "validation") or u.key in keys]
+
+
+def without_screening(units: list[Unit]) -> list[Unit]:
+    """The units less the screening evaluations (``--skip-screening``: the arms to confirm are already
+    chosen)."""
+    return [u for u in units if u.phase != SCREEN]
+
+
 # ------------------------------------------------------------------------------------------------ actions
 def read_json(path: Path) -> dict[str, Any] | None:
     """A JSON object file's content, or None (absent, unreadable, cut by a kill, not an object)."""

@@ -22,6 +22,8 @@ from e2c.study.units import (
     filter_key,
     plan_actions,
     sampling_seed,
+    seed_pairs,
+    select_seeds,
     study_units,
     train_settings,
     unit_action,
@@ -380,3 +382,69 @@ def test_arms_runs_only_those_arms_and_the_report_covers_all_cpu(
     assert o.code == 0 and fabricated == [], (o.stderr[-2000:], fabricated)
     o = call_main(main, ["--study", str(changed), "--out", str(out), "--screen-only"], {})
     assert contract_broken(o) is None and "arms/rl_sft/seed0 finished with other settings" in o.stderr
+
+
+# One SFT start shared by every RL seed (the start declares seed 0 only), as configs/study/rl_recipe.toml.
+ONE_START = STUDY.replace('kind = "sft"\nsft_steps = 2\n', 'kind = "sft"\nsft_steps = 2\nseeds = [0]\n')
+
+
+def test_seed_pairs_take_the_runs_a_seed_starts_from_cpu() -> None:
+    s = study(ONE_START)
+    assert list(s.arms["sft"].seeds) == [0]
+    assert seed_pairs(s, ["sft", "rl"], [1]) == {("rl", 1), ("sft", 0)}
+    assert seed_pairs(s, ["sft", "rl", "rl_sft"], [1]) == {("rl_sft", 1), ("rl", 1), ("sft", 0)}
+    assert seed_pairs(s, ["sft", "rl"], [0, 1]) == {("rl", 0), ("rl", 1), ("sft", 0)}
+    # against a plain loop: every unit of a chosen run, and nothing of another seed's run
+    units = study_units(s)
+    kept = select_seeds(units, seed_pairs(s, list(s.arms), [1]))
+    for u in units:
+        own = u.kind in ("data", "validation") or (u.arm, u.seed) in {("rl", 1), ("rl_sft", 1), ("sft", 0)}
+        reads = u.kind == "filter" and any(k.filter_key == u.key for k in kept)
+        assert (u in kept) == ((own and u.kind != "filter") or reads), u.key
+    with pytest.raises(UserError, match=r"--seeds: no arm run here declares seed 5; declared: sft: \[0\]"):
+        seed_pairs(s, ["sft", "rl"], [5])
+
+
+def test_seeds_and_skip_screening_run_one_more_seed_and_confirm_it_cpu(
+    tmp_path: Path, fabricated: list[str]
+) -> None:
+    path = write_study(tmp_path, ONE_START)
+    out = tmp_path / "out"
+    args = ["--study", str(path), "--out", str(out), "--arms", "rl", "--seeds", "1"]
+    o = call_main(main, [*args, "--skip-screening", "--confirm", "rl"], {})
+    assert o.code == 0, o.stderr[-2000:]
+    ran = list(fabricated)
+    assert "arms/sft/seed0" in ran and "arms/rl/seed1" in ran
+    assert not any(k.startswith("arms/rl/seed0") for k in ran)
+    assert len([k for k in ran if k.startswith("filters/")]) == 1  # seed 1's (named by its start's seed 0)
+    assert not any("/screen/" in k for k in ran)
+    assert {"arms/sft/seed0/confirm/sampled", "arms/rl/seed1/confirm/sampled"} <= set(ran)
+    assert not (out / "arms" / "rl" / "seed0").exists()
+    rep = json.loads((out / "study.json").read_text())
+    assert rep["selection"]["confirmed"] == ["sft", "rl"]
+
+    # seed 0 later: the shared start is reused, only seed 0's own units run
+    fabricated.clear()
+    o = call_main(
+        main, ["--study", str(path), "--out", str(out), "--arms", "rl", "--seeds", "0", "--screen-only"], {}
+    )
+    assert o.code == 0, o.stderr[-2000:]
+    assert fabricated and all("seed0" in k for k in fabricated if k.startswith("arms/"))
+    assert "arms/sft/seed0" not in fabricated
+
+
+@pytest.mark.parametrize(
+    "extra, wanted",
+    [
+        (["--skip-screening"], "--skip-screening needs --confirm"),
+        (["--skip-screening", "--confirm", "rl", "--screen-only"], "--skip-screening needs --confirm"),
+        (["--seeds", "7"], "--seeds: no arm run here declares seed 7"),
+        (["--seeds", "-1"], "--seeds"),
+    ],
+)
+def test_seeds_and_skip_screening_refusals_cpu(tmp_path: Path, extra: list[str], wanted: str) -> None:
+    path = write_study(tmp_path)
+    out = tmp_path / "out"
+    o = call_main(main, ["--study", str(path), "--out", str(out), *extra], {})
+    assert contract_broken(o) is None and o.code == 2 and wanted in o.stderr, o.stderr
+    assert not out.exists()
