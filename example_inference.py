@@ -54,10 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.answer is not None
         else (DEFAULT_ANSWER if args.problem == DEFAULT_PROBLEM else None)
     )
-    prepare(args)
+    demo = prepare(args)
     checks_done()
-    gen = load(args)
-    solve_and_show(gen, args, args.problem, answer or None)
+    gen = load(demo)
+    solve_and_show(gen, demo, args.problem, answer or None)
     return 0
 
 

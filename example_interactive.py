@@ -23,7 +23,7 @@ from typing import Any
 from e2c.argtypes import EXISTING_FILE
 from e2c.cli import ArgumentParser
 from e2c.data.registry import question_text
-from e2c.demo import add_generation_flags, load, prepare, solve_and_show
+from e2c.demo import Demo, add_generation_flags, load, prepare, solve_and_show
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.rewards.kinds import find_kind, kind_names
@@ -148,15 +148,15 @@ def echo(line: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     items = load_problems(args.problems)
-    prepare(args)
+    demo = prepare(args)
     checks_done()
-    gen = load(args)
-    session(gen, args, items)
+    gen = load(demo)
+    session(gen, demo, items)
     print("bye")
     return 0
 
 
-def session(gen: Any, args: argparse.Namespace, items: list[dict[str, Any]]) -> None:
+def session(gen: Any, demo: Demo, items: list[dict[str, Any]]) -> None:
     """The menu loop, until q or the end of input; a problem that cannot run is one line, then the menu."""
     tty = sys.stdin.isatty()
     reconfigure = getattr(sys.stdin, "reconfigure", None)
@@ -201,7 +201,7 @@ def session(gen: Any, args: argparse.Namespace, items: list[dict[str, Any]]) -> 
         else:
             problem, answer, kind, options = choice, None, "math", None
         try:
-            solve_and_show(gen, args, problem, answer, kind, options)
+            solve_and_show(gen, demo, problem, answer, kind, options)
         except UserError as e:
             print(f"error: {e}", file=sys.stderr, flush=True)
 

@@ -40,6 +40,8 @@ FLAG_ALIASES: dict[str, tuple[str, ...]] = {
     "--local-dir": ("--local_dir",),
     "--target-dir": ("--target_dir",),
     "--data-dir": ("--data_dir",),
+    "--results-path": ("--results_path",),  # cf_elo_calc.py's spelling
+    "--pass-n": ("--pass_n",),
     "--train-data": ("--train_data", "--train_files"),
     "--val-data": ("--val_data", "--val_files"),
     "--tts-explore-budget": ("--tts-explore-tokens",),

@@ -19,6 +19,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from e2c.argtypes import TEXT, Number, whole
@@ -26,6 +27,7 @@ from e2c.cli import ArgumentParser
 from e2c.devices import MAX_NODES
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError, fail
+from e2c.flags import add_setting_flags, from_flags, setting
 
 # Long enough for any cluster to come up; a longer wait is a typo (and time.sleep's limit is near).
 MAX_TIMEOUT_S = 7 * 24 * 3600
@@ -105,17 +107,32 @@ def wait_for_nodes(
         time.sleep(every_s)
 
 
-def build_parser() -> ArgumentParser:
-    """The command line (``--timeout`` bounded: nan or inf would never compare as passed)."""
-    p = ArgumentParser(prog="python -m e2c.cluster", description=__doc__.split("\n\n")[0])
-    p.add_argument("--address", type=TEXT, required=True, help="the ray head, HOST:PORT")
-    p.add_argument("--nodes", type=whole(1, MAX_NODES), default=1, help="live nodes to wait for (default: 1)")
-    p.add_argument(
-        "--timeout",
-        type=Number(float, low=0.0, high=MAX_TIMEOUT_S),
-        default=120.0,
-        help="seconds before giving up; 0 counts the nodes once, now (default: 120)",
+@dataclass(frozen=True)
+class ClusterSettings:
+    """The command line: each field is one flag (``python -m e2c.cluster --help``)."""
+
+    address: str = field(
+        default="",
+        metadata=setting("the ray head, HOST:PORT", flag="--address", value=TEXT, required=True),
     )
+    nodes: int = field(
+        default=1,
+        metadata=setting("live nodes to wait for (default: 1)", flag="--nodes", value=whole(1, MAX_NODES)),
+    )
+    # bounded: nan or inf would never compare as passed
+    timeout: float = field(
+        default=120.0,
+        metadata=setting(
+            "seconds before giving up; 0 counts the nodes once, now (default: 120)",
+            flag="--timeout",
+            value=Number(float, low=0.0, high=MAX_TIMEOUT_S),
+        ),
+    )
+
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="python -m e2c.cluster", description=__doc__.split("\n\n")[0])
+    add_setting_flags(p, ClusterSettings)
     return p
 
 
@@ -127,7 +144,7 @@ def check_address(address: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = from_flags(build_parser().parse_args(argv), ClusterSettings)
     check_address(args.address)
     checks_done()
     have = wait_for_nodes(lambda: live_nodes(args.address), args.nodes, args.timeout)

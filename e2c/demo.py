@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from e2c.argtypes import ANY_TEXT, ModelRef, at_least, probability, whole
@@ -16,6 +17,7 @@ from e2c.budget import PhaseBudget
 from e2c.chain import FORMATS, ChainFormat, get_format
 from e2c.cli import quiet_libraries
 from e2c.errors import UserError
+from e2c.flags import add_setting_flags, from_flags, setting
 from e2c.generation import BACKENDS, generate_chains, make_generator, pick_backend
 from e2c.generation.base import check_fits, context_length
 from e2c.models import RELEASED_REPO, ResolvedModel, default_subfolder, resolve_model
@@ -39,63 +41,108 @@ SMALL_DEFAULTS = {
 PAPER_DEFAULTS = {"max_tokens": 2048, "explore_budget": 0, "opener": ""}
 
 
-def add_generation_flags(p: argparse.ArgumentParser) -> None:
+@dataclass(frozen=True)
+class GenerationSettings:
     """The demo flags: the paper's (``--model --subfolder --max-tokens --temperature``; its underscore
-    spellings such as ``--model_path`` are accepted, :data:`e2c.cli.FLAG_ALIASES`) plus ours. Defaults that
-    depend on the model are filled by :func:`fill_defaults`."""
-    a = p.add_argument
-    a(
-        "--model",
-        type=ModelRef(extra=("auto",)),
+    spellings such as ``--model_path`` are accepted, :data:`e2c.cli.FLAG_ALIASES`) plus ours. The defaults
+    that depend on the model are None here and filled by :func:`fill_defaults`."""
+
+    model: str = field(
         default="auto",
-        help="model: auto, embedded, tiny, a folder or an HF id (default: auto: the released 8B where a GPU "
-        "and the hub are there, else the embedded SmolLM2-135M)",
+        metadata=setting(
+            "model: auto, embedded, tiny, a folder or an HF id (default: auto: the released 8B where a GPU "
+            "and the hub are there, else the embedded SmolLM2-135M)",
+            flag="--model",
+            value=ModelRef(extra=("auto",)),
+        ),
     )
-    a(
-        "--subfolder",
-        type=ANY_TEXT,
+    subfolder: str | None = field(
         default=None,
-        help="subfolder of the model repo/folder, e.g. 8B or 4B (default: 8B for the released checkpoint, "
-        "else none)",
+        metadata=setting(
+            "subfolder of the model repo/folder, e.g. 8B or 4B (default: 8B for the released checkpoint, "
+            "else none)",
+            flag="--subfolder",
+            value=ANY_TEXT,
+        ),
     )
-    a(
-        "--backend",
+    backend: str = field(
         default="auto",
-        choices=[*BACKENDS, "transformers"],
-        help="generation backend (default: auto)",
+        metadata=setting(
+            "generation backend (default: auto)", flag="--backend", choices=[*BACKENDS, "transformers"]
+        ),
     )
-    a(
-        "--max-tokens",
-        type=whole(1),
+    max_tokens: int | None = field(
         default=None,
-        help=f"new tokens, both phases (default: {PAPER_DEFAULTS['max_tokens']}, as the paper; embedded/tiny: "
-        f"{SMALL_DEFAULTS['max_tokens']})",
+        metadata=setting(
+            f"new tokens, both phases (default: {PAPER_DEFAULTS['max_tokens']}, as the paper; embedded/tiny: "
+            f"{SMALL_DEFAULTS['max_tokens']})",
+            flag="--max-tokens",
+            value=whole(1),
+        ),
     )
-    a(
-        "--explore-budget",
-        type=whole(0),
+    explore_budget: int | None = field(
         default=None,
-        help="tokens for the exploration, then the execution gets the rest; 0 = one call for the whole chain "
-        f"(default: 0, as the paper; embedded/tiny: {SMALL_DEFAULTS['explore_budget']})",
+        metadata=setting(
+            "tokens for the exploration, then the execution gets the rest; 0 = one call for the whole chain "
+            f"(default: 0, as the paper; embedded/tiny: {SMALL_DEFAULTS['explore_budget']})",
+            flag="--explore-budget",
+            value=whole(0),
+        ),
     )
-    a("--temperature", type=at_least(0), default=0.7, help="sampling temperature; 0 = greedy (default: 0.7)")
-    a("--top-p", type=probability(open_zero=True), default=0.95, help="nucleus sampling mass (default: 0.95)")
-    a("--seed", type=whole(0), default=0, help="random seed (default: 0)")
-    a(
-        "--opener",
-        type=ANY_TEXT,
+    temperature: float = field(
+        default=0.7,
+        metadata=setting(
+            "sampling temperature; 0 = greedy (default: 0.7)", flag="--temperature", value=at_least(0)
+        ),
+    )
+    top_p: float = field(
+        default=0.95,
+        metadata=setting(
+            "nucleus sampling mass (default: 0.95)", flag="--top-p", value=probability(open_zero=True)
+        ),
+    )
+    seed: int = field(default=0, metadata=setting("random seed (default: 0)", flag="--seed", value=whole(0)))
+    opener: str | None = field(
         default=None,
-        help="text that starts the exploration for the model; '' for none (default: none, as the paper; "
-        "embedded/tiny: the release's usual opening)",
+        metadata=setting(
+            "text that starts the exploration for the model; '' for none (default: none, as the paper; "
+            "embedded/tiny: the release's usual opening)",
+            flag="--opener",
+            value=ANY_TEXT,
+        ),
     )
-    a("--format", default="e2c", choices=list(FORMATS), help="chain format (default: e2c)")
-    a("--trust-remote-code", action="store_true", help="allow the model repo's own Python code to run")
-    a(
-        "--verbose",
-        action="store_true",
-        help="show the libraries' own log lines (vLLM, transformers) too (default: off; E2C_VERBOSE=1 does "
-        "the same)",
+    format: str = field(
+        default="e2c", metadata=setting("chain format (default: e2c)", flag="--format", choices=list(FORMATS))
     )
+    trust_remote_code: bool = field(
+        default=False,
+        metadata=setting(
+            "allow the model repo's own Python code to run (default: off)", flag="--trust-remote-code"
+        ),
+    )
+    verbose: bool = field(
+        default=False,
+        metadata=setting(
+            "show the libraries' own log lines (vLLM, transformers) too (default: off; E2C_VERBOSE=1 does "
+            "the same)",
+            flag="--verbose",
+        ),
+    )
+
+
+def add_generation_flags(p: argparse.ArgumentParser) -> None:
+    """:class:`GenerationSettings`' flags on a demo's parser."""
+    add_setting_flags(p, GenerationSettings)
+
+
+@dataclass(frozen=True)
+class Demo:
+    """What a demo runs with, checked before the model loads (:func:`prepare`): its settings with the
+    model-dependent defaults filled, the token budget and the resolved model."""
+
+    settings: GenerationSettings
+    budget: PhaseBudget
+    model: ResolvedModel
 
 
 def auto_model(gpus: int, hub: bool) -> tuple[str, str | None]:
@@ -107,67 +154,68 @@ def auto_model(gpus: int, hub: bool) -> tuple[str, str | None]:
     return "embedded", f"{why}: the embedded SmolLM2-135M runs instead of the released 8B (--model picks one)"
 
 
-def fill_defaults(args: argparse.Namespace) -> None:
+def fill_defaults(s: GenerationSettings) -> GenerationSettings:
     """Resolve ``--model auto`` and the defaults that depend on the model (:data:`PAPER_DEFAULTS` for a
     released or user checkpoint, :data:`SMALL_DEFAULTS` for embedded/tiny); flags given stay."""
-    if args.model == "auto":
+    model = s.model
+    if model == "auto":
         from e2c.devices import gpu_count
         from e2c.models import hub_reachable
 
         gpus = gpu_count()
-        args.model, note = auto_model(gpus, bool(gpus) and hub_reachable())
+        model, note = auto_model(gpus, bool(gpus) and hub_reachable())
         if note:
             print(note, flush=True)
-    defaults = SMALL_DEFAULTS if args.model in SMALL_MODELS else PAPER_DEFAULTS
-    for key, value in defaults.items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
-    args.subfolder = default_subfolder(args.model, args.subfolder)
+    defaults = SMALL_DEFAULTS if model in SMALL_MODELS else PAPER_DEFAULTS
+    unset = {k: v for k, v in defaults.items() if getattr(s, k) is None}
+    return replace(s, model=model, subfolder=default_subfolder(model, s.subfolder), **unset)
 
 
-def check_flags(args: argparse.Namespace) -> None:
-    """The generation flags together, before the model is loaded (each flag's range is its type's); the
-    checked budget travels on as ``args.budget``."""
-    if args.max_tokens <= args.explore_budget:
-        raise UserError(
-            f"--max-tokens ({args.max_tokens}) must exceed --explore-budget ({args.explore_budget}) >= 0"
-        )
+def check_budget(s: GenerationSettings) -> PhaseBudget:
+    """The generation flags together, before the model is loaded (each flag's range is its type's): the
+    token budget they give."""
+    max_tokens, explore = int(s.max_tokens or 0), int(s.explore_budget or 0)
+    if max_tokens <= explore:
+        raise UserError(f"--max-tokens ({max_tokens}) must exceed --explore-budget ({explore}) >= 0")
     # 0 is this flag's "off" (PhaseBudget's None); the check above is PhaseBudget's rule in this flag's words.
-    args.budget = PhaseBudget(args.max_tokens, args.explore_budget or None)
+    return PhaseBudget(max_tokens, explore or None)
 
 
-def check_prompt(gen: Any, args: argparse.Namespace, problem: str) -> None:
+def check_prompt(gen: Any, demo: Demo, problem: str) -> None:
     """Refuse a problem that with --max-tokens does not fit in the model's context (one line), before a
     generation that would crawl through positions the model never saw."""
     context = context_length(gen)
     if context is None:
         return
-    prompt = get_format(args.format).render_prompt(gen.tokenizer, problem) + args.opener
+    s = demo.settings
+    prompt = get_format(s.format).render_prompt(gen.tokenizer, problem) + (s.opener or "")
     n = len(gen.tokenizer.encode(prompt, add_special_tokens=False))
-    check_fits(n, args.max_tokens, context, "the problem with its prompt", "--max-tokens")
+    check_fits(n, demo.budget.total, context, "the problem with its prompt", "--max-tokens")
 
 
-def prepare(args: argparse.Namespace) -> ResolvedModel:
-    """Fill the model-dependent defaults, check the flags together and resolve the model (a local folder's
-    config, weights and tokenizer checked): every refusal before :func:`e2c.entry.checks_done`."""
-    fill_defaults(args)
-    check_flags(args)
-    pick_backend(args.backend)  # vllm asked for and not installed: one line now, not after the checks
-    return resolve_model(args.model, args.subfolder, fmt=get_format(args.format))
+def prepare(args: argparse.Namespace) -> Demo:
+    """The demo's settings from its parsed flags, the model-dependent defaults filled, the flags checked
+    together and the model resolved (a local folder's config, weights and tokenizer checked): every refusal
+    before :func:`e2c.entry.checks_done`."""
+    s = fill_defaults(from_flags(args, GenerationSettings))
+    budget = check_budget(s)
+    pick_backend(s.backend)  # vllm asked for and not installed: one line now, not after the checks
+    return Demo(s, budget, resolve_model(s.model, s.subfolder, fmt=get_format(s.format)))
 
 
-def load(args: argparse.Namespace) -> Any:
-    """Build the generator from the flags :func:`prepare` checked and filled (the model resolves again
+def load(demo: Demo) -> Any:
+    """Build the generator from the settings :func:`prepare` checked and filled (the model resolves again
     from its cache); a model that cannot be loaded is a :class:`UserError` line."""
-    quiet_libraries(args.verbose)
+    s = demo.settings
+    quiet_libraries(s.verbose)
     t0 = time.perf_counter()
     gen, res = make_generator(
-        args.backend,
-        args.model,
-        args.subfolder,
-        fmt=get_format(args.format),
-        trust_remote_code=args.trust_remote_code,
-        seed=args.seed,
+        s.backend,
+        s.model,
+        s.subfolder,
+        fmt=get_format(s.format),
+        trust_remote_code=s.trust_remote_code,
+        seed=s.seed,
     )
     print(f"model: {res.description}  [{res.path}]  on {gen.name}, loaded in {time.perf_counter() - t0:.1f}s")
     return gen
@@ -175,7 +223,7 @@ def load(args: argparse.Namespace) -> Any:
 
 def solve_and_show(
     gen: Any,
-    args: argparse.Namespace,
+    demo: Demo,
     problem: str,
     answer: str | None = None,
     kind: str = "math",
@@ -185,8 +233,9 @@ def solve_and_show(
 
     Raises :class:`~e2c.errors.UserError` (nothing printed) when the problem does not fit in the context.
     """
-    fmt: ChainFormat = get_format(args.format)
-    check_prompt(gen, args, problem)
+    s = demo.settings
+    fmt: ChainFormat = get_format(s.format)
+    check_prompt(gen, demo, problem)
     print(f"{RULE}\nPROBLEM:\n{problem}\n{RULE}", flush=True)
     t0 = time.perf_counter()
     [[out]] = generate_chains(
@@ -194,11 +243,11 @@ def solve_and_show(
         [problem],
         fmt,
         1,
-        budget=args.budget,
-        temperature=args.temperature,
-        top_p=args.top_p,
-        seed=args.seed,
-        opener=args.opener,
+        budget=demo.budget,
+        temperature=s.temperature,
+        top_p=s.top_p,
+        seed=s.seed,
+        opener=s.opener or "",
     )
     secs = time.perf_counter() - t0
     parsed = fmt.parse(out.response)

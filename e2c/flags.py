@@ -18,7 +18,7 @@ import typing
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
-from typing import Any
+from typing import Any, TypeVar
 
 from e2c.argtypes import ValueType
 
@@ -29,9 +29,13 @@ __all__ = [
     "check_settings",
     "flag_fields",
     "flag_values",
+    "from_flags",
     "setting",
     "setting_choices",
 ]
+
+
+T = TypeVar("T")
 
 
 class _FieldDefault:
@@ -56,6 +60,7 @@ def setting(
     repeat: bool = False,
     metavar: str | None = None,
     hidden: bool = False,
+    required: bool = False,
     value: ValueType | None = None,
     section: str = "",
 ) -> dict[str, Any]:
@@ -78,9 +83,14 @@ def setting(
             by ``value``; not given, the field's default.
         metavar: the flag's value as ``--help`` names it (``KEY=VALUE``).
         hidden: a flag for the toolkit's own use (a worker's shard, set by its parent): left out of ``--help``.
+        required: the command refuses to run without it (argparse's ``required``; the field's default is
+            then never used by the command line). A ``flag`` without dashes is a positional argument, which
+            is always required (unless ``nargs`` says otherwise).
         value: the values it takes, as one of :mod:`e2c.argtypes`' types (``whole(1)``): the flag parses
             with it and a value from elsewhere (a Hydra override, a config) is checked with it
-            (:func:`check_settings`). A list or tuple field's items are each checked with it.
+            (:func:`check_settings`). A list or tuple field's items are each checked with it. A boolean
+            field with a ``value`` type takes its value as text (Elastic's ``--e1-mode True``) instead of
+            being a switch.
         section: the ``--help`` group its flag is listed in (a key of ``add_setting_flags``'s ``sections``).
     """
     meta: dict[str, Any] = {"help": help, "value": value, "section": section}
@@ -94,6 +104,7 @@ def setting(
             repeat=repeat,
             metavar=metavar,
             hidden=hidden,
+            required=required,
         )
     if choices is not None:
         meta.update(choices=choices, choices_label=choices_label)
@@ -124,6 +135,7 @@ class SettingFlag:
     repeat: bool = False  # given once per item (argparse's "append")
     metavar: str | None = None
     hidden: bool = False  # left out of --help
+    required: bool = False  # refused when not given
     group: str = ""  # the config group the key lives in (RL: "e2c"); part of hydra_key
     section: str = ""  # the --help group it is listed in
 
@@ -197,6 +209,7 @@ def setting_flags(cls: type, prefix: str = "", group: str = "") -> Iterator[Sett
                 repeat=meta.get("repeat", False),
                 metavar=meta.get("metavar"),
                 hidden=meta.get("hidden", False),
+                required=meta.get("required", False),
                 group=group,
                 section=meta.get("section", ""),
             )
@@ -227,7 +240,7 @@ def add_setting_flags(
         if f.repeat:  # a list default: argparse's "append" copies it before adding (a tuple it cannot)
             kwargs.update(action="append", type=f.value or f.type)
             kwargs["default"] = None if override else list(f.default)
-        elif f.type is bool:
+        elif f.type is bool and f.value is None:
             kwargs["action"] = "store_true" if f.negate else argparse.BooleanOptionalAction
             if f.negate:
                 kwargs["default"] = None if override else False
@@ -241,6 +254,8 @@ def add_setting_flags(
             kwargs["metavar"] = f.metavar
         if f.hidden:
             kwargs["help"] = argparse.SUPPRESS
+        if f.required:
+            kwargs["required"] = True
         where: Any = parser
         if f.section and sections is not None:
             if f.section not in groups:
@@ -266,6 +281,11 @@ def flag_fields(args: argparse.Namespace, cls: type) -> dict[str, Any]:
         k: tuple(v) if isinstance(v, list) else str(v) if isinstance(v, PurePath) else v
         for k, v in flag_values(args, cls).items()
     }
+
+
+def from_flags(args: argparse.Namespace, cls: type[T]) -> T:
+    """The settings dataclass ``cls`` built from its parsed flags (:func:`flag_fields`)."""
+    return cls(**flag_fields(args, cls))
 
 
 def check_settings(obj: Any, prefix: str = "", *, by_flag: bool = False, skip: Collection[str] = ()) -> None:

@@ -56,7 +56,7 @@ import argparse
 import dataclasses
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +81,7 @@ from e2c.cli import ArgumentParser
 from e2c.devices import MAX_NODES
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
+from e2c.flags import add_setting_flags, from_flags, setting
 from e2c.launch_checks import first_line, verl_rl_checks, verl_sft_checks
 from e2c.rl.settings import e2c_settings
 
@@ -492,103 +493,92 @@ class GpusOrAuto(ValueType):
         return "auto" if str(text).strip() == "auto" else int(self.count.parse(text))
 
 
+def _flag(help: str, flag: str, default: Any, value: Any = None, **more: Any) -> Any:
+    """One flag's field (the recipe check has many, each one line here)."""
+    return field(default=default, metadata=setting(help, flag=flag, value=value, **more))
+
+
+@dataclass(frozen=True)
+class RecipeFlags:
+    """The command line: each field is one flag (``python -m e2c.recipe_check --help``); :func:`options`
+    makes the :class:`Options` that :func:`run` checks from them."""
+
+    gpus: int | str = _flag(
+        "GPUs per node, or 'auto' for the visible ones (scripts: N_GPUS; default 8)",
+        "--gpus",
+        "8",
+        GpusOrAuto(),
+    )
+    nnodes: int = _flag("nodes (NNODES; default 1)", "--nnodes", 1, whole(1, MAX_NODES))
+    algo: str = _flag("RL algorithm (RL_ALGO; default grpo)", "--algo", "grpo", choices=sorted(ALGO_NAMES))
+    model: str = _flag("base model, for the parameter count (BASE_MODEL)", "--model", "Qwen/Qwen3-8B", MODEL)
+    params: float | None = _flag(
+        "parameter count, e.g. 8.2e9 (default: from --model)", "--params", None, positive()
+    )
+    start: str = _flag("first recipe step (FROM; default data)", "--from", "data", choices=STEPS)
+    sft_steps: int | None = _flag(
+        "SFT optimizer steps (SFT_STEPS; default: epochs)", "--sft-steps", None, whole(1)
+    )
+    rl1_steps: int | None = _flag(
+        "RL stage 1 steps (RL1_STEPS; default: epochs)", "--rl1-steps", None, whole(1)
+    )
+    rl2_steps: int | None = _flag(
+        "RL stage 2 steps (RL2_STEPS; default: epochs)", "--rl2-steps", None, whole(1)
+    )
+    sft_rows: int | None = _flag(
+        f"SFT rows (default: {SFT_TRAIN_FILE}'s, else 58k)", "--sft-rows", None, whole(1)
+    )
+    rl_prompts: int | None = _flag(
+        "RL prompts (default: --rl-train-data's, else 14k)", "--rl-prompts", None, whole(1)
+    )
+    # may not exist yet (the recipe's data step writes it): then the paper's count is used
+    rl_train_data: str = _flag(
+        f"RL training parquet, for its rows (default {RL_TRAIN_FILE})", "--rl-train-data", RL_TRAIN_FILE, TEXT
+    )
+    filter_k: int = _flag(
+        "pass-rate filter samples per prompt; 0: no filter step (default)", "--filter-k", 0, whole(0)
+    )
+    eval_datasets: str = _flag("EVAL_DATASETS (default all: the 8 math sets)", "--eval-datasets", "all", TEXT)
+    eval_samples: int = _flag("EVAL_SAMPLES (default 8)", "--eval-samples", 8, whole(1))
+    eval_max_tokens: int | None = _flag(
+        "EVAL_MAX_TOKENS (default: each set's)", "--eval-max-tokens", None, whole(1)
+    )
+    length_fraction: float = _flag(
+        f"mean length / max (default {LENGTH_FRACTION})",
+        "--length-fraction",
+        LENGTH_FRACTION,
+        probability(open_zero=True),
+    )
+    mfu_train: float = _flag(
+        f"assumed training MFU (default {MFU_TRAIN})", "--mfu-train", MFU_TRAIN, probability(open_zero=True)
+    )
+    mfu_decode: float = _flag(
+        f"assumed decoding MFU (default {MFU_DECODE})",
+        "--mfu-decode",
+        MFU_DECODE,
+        probability(open_zero=True),
+    )
+    peak_tflops: float = _flag(
+        "GPU bf16 dense peak (default 989, H100)", "--peak-tflops", H100_PEAK_FLOPS / 1e12, positive()
+    )
+    dapo_gen_batches: float = _flag(
+        "DAPO generation batches a step (default 2)", "--dapo-gen-batches", DAPO_GEN_BATCHES, positive()
+    )
+    sft_override: tuple[str, ...] = _flag(
+        "Hydra override for the SFT config (repeatable)", "--sft-override", (), TEXT, repeat=True
+    )
+    rl_override: tuple[str, ...] = _flag(
+        "Hydra override for both RL stages (repeatable)", "--rl-override", (), TEXT, repeat=True
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(
         prog="python -m e2c.recipe_check",
         description="Check the GPU recipe's training configs at a cluster size (verl's checks and its run-time "
         "batch arithmetic, no GPU needed) and estimate each step's time from a FLOPs model.",
     )
-    a = p.add_argument
-    a(
-        "--gpus",
-        type=GpusOrAuto(),
-        default="8",
-        help="GPUs per node, or 'auto' for the visible ones (scripts: N_GPUS; default 8)",
-    )
-    a("--nnodes", type=whole(1, MAX_NODES), default=1, help="nodes (NNODES; default 1)")
-    a("--algo", choices=sorted(ALGO_NAMES), default="grpo", help="RL algorithm (RL_ALGO; default grpo)")
-    a("--model", type=MODEL, default="Qwen/Qwen3-8B", help="base model, for the parameter count (BASE_MODEL)")
-    a("--params", type=positive(), default=None, help="parameter count, e.g. 8.2e9 (default: from --model)")
-    a("--from", dest="start", choices=STEPS, default="data", help="first recipe step (FROM; default data)")
-    a(
-        "--sft-steps",
-        type=whole(1),
-        default=None,
-        help="SFT optimizer steps (SFT_STEPS; default: epochs)",
-    )
-    a("--rl1-steps", type=whole(1), default=None, help="RL stage 1 steps (RL1_STEPS; default: epochs)")
-    a("--rl2-steps", type=whole(1), default=None, help="RL stage 2 steps (RL2_STEPS; default: epochs)")
-    a(
-        "--sft-rows",
-        type=whole(1),
-        default=None,
-        help=f"SFT rows (default: {SFT_TRAIN_FILE}'s, else 58k)",
-    )
-    a(
-        "--rl-prompts",
-        type=whole(1),
-        default=None,
-        help="RL prompts (default: --rl-train-data's, else 14k)",
-    )
-    a(
-        "--rl-train-data",
-        type=TEXT,  # may not exist yet (the recipe's data step writes it): then the paper's count is used
-        default=RL_TRAIN_FILE,
-        help=f"RL training parquet, for its rows (default {RL_TRAIN_FILE})",
-    )
-    a(
-        "--filter-k",
-        type=whole(0),
-        default=0,
-        help="pass-rate filter samples per prompt; 0: no filter step (default)",
-    )
-    a("--eval-datasets", type=TEXT, default="all", help="EVAL_DATASETS (default all: the 8 math sets)")
-    a("--eval-samples", type=whole(1), default=8, help="EVAL_SAMPLES (default 8)")
-    a("--eval-max-tokens", type=whole(1), default=None, help="EVAL_MAX_TOKENS (default: each set's)")
-    a(
-        "--length-fraction",
-        type=probability(open_zero=True),
-        default=LENGTH_FRACTION,
-        help=f"mean length / max (default {LENGTH_FRACTION})",
-    )
-    a(
-        "--mfu-train",
-        type=probability(open_zero=True),
-        default=MFU_TRAIN,
-        help=f"assumed training MFU (default {MFU_TRAIN})",
-    )
-    a(
-        "--mfu-decode",
-        type=probability(open_zero=True),
-        default=MFU_DECODE,
-        help=f"assumed decoding MFU (default {MFU_DECODE})",
-    )
-    a(
-        "--peak-tflops",
-        type=positive(),
-        default=H100_PEAK_FLOPS / 1e12,
-        help="GPU bf16 dense peak (default 989, H100)",
-    )
-    a(
-        "--dapo-gen-batches",
-        type=positive(),
-        default=DAPO_GEN_BATCHES,
-        help="DAPO generation batches a step (default 2)",
-    )
-    a(
-        "--sft-override",
-        type=TEXT,
-        action="append",
-        default=[],
-        help="Hydra override for the SFT config (repeatable)",
-    )
-    a(
-        "--rl-override",
-        type=TEXT,
-        action="append",
-        default=[],
-        help="Hydra override for both RL stages (repeatable)",
-    )
+    add_setting_flags(p, RecipeFlags)
     return p
 
 
@@ -610,7 +600,7 @@ def resolve_gpus(value: str | int) -> int:
     return n
 
 
-def options(args: argparse.Namespace, gpus: int) -> Options:
+def options(args: RecipeFlags, gpus: int) -> Options:
     """The parsed flags as :class:`Options`."""
     return Options(
         cluster=Cluster(gpus, args.nnodes),
@@ -645,7 +635,7 @@ def main(argv: list[str] | None = None) -> int:
 
     The flags are checked before ``checks_done()``; the recipe's configs are this command's work (with
     ``E2C_CHECK_ONLY=1`` it stops before composing them)."""
-    args = build_parser().parse_args(argv)
+    args = from_flags(build_parser().parse_args(argv), RecipeFlags)
     gpus = resolve_gpus(args.gpus)
     checks_done()
     if gpus == 0:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
+from e2c.flags import add_setting_flags, from_flags, setting
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,24 @@ STAGES: dict[str, StageScript] = {
 }
 
 
+@dataclass(frozen=True)
+class StageArgs:
+    """The command line: the stage and its arguments (``python -m e2c.stage_args --help``)."""
+
+    stage: str = field(
+        default="", metadata=setting("the slurm_e2c.sbatch stage", flag="stage", choices=list(STAGES))
+    )
+    args: tuple[str, ...] = field(
+        default=(),
+        metadata=setting(
+            "the stage's arguments, as its script takes them", flag="args", nargs=argparse.REMAINDER
+        ),
+    )
+
+
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="python -m e2c.stage_args", description=__doc__.splitlines()[0])
-    p.add_argument("stage", choices=list(STAGES), help="the slurm_e2c.sbatch stage")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="the stage's arguments, as its script takes them")
+    add_setting_flags(p, StageArgs)
     return p
 
 
@@ -93,9 +108,9 @@ def check_curriculum(stage: StageScript, args: list[str]) -> None:
     from e2c.rl import curriculum
     from e2c.tracking import tracker_names
 
-    ns = curriculum.build_parser().parse_args(args)
+    ns, lora = curriculum.parse(args)
     tracker_names(ns.logger)
-    lora_overrides(ns, "actor_rollout_ref.model")
+    lora_overrides(lora, "actor_rollout_ref.model")
     curriculum.load_curriculum(ns.config or configs_dir() / "e2c_curriculum.yaml")
 
 
@@ -103,7 +118,7 @@ CHECKS = {"e2c.rl.launch": check_rl, "e2c.sft.run": check_sft, "e2c.rl.curriculu
 
 
 def main(argv: list[str] | None = None) -> int:
-    ns = build_parser().parse_args(argv)
+    ns = from_flags(build_parser().parse_args(argv), StageArgs)
     stage = STAGES[ns.stage]
     if not {"-h", "--help"} & set(_before_overrides(ns.args)):  # help: the stage prints it when it runs
         CHECKS[stage.module](stage, list(ns.args))

@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
         "<out>/report.json.",
     )
     ClaimsConfig.add_flags(p, SECTIONS)
-    add_run_flags(p, STAGES, "the same stages on the tiny test model at tiny sizes (CI)")
+    add_run_flags(p)
     return p
 
 

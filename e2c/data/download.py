@@ -19,7 +19,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -29,6 +29,7 @@ from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import atomic_write_text, check_output_dir
+from e2c.flags import add_setting_flags, from_flags, setting
 
 DATA_REPO = "TingheOliver/Explore-Execute-Chain-Datasets"
 OFFICIAL = "https://huggingface.co"
@@ -317,25 +318,45 @@ def download(
     return got
 
 
+@dataclass(frozen=True)
+class DownloadSettings:
+    """The command line: each field is one flag (``python -m e2c.data.download --help``)."""
+
+    dataset: str = field(
+        default="all",
+        metadata=setting("what to fetch (default: all)", flag="--dataset", choices=list(SELECTIONS)),
+    )
+    mirror: bool = field(default=False, metadata=setting(f"use the mirror {MIRROR}", flag="--mirror"))
+    endpoint: str | None = field(
+        default=None,
+        metadata=setting(
+            "hub base URL (default: $HF_ENDPOINT or huggingface.co)", flag="--endpoint", value=TEXT
+        ),
+    )
+    repo: str = field(
+        default=DATA_REPO,
+        metadata=setting(f"dataset repository (default: {DATA_REPO})", flag="--repo", value=TEXT),
+    )
+    revision: str = field(
+        default="main",
+        metadata=setting("branch, tag or commit (default: main)", flag="--revision", value=TEXT),
+    )
+    out: str = field(
+        default="data/raw",
+        metadata=setting("where raw files land (default: data/raw)", flag="--out", value=OUTPUT_DIR),
+    )
+
+
 def build_parser() -> ArgumentParser:
     """The command line of ``python -m e2c.data.download`` (``bash scripts/download_datasets.sh``)."""
     p = ArgumentParser(prog="download_datasets", description=f"Download {DATA_REPO} (resumable, verified).")
-    p.add_argument("--dataset", default="all", choices=list(SELECTIONS), help="what to fetch (default: all)")
-    p.add_argument("--mirror", action="store_true", help=f"use the mirror {MIRROR}")
-    p.add_argument(
-        "--endpoint", default=None, type=TEXT, help="hub base URL (default: $HF_ENDPOINT or huggingface.co)"
-    )
-    p.add_argument("--repo", default=DATA_REPO, type=TEXT, help=f"dataset repository (default: {DATA_REPO})")
-    p.add_argument("--revision", default="main", type=TEXT, help="branch, tag or commit (default: main)")
-    p.add_argument(
-        "--out", default="data/raw", type=OUTPUT_DIR, help="where raw files land (default: data/raw)"
-    )
+    add_setting_flags(p, DownloadSettings)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     ap = build_parser()
-    args = ap.parse_args(argv)
+    args = from_flags(ap.parse_args(argv), DownloadSettings)
     if not _REPO_ID.fullmatch(args.repo):
         ap.error(f"--repo {args.repo!r} is not a repository id (owner/name), e.g. {DATA_REPO}")
     base = endpoint(args.mirror, args.endpoint)

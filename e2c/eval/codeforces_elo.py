@@ -42,11 +42,13 @@ import bisect
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import EXISTING_FILE, TEXT, whole
 from e2c.errors import UserError
+from e2c.flags import add_setting_flags, from_flags, setting
 
 LOW, HIGH = 0.0, 4000.0
 SCALE = 400.0
@@ -253,28 +255,65 @@ def read_distribution(path: str | Path) -> dict[float, int]:
     return dist
 
 
+@dataclass(frozen=True)
+class EloSettings:
+    """The command line: each field is one flag (``python -m e2c.eval.codeforces_elo --help``)."""
+
+    results_path: str = field(
+        default="",
+        metadata=setting(
+            "eval run folder (or its results.json, or a predictions .jsonl) (required)",
+            flag="--results-path",
+            value=TEXT,
+            required=True,
+        ),
+    )
+    pass_n: int = field(
+        default=1,
+        metadata=setting(
+            "submissions per problem: pass@n from the run's samples (default: 1)",
+            flag="--pass-n",
+            value=whole(1),
+        ),
+    )
+    dataset: str | None = field(
+        default=None,
+        metadata=setting(
+            f"the set to rate (default: the run's {' or '.join(CODEFORCES_SETS)})",
+            flag="--dataset",
+            value=TEXT,
+        ),
+    )
+    data_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "where the set's records are (default: the run's --data-dir, then the usual places)",
+            flag="--data-dir",
+            value=TEXT,
+        ),
+    )
+    ratings_distribution: str | None = field(
+        default=None,
+        metadata=setting(
+            "JSON {rating: count} of contestants, for a percentile (default: none)",
+            flag="--ratings-distribution",
+            value=EXISTING_FILE,
+        ),
+    )
+
+
 def build_parser() -> Any:
-    from e2c.argtypes import EXISTING_FILE, TEXT, whole
     from e2c.cli import ArgumentParser
 
     p = ArgumentParser(prog="cf_elo_calc.py", description=__doc__.splitlines()[0])
-    p.add_argument("--results_path", "--results-path", required=True, type=TEXT,
-                   help="eval run folder (or its results.json, or a predictions .jsonl) (required)")  # fmt: skip
-    p.add_argument("--pass_n", "--pass-n", type=whole(1), default=1,
-                   help="submissions per problem: pass@n from the run's samples (default: 1)")  # fmt: skip
-    p.add_argument("--dataset", type=TEXT, default=None,
-                   help=f"the set to rate (default: the run's {' or '.join(CODEFORCES_SETS)})")  # fmt: skip
-    p.add_argument("--data-dir", type=TEXT, default=None,
-                   help="where the set's records are (default: the run's --data-dir, then the usual places)")  # fmt: skip
-    p.add_argument("--ratings-distribution", type=EXISTING_FILE, default=None,
-                   help="JSON {rating: count} of contestants, for a percentile (default: none)")  # fmt: skip
+    add_setting_flags(p, EloSettings)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from e2c.entry import checks_done
 
-    args = build_parser().parse_args(argv)
+    args = from_flags(build_parser().parse_args(argv), EloSettings)
     dist = read_distribution(args.ratings_distribution) if args.ratings_distribution else None
     checks_done()
     est = estimate_run(args.results_path, args.pass_n, args.dataset, args.data_dir, dist)

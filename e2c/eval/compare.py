@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import read_records
+from e2c.flags import add_setting_flags, from_flags, setting
 from e2c.results import read_results
 from e2c.stats import align_scores, paired_difference, wilson_interval
 
@@ -147,38 +149,50 @@ def format_comparison(cmp: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class CompareSettings:
+    """The command line: each field is one flag (``python -m e2c.eval.compare --help``)."""
+
+    runs: tuple[str, ...] = field(
+        default=(), metadata=setting("evaluation run folders (e2c.eval.run --output-dir)", flag="runs")
+    )
+    labels: tuple[str, ...] | None = field(
+        default=None,
+        metadata=setting("a name per run (default: the folder names)", flag="--labels", value=TEXT),
+    )
+    plot_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "write accuracy.png and tokens.png here (default: none)", flag="--plot-dir", value=OUTPUT_DIR
+        ),
+    )
+
+
 def build_parser() -> ArgumentParser:
     """The command line: run folders, their names, where plots go (checked before any file is read)."""
     ap = ArgumentParser(prog="python -m e2c.eval.compare", description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", type=Path, help="evaluation run folders (e2c.eval.run --output-dir)")
-    ap.add_argument(
-        "--labels", nargs="+", type=TEXT, default=None, help="a name per run (default: the folder names)"
-    )
-    ap.add_argument(
-        "--plot-dir",
-        type=OUTPUT_DIR,
-        default=None,
-        help="write accuracy.png and tokens.png here (default: none)",
-    )
+    add_setting_flags(ap, CompareSettings)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    labels = args.labels or [p.name or str(p) for p in args.runs]
-    if len(labels) != len(args.runs):
-        raise UserError(f"--labels gives {len(labels)} names for {len(args.runs)} runs; give one per run")
+    args = from_flags(build_parser().parse_args(argv), CompareSettings)
+    runs = [Path(r) for r in args.runs]
+    labels = list(args.labels or [p.name or str(p) for p in runs])
+    if len(labels) != len(runs):
+        raise UserError(f"--labels gives {len(labels)} names for {len(runs)} runs; give one per run")
     if len(set(labels)) != len(labels):
         raise UserError(f"run names must differ, got {' '.join(labels)}; name them with --labels")
-    cmp = compare_runs(args.runs, labels)
+    cmp = compare_runs(runs, labels)
     checks_done()
     print(format_comparison(cmp))
     if args.plot_dir is not None:
         from e2c.eval.plots import plot_accuracy, plot_tokens
 
-        plot_accuracy(cmp["runs"], args.plot_dir / "accuracy.png", "Accuracy per run")
-        plot_tokens(cmp["runs"], args.plot_dir / "tokens.png", "Exploration and execution tokens per run")
-        print(f"plots: {args.plot_dir / 'accuracy.png'}, {args.plot_dir / 'tokens.png'}")
+        plots = Path(args.plot_dir)
+        plot_accuracy(cmp["runs"], plots / "accuracy.png", "Accuracy per run")
+        plot_tokens(cmp["runs"], plots / "tokens.png", "Exploration and execution tokens per run")
+        print(f"plots: {plots / 'accuracy.png'}, {plots / 'tokens.png'}")
     print(json.dumps(cmp))
     return 0
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from dataclasses import dataclass, field
 from typing import NoReturn
 
 from e2c.argtypes import (
@@ -36,6 +37,7 @@ from e2c.chain import FORMATS
 from e2c.cli import ArgumentParser
 from e2c.entry import run_main
 from e2c.errors import UserError
+from e2c.flags import add_setting_flags, from_flags, setting
 
 TRUE = ("true", "1", "yes")
 FALSE = ("false", "0", "no")
@@ -61,54 +63,88 @@ class RaisingParser(ArgumentParser):
         raise UserError(f"{message} (see {self.prog} --help)")
 
 
+@dataclass(frozen=True)
+class ElasticSettings:
+    """Elastic Reasoning's ``eval_model.sh`` flags: each field is one flag."""
+
+    # Any text here: e2c.eval.run checks the model (a folder's config, weights and tokenizer) before any work.
+    model: str = field(
+        default="",
+        metadata=setting("model folder or HF id (required)", flag="--model", value=TEXT, required=True),
+    )
+    datasets: tuple[str, ...] = field(
+        default=("aime",),
+        metadata=setting("benchmarks, space-separated (default: aime)", flag="--datasets", value=TEXT),
+    )
+    output_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "run folder (default: e2c.eval.run's, under evaluation/e2c-eval)",
+            flag="--output-dir",
+            value=OUTPUT_DIR,
+        ),
+    )
+    n: int = field(
+        default=1,
+        metadata=setting(
+            "samples per problem (default: 1; Elastic's tables: 16)", flag="--n", value=whole(1)
+        ),
+    )
+    tp: int = field(
+        default=1,
+        metadata=setting(
+            "tensor-parallel GPUs per vLLM engine; the visible GPUs make GPUs/tp data-parallel workers (default: 1)",
+            flag="--tp",
+            value=whole(1),
+        ),
+    )
+    e1_mode: bool = field(
+        default=False,
+        metadata=setting(
+            "True: budgeted thinking then solution; False: one call (default: False)",
+            flag="--e1-mode",
+            value=Switch(),
+        ),
+    )
+    e1_thinking_length: int = field(
+        default=1024,
+        metadata=setting(
+            "thinking budget in E1 mode (default: 1024)", flag="--e1-thinking-length", value=whole(1)
+        ),
+    )
+    e1_solution_length: int = field(
+        default=1024,
+        metadata=setting(
+            "solution budget in E1 mode (default: 1024)", flag="--e1-solution-length", value=whole(1)
+        ),
+    )
+    max_length: int = field(
+        default=32768,
+        metadata=setting("new tokens without E1 mode (default: 32768)", flag="--max-length", value=whole(1)),
+    )
+    temperature: float = field(
+        default=0.6,
+        metadata=setting(
+            "sampling temperature (default: 0.6, Elastic's)", flag="--temperature", value=at_least(0)
+        ),
+    )
+    top_p: float = field(
+        default=0.95,
+        metadata=setting(
+            "nucleus sampling mass (default: 0.95)", flag="--top-p", value=probability(open_zero=True)
+        ),
+    )
+    format: str = field(
+        default="think",
+        metadata=setting(
+            "chain format (default: think, Elastic's <think> models)", flag="--format", choices=tuple(FORMATS)
+        ),
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = RaisingParser(prog="scripts/eval/eval_model.sh", description=__doc__.splitlines()[0])
-    a = p.add_argument
-    # Any text here: e2c.eval.run checks the model (a folder's config, weights and tokenizer) before any work.
-    a("--model", type=TEXT, required=True, help="model folder or HF id (required)")
-    a(
-        "--datasets",
-        nargs="+",
-        type=TEXT,
-        default=["aime"],
-        help="benchmarks, space-separated (default: aime)",
-    )
-    a(
-        "--output-dir",
-        type=OUTPUT_DIR,
-        default=None,
-        help="run folder (default: e2c.eval.run's, under evaluation/e2c-eval)",
-    )
-    a("--n", type=whole(1), default=1, help="samples per problem (default: 1; Elastic's tables: 16)")
-    a(
-        "--tp",
-        type=whole(1),
-        default=1,
-        help="tensor-parallel GPUs per vLLM engine; the visible GPUs make GPUs/tp "
-        "data-parallel workers (default: 1)",
-    )
-    a(
-        "--e1-mode",
-        type=Switch(),
-        default=False,
-        help="True: budgeted thinking then solution; False: one call (default: False)",
-    )
-    a("--e1-thinking-length", type=whole(1), default=1024, help="thinking budget in E1 mode (default: 1024)")
-    a("--e1-solution-length", type=whole(1), default=1024, help="solution budget in E1 mode (default: 1024)")
-    a("--max-length", type=whole(1), default=32768, help="new tokens without E1 mode (default: 32768)")
-    a(
-        "--temperature",
-        type=at_least(0),
-        default=0.6,
-        help="sampling temperature (default: 0.6, Elastic's)",
-    )
-    a("--top-p", type=probability(open_zero=True), default=0.95, help="nucleus sampling mass (default: 0.95)")
-    a(
-        "--format",
-        default="think",
-        choices=tuple(FORMATS),
-        help="chain format (default: think, Elastic's <think> models)",
-    )
+    add_setting_flags(p, ElasticSettings)
     return p
 
 
@@ -116,7 +152,8 @@ def translate(argv: list[str]) -> list[str]:
     """Elastic Reasoning's flags -> the arguments of ``python -m e2c.eval.run`` (raises UserError)."""
     from e2c.data.registry import resolve_names
 
-    args, rest = build_parser().parse_known_args(argv)
+    ns, rest = build_parser().parse_known_args(argv)
+    args = from_flags(ns, ElasticSettings)
     try:
         names = resolve_names(",".join(args.datasets))
     except UserError as e:

@@ -29,6 +29,7 @@ import re
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +40,11 @@ from e2c.data.io import json_type, read_rows, write_jsonl
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import check_output_file
+from e2c.flags import add_setting_flags, from_flags, setting
 from e2c.rewards.grader import GradeResult, as_options, grade_many
 from e2c.rewards.kinds import ANSWER_KINDS, DEFAULT_KIND, Kind, find_kind, kind_names, runs_programs
-from e2c.sandbox import SANDBOX_HELP, setting, use
+from e2c.sandbox import SANDBOX_HELP, use
+from e2c.sandbox import setting as sandbox_setting
 
 _MISSING = object()
 _INDEX = re.compile(r"-?[0-9]+")
@@ -156,75 +159,110 @@ def summarize(results: list[GradeResult]) -> dict[str, Any]:
     }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = ArgumentParser(prog="python -m e2c.eval.score", description=__doc__.split("\n\n")[0])
-    p.add_argument("file", type=Path, help="JSONL, JSON list or parquet file of responses")
-    p.add_argument(
-        "--response-key",
-        default="response",
-        type=TEXT,
-        help="field with the response text; every value must be a string, a dotted path picks a list item "
-        "(response.0) (default: response)",
-    )
-    p.add_argument(
-        "--answer-key", default="answer", type=TEXT, help="field with the reference answer (default: answer)"
-    )
+def _kinds_help() -> str:
     # Read when the parser is built: every kind of the table is a choice, with its own summary.
     kinds = "; ".join(f"{k.name}: {k.summary}" for k in ANSWER_KINDS.values())
-    p.add_argument(
-        "--kind",
-        default=DEFAULT_KIND,
-        choices=kind_names(),
-        help=f"answer kind ({kinds}) (default: {DEFAULT_KIND})",
+    return f"answer kind ({kinds}) (default: {DEFAULT_KIND})"
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """The command line: each field is one flag (``python -m e2c.eval.score --help``)."""
+
+    file: str = field(
+        default="", metadata=setting("JSONL, JSON list or parquet file of responses", flag="file")
     )
-    p.add_argument(
-        "--options-key",
+    response_key: str = field(
+        default="response",
+        metadata=setting(
+            "field with the response text; every value must be a string, a dotted path picks a list item "
+            "(response.0) (default: response)",
+            flag="--response-key",
+            value=TEXT,
+        ),
+    )
+    answer_key: str = field(
+        default="answer",
+        metadata=setting(
+            "field with the reference answer (default: answer)", flag="--answer-key", value=TEXT
+        ),
+    )
+    kind: str = field(default=DEFAULT_KIND, metadata=setting(_kinds_help, flag="--kind", choices=kind_names))
+    options_key: str = field(
         default="options",
-        type=TEXT,
-        help="field with MCQ options {letter: text} (default: options)",
+        metadata=setting(
+            "field with MCQ options {letter: text} (default: options)", flag="--options-key", value=TEXT
+        ),
     )
-    p.add_argument(
-        "--format",
+    format: str = field(
         default="e2c",
-        choices=[*FORMATS, "none"],
-        help="chain format to parse before extracting the answer; 'none' grades the raw text (default: e2c)",
+        metadata=setting(
+            "chain format to parse before extracting the answer; 'none' grades the raw text (default: e2c)",
+            flag="--format",
+            choices=[*FORMATS, "none"],
+        ),
     )
-    p.add_argument(
-        "--fallback-number",
-        action="store_true",
-        help="accept the last number when no explicit answer is found (for reference solutions)",
+    fallback_number: bool = field(
+        default=False,
+        metadata=setting(
+            "accept the last number when no explicit answer is found (for reference solutions)",
+            flag="--fallback-number",
+        ),
     )
-    p.add_argument(
-        "--timeout", type=positive(), default=5.0, help="hard bound per symbolic check, seconds (default: 5)"
+    timeout: float = field(
+        default=5.0,
+        metadata=setting(
+            "hard bound per symbolic check, seconds (default: 5)", flag="--timeout", value=positive()
+        ),
     )
-    p.add_argument(
-        "--workers", type=whole(1, 1024), default=4, help="concurrent grading threads (default: 4)"
+    workers: int = field(
+        default=4,
+        metadata=setting("concurrent grading threads (default: 4)", flag="--workers", value=whole(1, 1024)),
     )
-    p.add_argument("--limit", type=whole(1), default=None, help="grade only the first N rows (default: all)")
-    p.add_argument(
-        "--out", type=OUTPUT_FILE, default=None, help="write per-row results as JSONL here (default: none)"
+    limit: int | None = field(
+        default=None,
+        metadata=setting("grade only the first N rows (default: all)", flag="--limit", value=whole(1)),
     )
-    p.add_argument("--show-wrong", type=whole(0), default=0, help="print up to N wrong rows (default: 0)")
-    p.add_argument("--sandbox", type=TEXT, default=None, metavar="SPEC", help=f"{SANDBOX_HELP} (--kind code)")
+    out: str | None = field(
+        default=None,
+        metadata=setting(
+            "write per-row results as JSONL here (default: none)", flag="--out", value=OUTPUT_FILE
+        ),
+    )
+    show_wrong: int = field(
+        default=0,
+        metadata=setting("print up to N wrong rows (default: 0)", flag="--show-wrong", value=whole(0)),
+    )
+    sandbox: str | None = field(
+        default=None,
+        metadata=setting(f"{SANDBOX_HELP} (--kind code)", flag="--sandbox", value=TEXT, metavar="SPEC"),
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = ArgumentParser(prog="python -m e2c.eval.score", description=__doc__.split("\n\n")[0])
+    add_setting_flags(p, ScoreSettings)
     return p
 
 
-def check_args(args: argparse.Namespace) -> None:
+def check_args(args: ScoreSettings) -> None:
     """An --out that would overwrite the input (the flags' values are checked by their types)."""
     if args.out is not None:  # before grading, so that a bad path costs no work and never a file
-        check_output_file(args.out, "--out", [args.file])
+        check_output_file(Path(args.out), "--out", [Path(args.file)])
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = from_flags(build_parser().parse_args(argv), ScoreSettings)
     check_args(args)
-    sandbox = setting(args.sandbox)  # with $E2C_SANDBOX_WORKERS: one line for a bad value, whatever the kind
+    sandbox = sandbox_setting(
+        args.sandbox
+    )  # with $E2C_SANDBOX_WORKERS: one line for a bad value, whatever the kind
     if runs_programs([args.kind]):  # programs as answers: a sandbox that does not run one stops here
         use(sandbox, print, "score")
     checks_done()
     t0 = time.perf_counter()
     _, results = score_file(
-        args.file,
+        Path(args.file),
         args.response_key,
         args.answer_key,
         kind=args.kind,
@@ -239,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         write_jsonl(({"row": i, **r.to_dict()} for i, r in enumerate(results)), args.out)
     s = summarize(results)
-    print(f"{'file':<14}{args.file.name}")
+    print(f"{'file':<14}{Path(args.file).name}")
     for k in ("n", "correct", "no_answer", "timeout", "unparseable_gold", "error", "well_formed"):
         print(f"{k:<14}{s[k]}")
     print(f"{'accuracy':<14}{s['accuracy']:.4f}")
@@ -258,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         k: s[k] for k in ("n", "correct", "accuracy", "no_answer", "timeout", "unparseable_gold", "error")
     }
-    print(json.dumps({"file": str(args.file), "kind": args.kind, **summary, "seconds": round(secs, 3)}))
+    print(json.dumps({"file": args.file, "kind": args.kind, **summary, "seconds": round(secs, 3)}))
     return 0
 
 

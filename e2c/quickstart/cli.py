@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Stages, in order: {', '.join(STAGES)}. Outputs: <out>/<stage>/, <out>/report.md, <out>/report.json.",
     )
     Config.add_flags(p, SECTIONS)
-    add_run_flags(p, STAGES, "the same stages on the tiny test model at tiny sizes (a few minutes)")
+    add_run_flags(p)
     return p
 
 

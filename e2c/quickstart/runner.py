@@ -9,13 +9,15 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import TEXT
 from e2c.entry import checks_done
 from e2c.errors import UserError, fail
 from e2c.files import atomic_write_json, check_output_dir
+from e2c.flags import add_setting_flags, from_flags, setting
 from e2c.quickstart.context import read_done, read_started
 from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, select_stages
 from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
@@ -247,22 +249,37 @@ def report_stage(module: str) -> Callable[[Any, Any], dict[str, Any]]:
     return stage
 
 
-def add_run_flags(parser: Any, stages: tuple[str, ...], fast_help: str) -> None:
-    """A pipeline tool's flags that say what to run rather than how: ``--fast`` (its preset), ``--from STAGE``
-    and ``--force``."""
-    from e2c.argtypes import TEXT
+@dataclass(frozen=True)
+class RunFlags:
+    """A pipeline tool's flags that say what to run rather than how (the quickstart's and the claims'):
+    its ``--fast`` preset, ``--from STAGE`` and ``--force``."""
 
-    a = parser.add_argument
-    a("--fast", action="store_true", help=fast_help)
-    a(
-        "--from",
-        dest="from_stage",
-        default=None,
-        type=TEXT,
-        metavar="STAGE",
-        help=f"redo this stage and every later one; earlier ones are reused ({', '.join(stages)}; default: none)",
+    fast: bool = field(
+        default=False,
+        metadata=setting(
+            "the same stages on the tiny test model at tiny sizes: a smoke run of minutes (default: off)",
+            flag="--fast",
+        ),
     )
-    a("--force", action="store_true", help="redo every stage, discarding earlier results (default: off)")
+    from_stage: str | None = field(
+        default=None,
+        metadata=setting(
+            "redo this stage and every later one; earlier ones are reused (one of the stages listed below; "
+            "default: none)",
+            flag="--from",
+            value=TEXT,
+            metavar="STAGE",
+        ),
+    )
+    force: bool = field(
+        default=False,
+        metadata=setting("redo every stage, discarding earlier results (default: off)", flag="--force"),
+    )
+
+
+def add_run_flags(parser: Any) -> None:
+    """:class:`RunFlags` on a pipeline tool's parser."""
+    add_setting_flags(parser, RunFlags)
 
 
 def main_of(
@@ -275,8 +292,9 @@ def main_of(
     input (raised to the entry guard, :func:`e2c.entry.run_main`), a failed stage and an interrupt each end
     with one line and their exit status (2, 1, 130)."""
     args = parser.parse_args(argv)
+    flags = from_flags(args, RunFlags)
     cfg = config_from_args(args)
-    print(json.dumps(run_resumable(lambda: run(cfg, args.from_stage, args.force))))
+    print(json.dumps(run_resumable(lambda: run(cfg, flags.from_stage, flags.force))))
     return 0
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from e2c.argtypes import TEXT
 from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
+from e2c.flags import add_setting_flags, from_flags, setting
 from e2c.paths import project_root
 from e2c.quickstart.config import Config
 
@@ -49,18 +51,28 @@ def first_heldout(out: Path) -> tuple[str, str] | None:
     return (str(df["problem"].iloc[0]), str(df["answer"].iloc[0])) if len(df) else None
 
 
+@dataclass(frozen=True)
+class TrainedSettings:
+    """The command line: each field is one flag (``python -m e2c.quickstart.trained --help``)."""
+
+    # TEXT, not an existing folder: no quickstart run yet is an answer (nothing printed), not an error
+    out: str = field(
+        default=Config().out,
+        metadata=setting(f"quickstart output folder (default: {Config().out})", flag="--out", value=TEXT),
+    )
+    with_problem: bool = field(
+        default=False, metadata=setting("also print --problem and --answer", flag="--with-problem")
+    )
+
+
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="python -m e2c.quickstart.trained", description=__doc__.splitlines()[0])
-    # TEXT, not an existing folder: no quickstart run yet is an answer (nothing printed), not an error
-    p.add_argument(
-        "--out", default=Config().out, type=TEXT, help="quickstart output folder (default: %(default)s)"
-    )
-    p.add_argument("--with-problem", action="store_true", help="also print --problem and --answer")
+    add_setting_flags(p, TrainedSettings)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = from_flags(build_parser().parse_args(argv), TrainedSettings)
     out = Path(args.out).expanduser()
     out = out if out.is_absolute() else project_root() / out
     if os.path.lexists(out) and not out.is_dir():

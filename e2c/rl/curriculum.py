@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +29,9 @@ from e2c.argtypes import EXISTING_FILE, INT_MAX, MODEL, OUTPUT_DIR, TEXT, at_lea
 from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
+from e2c.flags import add_setting_flags, from_flags, setting
 from e2c.launch_checks import DATA_FILES
-from e2c.lora import add_lora_args, lora_flags, lora_overrides
+from e2c.lora import LoraSettings, add_lora_args, lora_flags, lora_overrides
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_names
 
 DONE = "CURRICULUM_DONE"
@@ -398,7 +399,7 @@ def launch_args(
     return args
 
 
-def check_inputs(cur: Curriculum, args: Any) -> tuple[list[dict], list[dict]]:
+def check_inputs(cur: Curriculum, args: CurriculumSettings) -> tuple[list[dict], list[dict]]:
     """Everything a later stage would trip over, checked before stage 1 writes or trains anything: the
     data files, every stage's band (it has training rows), the start model, every stage's overrides
     (composed as that stage's launch will) and the output folder. Returns the training and validation rows."""
@@ -493,69 +494,97 @@ def run_curriculum(
     return runs
 
 
-def with_defaults(args: Any) -> None:
-    """Fill the folders the command line left out, under the project folder (:mod:`e2c.paths`)."""
+@dataclass(frozen=True)
+class CurriculumSettings:
+    """The curriculum's command line but LoRA's (:class:`e2c.lora.LoraSettings`): each field is one flag."""
+
+    config: str | None = field(
+        default=None,
+        metadata=setting(
+            "curriculum YAML (default: configs/e2c_curriculum.yaml, e3's)",
+            flag="--config",
+            value=EXISTING_FILE,
+        ),
+    )
+    model: str | None = field(
+        default=None,
+        metadata=setting(
+            "stage-1 start model: tiny|embedded|folder|HF id (default models/checkpoints/sft/final)",
+            flag="--model",
+            value=MODEL,
+        ),
+    )
+    train_data: str | None = field(
+        default=None,
+        metadata=setting(
+            "RL parquet(s) (default data/processed/rl/e2c_rl_train.parquet)",
+            flag="--train-data",
+            value=DATA_FILES,
+        ),
+    )
+    val_data: str | None = field(
+        default=None,
+        metadata=setting(
+            "validation parquet(s) (default data/processed/rl/e2c_rl_val.parquet)",
+            flag="--val-data",
+            value=DATA_FILES,
+        ),
+    )
+    output_dir: str | None = field(
+        default=None,
+        metadata=setting(
+            "one sub-folder per stage (default models/checkpoints/rl/curriculum)",
+            flag="--output-dir",
+            value=OUTPUT_DIR,
+        ),
+    )
+    steps: int = field(
+        default=0,
+        metadata=setting(
+            "stop each stage after N steps (0: the config's epochs)", flag="--steps", value=whole(0)
+        ),
+    )
+    logger: str = field(default=DEFAULT_LOGGERS, metadata=setting(LOGGER_HELP, flag="--logger", value=TEXT))
+    overrides: tuple[str, ...] = field(
+        default=(), metadata=setting("Hydra overrides for every stage, after --", flag="overrides", nargs="*")
+    )
+
+
+def with_defaults(args: CurriculumSettings) -> CurriculumSettings:
+    """The folders the command line left out, under the project folder (:mod:`e2c.paths`)."""
     from e2c.paths import configs_dir, data_dir, project_root
     from e2c.rl.launch import default_sft_model
 
     rl_data = data_dir() / "processed" / "rl"
-    args.config = args.config or str(configs_dir() / "e2c_curriculum.yaml")
-    args.model = args.model or str(default_sft_model())
-    args.train_data = args.train_data or str(rl_data / "e2c_rl_train.parquet")
-    args.val_data = args.val_data or str(rl_data / "e2c_rl_val.parquet")
-    args.output_dir = args.output_dir or str(project_root() / "models" / "checkpoints" / "rl" / "curriculum")
+    return replace(
+        args,
+        config=args.config or str(configs_dir() / "e2c_curriculum.yaml"),
+        model=args.model or str(default_sft_model()),
+        train_data=args.train_data or str(rl_data / "e2c_rl_train.parquet"),
+        val_data=args.val_data or str(rl_data / "e2c_rl_val.parquet"),
+        output_dir=args.output_dir or str(project_root() / "models" / "checkpoints" / "rl" / "curriculum"),
+    )
 
 
 def build_parser() -> ArgumentParser:
     """The curriculum's command line; every valued flag has its type (:mod:`e2c.argtypes`)."""
     p = ArgumentParser(prog="e2c_curriculum", description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--config",
-        type=EXISTING_FILE,
-        default=None,
-        help="curriculum YAML (default: configs/e2c_curriculum.yaml, e3's)",
-    )
-    p.add_argument(
-        "--model",
-        type=MODEL,
-        default=None,
-        help="stage-1 start model: tiny|embedded|folder|HF id (default models/checkpoints/sft/final)",
-    )
-    p.add_argument(
-        "--train-data",
-        type=DATA_FILES,
-        default=None,
-        help="RL parquet(s) (default data/processed/rl/e2c_rl_train.parquet)",
-    )
-    p.add_argument(
-        "--val-data",
-        type=DATA_FILES,
-        default=None,
-        help="validation parquet(s) (default data/processed/rl/e2c_rl_val.parquet)",
-    )
-    p.add_argument(
-        "--output-dir",
-        type=OUTPUT_DIR,
-        default=None,
-        help="one sub-folder per stage (default models/checkpoints/rl/curriculum)",
-    )
-    p.add_argument(
-        "--steps",
-        type=whole(0),
-        default=0,
-        help="stop each stage after N steps (0: the config's epochs)",
-    )
-    p.add_argument("--logger", type=TEXT, default=DEFAULT_LOGGERS, help=LOGGER_HELP)
+    add_setting_flags(p, CurriculumSettings)
     add_lora_args(p)
-    p.add_argument("overrides", nargs="*", help="Hydra overrides for every stage, after --")
     return p
 
 
+def parse(argv: list[str] | None) -> tuple[CurriculumSettings, LoraSettings]:
+    """The command line as its two checked settings objects."""
+    ns = build_parser().parse_args(argv)
+    return from_flags(ns, CurriculumSettings), from_flags(ns, LoraSettings)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args, lora = parse(argv)
     tracker_names(args.logger)
-    lora_overrides(args, "actor_rollout_ref.model")  # bad LoRA values: one line before any stage
-    with_defaults(args)
+    lora_overrides(lora, "actor_rollout_ref.model")  # bad LoRA values: one line before any stage
+    args = with_defaults(args)
     cur = load_curriculum(args.config)  # checked here, once; the stages take it as it is
     train, val = check_inputs(cur, args)
     checks_done()
@@ -566,9 +595,9 @@ def main(argv: list[str] | None = None) -> int:
         val,
         Path(args.output_dir).resolve(),
         args.steps,
-        args.overrides,
+        list(args.overrides),
         logger=args.logger,
-        lora=lora_flags(args),
+        lora=lora_flags(lora),
     )
     print(f"[e2c-curriculum] finished {len(runs)} stages; last checkpoint in {runs[-1]}", flush=True)
     return 0

@@ -543,6 +543,10 @@ class LaunchSettings:
         default=False, metadata=setting("print the verl command and exit", flag="--dry-run")
     )
     force: bool = field(default=False, metadata=setting(FORCE_HELP, flag="--force"))
+    overrides: tuple[str, ...] = field(
+        default=(),
+        metadata=setting("Hydra overrides, e.g. trainer.total_epochs=3", flag="overrides", nargs="*"),
+    )
 
 
 def build_parser() -> ArgumentParser:
@@ -555,7 +559,6 @@ def build_parser() -> ArgumentParser:
     add_setting_flags(p, LaunchSettings)
     add_setting_flags(p, SETTINGS, group=GROUP)
     add_lora_args(p)
-    p.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. trainer.total_epochs=3")
     return p
 
 

@@ -4,36 +4,54 @@ for launchers: run it before training)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from e2c.argtypes import TEXT, Number, whole
 from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
+from e2c.flags import add_setting_flags, from_flags
+from e2c.flags import setting as declare
 from e2c.sandbox import SANDBOX_HELP, ready, setting
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """The command line: each field is one flag (``python -m e2c.sandbox --help``)."""
+
+    command: str = field(
+        default="check",
+        metadata=declare(
+            "check: run a trivial program through the backend", flag="command", choices=["check"]
+        ),
+    )
+    sandbox: str | None = field(default=None, metadata=declare(SANDBOX_HELP, flag="--sandbox", value=TEXT))
+    tries: int = field(
+        default=1,
+        metadata=declare(
+            "attempts before giving up (a server that is starting; default 1)",
+            flag="--tries",
+            value=whole(1, 10_000),
+        ),
+    )
+    wait: float = field(
+        default=2.0,
+        metadata=declare(
+            "seconds between attempts (default 2)", flag="--wait", value=Number(float, low=0.0, high=3600.0)
+        ),
+    )
 
 
 def build_parser() -> ArgumentParser:
     ap = ArgumentParser(prog="python -m e2c.sandbox", description=__doc__)
-    ap.add_argument("command", choices=["check"], help="check: run a trivial program through the backend")
-    ap.add_argument("--sandbox", type=TEXT, default=None, help=SANDBOX_HELP)
-    ap.add_argument(
-        "--tries",
-        type=whole(1, 10_000),
-        default=1,
-        help="attempts before giving up (a server that is starting; default 1)",
-    )
-    ap.add_argument(
-        "--wait",
-        type=Number(float, low=0.0, high=3600.0),
-        default=2.0,
-        help="seconds between attempts (default 2)",
-    )
+    add_setting_flags(ap, CheckSettings)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    spec = setting(args.sandbox)  # the flag, else $E2C_SANDBOX, else local
+    s = from_flags(build_parser().parse_args(argv), CheckSettings)
+    spec = setting(s.sandbox)  # the flag, else $E2C_SANDBOX, else local
     checks_done()
-    print(ready(spec, args.tries, args.wait))
+    print(ready(spec, s.tries, s.wait))
     return 0
 
 

@@ -8,6 +8,7 @@ any browser, offline. Default output: ``RUN/view.html``, or ``RUN2/view-vs-<RUN>
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from e2c.argtypes import EXISTING_DIR, OUTPUT_FILE, TEXT
@@ -15,18 +16,29 @@ from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import check_output_file
+from e2c.flags import add_setting_flags, from_flags, setting
 from e2c.view import default_labels, left_out_line, view_payload, write_page
+
+
+@dataclass(frozen=True)
+class ViewSettings:
+    """The command line: each field is one flag (``python -m e2c.view --help``)."""
+
+    runs: tuple[str, ...] = field(
+        default=(), metadata=setting("one run folder, or two to compare", flag="runs", value=EXISTING_DIR)
+    )
+    out: str | None = field(
+        default=None,
+        metadata=setting("the HTML file (default: in the run folder)", flag="--out", value=OUTPUT_FILE),
+    )
+    labels: tuple[str, ...] | None = field(
+        default=None, metadata=setting("a name per run (default: folder names)", flag="--labels", value=TEXT)
+    )
 
 
 def build_parser() -> ArgumentParser:
     ap = ArgumentParser(prog="python -m e2c.view", description=__doc__.split("\n\n")[0])
-    ap.add_argument("runs", nargs="+", type=EXISTING_DIR, help="one run folder, or two to compare")
-    ap.add_argument(
-        "--out", type=OUTPUT_FILE, default=None, help="the HTML file (default: in the run folder)"
-    )
-    ap.add_argument(
-        "--labels", nargs="+", type=TEXT, default=None, help="a name per run (default: folder names)"
-    )
+    add_setting_flags(ap, ViewSettings)
     return ap
 
 
@@ -38,16 +50,16 @@ def default_out(folders: list[Path]) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    folders: list[Path] = args.runs
+    args = from_flags(build_parser().parse_args(argv), ViewSettings)
+    folders = [Path(r) for r in args.runs]
     if len(folders) > 2:
         raise UserError(f"give one run folder, or two to compare; got {len(folders)}")
-    labels = args.labels or default_labels(folders)
+    labels = list(args.labels or default_labels(folders))
     if len(labels) != len(folders):
         raise UserError(f"--labels gives {len(labels)} names for {len(folders)} runs; give one per run")
     if len(set(labels)) != len(labels):
         raise UserError(f"run names must differ, got {' '.join(labels)}; name them with --labels")
-    out = args.out or default_out(folders)
+    out = Path(args.out) if args.out else default_out(folders)
     check_output_file(out, "--out")
     payload = view_payload(folders, labels)  # every input read and checked before anything is written
     checks_done()

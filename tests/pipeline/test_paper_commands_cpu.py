@@ -275,7 +275,15 @@ def test_tts_requirements_and_download_script_exist_and_work_offline_cpu(tmp_pat
 def test_demo_model_defaults_follow_the_paper_cpu(tmp_path: Path) -> None:
     import argparse
 
-    from e2c.demo import PAPER_DEFAULTS, SMALL_DEFAULTS, add_generation_flags, auto_model, fill_defaults
+    from e2c.demo import (
+        PAPER_DEFAULTS,
+        SMALL_DEFAULTS,
+        GenerationSettings,
+        add_generation_flags,
+        auto_model,
+        fill_defaults,
+    )
+    from e2c.flags import from_flags
 
     assert auto_model(1, True) == ("TingheOliver/Explore-Execute-Chain-Qwen", None)
     for gpus, hub, why in ((0, True, "no GPU"), (8, False, "no hub")):
@@ -283,18 +291,19 @@ def test_demo_model_defaults_follow_the_paper_cpu(tmp_path: Path) -> None:
         assert model == "embedded" and note.startswith(why)
     p = argparse.ArgumentParser()
     add_generation_flags(p)
-    args = p.parse_args(["--model", str(tmp_path)])  # a user checkpoint: the paper's single call
-    fill_defaults(args)
-    assert (args.max_tokens, args.explore_budget, args.opener) == tuple(PAPER_DEFAULTS.values())
-    assert (args.max_tokens, args.explore_budget, args.temperature) == (2048, 0, 0.7)
-    args = p.parse_args(["--model", "tiny", "--max-tokens", "50"])
-    fill_defaults(args)
-    assert args.max_tokens == 50 and args.explore_budget == SMALL_DEFAULTS["explore_budget"]
-    args = p.parse_args([])
+
+    def settings(argv: list[str]) -> GenerationSettings:
+        return fill_defaults(from_flags(p.parse_args(argv), GenerationSettings))
+
+    s = settings(["--model", str(tmp_path)])  # a user checkpoint: the paper's single call
+    assert (s.max_tokens, s.explore_budget, s.opener) == tuple(PAPER_DEFAULTS.values())
+    assert (s.max_tokens, s.explore_budget, s.temperature) == (2048, 0, 0.7)
+    s = settings(["--model", "tiny", "--max-tokens", "50"])
+    assert s.max_tokens == 50 and s.explore_budget == SMALL_DEFAULTS["explore_budget"]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CUDA_VISIBLE_DEVICES", "")
-        fill_defaults(args)
-    assert args.model == "embedded"
+        s = settings([])
+    assert s.model == "embedded"
 
 
 # ------------------------------------------------------------------------------------ the GPU environment

@@ -5,17 +5,37 @@ is refused in one line (exit 2), not reported as a run with no step."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from e2c.argtypes import EXISTING_DIR, TEXT
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError, fail
+from e2c.flags import add_setting_flags, from_flags, setting
 from e2c.rl.health import format_table, format_warning, health_table, signal_verdict
 
 
-def build_parser() -> Any:
+@dataclass(frozen=True)
+class HealthSettings:
     """The command line: the run folder and an optional start model (a folder of safetensors weights)."""
-    from e2c.argtypes import EXISTING_DIR, TEXT
+
+    run_dir: str = field(
+        default="", metadata=setting("the RL run's output folder", flag="run_dir", value=TEXT)
+    )
+    start_model: str | None = field(
+        default=None,
+        metadata=setting(
+            "HF folder of the start model: weight movement from the run's HF checkpoints where "
+            "rollout_sync.jsonl has none (GPU runs). Default: rollout_sync.jsonl only.",
+            flag="--start-model",
+            value=EXISTING_DIR,
+        ),
+    )
+
+
+def build_parser() -> Any:
+    """The command line (:class:`HealthSettings`)."""
     from e2c.cli import ArgumentParser
 
     p = ArgumentParser(
@@ -23,14 +43,7 @@ def build_parser() -> Any:
         description="Per-step RL health of a run folder (metrics.jsonl + rollout_sync.jsonl) and a one-line "
         "verdict: did the run have signal, did the weights move.",
     )
-    p.add_argument("run_dir", type=TEXT, help="the RL run's output folder")
-    p.add_argument(
-        "--start-model",
-        type=EXISTING_DIR,
-        default=None,
-        help="HF folder of the start model: weight movement from the run's HF checkpoints where "
-        "rollout_sync.jsonl has none (GPU runs). Default: rollout_sync.jsonl only.",
-    )
+    add_setting_flags(p, HealthSettings)
     return p
 
 
@@ -72,7 +85,7 @@ def run_folder_error(run_dir: Path) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = from_flags(build_parser().parse_args(argv), HealthSettings)
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         # fail(), not a UserError: callers of main() (the tests) see the exit status run_main would give
@@ -80,10 +93,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     lacking = run_folder_error(run_dir)
     if lacking:
         raise UserError(lacking)
-    if args.start_model is not None:
-        check_weights_folder(args.start_model, "--start-model")
+    start = Path(args.start_model) if args.start_model is not None else None
+    if start is not None:
+        check_weights_folder(start, "--start-model")
     checks_done()
-    rows = health_table(run_dir, args.start_model)
+    rows = health_table(run_dir, start)
     print(format_table(rows))
     print(signal_verdict(rows))
     warning = format_warning(rows)
