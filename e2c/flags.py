@@ -277,8 +277,12 @@ def flag_values(args: argparse.Namespace, cls: type, group: str = "") -> dict[st
 
 def flag_fields(args: argparse.Namespace, cls: type) -> dict[str, Any]:
     """:func:`flag_values` as a frozen settings dataclass keeps them: paths as text, lists as tuples."""
+
+    def text(v: Any) -> Any:
+        return str(v) if isinstance(v, PurePath) else v
+
     return {
-        k: tuple(v) if isinstance(v, list) else str(v) if isinstance(v, PurePath) else v
+        k: tuple(text(x) for x in v) if isinstance(v, list) else text(v)
         for k, v in flag_values(args, cls).items()
     }
 

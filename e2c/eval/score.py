@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = {
         k: s[k] for k in ("n", "correct", "accuracy", "no_answer", "timeout", "unparseable_gold", "error")
     }
-    print(json.dumps({"file": args.file, "kind": args.kind, **summary, "seconds": round(secs, 3)}))
+    print(json.dumps({"file": str(Path(args.file)), "kind": args.kind, **summary, "seconds": round(secs, 3)}))
     return 0
 
 

@@ -197,6 +197,17 @@ def parse_confirm(text: str | None, study: Study, selected: list[str] | None = N
     return names
 
 
+def check_confirm_seeds(units: list[Unit], confirm: list[str] | None) -> None:
+    """With ``--seeds``: each ``--confirm`` arm has a run among the chosen seeds (else it would be reported
+    as confirmed with nothing evaluated)."""
+    have = {u.arm for u in units if u.phase == CONFIRM}
+    lacking = [a for a in confirm or [] if a not in have]
+    if lacking:
+        raise UserError(
+            f"--confirm: arm {lacking[0]!r} has no run among --seeds; valid with them: {', '.join(sorted(have))}"
+        )
+
+
 def check_memory(study: Study, units: list[Unit], actions: dict[str, str]) -> None:
     """The quickstart's RL memory check (:func:`e2c.quickstart.stages.rl_memory_check`: one line when a run
     cannot fit in this machine's free memory) for every RL arm with a unit still to run, each distinct
@@ -394,11 +405,19 @@ def main(argv: list[str] | None = None) -> int:
     sc = StudyContext(study, out)
     if s.skip_screening and (confirm is None or s.screen_only):
         raise UserError("--skip-screening needs --confirm ARM,... (the arms to confirm) and no --screen-only")
+    if s.seeds and confirm is None and not s.screen_only:
+        # The choice compares arms over every seed each declares: with some seeds not run, it would not.
+        raise UserError(
+            "--seeds needs --confirm ARM,... (the arms to confirm) or --screen-only: the best arm by screening "
+            "is chosen over all its declared seeds"
+        )
     units = study_units(study)
     if selected is not None:
         units = select_units(units, selected)
     if s.seeds:
-        units = select_seeds(units, seed_pairs(study, selected or list(study.arms), s.seeds))
+        named = arm_names("--arms", s.arms, study) if s.arms else list(study.arms)
+        units = select_seeds(units, seed_pairs(study, named, s.seeds))
+        check_confirm_seeds(units, confirm)
     if s.skip_screening:
         units = without_screening(units)
     actions = plan_actions(units, out, s.force)

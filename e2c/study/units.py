@@ -258,9 +258,9 @@ def select_units(units: list[Unit], arms: Sequence[str]) -> list[Unit]:
 
 
 def seed_pairs(study: Study, arms: Sequence[str], seeds: Sequence[int]) -> set[tuple[str, int]]:
-    """The (arm, seed) runs that ``--seeds`` asks of ``arms``: each arm's seeds among ``seeds``, and every
-    run those start from or continue (the start's seed from :meth:`Study.start_seed`, a continuation's RL
-    run of the same seed), transitively. An arm that declares none of ``seeds`` is run only as such a need.
+    """The (arm, seed) runs that ``--seeds`` asks of ``arms`` (the arms named, before what they need is
+    added): each arm's seeds among ``seeds``, and every run those start from or continue (the start's seed
+    from :meth:`Study.start_seed`, a continuation's RL run of the same seed), transitively.
 
     Raises:
         UserError: no arm of ``arms`` declares any of ``seeds`` (naming the seeds each declares).

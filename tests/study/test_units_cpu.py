@@ -433,17 +433,34 @@ def test_seeds_and_skip_screening_run_one_more_seed_and_confirm_it_cpu(
     assert "arms/sft/seed0" not in fabricated
 
 
+RL_SEED0 = STUDY.replace("rl_steps = 2\n", "rl_steps = 2\nseeds = [0]\n").replace(
+    'of = "rl"\n', 'of = "rl"\nseeds = [0]\n'
+)
+CONTINUE_SEED0 = STUDY.replace('of = "rl"\n', 'of = "rl"\nseeds = [0]\n')
+
+
 @pytest.mark.parametrize(
-    "extra, wanted",
+    "text, extra, wanted",
     [
-        (["--skip-screening"], "--skip-screening needs --confirm"),
-        (["--skip-screening", "--confirm", "rl", "--screen-only"], "--skip-screening needs --confirm"),
-        (["--seeds", "7"], "--seeds: no arm run here declares seed 7"),
-        (["--seeds", "-1"], "--seeds"),
+        (STUDY, ["--skip-screening"], "--skip-screening needs --confirm"),
+        (STUDY, ["--skip-screening", "--confirm", "rl", "--screen-only"], "--skip-screening needs --confirm"),
+        (STUDY, ["--seeds", "1"], "--seeds needs --confirm ARM,... (the arms to confirm) or --screen-only"),
+        (STUDY, ["--seeds", "7", "--screen-only"], "--seeds: no arm run here declares seed 7"),
+        (STUDY, ["--seeds", "-1", "--screen-only"], "--seeds"),
+        # an arm to confirm with no run among the seeds would be reported confirmed with nothing evaluated
+        (RL_SEED0, ["--seeds", "1", "--confirm", "rl"], "--confirm: arm 'rl' has no run among --seeds"),
+        # the arms named, not what they need: rl_sft declares seed 0 only (its RL arm declares 0 and 1)
+        (
+            CONTINUE_SEED0,
+            ["--arms", "rl_sft", "--seeds", "1", "--screen-only"],
+            "--seeds: no arm run here declares seed 1; declared: rl_sft: [0]",
+        ),
     ],
 )
-def test_seeds_and_skip_screening_refusals_cpu(tmp_path: Path, extra: list[str], wanted: str) -> None:
-    path = write_study(tmp_path)
+def test_seeds_and_skip_screening_refusals_cpu(
+    tmp_path: Path, text: str, extra: list[str], wanted: str
+) -> None:
+    path = write_study(tmp_path, text)
     out = tmp_path / "out"
     o = call_main(main, ["--study", str(path), "--out", str(out), *extra], {})
     assert contract_broken(o) is None and o.code == 2 and wanted in o.stderr, o.stderr
