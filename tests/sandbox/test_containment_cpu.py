@@ -55,9 +55,12 @@ def sandbox_processes(lo: int = UID_BASE, hi: int = UID_MAX) -> list[int]:
 
 
 def wait_none_left(timeout: float = 5.0) -> list[int]:
+    """This process's sandbox programs still alive after ``timeout``: the users of its own uid range only
+    (each caller has one), so another test worker's runs at the same moment are not counted."""
+    mine = uid_range(os.getpid())
     end = time.monotonic() + timeout
     while True:
-        left = sandbox_processes()
+        left = sandbox_processes(mine[0], mine[-1] + 1)
         if not left or time.monotonic() > end:
             return left
         time.sleep(0.1)
