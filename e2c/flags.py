@@ -16,7 +16,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, TypeVar
 
@@ -27,6 +27,7 @@ __all__ = [
     "SettingFlag",
     "add_setting_flags",
     "check_settings",
+    "flag_field",
     "flag_fields",
     "flag_values",
     "from_flags",
@@ -109,6 +110,18 @@ def setting(
     if choices is not None:
         meta.update(choices=choices, choices_label=choices_label)
     return meta
+
+
+def flag_field(
+    default: Any, help: str, value: ValueType | None = None, *, flag: str | bool = True, **more: Any
+) -> Any:
+    """A dataclass field that is one flag, declared in one line: its default (or a function making it,
+    called for each new object), its help line, its value type; ``flag``: its spelling (default ``--`` and
+    the field's name); ``more``: the rest of :func:`setting`'s options."""
+    meta = setting(help, flag=flag, value=value, **more)
+    if callable(default):
+        return field(default_factory=default, metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 def setting_choices(metadata: Mapping[str, Any]) -> tuple[str, ...] | None:

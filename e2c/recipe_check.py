@@ -56,7 +56,7 @@ import argparse
 import dataclasses
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +81,7 @@ from e2c.cli import ArgumentParser
 from e2c.devices import MAX_NODES
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
-from e2c.flags import add_setting_flags, from_flags, setting
+from e2c.flags import add_setting_flags, flag_field, from_flags
 from e2c.launch_checks import first_line, verl_rl_checks, verl_sft_checks
 from e2c.rl.settings import e2c_settings
 
@@ -493,82 +493,54 @@ class GpusOrAuto(ValueType):
         return "auto" if str(text).strip() == "auto" else int(self.count.parse(text))
 
 
-def _flag(help: str, flag: str, default: Any, value: Any = None, **more: Any) -> Any:
-    """One flag's field (the recipe check has many, each one line here)."""
-    return field(default=default, metadata=setting(help, flag=flag, value=value, **more))
-
-
 @dataclass(frozen=True)
 class RecipeFlags:
     """The command line: each field is one flag (``python -m e2c.recipe_check --help``); :func:`options`
     makes the :class:`Options` that :func:`run` checks from them."""
 
-    gpus: int | str = _flag(
-        "GPUs per node, or 'auto' for the visible ones (scripts: N_GPUS; default 8)",
-        "--gpus",
-        "8",
-        GpusOrAuto(),
+    gpus: int | str = flag_field(
+        "8", "GPUs per node, or 'auto' for the visible ones (scripts: N_GPUS; default 8)", GpusOrAuto()
     )
-    nnodes: int = _flag("nodes (NNODES; default 1)", "--nnodes", 1, whole(1, MAX_NODES))
-    algo: str = _flag("RL algorithm (RL_ALGO; default grpo)", "--algo", "grpo", choices=sorted(ALGO_NAMES))
-    model: str = _flag("base model, for the parameter count (BASE_MODEL)", "--model", "Qwen/Qwen3-8B", MODEL)
-    params: float | None = _flag(
-        "parameter count, e.g. 8.2e9 (default: from --model)", "--params", None, positive()
-    )
-    start: str = _flag("first recipe step (FROM; default data)", "--from", "data", choices=STEPS)
-    sft_steps: int | None = _flag(
-        "SFT optimizer steps (SFT_STEPS; default: epochs)", "--sft-steps", None, whole(1)
-    )
-    rl1_steps: int | None = _flag(
-        "RL stage 1 steps (RL1_STEPS; default: epochs)", "--rl1-steps", None, whole(1)
-    )
-    rl2_steps: int | None = _flag(
-        "RL stage 2 steps (RL2_STEPS; default: epochs)", "--rl2-steps", None, whole(1)
-    )
-    sft_rows: int | None = _flag(
-        f"SFT rows (default: {SFT_TRAIN_FILE}'s, else 58k)", "--sft-rows", None, whole(1)
-    )
-    rl_prompts: int | None = _flag(
-        "RL prompts (default: --rl-train-data's, else 14k)", "--rl-prompts", None, whole(1)
-    )
+    nnodes: int = flag_field(1, "nodes (NNODES; default 1)", whole(1, MAX_NODES))
+    algo: str = flag_field("grpo", "RL algorithm (RL_ALGO; default grpo)", choices=sorted(ALGO_NAMES))
+    model: str = flag_field("Qwen/Qwen3-8B", "base model, for the parameter count (BASE_MODEL)", MODEL)
+    params: float | None = flag_field(None, "parameter count, e.g. 8.2e9 (default: from --model)", positive())
+    start: str = flag_field("data", "first recipe step (FROM; default data)", flag="--from", choices=STEPS)
+    sft_steps: int | None = flag_field(None, "SFT optimizer steps (SFT_STEPS; default: epochs)", whole(1))
+    rl1_steps: int | None = flag_field(None, "RL stage 1 steps (RL1_STEPS; default: epochs)", whole(1))
+    rl2_steps: int | None = flag_field(None, "RL stage 2 steps (RL2_STEPS; default: epochs)", whole(1))
+    sft_rows: int | None = flag_field(None, f"SFT rows (default: {SFT_TRAIN_FILE}'s, else 58k)", whole(1))
+    rl_prompts: int | None = flag_field(None, "RL prompts (default: --rl-train-data's, else 14k)", whole(1))
     # may not exist yet (the recipe's data step writes it): then the paper's count is used
-    rl_train_data: str = _flag(
-        f"RL training parquet, for its rows (default {RL_TRAIN_FILE})", "--rl-train-data", RL_TRAIN_FILE, TEXT
+    rl_train_data: str = flag_field(
+        RL_TRAIN_FILE, f"RL training parquet, for its rows (default {RL_TRAIN_FILE})", TEXT
     )
-    filter_k: int = _flag(
-        "pass-rate filter samples per prompt; 0: no filter step (default)", "--filter-k", 0, whole(0)
+    filter_k: int = flag_field(
+        0, "pass-rate filter samples per prompt; 0: no filter step (default)", whole(0)
     )
-    eval_datasets: str = _flag("EVAL_DATASETS (default all: the 8 math sets)", "--eval-datasets", "all", TEXT)
-    eval_samples: int = _flag("EVAL_SAMPLES (default 8)", "--eval-samples", 8, whole(1))
-    eval_max_tokens: int | None = _flag(
-        "EVAL_MAX_TOKENS (default: each set's)", "--eval-max-tokens", None, whole(1)
+    eval_datasets: str = flag_field("all", "EVAL_DATASETS (default all: the 8 math sets)", TEXT)
+    eval_samples: int = flag_field(8, "EVAL_SAMPLES (default 8)", whole(1))
+    eval_max_tokens: int | None = flag_field(None, "EVAL_MAX_TOKENS (default: each set's)", whole(1))
+    length_fraction: float = flag_field(
+        LENGTH_FRACTION, f"mean length / max (default {LENGTH_FRACTION})", probability(open_zero=True)
     )
-    length_fraction: float = _flag(
-        f"mean length / max (default {LENGTH_FRACTION})",
-        "--length-fraction",
-        LENGTH_FRACTION,
-        probability(open_zero=True),
+    mfu_train: float = flag_field(
+        MFU_TRAIN, f"assumed training MFU (default {MFU_TRAIN})", probability(open_zero=True)
     )
-    mfu_train: float = _flag(
-        f"assumed training MFU (default {MFU_TRAIN})", "--mfu-train", MFU_TRAIN, probability(open_zero=True)
+    mfu_decode: float = flag_field(
+        MFU_DECODE, f"assumed decoding MFU (default {MFU_DECODE})", probability(open_zero=True)
     )
-    mfu_decode: float = _flag(
-        f"assumed decoding MFU (default {MFU_DECODE})",
-        "--mfu-decode",
-        MFU_DECODE,
-        probability(open_zero=True),
+    peak_tflops: float = flag_field(
+        H100_PEAK_FLOPS / 1e12, "GPU bf16 dense peak (default 989, H100)", positive()
     )
-    peak_tflops: float = _flag(
-        "GPU bf16 dense peak (default 989, H100)", "--peak-tflops", H100_PEAK_FLOPS / 1e12, positive()
+    dapo_gen_batches: float = flag_field(
+        DAPO_GEN_BATCHES, "DAPO generation batches a step (default 2)", positive()
     )
-    dapo_gen_batches: float = _flag(
-        "DAPO generation batches a step (default 2)", "--dapo-gen-batches", DAPO_GEN_BATCHES, positive()
+    sft_override: tuple[str, ...] = flag_field(
+        (), "Hydra override for the SFT config (repeatable)", TEXT, repeat=True
     )
-    sft_override: tuple[str, ...] = _flag(
-        "Hydra override for the SFT config (repeatable)", "--sft-override", (), TEXT, repeat=True
-    )
-    rl_override: tuple[str, ...] = _flag(
-        "Hydra override for both RL stages (repeatable)", "--rl-override", (), TEXT, repeat=True
+    rl_override: tuple[str, ...] = flag_field(
+        (), "Hydra override for both RL stages (repeatable)", TEXT, repeat=True
     )
 
 

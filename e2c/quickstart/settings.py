@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Collection, Mapping
-from dataclasses import asdict, field, fields, replace
+from dataclasses import asdict, fields, replace
 from typing import Any
 
 from e2c.argtypes import ValueType
-from e2c.flags import SettingFlag, add_setting_flags, check_settings, flag_fields, setting
+from e2c.flags import SettingFlag, add_setting_flags, check_settings, flag_field, flag_fields
 
 
 def shown(value: Any) -> str:
@@ -26,10 +26,7 @@ def shown(value: Any) -> str:
 def knob(default: Any, help: str, value: ValueType | None = None, section: str = "") -> Any:
     """A setting that is the flag ``--<its name>``, declared once (:func:`e2c.flags.setting`): its default
     (or a function making it when a config is made), its help line, its value type, its ``--help`` section."""
-    meta = setting(help, flag=True, value=value, section=section)
-    if callable(default):
-        return field(default_factory=default, metadata=meta)
-    return field(default=default, metadata=meta)
+    return flag_field(default, help, value, section=section)
 
 
 class StageSettings:

@@ -175,14 +175,6 @@ def arm_names(flag: str, text: str, study: Study) -> list[str]:
     return names
 
 
-def parse_arms(text: str | None, study: Study) -> list[str] | None:
-    """``--arms``' arms with every arm they need (:meth:`Study.with_needs`), in the study's order; None: not
-    given (every arm)."""
-    if text is None:
-        return None
-    return study.with_needs(arm_names("--arms", text, study))
-
-
 def parse_confirm(text: str | None, study: Study, selected: list[str] | None = None) -> list[str] | None:
     """``--confirm``'s arms, each one of the study's (UserError naming the valid ones) and, with ``--arms``,
     one this run trains; None: not given."""
@@ -398,7 +390,9 @@ def main(argv: list[str] | None = None) -> int:
             "configs/study/rl_recipe.toml (docs/study.md)"
         )
     study = with_backend(load_study(s.study, s.fast))
-    selected = parse_arms(s.arms, study)
+    named = arm_names("--arms", s.arms, study) if s.arms is not None else None
+    # --arms' arms with every arm they need (their starts, a continuation's RL arm), in the study's order
+    selected = study.with_needs(named) if named is not None else None
     confirm = parse_confirm(s.confirm, study, selected)
     out = out_folder(s.out or default_out(study))
     check_out(out)
@@ -415,8 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     if selected is not None:
         units = select_units(units, selected)
     if s.seeds:
-        named = arm_names("--arms", s.arms, study) if s.arms else list(study.arms)
-        units = select_seeds(units, seed_pairs(study, named, s.seeds))
+        units = select_seeds(units, seed_pairs(study, named or list(study.arms), s.seeds))
         check_confirm_seeds(units, confirm)
     if s.skip_screening:
         units = without_screening(units)
