@@ -60,7 +60,7 @@ from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.models import default_subfolder, model_context, resolve_model
 from e2c.rewards.kinds import runs_programs
 from e2c.run_folder import FORCE_HELP
-from e2c.sandbox import SANDBOX_HELP, use
+from e2c.sandbox import SANDBOX_HELP, Sandbox, use
 from e2c.sandbox import setting as sandbox_setting
 from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 
@@ -375,13 +375,14 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
     gpus = parse_gpus(args.gpus)
     visible = visible_devices()
     groups = plan_workers(visible, gpus, args.tp, args.workers) if shard[1] == 1 else []
+    programs = None
     if runs_programs(r.kind for recs in data.values() for r in recs):
         # Built here (a missing tool is one line, before any model load); exported to $E2C_SANDBOX for the
-        # data-parallel workers this process starts.
-        use(sandbox, print, "eval")
+        # data-parallel workers this process starts, which build their own the same way.
+        programs = use(sandbox, print, "eval")
     checks_done()
     interrupt_on_sigterm()
-    return run_checked(args, cfg, res, data, save, shard, groups, trackers, backend, visible, argv)
+    return run_checked(args, cfg, res, data, save, shard, groups, trackers, backend, visible, argv, programs)
 
 
 def run_checked(
@@ -396,6 +397,7 @@ def run_checked(
     backend: str,
     visible: list[str],
     argv: list[str] | None,
+    sandbox: Sandbox | None = None,
 ) -> dict:
     """The run, once every check passed. The folder is claimed by :func:`run_eval` once the model is
     loaded and the prompts are known to fit (or by :func:`run_workers` for the workers it starts)."""
@@ -422,7 +424,7 @@ def run_checked(
         seed=args.seed,
         max_model_len=args.max_model_len,
     )
-    results = run_eval(gen, data, cfg, save, log, shard, force=args.force)
+    results = run_eval(gen, data, cfg, save, log, shard, force=args.force, sandbox=sandbox)
     if not results:
         return results
     if trackers:

@@ -55,6 +55,7 @@ from e2c.rewards.grader import grade_many
 from e2c.rewards.kinds import prompt_format, runs_programs
 from e2c.run_folder import RunFolder
 from e2c.runinfo import git_commit, versions
+from e2c.sandbox import Sandbox
 from e2c.tracking import SAMPLE_CHAINS
 
 # Settings that change what is generated: a resumed run must use the same ones.
@@ -374,10 +375,12 @@ def prediction_lines(
     cfg: EvalConfig,
     fmt: ChainFormat | None = None,
     call: dict[str, Any] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> list[dict[str, Any]]:
     """Grade one problem's samples into prediction lines (``fmt``: the dataset's, see
     :func:`dataset_format`; ``call``: the generation figures of the chunk they came from,
-    :func:`e2c.eval.cost.batch_call`, kept on every line)."""
+    :func:`e2c.eval.cost.batch_call`, kept on every line; ``sandbox``: where programs run, see
+    :func:`run_eval`)."""
     fmt = fmt or dataset_format(cfg, name)
     results = grade_many(
         [c.response for c in chains],
@@ -389,6 +392,7 @@ def prediction_lines(
         # Responses are continuations after the prompt: with the tag prefilled, a response that writes
         # it again has it twice (not well formed); without, the model must write it.
         prefilled=fmt.prefill_assistant,
+        sandbox=sandbox,
     )
     return [
         {
@@ -460,6 +464,7 @@ def evaluate_dataset(
     shard: tuple[int, int] = (0, 1),
     *,
     budget: PhaseBudget,
+    sandbox: Sandbox | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]] | None:
     """Sample and grade one dataset (resuming from its predictions file); returns its metrics and its cost
     (:func:`prediction_cost`, from the lines the metrics rest on). ``budget``: the dataset's checked budget
@@ -500,7 +505,7 @@ def evaluate_dataset(
             call = chunk_call(ci, len(chunk) * cfg.samples, budget, usage_since(gen, mark), started)
             new = []
             for i, row in zip(chunk, chains, strict=True):
-                for line in prediction_lines(name, i, records[i], row, cfg, fmt, call):
+                for line in prediction_lines(name, i, records[i], row, cfg, fmt, call, sandbox):
                     if line["sample"] not in done.get(i, {}):
                         new.append(line)
                         done.setdefault(i, {})[line["sample"]] = line
@@ -610,17 +615,20 @@ def run_eval(
     log: Callable[[str], None] = lambda s: None,
     shard: tuple[int, int] = (0, 1),
     force: bool = False,
+    sandbox: Sandbox | None = None,
 ) -> dict[str, Any]:
     """Evaluate every dataset in ``data`` and write ``results.json``; returns its content. A data-parallel
     worker (``shard``, see :func:`evaluate_dataset`) samples its chunks only and returns ``{}``. The run
-    holds ``save_path`` while it runs (:func:`eval_run_folder`; ``force``: start over there)."""
+    holds ``save_path`` while it runs (:func:`eval_run_folder`; ``force``: start over there). ``sandbox``:
+    where programs run (a code set's answers; the command's, :func:`e2c.sandbox.use`; None: the one
+    ``$E2C_SANDBOX`` names)."""
     budgets = {name: dataset_budget(cfg, name) for name in data}  # each checked once, here
     check_context(gen, data, cfg, budgets)
     if shard[1] > 1:  # a data-parallel worker: the folder is its parent's
-        return _run_eval(gen, data, cfg, save_path, log, shard, budgets)
+        return _run_eval(gen, data, cfg, save_path, log, shard, budgets, sandbox)
     # A lock taken over or a run moved aside is said even with --quiet (which silences progress only).
     with eval_run_folder(save_path, cfg, force).claim(note):
-        return _run_eval(gen, data, cfg, save_path, log, shard, budgets)
+        return _run_eval(gen, data, cfg, save_path, log, shard, budgets, sandbox)
 
 
 def _run_eval(
@@ -631,17 +639,20 @@ def _run_eval(
     log: Callable[[str], None],
     shard: tuple[int, int],
     budgets: dict[str, PhaseBudget],
+    sandbox: Sandbox | None,
 ) -> dict[str, Any]:
     write_config(save_path, cfg)
     if shard[1] > 1:
         for name, recs in data.items():
-            evaluate_dataset(gen, name, recs, cfg, save_path, log, shard, budget=budgets[name])
+            evaluate_dataset(
+                gen, name, recs, cfg, save_path, log, shard, budget=budgets[name], sandbox=sandbox
+            )
         return {}
     for name in data:
         merge_shards(save_path, name)  # what data-parallel workers left, a killed run's included
     metrics, costs = {}, {}
     for name, recs in data.items():
-        done = evaluate_dataset(gen, name, recs, cfg, save_path, log, budget=budgets[name])
+        done = evaluate_dataset(gen, name, recs, cfg, save_path, log, budget=budgets[name], sandbox=sandbox)
         assert done is not None  # one process: every chunk is its own
         metrics[name], costs[name] = done
     # The run's cost, from its prediction lines (e2c.eval.cost): a restart or a resume changes none of it.

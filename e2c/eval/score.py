@@ -43,7 +43,7 @@ from e2c.files import check_output_file
 from e2c.flags import add_setting_flags, from_flags, setting
 from e2c.rewards.grader import GradeResult, as_options, grade_many
 from e2c.rewards.kinds import ANSWER_KINDS, DEFAULT_KIND, Kind, find_kind, kind_names, runs_programs
-from e2c.sandbox import SANDBOX_HELP, use
+from e2c.sandbox import SANDBOX_HELP, Sandbox, use
 from e2c.sandbox import setting as sandbox_setting
 
 _MISSING = object()
@@ -104,8 +104,10 @@ def score_file(
     timeout: float = 5.0,
     workers: int = 4,
     limit: int | None = None,
+    sandbox: Sandbox | None = None,
 ) -> tuple[list[dict[str, Any]], list[GradeResult]]:
-    """Grade every row of a file; returns the rows and their results. Raises UserError on bad input."""
+    """Grade every row of a file; returns the rows and their results. Raises UserError on bad input.
+    ``sandbox``: where programs run (a kind that runs them; None: the one ``$E2C_SANDBOX`` names)."""
     rows = []
     for i, row in enumerate(read_rows(path)):
         if limit is not None and i >= limit:
@@ -137,6 +139,7 @@ def score_file(
         fallback_number=fallback_number,
         timeout=timeout,
         workers=workers,
+        sandbox=sandbox,
     )
     return rows, results
 
@@ -254,11 +257,12 @@ def check_args(args: ScoreSettings) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = from_flags(build_parser().parse_args(argv), ScoreSettings)
     check_args(args)
-    sandbox = sandbox_setting(
+    spec = sandbox_setting(
         args.sandbox
     )  # with $E2C_SANDBOX_WORKERS: one line for a bad value, whatever the kind
+    sandbox = None
     if runs_programs([args.kind]):  # programs as answers: a sandbox that does not run one stops here
-        use(sandbox, print, "score")
+        sandbox = use(spec, print, "score")
     checks_done()
     t0 = time.perf_counter()
     _, results = score_file(
@@ -272,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         timeout=args.timeout,
         workers=args.workers,
         limit=args.limit,
+        sandbox=sandbox,
     )
     secs = time.perf_counter() - t0
     if args.out:

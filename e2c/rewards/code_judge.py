@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from e2c.rewards.code_tests import MAX_PROGRAM_CHARS, CodeTests, outputs_equal, values_equal
-from e2c.sandbox import Limits, RunResult, Sandbox, current, slots
+from e2c.sandbox import Limits, RunResult, Sandbox, slots
 
 # Startup allowance of a driver run beyond the tests' own time (the interpreter, forks).
 DRIVER_OVERHEAD_S = 2.0
@@ -261,15 +261,13 @@ def with_setup(program: str, tests: CodeTests) -> str:
     return f"{tests.setup}\n{program}" if tests.setup else program
 
 
-def run_on_test(program: str, tests: CodeTests, i: int, sandbox: Sandbox | None = None) -> RunResult:
+def run_on_test(program: str, tests: CodeTests, i: int, sandbox: Sandbox) -> RunResult:
     """``program`` (after the tests' setup) run once on ``stdin`` test ``i``'s input, under that test's time
     limit, returning what the run printed: for a caller that shows a program its own output on a *public*
     test (test-time search's feedback). The judge's verdicts never return outputs; this does, so it must
     not be called on a hidden test."""
     source = with_setup(program, tests)
-    return _run(
-        sandbox or current(), {"main.py": source}, tests.tests[i].input, Limits().with_wall(tests.time_limit)
-    )
+    return _run(sandbox, {"main.py": source}, tests.tests[i].input, Limits().with_wall(tests.time_limit))
 
 
 _FAIL_OF_STATUS = {"timeout": "timeout", "memory": "memory", "output_limit": "output_limit"}
@@ -278,7 +276,7 @@ _FAIL_OF_STATUS = {"timeout": "timeout", "memory": "memory", "output_limit": "ou
 def judge(
     program: str,
     tests: CodeTests,
-    sandbox: Sandbox | None = None,
+    sandbox: Sandbox,
     *,
     stop_on_fail: bool = False,
     limits: Limits | None = None,
@@ -291,11 +289,10 @@ def judge(
     n = len(tests.tests)
     if len(program) > MAX_PROGRAM_CHARS:
         return CodeVerdict(0, n, "too_long", ("not_run",) * n)
-    sbx = sandbox or current()
     base = limits or Limits()
     if tests.mode == "stdin":
-        return _judge_stdin(program, tests, sbx, base, stop_on_fail)
-    return _judge_driver(program, tests, sbx, base)
+        return _judge_stdin(program, tests, sandbox, base, stop_on_fail)
+    return _judge_driver(program, tests, sandbox, base)
 
 
 def _judge_stdin(program: str, tests: CodeTests, sbx: Sandbox, base: Limits, stop: bool) -> CodeVerdict:

@@ -34,6 +34,7 @@ from e2c.rewards.kinds import (  # noqa: F401
 from e2c.rewards.math_equiv import DEFAULT_TIMEOUT
 from e2c.rewards.mcq import LETTERS
 from e2c.rewards.plan import plan_adherence
+from e2c.sandbox import Sandbox, from_env
 
 # A check's "how" that is also the result's reason (not a plain "wrong"): the grader could not decide.
 UNDECIDED = ("timeout", "error", "unparseable_gold")
@@ -97,6 +98,7 @@ def grade(
     timeout: float = DEFAULT_TIMEOUT,
     prefilled: bool | None = None,
     stop_on_fail: bool = False,
+    sandbox: Sandbox | None = None,
 ) -> GradeResult:
     r"""Grade one response against a reference answer.
 
@@ -118,6 +120,8 @@ def grade(
         timeout: hard bound, in seconds, on the symbolic check.
         stop_on_fail: a kind that runs programs stops at the first failing test (an all-or-nothing reward
             needs no more; ``tests_passed`` is then a lower bound).
+        sandbox: where a kind that runs programs runs them: the command's own (:func:`e2c.sandbox.use`);
+            None: the one ``$E2C_SANDBOX`` names (:func:`e2c.sandbox.from_env`, built when first needed).
         prefilled: the response continues a prefilled opening tag (``True``: a response that starts with
             the tag again has it twice and is not well formed), or not (``False``); ``None`` infers it.
 
@@ -139,7 +143,17 @@ def grade(
     spec = get_kind(kind)  # outside the try: an unknown kind is the caller's bug, not a sample's
     try:
         return _grade(
-            response, gold, spec, options, fmt, plan_bonus, fallback_number, timeout, prefilled, stop_on_fail
+            response,
+            gold,
+            spec,
+            options,
+            fmt,
+            plan_bonus,
+            fallback_number,
+            timeout,
+            prefilled,
+            stop_on_fail,
+            sandbox,
         )
     except Exception as e:  # a grader bug must cost one sample, never a file or an RL step
         return GradeResult(
@@ -164,6 +178,7 @@ def _grade(
     timeout: float,
     prefilled: bool | None = None,
     stop_on_fail: bool = False,
+    sandbox: Sandbox | None = None,
 ) -> GradeResult:
     if not isinstance(response, str):
         response = "" if response is None else str(response)
@@ -175,7 +190,9 @@ def _grade(
     gold_s = spec.reference(gold, options)
     pred, method = spec.extract(region, options, fallback_number)
     checked = (
-        spec.check(pred, gold_s, timeout, stop_on_fail)
+        spec.check(
+            pred, gold_s, timeout, stop_on_fail, lambda: sandbox if sandbox is not None else from_env()
+        )
         if spec.runs_programs
         else spec.check(pred, gold_s, timeout)
     )

@@ -58,7 +58,8 @@ class AnswerKind:
         extract: ``(answer region, options, fallback_number) -> (answer or None, method)``; never raises
             on model output.
         check: ``(answer, reference, timeout) -> (correct, how)`` (a kind that runs programs also takes
-            ``stop_on_fail``); called even when either side is None,
+            ``stop_on_fail`` and the sandbox, as a function called only when a program runs); called even
+            when either side is None,
             so a kind can report why (its ``how`` is :class:`GradeResult`'s ``check``). A ``how`` of
             ``timeout``, ``error`` or ``unparseable_gold`` becomes the result's reason.
         canon: an answer's canonical spelling: equal spellings are the same vote.
@@ -173,16 +174,16 @@ def _code_extract(region: str, options: Options, fallback_number: bool) -> tuple
 
 
 def _code_check(
-    pred: str | None, ref: str | None, timeout: float, stop_on_fail: bool = False
+    pred: str | None, ref: str | None, timeout: float, stop_on_fail: bool, sandbox: Callable[[], Any]
 ) -> tuple[bool, str] | tuple[bool, str, Any]:
-    """Run the program on every test in the sandbox; ``how`` is ``tests k/n``, ``too_long`` or ``error`` (the
+    """Run the program on every test in ``sandbox()``; ``how`` is ``tests k/n``, ``too_long`` or ``error`` (the
     sandbox failed: an error, never a wrong answer)."""
     if pred is None or ref is None:
         return False, ""
     from e2c.rewards.code_judge import judge
     from e2c.rewards.code_tests import parse_tests
 
-    v = judge(pred, parse_tests(ref), stop_on_fail=stop_on_fail)
+    v = judge(pred, parse_tests(ref), sandbox(), stop_on_fail=stop_on_fail)
     if v.status == "error":
         return False, "error", v
     if v.status != "ok":

@@ -48,8 +48,7 @@ __all__ = [
     "RunResult",
     "Sandbox",
     "SandboxSpec",
-    "configure",
-    "current",
+    "from_env",
     "make",
     "parse_spec",
     "ready",
@@ -78,30 +77,21 @@ def make(spec: SandboxSpec | str | None = None) -> Sandbox:
     return FusionSandbox(spec.url)
 
 
-_current: Sandbox | None = None
-_current_lock = threading.Lock()
+_from_env: Sandbox | None = None
+_lock = threading.Lock()
 
 
-def configure(spec: SandboxSpec | str | None, built: Sandbox | None = None) -> Sandbox:
-    """Set the process's sandbox (what :func:`current` returns; ``built``, the backend ``spec`` names
-    already built, or a new one) and export it to ``$E2C_SANDBOX`` so that workers started later (ray
-    actors, reward processes) build the same one."""
-    global _current
-    sbx = built if built is not None else make(spec)
-    with _current_lock:
-        _current = sbx
-    os.environ[SANDBOX_ENV] = str(spec if isinstance(spec, SandboxSpec) else parse_spec(spec))
-    return sbx
-
-
-def current() -> Sandbox:
-    """The process's sandbox: the configured one, else the one ``$E2C_SANDBOX`` names (default local),
-    built once."""
-    global _current
-    with _current_lock:
-        if _current is None:
-            _current = make(parse_spec(os.environ.get(SANDBOX_ENV), f"${SANDBOX_ENV}"))
-        return _current
+def from_env() -> Sandbox:
+    """The sandbox ``$E2C_SANDBOX`` names (default local), built once per process: where programs run for a
+    caller no command handed one to. That is a process whose setting arrives through the environment (a ray
+    reward worker: the RL launcher exports ``--sandbox``; a worker a command starts after :func:`use`), or a
+    library caller of :func:`e2c.rewards.grader.grade`. A command builds its own with :func:`use` and passes
+    it where programs run."""
+    global _from_env
+    with _lock:
+        if _from_env is None:
+            _from_env = make(parse_spec(os.environ.get(SANDBOX_ENV), f"${SANDBOX_ENV}"))
+        return _from_env
 
 
 _slots: threading.BoundedSemaphore | None = None
@@ -110,7 +100,7 @@ _slots: threading.BoundedSemaphore | None = None
 def slots() -> threading.BoundedSemaphore:
     """The process's bound on concurrent programs (:func:`workers_setting`), shared by every caller."""
     global _slots
-    with _current_lock:
+    with _lock:
         if _slots is None:
             _slots = threading.BoundedSemaphore(workers_setting())
         return _slots
@@ -165,11 +155,14 @@ def ready(spec: SandboxSpec | None, tries: int = 1, wait_s: float = 2.0, built: 
 
 
 def use(spec: SandboxSpec | None, log: Callable[[str], None], label: str) -> Sandbox:
-    """Check that the sandbox runs a program (:func:`ready`: a server that does not answer is one line
-    before any work), set it as the process's (:func:`configure`) and say in one line what it isolates."""
+    """A command's sandbox: built once (building probes the machine and, for bwrap, starts bubblewrap),
+    checked to run a program (:func:`ready`: a server that does not answer is one line before any work),
+    said in one line, and returned for the command to pass where programs run. ``spec`` is also exported to
+    ``$E2C_SANDBOX``, so that the workers the command starts later (data-parallel evaluation, ray reward
+    workers) build the same one (:func:`from_env`)."""
     spec = spec or SandboxSpec("local")
-    sbx = make(spec)  # built once: building probes the machine (and, for bwrap, starts bubblewrap)
+    sbx = make(spec)
     said = ready(spec, built=sbx)
-    configure(spec, built=sbx)
+    os.environ[SANDBOX_ENV] = str(spec)
     log(f"[{label}] sandbox {spec}: {said}")
     return sbx

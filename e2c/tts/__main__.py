@@ -62,7 +62,7 @@ from e2c.models import default_subfolder
 from e2c.paths import project_root
 from e2c.rewards.kinds import runs_programs
 from e2c.run_folder import FORCE_HELP
-from e2c.sandbox import SANDBOX_HELP, SandboxSpec, use
+from e2c.sandbox import SANDBOX_HELP, Sandbox, SandboxSpec, use
 from e2c.sandbox import setting as sandbox_setting
 from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.tts.base import METHODS, methods_with
@@ -254,14 +254,15 @@ def build_parser(prog: str = PROG) -> ArgumentParser:
     return p
 
 
-def use_sandbox(spec: SandboxSpec | None, records: Sequence[Any], log: Callable[[str], None] = print) -> bool:
-    """Build and set the process's sandbox (once) when a problem's answers are programs; a run with none
-    leaves it alone (nothing to run, and no backend to probe). Building it may refuse in one line
-    (bubblewrap missing), so it happens before anything is written."""
+def use_sandbox(
+    spec: SandboxSpec | None, records: Sequence[Any], log: Callable[[str], None] = print
+) -> Sandbox | None:
+    """The run's sandbox, built once when a problem's answers are programs; None for a run with none
+    (nothing to run, and no backend to probe). Building it may refuse in one line (bubblewrap missing), so
+    it happens before anything is written."""
     if not runs_programs(r.kind for r in records):
-        return False
-    use(spec, log, "tts")
-    return True
+        return None
+    return use(spec, log, "tts")
 
 
 def parse_args(argv: list[str] | None = None, prog: str = PROG):
@@ -401,7 +402,7 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
         run_cfg["nested_budgets"] = True
     # The sandbox is not in run_cfg (the run's identity): where programs run does not change results.
     check_run_folder(out_dir, run_cfg, control.force)
-    use_sandbox(spec, records)
+    sandbox = use_sandbox(spec, records)
     checks_done()
     interrupt_on_sigterm()
     try:
@@ -421,6 +422,7 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
             workers=workers,
             nested=control.nested_budgets,
             force=control.force,
+            sandbox=sandbox,
         )
         if trackers:
             results = selected_results(read_done(out_dir / "records.jsonl"), methods, budgets, records)

@@ -37,6 +37,7 @@ from e2c.rewards.vote import answer_classes, behaviour_classes, majority_class, 
 if TYPE_CHECKING:
     from e2c.rewards.code_judge import CodeVerdict
     from e2c.rewards.code_tests import CodeTests
+    from e2c.sandbox import Sandbox
 
 
 @dataclass
@@ -201,8 +202,10 @@ class Context:
     settings: TTSSettings
     fmt: ChainFormat = E2C
     embed: Callable[[list[str]], Any] | None = None  # texts -> (n, d) array, for semantic clustering
+    # Where programs run: the command's sandbox (e2c.sandbox.use); None: the one $E2C_SANDBOX names.
+    sandbox: Sandbox | None = None
     # Sandbox seconds spent while searching, by use (select, feedback); the final grading is the result's.
-    sandbox: Counter = field(default_factory=Counter)
+    sandbox_by_role: Counter = field(default_factory=Counter)
     # How the last vote over programs was taken (written to the record as details["code_vote"]).
     vote_basis: dict[str, Any] | None = None
     # program text -> its verdict on the public tests; response -> its grade on every test. A program is
@@ -219,6 +222,12 @@ class Context:
         """The problem's answers are programs, graded by running them (the ``code`` kind)."""
         spec = find_kind(self.record.kind)
         return spec is not None and spec.runs_programs
+
+    def programs(self) -> Sandbox:
+        """The sandbox programs run in (:attr:`sandbox`, else :func:`e2c.sandbox.from_env`)."""
+        from e2c.sandbox import from_env
+
+        return self.sandbox if self.sandbox is not None else from_env()
 
     @cached_property
     def code_tests(self) -> CodeTests | None:
@@ -247,8 +256,8 @@ class Context:
             return None
         if program not in self._public:
             # Looked up on the module at call time, so the judge a test wraps is the one called.
-            verdict = code_judge.judge(program, tests)
-            self.sandbox["select"] += verdict.seconds
+            verdict = code_judge.judge(program, tests, self.programs())
+            self.sandbox_by_role["select"] += verdict.seconds
             self._public[program] = verdict
         return self._public[program]
 
@@ -288,6 +297,7 @@ class Context:
                 self.record.kind,
                 fmt=self.fmt,
                 prefilled=self.fmt.prefill_assistant,
+                sandbox=self.sandbox,
             )
         return replace(cand, graded=self._final[cand.response])
 
@@ -452,15 +462,17 @@ def run_method(
     settings: TTSSettings,
     fmt: ChainFormat = E2C,
     embed: Callable[[list[str]], Any] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> MethodResult:
-    """Run one registered method on one problem at one budget, metering every token."""
+    """Run one registered method on one problem at one budget, metering every token (``sandbox``: where
+    programs run, :attr:`Context.sandbox`)."""
     if name not in METHODS:
         raise KeyError(f"unknown TTS method {name!r}; valid: {', '.join(sorted(METHODS))}")
     if budget < 1:
         raise ValueError(f"budget must be >= 1, got {budget}")
     meter = Meter(gen)
     # A program is asked for in a fenced block (the kind's own suffix), not as a boxed value.
-    ctx = Context(meter, record, settings, prompt_format(fmt, record.kind), embed)
+    ctx = Context(meter, record, settings, prompt_format(fmt, record.kind), embed, sandbox)
     t0 = time.perf_counter()
     chosen, details = METHODS[name](ctx, budget)
     if chosen is not None:
@@ -469,7 +481,7 @@ def run_method(
     if ctx.vote_basis is not None:
         details = {**details, "code_vote": ctx.vote_basis}
     graded_s, prefix_s = ctx.final_seconds(chosen)
-    by_role = {**ctx.sandbox, "grade": graded_s, "prefix": prefix_s}
+    by_role = {**ctx.sandbox_by_role, "grade": graded_s, "prefix": prefix_s}
     by_role = {k: round(v, 4) for k, v in by_role.items() if v}
     return MethodResult(
         method=name,

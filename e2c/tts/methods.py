@@ -440,8 +440,8 @@ def _stdin_output(ctx: Context, program: str, i: int) -> tuple[str | None, str]:
     :func:`e2c.rewards.code_judge.run_on_test`. Its sandbox seconds count as ``feedback``."""
     tests = ctx.public_tests
     assert tests is not None
-    r = code_judge.run_on_test(program, tests, i)
-    ctx.sandbox["feedback"] += r.seconds
+    r = code_judge.run_on_test(program, tests, i, ctx.programs())
+    ctx.sandbox_by_role["feedback"] += r.seconds
     if r.status == "ok":
         return r.stdout, ""
     if r.status == "exit":

@@ -37,6 +37,7 @@ from e2c.files import RecordFile, atomic_write_json, drop_cut_line, read_records
 from e2c.generation.base import check_fits, context_length
 from e2c.generation.batching import SharedGenerator, SharedHandle
 from e2c.run_folder import RunFolder
+from e2c.sandbox import Sandbox
 from e2c.tracking import SAMPLE_CHAINS
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.base import canonical_settings, traits
@@ -369,8 +370,10 @@ def run_tts(
     workers: int = 1,
     nested: bool = False,
     force: bool = False,
+    sandbox: Sandbox | None = None,
 ) -> list[dict[str, Any]]:
     """Run every (method, budget, problem) not yet in ``out_dir/records.jsonl``; write the summaries.
+    ``sandbox``: where programs run (the command's, :func:`e2c.sandbox.use`; None: ``$E2C_SANDBOX``'s).
 
     With ``nested``, a method registered ``nestable`` runs at the largest budget only and its smaller
     budgets are read off that run's first draws (:func:`nested_records`): 8 samples per problem instead
@@ -422,7 +425,7 @@ def run_tts(
             if same is not None:  # e.g. greedy_cot: one greedy chain whatever the budget
                 res = {**same, "budget": b, "details": {**same["details"], "same_as_budget": same["budget"]}}
             else:
-                res = run_method(m, g, r, b, settings, embed=embed).to_dict()
+                res = run_method(m, g, r, b, settings, embed=embed, sandbox=sandbox).to_dict()
             with lock:
                 f.write([res])
                 done[record_key(m, b, str(r.id))] = res

@@ -86,11 +86,13 @@ def test_humaneval_references_pass_in_the_sandbox() -> None:
     """Every canonical solution passes its problem's tests (the public doctest included), run in the
     sandbox as a model's program is: the conversion loses nothing and adds no wrong test."""
     from e2c.rewards.code_judge import judge
+    from e2c.sandbox import make
 
+    sbx = make("local")
     rows = cs.humaneval_rows()
     failed = []
     for i, r in enumerate(rows):
-        v = judge(cs.humaneval_reference(r), cs.humaneval_problem(r, i).tests)
+        v = judge(cs.humaneval_reference(r), cs.humaneval_problem(r, i).tests, sbx)
         if not v.correct:
             failed.append((r["task_id"], v.status, v.outcomes))
     assert not failed, failed[:3]

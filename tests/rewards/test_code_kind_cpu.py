@@ -17,7 +17,7 @@ from e2c.rewards.code_judge import judge
 from e2c.rewards.code_tests import CodeTestsError, extract_code, outputs_equal, parse_tests, values_equal
 from e2c.rewards.grader import grade
 from e2c.rewards.kinds import CODE, find_kind
-from e2c.sandbox import RunResult
+from e2c.sandbox import RunResult, from_env
 
 
 def chain(program: str, lang: str = "python") -> str:
@@ -226,10 +226,10 @@ def test_stdin_mode_and_stop_on_fail_cpu() -> None:
     prog = "a, b = map(int, input().split())\nprint(a + b)\n"
     assert grade(chain(prog), STDIN, "code").correct
     bad = "print(3)\n"
-    v = judge(bad, parse_tests(STDIN))
+    v = judge(bad, parse_tests(STDIN), from_env())
     assert (v.passed, v.outcomes) == (1, ("pass", "wrong"))
     tests = parse_tests({"mode": "stdin", "tests": [{"input": "", "output": "x"}] + STDIN["tests"]})
-    v = judge(bad, tests, stop_on_fail=True)
+    v = judge(bad, tests, from_env(), stop_on_fail=True)
     assert v.outcomes == ("wrong", "not_run", "not_run") and v.passed == 0
 
 
@@ -248,13 +248,13 @@ def test_one_slow_call_does_not_cost_the_other_tests_cpu() -> None:
             "tests": [{"args": [0], "output": 0}, {"args": [1], "output": 1}, {"args": [2], "output": 2}],
         }
     )
-    v = judge("def f(x):\n    while x == 1:\n        pass\n    return x\n", tests)
+    v = judge("def f(x):\n    while x == 1:\n        pass\n    return x\n", tests, from_env())
     assert v.outcomes == ("pass", "timeout", "pass")
 
 
 def test_programs_prints_do_not_forge_results_cpu() -> None:
     prog = 'import os\nos.write(1, b"deadbeef {\\"i\\": 0, \\"v\\": 3}\\n")\nprint("{\\"i\\": 1, \\"v\\": 10}")\ndef add(a, b):\n    return 0\n'
-    v = judge(prog, parse_tests(CALL))
+    v = judge(prog, parse_tests(CALL), from_env())
     assert v.passed == 0
 
 
@@ -277,22 +277,43 @@ class _Broken:
         return "broken: not isolated"
 
 
-def test_a_sandbox_failure_is_an_error_never_a_wrong_answer_cpu(monkeypatch) -> None:
-    monkeypatch.setattr(sandbox_mod, "_current", _Broken())
-    r = grade(chain("def add(a, b):\n    return a + b\n"), CALL, "code")
+def test_a_sandbox_failure_is_an_error_never_a_wrong_answer_cpu() -> None:
+    r = grade(chain("def add(a, b):\n    return a + b\n"), CALL, "code", sandbox=_Broken())
     assert (r.correct, r.reason, r.check) == (False, "error", "error")
-    s = grade(chain("print(3)\n"), STDIN, "code")
+    s = grade(chain("print(3)\n"), STDIN, "code", sandbox=_Broken())
     assert s.reason == "error"
+
+
+def test_grade_runs_programs_where_it_is_told_else_where_the_environment_says_cpu(monkeypatch) -> None:
+    """A command passes its sandbox to the grader; with none, the grader builds the one $E2C_SANDBOX names,
+    once, and only when a program runs."""
+    built = []
+
+    def fake_make(spec=None):
+        built.append(str(spec))
+        return _Broken()
+
+    monkeypatch.setattr(sandbox_mod, "make", fake_make)
+    monkeypatch.setattr(sandbox_mod, "_from_env", None)
+    monkeypatch.setenv(sandbox_mod.SANDBOX_ENV, "bwrap")
+    assert grade("plan</EXPLORATION><EXECUTION>no code</EXECUTION>", CALL, "code").reason == "no_answer"
+    assert grade(chain("print(3)\n"), STDIN, "math").reason == "no_answer"
+    assert built == []  # nothing ran: nothing built
+    told = grade(chain("print(3)\n"), STDIN, "code", sandbox=sandbox_mod.make("local"))
+    assert told.reason == "error" and built == ["local"]  # the test double: built by the caller, used
+    for _ in range(2):
+        assert grade(chain("print(3)\n"), STDIN, "code").reason == "error"
+    assert built == ["local", "bwrap"]  # the environment's, built once
 
 
 def test_behaviour_keys_group_equal_outputs_cpu() -> None:
     t = parse_tests(CALL)
-    a = judge("def add(a, b):\n    return a + b\n", t)
-    b = judge("def add(a, b):\n    return b + a\n", t)
-    c = judge("def add(a, b):\n    return a * b\n", t)
+    a = judge("def add(a, b):\n    return a + b\n", t, from_env())
+    b = judge("def add(a, b):\n    return b + a\n", t, from_env())
+    c = judge("def add(a, b):\n    return a * b\n", t, from_env())
     assert a.behaviour == b.behaviour != c.behaviour
     d = parse_tests({"mode": "call", "fn_name": "f", "tests": [{"args": [], "output": {"a": 1, "b": 2}}]})
-    ab = judge("def f():\n    return {'a': 1, 'b': 2}\n", d)
-    ba = judge("def f():\n    return {'b': 2, 'a': 1}\n", d)
+    ab = judge("def f():\n    return {'a': 1, 'b': 2}\n", d, from_env())
+    ba = judge("def f():\n    return {'b': 2, 'a': 1}\n", d, from_env())
     assert ab.behaviour == ba.behaviour  # a dict's key order is not behaviour
     assert all(re.fullmatch(r"[0-9a-f]{16}|![a-z_A-Z]+", k) for k in a.behaviour + c.behaviour)

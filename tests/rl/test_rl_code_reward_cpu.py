@@ -75,7 +75,7 @@ def use_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
     def install(sbx: Any, workers: int = 4) -> Any:
         monkeypatch.setenv(sandbox.WORKERS_ENV, str(workers))
-        monkeypatch.setattr(sandbox, "_current", sbx)
+        monkeypatch.setattr(sandbox, "_from_env", sbx)
         monkeypatch.setattr(sandbox, "_slots", None)
         monkeypatch.setattr(reward, "_code_pool", None)
         return sbx
