@@ -162,14 +162,14 @@ TIER_FIX = {
 LONG_FILES = (
     "rl/test_rl_train_cpu.py",  # ~750 s
     "pipeline/test_claims_fast_slow.py",  # ~720 s
-    "rl/test_multirank_cpu.py",  # ~1000 s, of which ~570 s are the 4-rank GRPO runs (marker alone: run apart)
+    "rl/test_multirank_cpu.py",  # ~600 s; its two-ray-node GRPO step (marker alone) runs apart
     "study/test_study_fast_slow.py",  # ~470 s with vLLM's evaluations (now transformers')
     "pipeline/test_quickstart_cpu.py",  # ~360 s
     "pipeline/test_paper_pipeline_slow.py",  # ~310 s
     "rl/test_rl_curriculum_cpu.py",  # ~260 s
     "generation/test_vllm_cpu.py",  # ~210 s
     "sft/test_lora_train_cpu.py",  # ~180 s
-    "rl/test_slurm_cpu.py",  # ~160 s
+    "rl/test_slurm_cpu.py",  # ~35 s
     "sft/test_sft_run_cpu.py",  # ~155 s
 )
 

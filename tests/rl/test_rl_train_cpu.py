@@ -176,9 +176,8 @@ def test_validation_generations_reach_the_tracker_and_a_jsonl_cpu(grpo_runs: dic
 
 
 @pytest.mark.slow  # minutes of real verl training: bash scripts/test.sh -m slow
-# ~2 min alone; beside another worker's training run in .ci/run it once ran past 10 minutes (its refills are
-# rollouts, the slowest part under load), so it runs with the machine to itself
-@pytest.mark.alone
+# ~1.5 min alone. It once ran past its 10 minutes beside the claims run: not the load, a deadlock of the refill
+# budget (fixed; tests/rl/test_dapo_budget_cpu.py), so it shares the machine like the other training runs.
 def test_dapo_dynamic_sampling_budget_cpu(tmp_path: Path) -> None:
     """The random tiny model never solves a prompt, so every group has identical accuracy: DAPO filters them
     all, refills up to its budget ((max_num_gen_batches - 1) x train_batch_size prompts), then trains on the

@@ -5,14 +5,11 @@ model's GRPO joining it; torchrun SFT)."""
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from bad_input import assert_one_line_error, run
-from conftest import arithmetic_rl_rows
 
 from e2c.cluster import wait_for_nodes
 
@@ -144,43 +141,9 @@ def _env() -> dict[str, str]:
     return {"E2C_FORCE_CPU": "1", "GPUS_PER_NODE": "0", "RAY_PORT": "6391", "RAY_WAIT_S": "90"}
 
 
-@pytest.mark.slow  # ~90 s of ray start-up and a GRPO step: bash scripts/test.sh -m slow
-def test_one_node_grpo_on_the_scripts_own_ray_cluster_cpu(tmp_path: Path) -> None:
-    """No Slurm here: the script starts a ray head on this machine, the tiny model's GRPO stage joins it
-    (RAY_ADDRESS; the launcher then leaves ray's resources to the cluster), and the head stops afterwards."""
-    data = tmp_path / "rl.parquet"
-    pd.DataFrame(arithmetic_rl_rows(8)).to_parquet(data)
-    out = tmp_path / "grpo"
-    env = {**_env(), "TRAIN_DATA": str(data), "VAL_DATA": str(data)}
-    r = run(
-        SBATCH,
-        "grpo",
-        "--stage",
-        "1",
-        "--model",
-        "tiny",
-        "--steps",
-        "1",
-        "--output-dir",
-        str(out),
-        "--logger",
-        "console",
-        env=env,
-        timeout=600,
-    )
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
-    assert "[e2c-cluster] 1 of 1 node(s) up" in r.stdout
-    steps = [json.loads(x)["step"] for x in (out / "metrics.jsonl").read_text().splitlines() if x]
-    assert steps == [1]
-    # the driver joined the script's cluster instead of starting its own
-    log = r.stdout + r.stderr
-    assert "Using address 127.0.0.1:6391 set in the environment variable RAY_ADDRESS" in log
-    assert re.search(r"Connecting to existing Ray cluster at address: [\d.]+:6391", log)
-    gone = run("-m", "e2c.cluster", "--address", "127.0.0.1:6391", "--timeout", "0")
-    assert gone.returncode == 1, "the ray head outlived the script"
-    # and left no record of itself for the next plain ray.init() on this machine to join
-    current = Path("/tmp/ray/ray_current_cluster")
-    assert not current.is_file() or not current.read_text().strip().endswith(":6391")
+# The script's own ray cluster for a GRPO stage (a head on this machine, the driver joining it through
+# RAY_ADDRESS, the head stopped afterwards) runs in tests/rl/test_multirank_cpu.py with two nodes, which
+# holds every check a one-node run would make.
 
 
 @pytest.mark.slow  # a real SFT run through torchrun
