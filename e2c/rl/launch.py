@@ -602,6 +602,20 @@ def check_sandbox(spec: SandboxSpec | None) -> None:
     ready(spec)
 
 
+def check_overlong(cfg: Any) -> None:
+    """An enabled overlong penalty's buffer fits the response length (``e2c.rl.reward.overlong_problem``): one
+    line here, naming what to change, not a reward worker that dies inside ray."""
+    from omegaconf import OmegaConf
+
+    from e2c.rl.reward import overlong_problem
+
+    kwargs = OmegaConf.to_container(cfg.reward.get("reward_kwargs", None) or {}, resolve=True)
+    if why := overlong_problem(kwargs):
+        raise UserError(
+            f"{why}: lower reward.reward_kwargs.overlong_buffer_cfg.len or raise data.max_response_length"
+        )
+
+
 def check_code_reward(cfg: Any) -> None:
     """The composed config's code reward (``--code-reward`` or a Hydra override of its key) is one verl's
     reward workers accept: one line here, not a ValueError in every reward worker."""
@@ -732,6 +746,7 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     )
     check_data(cfg)
     check_code_reward(cfg)
+    check_overlong(cfg)
     epochs = epochs_for_steps(cfg, args.steps)
     # An unknown or mistyped e2c.* key, a value outside its type (nan, a negative budget), an unregistered
     # e2c.explore_adv_rule or chain format stops here, not inside a ray worker.

@@ -86,6 +86,28 @@ def overlong_penalty(length: int, max_len: int, buffer_len: int, factor: float) 
     return min(-exceed / buffer_len * factor, 0.0)
 
 
+def overlong_problem(reward_kwargs: Mapping[str, Any]) -> str | None:
+    """What is wrong with an enabled overlong penalty's sizes (``reward.reward_kwargs``), or None: its buffer
+    must be a length in ``(0, max_resp_len]``. The launcher asks before anything starts; the reward manager
+    again for a run started without it (verl's ``main_ppo`` called directly).
+
+    >>> overlong_problem({"overlong_buffer_cfg": {"enable": True, "len": 32}, "max_resp_len": 24})
+    'overlong penalty needs 0 < reward.reward_kwargs.overlong_buffer_cfg.len <= reward.reward_kwargs.max_resp_len; got len=32, max_resp_len=24'
+    >>> overlong_problem({"overlong_buffer_cfg": {"enable": False, "len": 32}, "max_resp_len": 24}) is None
+    True
+    """
+    overlong = reward_kwargs.get("overlong_buffer_cfg", None)
+    max_len = reward_kwargs.get("max_resp_len", None)
+    if overlong is None or not overlong.get("enable", False):
+        return None
+    if max_len and 0 < int(overlong.get("len", 0)) <= int(max_len):
+        return None
+    return (
+        "overlong penalty needs 0 < reward.reward_kwargs.overlong_buffer_cfg.len <= "
+        f"reward.reward_kwargs.max_resp_len; got len={overlong.get('len')}, max_resp_len={max_len}"
+    )
+
+
 def decode_keep_tags(tokenizer: Any, ids: list[int], drop_ids: Collection[int] = ()) -> str:
     """Decode response ids keeping special tokens (the chain tags) but dropping pad, EOS and ``drop_ids`` (the
     model's other EOS ids, e.g. Qwen3's ``<|endoftext|>`` next to ``<|im_end|>``).
@@ -131,20 +153,8 @@ class E2CRewardManager(RewardManagerBase):
         kwargs = config.reward.get("reward_kwargs", None) or {}
         self.overlong = kwargs.get("overlong_buffer_cfg", None)
         self.max_resp_len = kwargs.get("max_resp_len", None)
-        if (
-            self.overlong is not None
-            and self.overlong.get("enable", False)
-            and (
-                not self.max_resp_len
-                or int(self.overlong.len) <= 0
-                or int(self.overlong.len) > int(self.max_resp_len)
-            )
-        ):
-            raise ValueError(
-                "overlong penalty needs 0 < reward.reward_kwargs.overlong_buffer_cfg.len <= "
-                f"reward.reward_kwargs.max_resp_len; got len={self.overlong.get('len')}, "
-                f"max_resp_len={self.max_resp_len}"
-            )
+        if why := overlong_problem(kwargs):
+            raise ValueError(why)
 
     async def run_single(self, data: DataProto) -> dict:
         item = data[-1:][0]

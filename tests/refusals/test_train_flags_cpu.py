@@ -198,6 +198,13 @@ CASES = {
         ["--model", "tiny", "--steps", "-1"],
         "--steps must be >= 0, got -1",
     ),
+    "rl-overlong-buffer-longer-than-responses": (
+        "e2c_rl.sh",
+        RL,
+        ["--", "data.max_response_length=24"],  # the CPU preset's buffer is 32 tokens
+        "overlong penalty needs 0 < reward.reward_kwargs.overlong_buffer_cfg.len <= "
+        "reward.reward_kwargs.max_resp_len; got len=32, max_resp_len=24: lower",
+    ),
     "curriculum-unknown-key": (
         "e2c_curriculum.sh",
         CUR,
