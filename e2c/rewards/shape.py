@@ -86,3 +86,25 @@ def shaped_score(score: float, correct: bool, well_formed: bool, shape_kwargs: M
     kept = float(shape_kwargs.get("malformed_credit", 0.0) or 0.0) * score if gated else score
     credit = float(shape_kwargs.get("format_credit", 0.0) or 0.0) if well_formed and not correct else 0.0
     return kept + credit
+
+
+def overlong_problem(reward_kwargs: Mapping[str, Any]) -> str | None:
+    """What is wrong with an enabled overlong penalty's sizes (``reward.reward_kwargs``), or None: its buffer
+    must be a length in ``(0, max_resp_len]``. The RL launcher asks before anything starts; the reward
+    manager (:mod:`e2c.rl.reward`) again, for a run started without it (verl's ``main_ppo`` called directly).
+
+    >>> overlong_problem({"overlong_buffer_cfg": {"enable": True, "len": 32}, "max_resp_len": 24})
+    'overlong penalty needs 0 < reward.reward_kwargs.overlong_buffer_cfg.len <= reward.reward_kwargs.max_resp_len; got len=32, max_resp_len=24'
+    >>> overlong_problem({"overlong_buffer_cfg": {"enable": False, "len": 32}, "max_resp_len": 24}) is None
+    True
+    """
+    overlong = reward_kwargs.get("overlong_buffer_cfg", None)
+    max_len = reward_kwargs.get("max_resp_len", None)
+    if overlong is None or not overlong.get("enable", False):
+        return None
+    if max_len and 0 < int(overlong.get("len", 0)) <= int(max_len):
+        return None
+    return (
+        "overlong penalty needs 0 < reward.reward_kwargs.overlong_buffer_cfg.len <= "
+        f"reward.reward_kwargs.max_resp_len; got len={overlong.get('len')}, max_resp_len={max_len}"
+    )

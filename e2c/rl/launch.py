@@ -603,11 +603,11 @@ def check_sandbox(spec: SandboxSpec | None) -> None:
 
 
 def check_overlong(cfg: Any) -> None:
-    """An enabled overlong penalty's buffer fits the response length (``e2c.rl.reward.overlong_problem``): one
+    """An enabled overlong penalty's buffer fits the response length (``e2c.rewards.shape.overlong_problem``): one
     line here, naming what to change, not a reward worker that dies inside ray."""
     from omegaconf import OmegaConf
 
-    from e2c.rl.reward import overlong_problem
+    from e2c.rewards.shape import overlong_problem
 
     kwargs = OmegaConf.to_container(cfg.reward.get("reward_kwargs", None) or {}, resolve=True)
     if why := overlong_problem(kwargs):

@@ -41,6 +41,7 @@ from verl import DataProto
 from verl.experimental.reward_loop.reward_manager import register
 from verl.experimental.reward_loop.reward_manager.base import RewardManagerBase
 
+from e2c.rewards.shape import overlong_problem
 from e2c.rewards.verl_score import CODE_REWARD_KEY, code_reward_mode, runs_programs
 from e2c.rewards.verl_score import compute_score as e2c_compute_score
 from e2c.rl import registry
@@ -84,28 +85,6 @@ def overlong_penalty(length: int, max_len: int, buffer_len: int, factor: float) 
         return 0.0
     exceed = length - (max_len - buffer_len)
     return min(-exceed / buffer_len * factor, 0.0)
-
-
-def overlong_problem(reward_kwargs: Mapping[str, Any]) -> str | None:
-    """What is wrong with an enabled overlong penalty's sizes (``reward.reward_kwargs``), or None: its buffer
-    must be a length in ``(0, max_resp_len]``. The launcher asks before anything starts; the reward manager
-    again for a run started without it (verl's ``main_ppo`` called directly).
-
-    >>> overlong_problem({"overlong_buffer_cfg": {"enable": True, "len": 32}, "max_resp_len": 24})
-    'overlong penalty needs 0 < reward.reward_kwargs.overlong_buffer_cfg.len <= reward.reward_kwargs.max_resp_len; got len=32, max_resp_len=24'
-    >>> overlong_problem({"overlong_buffer_cfg": {"enable": False, "len": 32}, "max_resp_len": 24}) is None
-    True
-    """
-    overlong = reward_kwargs.get("overlong_buffer_cfg", None)
-    max_len = reward_kwargs.get("max_resp_len", None)
-    if overlong is None or not overlong.get("enable", False):
-        return None
-    if max_len and 0 < int(overlong.get("len", 0)) <= int(max_len):
-        return None
-    return (
-        "overlong penalty needs 0 < reward.reward_kwargs.overlong_buffer_cfg.len <= "
-        f"reward.reward_kwargs.max_resp_len; got len={overlong.get('len')}, max_resp_len={max_len}"
-    )
 
 
 def decode_keep_tags(tokenizer: Any, ids: list[int], drop_ids: Collection[int] = ()) -> str:

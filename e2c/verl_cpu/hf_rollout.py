@@ -30,6 +30,8 @@ import logging
 import os
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,12 +103,20 @@ class HFRolloutServer:
             self.config.max_model_len or (self.config.prompt_length + self.config.response_length)
         )
         self.seed = int(getattr(self.config, "seed", 0) or 0)
-        torch.set_num_threads(
-            max(1, int(os.environ.get("E2C_ROLLOUT_THREADS", str(torch.get_num_threads()))))
-        )
-        self.engine = build_engine(
-            rollout_engine(), path, rollout_dtype(), self.pad_id, self.max_model_len, self.seed
-        )
+        threads = max(1, int(os.environ.get("E2C_ROLLOUT_THREADS", str(torch.get_num_threads()))))
+
+        def build() -> Any:
+            torch.set_num_threads(threads)
+            return build_engine(
+                rollout_engine(), path, rollout_dtype(), self.pad_id, self.max_model_len, self.seed
+            )
+
+        # The engine is built, and every call into it made, on one thread of its own: OpenMP's thread count
+        # is a per-thread setting, and vLLM's CPU attention checks that a batch runs with the thread count
+        # its metadata was built with. Calls spread over asyncio's default pool once failed that check
+        # ("thread_num (1 vs. 2)") on a thread where ray's OMP_NUM_THREADS=1 still held.
+        self._engine_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="e2c-rollout-engine")
+        self.engine = self._engine_thread.submit(build).result()
         # The same ids the hf generator, the agent loop and vLLM stop on (tokenizer + generation config).
         self.stop_ids = eos_ids(self.tokenizer, self.engine.generation_config)
         self.batch_wait_s = float(os.environ.get("E2C_ROLLOUT_BATCH_WAIT_S", "0.05"))
@@ -166,7 +176,7 @@ class HFRolloutServer:
                 groups[r.key].append(r)
             for key, reqs in groups.items():
                 try:
-                    results = await asyncio.to_thread(self._decode, key, reqs)
+                    results = await self._on_engine_thread(self._decode, key, reqs)
                 except Exception as e:  # surface the error in every waiting agent loop
                     for r in reqs:
                         if not r.future.done():
@@ -175,6 +185,10 @@ class HFRolloutServer:
                 for r, res in zip(reqs, results, strict=True):
                     if not r.future.done():
                         r.future.set_result(res)
+
+    async def _on_engine_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` on the engine's own thread (see ``__init__``), awaited."""
+        return await asyncio.get_running_loop().run_in_executor(self._engine_thread, fn, *args)
 
     def _decode(self, key: tuple, reqs: list[_Request]) -> list[tuple[list[int], list[float] | None, bool]]:
         temperature, top_p, top_k, want_lp, extra_stops = key
@@ -225,7 +239,7 @@ class HFRolloutServer:
         moved = {}
         if self.movement is not None:  # before the engine reads the tensors (vLLM may repack them)
             moved = await asyncio.to_thread(self.movement.update, state_dict, global_steps)
-        count = await asyncio.to_thread(self.engine.load_weights, state_dict)
+        count = await self._on_engine_thread(self.engine.load_weights, state_dict)
         record_sync(
             {"global_steps": global_steps, "kind": kind, "tensors": count, "shift_from_base": shift, **moved}
         )
