@@ -34,7 +34,7 @@ from e2c.rewards.kinds import (  # noqa: F401
 from e2c.rewards.math_equiv import DEFAULT_TIMEOUT
 from e2c.rewards.mcq import LETTERS
 from e2c.rewards.plan import plan_adherence
-from e2c.sandbox import Sandbox, from_env
+from e2c.sandbox import Sandbox, given_or_env
 
 # A check's "how" that is also the result's reason (not a plain "wrong"): the grader could not decide.
 UNDECIDED = ("timeout", "error", "unparseable_gold")
@@ -190,9 +190,7 @@ def _grade(
     gold_s = spec.reference(gold, options)
     pred, method = spec.extract(region, options, fallback_number)
     checked = (
-        spec.check(
-            pred, gold_s, timeout, stop_on_fail, lambda: sandbox if sandbox is not None else from_env()
-        )
+        spec.check(pred, gold_s, timeout, stop_on_fail, lambda: given_or_env(sandbox))
         if spec.runs_programs
         else spec.check(pred, gold_s, timeout)
     )

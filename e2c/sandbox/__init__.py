@@ -49,6 +49,7 @@ __all__ = [
     "Sandbox",
     "SandboxSpec",
     "from_env",
+    "given_or_env",
     "make",
     "parse_spec",
     "ready",
@@ -92,6 +93,12 @@ def from_env() -> Sandbox:
         if _from_env is None:
             _from_env = make(parse_spec(os.environ.get(SANDBOX_ENV), f"${SANDBOX_ENV}"))
         return _from_env
+
+
+def given_or_env(sandbox: Sandbox | None) -> Sandbox:
+    """``sandbox``, the one a command handed over, else :func:`from_env`'s: the one default every caller
+    that may not have been handed one applies."""
+    return sandbox if sandbox is not None else from_env()
 
 
 _slots: threading.BoundedSemaphore | None = None

@@ -225,9 +225,9 @@ class Context:
 
     def programs(self) -> Sandbox:
         """The sandbox programs run in (:attr:`sandbox`, else :func:`e2c.sandbox.from_env`)."""
-        from e2c.sandbox import from_env
+        from e2c.sandbox import given_or_env
 
-        return self.sandbox if self.sandbox is not None else from_env()
+        return given_or_env(self.sandbox)
 
     @cached_property
     def code_tests(self) -> CodeTests | None:
