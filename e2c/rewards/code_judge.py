@@ -18,7 +18,8 @@ write another test's result or the channel (a test process holds only its own pi
 non-dumpable, so a process of the same user can neither trace it nor open its descriptors through
 ``/proc``), cannot see the arguments of later tests (the driver reads each test only when it starts it),
 and leaves no background process to compute for a later test (where the sandbox gives the run a PID
-namespace and a user of its own, the driver kills every other process of the run after each test). The
+namespace and a user of its own, the driver kills every other process of the run after each test, and
+starts the next only when all of them have ended). The
 expected outputs of ``call`` tests never enter the sandbox. What it does not guard: an ``assert`` test's
 code runs in the program's process and carries its expected values, so a program can read it, or make it
 pass (replace ``AssertionError``, patch the functions it calls): the documented limit of ``assert`` tests.
@@ -198,12 +199,17 @@ def main():
         _, status = os.waitpid(pid, 0)
         if line == b"crash" and os.WIFSIGNALED(status):
             line = b"crash %d" % os.WTERMSIG(status)
-        while True:  # reap what the test left and the kill ended
+        # Reap what the test left. After the sweep, wait for every one of them (each is this process's
+        # child: it is the subreaper): a killed process is still there, runnable with its SIGKILL pending,
+        # until the kernel has ended it, and the next test must not start beside it.
+        while True:
             try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                if os.waitpid(-1, 0 if job["sweep"] else os.WNOHANG)[0] == 0:
                     break
             except ChildProcessError:
                 break
+            except InterruptedError:
+                continue
         os.write(chan, b"%d %s\n" % (i, line))
         if line.startswith(b"load "):
             break
