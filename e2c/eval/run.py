@@ -14,6 +14,13 @@ optional medical system prompt and suffix to the medical sets. Prints a table, t
 prediction lines, so a rerun or a resume reports the same), and, as its last line, the results JSON's path and
 headline numbers as one JSON object. A killed run restarted with the same arguments resumes; Ctrl-C or
 SIGTERM stops a run with one line naming what was saved and the command that resumes it (exit 130 / 143).
+``--then`` chains evaluations of one loaded model, each with its own run folder, so a model is loaded once:
+
+    python -m e2c.eval.run --model M --temperature 0 --output-dir greedy --then --sample 8 --temperature 1 --output-dir avg8
+
+Each evaluation after a ``--then`` starts from the flags of the one before and changes what it names; the
+flags that build the model (:data:`SHARED_FLAGS`) stay as the first sets them. Every evaluation is checked
+before the model loads; each prints its own table and last JSON line, in order.
 Bad settings, an unwritable --output-dir and a prompt that with its budget exceeds the model's context are
 refused in one line before anything is written.
 """
@@ -241,10 +248,38 @@ class RunControl:
     force: bool = field(default=False, metadata=setting(FORCE_HELP, flag="--force"))
 
 
+THEN = "--then"  # chains another evaluation of the same loaded model (the module's docstring)
+
+# The flags that build the generator, or pick the processes it runs in: the evaluations of one command share
+# one loaded model, so these stay as the first evaluation sets them.
+SHARED_FLAGS = (
+    "--model",
+    "--subfolder",
+    "--format",
+    "--backend",
+    "--gpus",
+    "--tp",
+    "--workers",
+    "--batch-size",
+    "--dtype",
+    "--max-model-len",
+    "--trust-remote-code",
+    "--seed",
+    "--shard",
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The run's flags: what it measures (:class:`EvalConfig`) and how it runs (:class:`RunControl`), each
     declared once in its dataclass."""
-    p = ArgumentParser(prog="scripts/eval.sh", description=__doc__.split("\n\n")[0])
+    p = ArgumentParser(
+        prog="scripts/eval.sh",
+        description=__doc__.split("\n\n")[0],
+        epilog=f"{THEN} FLAG ...: then another evaluation of the same loaded model, into its own --output-dir: it "
+        "starts from the flags before it and changes what it names (not "
+        f"{', '.join(SHARED_FLAGS[:-1])}), e.g. --temperature 0 --output-dir greedy {THEN} --sample 8 "
+        "--temperature 1 --output-dir avg8",
+    )
     add_setting_flags(p, EvalConfig)
     add_setting_flags(p, RunControl)
     return p
@@ -299,19 +334,65 @@ def check_max_model_len(value: int | None, folder: Path) -> None:
         raise UserError(f"--max-model-len {value} is more than the model's context of {context} tokens")
 
 
+def split_then(argv: list[str]) -> list[list[str]]:
+    """The evaluations of a command line, split at each ``--then``.
+
+    >>> split_then(["--model", "m", "--then", "--sample", "4"])
+    [['--model', 'm'], ['--sample', '4']]
+    >>> split_then(["--model", "m"])
+    [['--model', 'm']]
+    """
+    out: list[list[str]] = [[]]
+    for word in argv:
+        if word == THEN:
+            out.append([])
+        else:
+            out[-1].append(word)
+    return out
+
+
+def parse_evaluations(argv: list[str]) -> list[argparse.Namespace]:
+    """Every evaluation's flags: the first as given, each later one from the one before with what its
+    ``--then`` names changed. A later one that names nothing, or changes a :data:`SHARED_FLAGS` flag, is
+    refused in one line."""
+    parser = build_parser()
+    segments = split_then(argv)
+    first = parser.parse_args(segments[0])
+    runs = [first]
+    for i, words in enumerate(segments[1:], 2):
+        if not words:
+            parser.error(f"{THEN} must be followed by the flags evaluation {i} changes")
+        args = parser.parse_args(words, namespace=argparse.Namespace(**vars(runs[-1])))
+        for flag in SHARED_FLAGS:
+            dest = parser._option_string_actions[flag].dest
+            if getattr(args, dest) != getattr(first, dest):
+                parser.error(
+                    f"evaluation {i} changes {flag}: the evaluations of one command share one loaded model "
+                    f"({', '.join(SHARED_FLAGS[:-1])} stay as the first sets them); run it as its own command"
+                )
+        runs.append(args)
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    runs = parse_evaluations(argv)
     where: dict[str, Path] = {}
     try:
-        results = evaluate(args, where, argv)
+        done = evaluate(runs, where, split_then(argv))
     except KeyboardInterrupt as e:  # the guard's line would not say what was saved or how to resume
         exit_interrupted(
             e, saved_predictions(where.get("save")), resume_command(["-m", "e2c.eval.run"], argv)
         )
-    if not results:  # a data-parallel worker: the parent reports
-        return 0
-    save = where["save"]
+    for run in done:
+        if run.results:  # empty in a data-parallel worker: the parent reports
+            report(run)
+    return 0
+
+
+def report(run: Planned) -> None:
+    """One evaluation's table, cost line, optional page and, last, its headline JSON line."""
+    save, results = run.save, run.results
     print(format_table(results["datasets"]))
     cost = results["usage"]  # the run's, from its prediction lines (a rerun or a resume changes none of it)
     partial = " (partial: lines of an older toolkit)" if cost.get("partial") else ""
@@ -319,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         f"results: {save / 'results.json'}  ({plural(cost['generated_tokens'], 'generated token')}, "
         f"{plural(cost['calls'], 'generation call')}, {cost['seconds']:.1f}s of generation{partial})"
     )
-    if args.view:  # after the results are written: a page that cannot be built loses nothing of the run
+    if run.args.view:  # after the results are written: a page that cannot be built loses nothing of the run
         from e2c.view import write_view
 
         write_view([save], save / "view.html")
@@ -331,21 +412,32 @@ def main(argv: list[str] | None = None) -> int:
             for name, m in results["datasets"].items()
         },
     }
-    print(json.dumps(head))
-    return 0
+    print(json.dumps(head), flush=True)
 
 
-def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] | None = None) -> dict:
-    """Check every input, load the model and data, run; returns the results. ``where["save"]`` is the
-    run folder as soon as it is known (for the message of an interrupted run). With several data-parallel
-    workers (:func:`plan_workers`) this process starts them (with ``argv``), merges and reports.
+@dataclass
+class Planned:
+    """One evaluation of a command, every input checked (:func:`plan`); ``results`` once it ran."""
 
-    Everything that can be refused is refused before :func:`e2c.entry.checks_done` (the flags by their
-    types, then the settings together, the run folder, the model folder, the data, an earlier run in the
-    folder and the GPUs), so a bad command costs no model load and changes no file."""
+    args: argparse.Namespace
+    cfg: EvalConfig
+    res: Any
+    data: dict[str, list[Any]]
+    save: Path
+    shard: tuple[int, int]
+    groups: list[list[str]]
+    trackers: list[str]
+    visible: list[str]
+    programs: Sandbox | None
+    results: dict = field(default_factory=dict)
+
+
+def plan(args: argparse.Namespace, where: dict[str, Path], sandboxes: dict[str, Sandbox]) -> Planned:
+    """Check one evaluation's inputs (the flags by their types already, then the settings together, the run
+    folder, the model folder, the data, an earlier run in the folder and the GPUs) without loading a model
+    or changing a file. ``sandboxes``: the ones built so far, by setting (one per command and setting)."""
     from e2c.generation import pick_backend
 
-    quiet_libraries()
     trackers = result_trackers(args.logger)
     backend = pick_backend(args.backend)
     cfg = EvalConfig(
@@ -379,58 +471,74 @@ def evaluate(args: argparse.Namespace, where: dict[str, Path], argv: list[str] |
     if runs_programs(r.kind for recs in data.values() for r in recs):
         # Built here (a missing tool is one line, before any model load); exported to $E2C_SANDBOX for the
         # data-parallel workers this process starts, which build their own the same way.
-        programs = use(sandbox, print, "eval")
+        key = str(sandbox)
+        if key not in sandboxes:
+            sandboxes[key] = use(sandbox, print, "eval")
+        programs = sandboxes[key]
+    return Planned(args, cfg, res, data, Path(save), shard, groups, trackers, visible, programs)
+
+
+def evaluate(
+    runs: list[argparse.Namespace], where: dict[str, Path], segments: list[list[str]] | None = None
+) -> list[Planned]:
+    """Check every evaluation's inputs, then load the model once and run each in turn; returns them with
+    their results. ``where["save"]`` is the run folder being checked or run (for the message of an
+    interrupted run). With several data-parallel workers (:func:`plan_workers`) this process starts them
+    (with ``segments``, the command line's evaluations), merges and reports.
+
+    Everything that can be refused is refused before :func:`e2c.entry.checks_done`, for every evaluation,
+    so a bad command costs no model load and changes no file."""
+    quiet_libraries()
+    sandboxes: dict[str, Sandbox] = {}
+    planned: list[Planned] = []
+    for i, args in enumerate(runs, 1):
+        p = plan(args, where, sandboxes)
+        for j, q in enumerate(planned, 1):
+            if q.save.resolve() == p.save.resolve():
+                raise UserError(
+                    f"evaluations {j} and {i} write the same run folder {p.save}: give each its own --output-dir"
+                )
+        planned.append(p)
     checks_done()
     interrupt_on_sigterm()
-    return run_checked(args, cfg, res, data, save, shard, groups, trackers, backend, visible, argv, programs)
+    if len(planned[0].groups) > 1:
+        return run_workers(planned, segments or [[]], where)
+    return run_checked(planned, where)
 
 
-def run_checked(
-    args: argparse.Namespace,
-    cfg: EvalConfig,
-    res: Any,
-    data: dict[str, list[Any]],
-    save: Path,
-    shard: tuple[int, int],
-    groups: list[list[str]],
-    trackers: list[str],
-    backend: str,
-    visible: list[str],
-    argv: list[str] | None,
-    sandbox: Sandbox | None = None,
-) -> dict:
-    """The run, once every check passed. The folder is claimed by :func:`run_eval` once the model is
-    loaded and the prompts are known to fit (or by :func:`run_workers` for the workers it starts)."""
+def run_checked(planned: list[Planned], where: dict[str, Path]) -> list[Planned]:
+    """The evaluations in this process, once every check passed: the model loads once; every evaluation's
+    prompts are checked against its context before the first runs; each claims its folder in
+    :func:`run_eval`."""
+    from e2c.eval.runner import check_context, dataset_budget
     from e2c.generation import run_generator
 
-    log = (lambda s: None) if args.quiet else note
-    if len(groups) > 1:
-        from e2c.eval.runner import write_config
-
-        # This process holds the folder for its workers, which write their own files in it.
-        with eval_run_folder(save, cfg, args.force).claim(note):
-            write_config(save, cfg)  # written once, before the workers read it
-            return run_workers(argv or [], cfg, res, data, save, groups, log)
-    gen, cfg.extra = run_generator(
-        backend,
-        res,
+    first = planned[0]
+    args = first.args
+    gen, extra = run_generator(
+        first.cfg.backend,
+        first.res,
         FORMATS[args.format],
-        log,
-        f"run folder {save}",
-        gpus=args.tp if visible else None,
+        (lambda s: None) if args.quiet else note,
+        f"run folder {first.save}" + (f" (and {len(planned) - 1} more)" if len(planned) > 1 else ""),
+        gpus=args.tp if first.visible else None,
         batch_size=args.batch_size,
         dtype=args.dtype,
         trust_remote_code=args.trust_remote_code,
         seed=args.seed,
         max_model_len=args.max_model_len,
     )
-    results = run_eval(gen, data, cfg, save, log, shard, force=args.force, sandbox=sandbox)
-    if not results:
-        return results
-    if trackers:
-        scalars, samples = tracker_payload(results, save)
-        log_results(trackers, save, save.name, scalars, samples)
-    return results
+    for p in planned[1:]:  # the first is checked by run_eval; a later one that does not fit stops nothing run
+        check_context(gen, p.data, p.cfg, {name: dataset_budget(p.cfg, name) for name in p.data})
+    for p in planned:
+        where["save"] = p.save
+        p.cfg.extra = dict(extra)
+        log = (lambda s: None) if p.args.quiet else note
+        p.results = run_eval(gen, p.data, p.cfg, p.save, log, p.shard, force=p.args.force, sandbox=p.programs)
+        if p.results and p.trackers:
+            scalars, samples = tracker_payload(p.results, p.save)
+            log_results(p.trackers, p.save, p.save.name, scalars, samples)
+    return planned
 
 
 def visible_devices() -> list[str]:
@@ -442,72 +550,95 @@ def visible_devices() -> list[str]:
     return [str(i) for i in range(n)]
 
 
-def run_workers(
-    argv: list[str],
-    cfg: EvalConfig,
-    res: Any,
-    data: dict[str, list[Any]],
-    save: Path,
-    groups: list[list[str]],
-    log: Any,
-) -> dict:
-    """Data-parallel evaluation: one worker process per device group, each sampling its share of every
-    dataset's chunks into its own file; then merge, grade and report here. A killed run resumes: finished
-    chunks (merged or still in a worker's file) are not sampled again. The caller holds the folder."""
+def worker_argv(
+    segments: list[list[str]], planned: list[Planned], rank: int, world: int, devices: list[str]
+) -> list[str]:
+    """A data-parallel worker's command line: every evaluation's flags with its share and its folder."""
+    out: list[str] = []
+    for i, (words, p) in enumerate(zip(segments, planned, strict=True)):
+        extra = ["--shard", f"{rank}/{world}", "--workers", "1", "--output-dir", str(p.save)]
+        if devices:
+            extra += ["--gpus", str(len(devices))]
+        out += [*([THEN] if i else []), *words, *extra]
+    return out
+
+
+def run_workers(planned: list[Planned], segments: list[list[str]], where: dict[str, Path]) -> list[Planned]:
+    """Data-parallel evaluation: one worker process per device group, each loading the model once and
+    sampling its share of every evaluation's chunks into its own files; then merge, grade and report here.
+    A killed run resumes: finished chunks (merged or still in a worker's file) are not sampled again."""
     import subprocess
+    from contextlib import ExitStack
+
+    from e2c.eval.runner import write_config
+
+    groups = planned[0].groups
+    world = len(groups)
+    log = (lambda s: None) if planned[0].args.quiet else note
+    logs = planned[0].save / "workers"
+    with ExitStack() as held:
+        # This process holds the folders for its workers, which write their own files in them.
+        for p in planned:
+            held.enter_context(eval_run_folder(p.save, p.cfg, p.args.force).claim(note))
+            write_config(p.save, p.cfg)  # written once, before the workers read it
+        logs.mkdir(parents=True, exist_ok=True)
+        procs = []
+        try:
+            for rank, devices in enumerate(groups):
+                env = dict(os.environ)
+                if devices:
+                    env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
+                argv = worker_argv(segments, planned, rank, world, devices)
+                with (logs / f"rank{rank}.log").open("w") as out:
+                    procs.append(
+                        subprocess.Popen(
+                            [sys.executable, "-m", "e2c.eval.run", *argv], env=env, stdout=out, stderr=out
+                        )
+                    )
+                log(
+                    f"worker {rank}/{world} on {'GPUs ' + ','.join(devices) if devices else 'the CPU'}: {logs / f'rank{rank}.log'}"
+                )
+            codes = [p.wait() for p in procs]
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.terminate()
+                    proc.wait()
+        bad = [(r, c) for r, c in enumerate(codes) if c != 0]
+        if bad:
+            r, c = bad[0]
+            tail = (logs / f"rank{r}.log").read_text(errors="replace").strip().splitlines()[-1:] or [
+                "(no output)"
+            ]
+            raise UserError(
+                f"data-parallel worker {r} exited with status {c} ({tail[0][:300]}); see "
+                f"{logs / f'rank{r}.log'}; the same command resumes"
+            )
+        for p in planned:
+            where["save"] = p.save
+            p.results = merge_workers(p, world, log)
+    return planned
+
+
+def merge_workers(p: Planned, world: int, log: Any) -> dict:
+    """One evaluation's worker files merged, checked complete, graded and reported (its folder held)."""
     import types
 
-    world = len(groups)
-    logs = save / "workers"
-    logs.mkdir(parents=True, exist_ok=True)
-    procs = []
-    try:
-        for rank, devices in enumerate(groups):
-            env = dict(os.environ)
-            extra = ["--shard", f"{rank}/{world}", "--workers", "1", "--output-dir", str(save)]
-            if devices:
-                env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
-                extra += ["--gpus", str(len(devices))]
-            with (logs / f"rank{rank}.log").open("w") as out:
-                procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", "e2c.eval.run", *argv, *extra], env=env, stdout=out, stderr=out
-                    )
-                )
-            log(
-                f"worker {rank}/{world} on {'GPUs ' + ','.join(devices) if devices else 'the CPU'}: {logs / f'rank{rank}.log'}"
-            )
-        codes = [p.wait() for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.terminate()
-                p.wait()
-    bad = [(r, c) for r, c in enumerate(codes) if c != 0]
-    if bad:
-        r, c = bad[0]
-        tail = (logs / f"rank{r}.log").read_text(errors="replace").strip().splitlines()[-1:] or [
-            "(no output)"
-        ]
-        raise UserError(
-            f"data-parallel worker {r} exited with status {c} ({tail[0][:300]}); see {logs / f'rank{r}.log'}; "
-            "the same command resumes"
-        )
     from e2c.eval.runner import merge_shards, read_predictions
 
-    for name, recs in data.items():
-        merge_shards(save, name)
-        got = read_predictions(save / "predictions" / f"{name}.jsonl")
-        short = sum(max(0, cfg.samples - len(got.get(i, {}))) for i in range(len(recs)))
+    for name, recs in p.data.items():
+        merge_shards(p.save, name)
+        got = read_predictions(p.save / "predictions" / f"{name}.jsonl")
+        short = sum(max(0, p.cfg.samples - len(got.get(i, {}))) for i in range(len(recs)))
         if short:
             raise UserError(f"{name}: the workers left {short} samples unsampled; the same command resumes")
     from transformers import AutoTokenizer
 
     summary = types.SimpleNamespace(
-        name=f"{cfg.backend} x{world} workers", tokenizer=AutoTokenizer.from_pretrained(res.path)
+        name=f"{p.cfg.backend} x{world} workers", tokenizer=AutoTokenizer.from_pretrained(p.res.path)
     )
-    cfg.extra = {"model_path": res.path, "model_description": res.description, "workers": world}
-    return run_eval(summary, data, cfg, save, log)
+    p.cfg.extra = {"model_path": p.res.path, "model_description": p.res.description, "workers": world}
+    return run_eval(summary, p.data, p.cfg, p.save, log)
 
 
 if __name__ == "__main__":

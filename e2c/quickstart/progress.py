@@ -89,18 +89,31 @@ def step_parser(total_steps: int, what: str = "step") -> Callable[[str], tuple[s
     return parse
 
 
-def eval_parser(totals: dict[str, int]) -> Callable[[str], tuple[str, float] | None]:
-    """The eval runner's ``<dataset>: k/n problems, ...`` lines -> problems done over all datasets."""
+def eval_parser(totals: dict[str, int], passes: int = 1) -> Callable[[str], tuple[str, float] | None]:
+    """The eval runner's ``<dataset>: k/n problems, ...`` lines -> problems done over all datasets and
+    ``passes`` evaluations of one command (``--then``: a dataset's count starting again is the next one).
+
+    >>> parse = eval_parser({"a": 4}, passes=2)
+    >>> parse("a: 4/4 problems, 4 new samples"), parse("a: 2/4 problems, 4 new samples")
+    (('problems a 4/4', 0.5), ('problems a 2/4 (evaluation 2/2)', 0.75))
+    """
     done: dict[str, int] = dict.fromkeys(totals, 0)
-    grand = max(sum(totals.values()), 1)
+    finished: dict[str, int] = dict.fromkeys(totals, 0)  # evaluations each dataset has ended
+    grand = max(sum(totals.values()), 1) * passes
 
     def parse(line: str) -> tuple[str, float] | None:
         m = EVAL_RE.match(line.strip())
         if not m or m.group(1) not in done:
             return None
-        done[m.group(1)] = int(m.group(2))
-        parts = ", ".join(f"{k} {done[k]}/{totals[k]}" for k in totals)
-        return f"problems {parts}", sum(done.values()) / grand
+        name, k = m.group(1), int(m.group(2))
+        if k < done[name] and finished[name] < passes - 1:
+            finished[name] += 1
+        done[name] = k
+        parts = ", ".join(f"{n} {done[n]}/{totals[n]}" for n in totals)
+        which = max(finished.values()) + 1
+        if passes > 1 and which > 1:
+            parts += f" (evaluation {which}/{passes})"
+        return f"problems {parts}", sum(finished[n] * totals[n] + done[n] for n in totals) / grand
 
     return parse
 

@@ -36,15 +36,33 @@ def eval_datasets(ctx: Context) -> dict[str, int]:
     return out
 
 
-def eval_command(
-    ctx: Context, model: str, save: Path, datasets: Sequence[str], sampled: bool = False
-) -> list[str]:
-    """``python -m e2c.eval.run`` on the quickstart's eval folder (no hub): greedy, one sample; with
-    ``sampled``, the paper's protocol: ``eval_samples`` samples per problem at ``eval_temperature`` (its
-    Pass@1 is the mean over samples, avg@k), seeded by the run's seed, so every model draws with the same
-    seeds."""
+def sampling_flags(ctx: Context, sampled: bool) -> list[str]:
+    """The eval runner's flags of one protocol: greedy (one sample at T 0), or with ``sampled`` the paper's
+    (``eval_samples`` samples per problem at ``eval_temperature``, top-p 1; its Pass@1 is avg@k)."""
     cfg = ctx.cfg
     samples, temperature = (cfg.eval_samples, cfg.eval_temperature) if sampled else (1, 0.0)
+    return [
+        "--sample",
+        str(samples),
+        "--temperature",
+        f"{temperature:g}",
+        *(["--top-p", "1.0"] if sampled else []),
+    ]
+
+
+def eval_command(
+    ctx: Context,
+    model: str,
+    save: Path,
+    datasets: Sequence[str],
+    sampled: bool = False,
+    then_sampled: Path | None = None,
+) -> list[str]:
+    """``python -m e2c.eval.run`` on the quickstart's eval folder (no hub): greedy, one sample; with
+    ``sampled``, the paper's protocol (:func:`sampling_flags`), seeded by the run's seed, so every model
+    draws with the same seeds. ``then_sampled``: after the greedy run, the sampled one into that folder, in
+    the same process (``--then``: the model loads once)."""
+    cfg = ctx.cfg
     return [
         sys.executable,
         "-m",
@@ -56,11 +74,7 @@ def eval_command(
         "--data-dir",
         str(ctx.eval_dir),
         "--no-hub",
-        "--sample",
-        str(samples),
-        "--temperature",
-        f"{temperature:g}",
-        *(["--top-p", "1.0"] if sampled else []),
+        *sampling_flags(ctx, sampled),
         "--max-tokens",
         str(cfg.eval_max_tokens),
         "--seed",
@@ -73,6 +87,11 @@ def eval_command(
         str(cfg.eval_batch),
         "--dtype",
         resolve_dtype(cfg.dtype),
+        *(
+            ["--then", *sampling_flags(ctx, True), "--output-dir", str(then_sampled)]
+            if then_sampled is not None
+            else []
+        ),
     ]
 
 
@@ -88,18 +107,22 @@ def run_eval_stage(
     ctx: Context, rep: Reporter, stage: str, model: str, sampled: bool = True
 ) -> dict[str, Any]:
     """Evaluate ``model`` into ``<out>/<stage>/`` (the eval runner's run folder: predictions, results.json)
-    greedily, then, with ``sampled`` and ``eval_samples`` > 0, the paper's way into ``<stage>/sampled/``."""
+    greedily, then, with ``sampled`` and ``eval_samples`` > 0, the paper's way into ``<stage>/sampled/``:
+    one command, so the model loads once."""
     datasets = eval_datasets(ctx)
     save = ctx.dir(stage)
     runs = [(save, False)]
     if sampled and ctx.cfg.eval_samples > 0:
         runs.append((sampled_dir(save), True))
-    commands, outputs = [], {}
+    then = runs[1][0] if len(runs) > 1 else None
+    cmd = eval_command(ctx, model, save, list(datasets), then_sampled=then)
+    how = "greedy" + (
+        f", then {ctx.cfg.eval_samples} samples at T {ctx.cfg.eval_temperature:g}" if then is not None else ""
+    )
+    rep.say(f"evaluating {model} ({how}) on {', '.join(f'{k} ({v})' for k, v in datasets.items())}")
+    run_logged(cmd, save / "log.txt", rep, eval_parser(datasets, passes=len(runs)), child_env())
+    outputs = {}
     for folder, is_sampled in runs:
-        cmd = eval_command(ctx, model, folder, list(datasets), sampled=is_sampled)
-        how = f"{ctx.cfg.eval_samples} samples at T {ctx.cfg.eval_temperature:g}" if is_sampled else "greedy"
-        rep.say(f"evaluating {model} ({how}) on {', '.join(f'{k} ({v})' for k, v in datasets.items())}")
-        run_logged(cmd, folder / "log.txt", rep, eval_parser(datasets), child_env())
         results = json.loads((folder / "results.json").read_text())
         acc = ", ".join(
             f"{k} {100 * m['pass@1']:.1f}% (format {100 * m['format_rate']:.0f}%)"
@@ -110,8 +133,7 @@ def run_eval_stage(
         outputs[f"{prefix}results"] = rel(folder / "results.json", ctx.out)
         for k in datasets:
             outputs[f"{prefix}predictions_{k}"] = rel(folder / "predictions" / f"{k}.jsonl", ctx.out)
-        commands.append(shell_line(cmd))
-    return {"outputs": outputs, "model": model, "commands": commands}
+    return {"outputs": outputs, "model": model, "commands": [shell_line(cmd)]}
 
 
 def stage_baseline(ctx: Context, rep: Reporter) -> dict[str, Any]:
