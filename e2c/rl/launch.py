@@ -48,7 +48,6 @@ import argparse
 import math
 import os
 import shlex
-import subprocess
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -64,6 +63,7 @@ from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import check_output_dir, ensure_output_dir
 from e2c.flags import add_setting_flags, setting
+from e2c.fork import fork_refusal, run_module
 from e2c.launch_checks import DATA_FILES, hydra_list, hydra_value, verl_rl_checks
 from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.paths import configs_dir, project_root
@@ -1053,7 +1053,13 @@ def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
         cmd = [*cmd, f"+{RAY_TEMP_KEY}={hydra_value(str(ray_temp))}"]
     rc = 1
     try:
-        rc = subprocess.call(cmd, env=stage_env(args.gpus), cwd=project_root())
+        # A CPU run forks verl's driver from this process, which imported verl for its checks (e2c.fork).
+        if args.gpus == 0 and (why := fork_refusal()):
+            print(
+                f"[e2c-rl] verl's driver starts in a new interpreter, not forked from this one: {why}",
+                flush=True,
+            )
+        rc = run_module(cmd[2], cmd[3:], project_root(), stage_env(args.gpus), fork=args.gpus == 0)
     finally:
         restore_metrics(args.output_dir)
         plain_lora_checkpoints(args.output_dir)
@@ -1067,8 +1073,19 @@ def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
     return rc
 
 
+def set_environ(env: Mapping[str, str]) -> None:
+    """Make this process's environment ``env`` (variables it lacks are removed)."""
+    for key in set(os.environ) - set(env):
+        del os.environ[key]
+    os.environ.update(env)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if not args.dry_run and gpu_count() == 0:
+        # A CPU run's driver is forked from this process (run_stage): it needs its environment from the start,
+        # before anything here imports ray or verl (ray reads RAY_DEDUP_LOGS as it is imported).
+        set_environ(stage_env(0))
     if note := cpu_note("configs/cpu/rl.yaml"):
         print(f"[e2c-rl] {note}", flush=True)
     both = len(args.stages) > 1

@@ -4,6 +4,7 @@ budget, the report's tables, and its command line on bad input."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import subprocess
 import sys
@@ -424,3 +425,61 @@ def test_claims_pages_show_each_arm_against_its_reference_cpu(tmp_path: Path) ->
     assert first["paired"]["gained"] == ["toy/p0"]  # the claimed arm's run is the flipped one
     lines = page_lines(written)
     assert all(f"]({p['path']})" in "\n".join(lines) for p in written.values())
+
+
+def test_weighting_report_pairs_every_seed_and_renders_the_seed_interval_cpu(tmp_path: Path) -> None:
+    """Claim 1 from fabricated arms at the default 2 coefficients x 3 seeds, with known per-seed gains: each
+    seed's difference is the paired per-problem one, the t interval over seeds is the textbook one, the
+    verdict's interval holds both, and the report's table lists every arm and both intervals."""
+    from view.test_view_cpu import line
+
+    from e2c.claims.config import ClaimsConfig, quickstart_config
+    from e2c.claims.report import render, weighting_section
+    from e2c.claims.stages import ClaimsContext, arm_name
+
+    out = tmp_path / "claims"
+    cfg = ClaimsConfig()
+    claim, base = cfg.weight_coefs[:2]
+    assert len(cfg.weight_seeds) == 3
+    problems = 10
+    # Seed s: the claimed coefficient solves problems 0..4+s, the base 0..3; so it gains 1 + s of 10.
+    solved = {(c, s): (5 + s if c == claim else 4) for c in cfg.weight_coefs for s in cfg.weight_seeds}
+    arms = {}
+    for (coef, seed), n in solved.items():
+        folder = Path("weighting") / arm_name(coef, seed) / "eval"
+        lines = [line(i, f"p{i}", 0, i < n, "x") for i in range(problems)]
+        (out / folder / "predictions").mkdir(parents=True)
+        (out / folder / "predictions" / "toy.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+        arms[arm_name(coef, seed)] = {
+            "predictions": str(folder / "predictions" / "toy.jsonl"),
+            "steps": [{"critic/score/mean": 0.25}],
+            "seconds": 60.0,
+            "reused_quickstart_rl": (coef, seed) == (claim, cfg.weight_seeds[0]),
+        }
+    (out / "weighting").mkdir(parents=True, exist_ok=True)
+    (out / "weighting" / "DONE.json").write_text(json.dumps({"arms": arms}))
+    cc = ClaimsContext(cfg, out, quickstart_config(cfg, str(out / "quickstart")))
+    w = weighting_section(cc)
+    assert w is not None and len(w["arms"]) == 6
+    d = w["differences"][f"{claim:g}-{base:g}"]
+    want = [(1 + s) / problems for s in cfg.weight_seeds]
+    assert d["seeds"] == list(cfg.weight_seeds) and d["problems"] == problems
+    assert list(d["per_seed"].values()) == pytest.approx(want)
+    assert d["mean"] == pytest.approx(sum(want) / 3)
+    lo, hi = d["seed_t_ci"]  # mean +- t(2) * sd / sqrt(3), sd of 0.1, 0.2, 0.3 is 0.1
+    assert (hi - lo) / 2 == pytest.approx(st.t95(2) * 0.1 / math.sqrt(3))
+    assert d["ci"][0] <= min(lo, d["bootstrap_ci"][0]) and d["ci"][1] >= max(hi, d["bootstrap_ci"][1])
+    rep = {
+        "settings": cfg.to_dict(),
+        "quickstart_settings": cc.qcfg.to_dict(),
+        "system": {},
+        "start": {"seconds": None},
+        "weighting": w,
+        "tts": None,
+        "adapt": None,
+        "total_seconds": 360.0,
+    }
+    md = render(rep, {})
+    row = next(x for x in md.splitlines() if x.startswith(f"| {claim:g}-{base:g} |"))
+    assert "+10.0, +20.0, +30.0" in row and row.count("[") == 2  # per seed; bootstrap and t intervals
+    assert "(3 seeds x 10 problems)" in md and "(quickstart RL)" in md

@@ -170,16 +170,16 @@ def test_the_launcher_gives_verl_a_private_folder_and_removes_it(
     monkeypatch.delenv("RAY_ADDRESS", raising=False)
     seen: list[tuple[str, int]] = []
 
-    def call(cmd: list[str], **_: object) -> int:
+    def call(module: str, cmd: list[str], *_: object, **__: object) -> int:
         (override,) = [c for c in cmd if c.startswith(f"+{launch.RAY_TEMP_KEY}=")]
         temp = Path(override.partition("=")[2])
         seen.append((str(temp), stat.S_IMODE(temp.parent.stat().st_mode)))
         return rc
 
-    monkeypatch.setattr(launch.subprocess, "call", call)
+    monkeypatch.setattr(launch, "run_module", call)
     args = argparse.Namespace(algo="grpo", stage=1, output_dir=tmp_path, overrides=[], gpus=0)
     for rc in (0, 1):
-        assert launch._run_stage(args, ["verl", "trainer.x=1"]) == rc
+        assert launch._run_stage(args, ["python", "-m", "verl", "trainer.x=1"]) == rc
     (ok, ok_mode), (failed, failed_mode) = seen
     assert ok != failed and ok_mode == failed_mode == 0o700
     assert ok.startswith(tempfile.gettempdir()) or ok.startswith("/tmp/")

@@ -1,0 +1,115 @@
+"""Run a Python module as a child process forked from this one, where that is safe.
+
+A child forked after this process imported what the module needs starts at once, where a fresh interpreter
+imports it again: verl's driver (``python -m verl.trainer.main_ppo``) takes ~7 s to import on 2 cores, once
+per RL stage, and the RL launcher has imported verl for its checks already (:mod:`e2c.rl.launch`).
+
+The child is the module run as ``python -m`` would run it (``__main__``, its arguments in ``sys.argv``, the
+default SIGINT and SIGTERM handling, its own ``atexit`` handlers, which stop a ray cluster it started), and
+nothing of the parent's: the parent's ``atexit`` handlers are dropped, and the child leaves with
+``os._exit``, so no ``finally`` of the parent's stack (a run folder's lock) runs in it.
+
+What is not safe to fork, and so gets a fresh interpreter (:func:`fork_refusal`): a platform without
+``fork``, a process with other Python threads (a lock one of them holds would stay held in the child), and
+one that initialized CUDA (a forked child cannot use it). Environment variables that libraries read when
+they are imported must be set before the parent imports them: the child has the parent's environment and
+its imported modules as they are.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import runpy
+import signal
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+
+def fork_refusal() -> str | None:
+    """Why this process should not fork a child that goes on running Python (None when it may)."""
+    if not hasattr(os, "fork"):
+        return "this platform has no fork"
+    if threading.active_count() > 1:
+        return f"{threading.active_count()} Python threads run"
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return "CUDA is initialized"
+    return None
+
+
+def _exit_code(e: SystemExit) -> int:
+    """``sys.exit``'s argument as the interpreter turns it into an exit status (a message: printed, 1)."""
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code
+    print(e.code, file=sys.stderr)
+    return 1
+
+
+def _child(module: str, args: Sequence[str], cwd: Path) -> NoReturn:
+    """The forked child: ``python -m module args`` in ``cwd``; never returns into the parent's stack."""
+    code = 1
+    try:
+        atexit._clear()  # the parent's handlers are the parent's (they run when it exits)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.chdir(cwd)
+        sys.path.insert(0, str(cwd))  # as ``python -m`` puts its working directory first
+        sys.argv = [module, *args]
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as e:
+        code = _exit_code(e)
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        code = 130
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            atexit._run_exitfuncs()  # what the module registered: ray's shutdown among them
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def _wait(pid: int) -> int:
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except InterruptedError:
+            continue
+        return os.waitstatus_to_exitcode(status)
+
+
+def run_module(module: str, args: Sequence[str], cwd: Path, env: dict[str, str], fork: bool = True) -> int:
+    """``python -m module args`` in ``cwd`` with the environment ``env`` as a child process; its exit status
+    (a signal's: negative).
+
+    Forked from this process when ``fork`` allows it, :func:`fork_refusal` has nothing against it and
+    ``env`` is this process's environment; else a fresh interpreter. As with ``subprocess.call``, an
+    exception here while the child runs (Ctrl-C, SIGTERM) kills the child first."""
+    if not fork or fork_refusal() is not None or env != dict(os.environ):
+        return subprocess.call([sys.executable, "-m", module, *args], env=env, cwd=cwd)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        _child(module, args, cwd)
+    try:
+        return _wait(pid)
+    except BaseException:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _wait(pid)
+        raise

@@ -1,0 +1,131 @@
+"""``e2c.fork.run_module``: a module run as ``python -m`` would run it, in a child forked from this process
+where that is safe (it then has the parent's imports), else in a new interpreter. Each case runs in a fresh
+driver process: the test runner's own threads (pytest-xdist) would make every fork fall back."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The module the child runs: what it sees, in a JSON file named by its first argument; then its exit.
+CHILD = """
+import atexit, json, os, sys
+import marker_parent
+out = {"name": __name__, "argv": sys.argv[1:], "cwd": os.getcwd(),
+       "forked": getattr(marker_parent, "SET_IN_PARENT", False), "env": os.environ.get("FORK_TEST_ENV")}
+atexit.register(lambda: open(sys.argv[1] + ".atexit", "w").write("child"))
+with open(sys.argv[1], "w") as f:
+    json.dump(out, f)
+how = sys.argv[2]
+if how == "raise":
+    raise ValueError("boom in the child")
+if how == "message":
+    sys.exit("a message")
+if how != "return":
+    sys.exit(int(how))
+"""
+
+
+def _drive(tmp_path: Path, how: str, prelude: str = "", env: str = "same") -> dict:
+    """A fresh driver: imports the marker, registers an atexit handler of its own, then runs the child
+    module through ``run_module`` inside a ``try/finally``; returns what both sides saw."""
+    (tmp_path / "child_mod.py").write_text(CHILD)
+    (tmp_path / "marker_parent.py").write_text("SET_IN_PARENT = False\n")
+    work = tmp_path / "work"
+    work.mkdir(exist_ok=True)
+    seen = tmp_path / "seen.json"
+    driver = textwrap.dedent(
+        f"""
+        import atexit, json, os, sys
+        sys.path.insert(0, {str(tmp_path)!r})
+        import marker_parent
+        marker_parent.SET_IN_PARENT = True
+        atexit.register(lambda: open({str(tmp_path / "parent.atexit")!r}, "a").write("x"))
+        {prelude}
+        from e2c.fork import run_module
+        env = dict(os.environ)
+        if {env!r} == "other":
+            env["FORK_TEST_ENV"] = "given"
+        try:
+            rc = run_module("child_mod", [{str(seen)!r}, {how!r}], {str(work)!r}, env)
+        finally:
+            open({str(tmp_path / "finally")!r}, "a").write("x")
+        print("RC", rc)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", driver],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    rc = [line for line in proc.stdout.splitlines() if line.startswith("RC ")]
+    assert rc, proc.stdout + proc.stderr
+    return {
+        "rc": int(rc[0].split()[1]),
+        "stderr": proc.stderr,
+        "child": json.loads(seen.read_text()),
+        "child_atexit": (tmp_path / "seen.json.atexit").is_file(),
+        "parent_atexit": (tmp_path / "parent.atexit").read_text(),
+        "finally": (tmp_path / "finally").read_text(),
+    }
+
+
+@pytest.mark.parametrize(("how", "rc"), [("return", 0), ("3", 3), ("0", 0), ("raise", 1), ("message", 1)])
+def test_the_child_is_the_module_run_as_main_and_its_exit_status_comes_back_cpu(
+    tmp_path: Path, how: str, rc: int
+) -> None:
+    got = _drive(tmp_path, how)
+    assert got["rc"] == rc
+    child = got["child"]
+    assert child["forked"] is True  # it has the parent's imports: it was forked
+    assert child["name"] == "__main__" and child["argv"] == [str(tmp_path / "seen.json"), how]
+    assert child["cwd"] == str(tmp_path / "work")
+    assert got["child_atexit"]  # its own atexit handlers ran (ray's shutdown is one)
+    # The parent's atexit handler and its `finally` ran once, in the parent only.
+    assert got["parent_atexit"] == "x" and got["finally"] == "x"
+    if how == "raise":
+        assert "ValueError: boom in the child" in got["stderr"]
+    if how == "message":
+        assert "a message" in got["stderr"]
+
+
+@pytest.mark.parametrize(
+    ("prelude", "env"),
+    [
+        ("", "other"),  # another environment than this process's: a new interpreter with it
+        (
+            "import threading, time; threading.Thread(target=time.sleep, args=(30,), daemon=True).start()",
+            "same",
+        ),
+    ],
+)
+def test_a_child_that_cannot_be_forked_starts_a_new_interpreter_cpu(
+    tmp_path: Path, prelude: str, env: str
+) -> None:
+    got = _drive(tmp_path, "5", prelude=prelude, env=env)
+    assert got["rc"] == 5 and got["child"]["forked"] is False and got["child"]["name"] == "__main__"
+    assert got["child"]["env"] == ("given" if env == "other" else None)
+    assert got["parent_atexit"] == "x" and got["finally"] == "x"
+
+
+def test_fork_refusal_names_what_makes_a_fork_unsafe_cpu() -> None:
+    code = (
+        "import threading, time\n"
+        "from e2c.fork import fork_refusal\n"
+        "print(fork_refusal())\n"
+        "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
+        "print(fork_refusal())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert out.stdout.splitlines() == ["None", "2 Python threads run"], out.stderr
