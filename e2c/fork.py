@@ -5,9 +5,12 @@ imports it again: verl's driver (``python -m verl.trainer.main_ppo``) takes ~7 s
 per RL stage, and the RL launcher has imported verl for its checks already (:mod:`e2c.rl.launch`).
 
 The child is the module run as ``python -m`` would run it (``__main__``, its arguments in ``sys.argv``, the
-default SIGINT and SIGTERM handling, its own ``atexit`` handlers, which stop a ray cluster it started), and
-nothing of the parent's: the parent's ``atexit`` handlers are dropped, and the child leaves with
-``os._exit``, so no ``finally`` of the parent's stack (a run folder's lock) runs in it.
+default SIGINT and SIGTERM handling, the ``atexit`` handlers it registers), and nothing of the parent's: the
+parent's ``atexit`` handlers are dropped (a module's temporary folder there is the parent's to remove), and
+the child leaves with ``os._exit``, so no ``finally`` of the parent's stack (a run folder's lock) runs in it.
+What a module registered when the parent imported it is dropped with them: the caller names what the child
+must still do before it leaves (``cleanups``: ray's shutdown, which ray registers when it is imported,
+else the agents of the cluster the child started outlive it), and logging is flushed.
 
 What is not safe to fork, and so gets a fresh interpreter (:func:`fork_refusal`): a platform without
 ``fork``, a process with other Python threads (a lock one of them holds would stay held in the child), and
@@ -19,6 +22,7 @@ its imported modules as they are.
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import runpy
 import signal
@@ -26,7 +30,7 @@ import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -53,7 +57,7 @@ def _exit_code(e: SystemExit) -> int:
     return 1
 
 
-def _child(module: str, args: Sequence[str], cwd: Path) -> NoReturn:
+def _child(module: str, args: Sequence[str], cwd: Path, cleanups: Sequence[Callable[[], None]]) -> NoReturn:
     """The forked child: ``python -m module args`` in ``cwd``; never returns into the parent's stack."""
     code = 1
     try:
@@ -74,7 +78,13 @@ def _child(module: str, args: Sequence[str], cwd: Path) -> NoReturn:
         traceback.print_exc()
     finally:
         try:
-            atexit._run_exitfuncs()  # what the module registered: ray's shutdown among them
+            for cleanup in cleanups:
+                try:
+                    cleanup()
+                except BaseException:
+                    traceback.print_exc()
+            atexit._run_exitfuncs()  # what the module registered while it ran
+            logging.shutdown()
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
@@ -90,12 +100,20 @@ def _wait(pid: int) -> int:
         return os.waitstatus_to_exitcode(status)
 
 
-def run_module(module: str, args: Sequence[str], cwd: Path, env: dict[str, str], fork: bool = True) -> int:
+def run_module(
+    module: str,
+    args: Sequence[str],
+    cwd: Path,
+    env: dict[str, str],
+    fork: bool = True,
+    cleanups: Sequence[Callable[[], None]] = (),
+) -> int:
     """``python -m module args`` in ``cwd`` with the environment ``env`` as a child process; its exit status
     (a signal's: negative).
 
     Forked from this process when ``fork`` allows it, :func:`fork_refusal` has nothing against it and
-    ``env`` is this process's environment; else a fresh interpreter. As with ``subprocess.call``, an
+    ``env`` is this process's environment; else a fresh interpreter. ``cleanups``: what a forked child runs
+    before it leaves, in order (the module docstring). As with ``subprocess.call``, an
     exception here while the child runs (Ctrl-C, SIGTERM) kills the child first."""
     if not fork or fork_refusal() is not None or env != dict(os.environ):
         return subprocess.call([sys.executable, "-m", module, *args], env=env, cwd=cwd)
@@ -103,7 +121,7 @@ def run_module(module: str, args: Sequence[str], cwd: Path, env: dict[str, str],
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        _child(module, args, cwd)
+        _child(module, args, cwd, cleanups)
     try:
         return _wait(pid)
     except BaseException:

@@ -1059,7 +1059,9 @@ def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
                 f"[e2c-rl] verl's driver starts in a new interpreter, not forked from this one: {why}",
                 flush=True,
             )
-        rc = run_module(cmd[2], cmd[3:], project_root(), stage_env(args.gpus), fork=args.gpus == 0)
+        rc = run_module(
+            cmd[2], cmd[3:], project_root(), stage_env(args.gpus), fork=args.gpus == 0, cleanups=[stop_ray]
+        )
     finally:
         restore_metrics(args.output_dir)
         plain_lora_checkpoints(args.output_dir)
@@ -1071,6 +1073,14 @@ def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
     if final is not None:
         print(f"[e2c-rl] stage {args.stage}'s model: {final} -> {final.resolve()}", flush=True)
     return rc
+
+
+def stop_ray() -> None:
+    """Shut down the ray this process started (what ray's own exit handler does; a forked driver has not got it,
+    :mod:`e2c.fork`)."""
+    ray = sys.modules.get("ray")
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
 
 
 def set_environ(env: Mapping[str, str]) -> None:

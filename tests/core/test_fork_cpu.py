@@ -55,10 +55,12 @@ def _drive(tmp_path: Path, how: str, prelude: str = "", env: str = "same") -> di
         if {env!r} == "other":
             env["FORK_TEST_ENV"] = "given"
         try:
-            rc = run_module("child_mod", [{str(seen)!r}, {how!r}], {str(work)!r}, env)
+            cleanup = lambda: open({str(tmp_path / "cleanup")!r}, "a").write(str(os.getpid()))
+            rc = run_module("child_mod", [{str(seen)!r}, {how!r}], {str(work)!r}, env, cleanups=[cleanup])
         finally:
             open({str(tmp_path / "finally")!r}, "a").write("x")
         print("RC", rc)
+        print("PARENT", os.getpid())
         """
     )
     proc = subprocess.run(
@@ -78,6 +80,8 @@ def _drive(tmp_path: Path, how: str, prelude: str = "", env: str = "same") -> di
         "child_atexit": (tmp_path / "seen.json.atexit").is_file(),
         "parent_atexit": (tmp_path / "parent.atexit").read_text(),
         "finally": (tmp_path / "finally").read_text(),
+        "cleanup_pid": (tmp_path / "cleanup").read_text() if (tmp_path / "cleanup").is_file() else None,
+        "parent_pid": proc.stdout.split("PARENT ")[1].split()[0],
     }
 
 
@@ -91,7 +95,9 @@ def test_the_child_is_the_module_run_as_main_and_its_exit_status_comes_back_cpu(
     assert child["forked"] is True  # it has the parent's imports: it was forked
     assert child["name"] == "__main__" and child["argv"] == [str(tmp_path / "seen.json"), how]
     assert child["cwd"] == str(tmp_path / "work")
-    assert got["child_atexit"]  # its own atexit handlers ran (ray's shutdown is one)
+    assert got["child_atexit"]  # the atexit handlers it registered ran
+    # The cleanups the caller named ran in the child, once, after the module.
+    assert got["cleanup_pid"] and got["cleanup_pid"] != got["parent_pid"]
     # The parent's atexit handler and its `finally` ran once, in the parent only.
     assert got["parent_atexit"] == "x" and got["finally"] == "x"
     if how == "raise":
@@ -115,6 +121,7 @@ def test_a_child_that_cannot_be_forked_starts_a_new_interpreter_cpu(
 ) -> None:
     got = _drive(tmp_path, "5", prelude=prelude, env=env)
     assert got["rc"] == 5 and got["child"]["forked"] is False and got["child"]["name"] == "__main__"
+    assert got["cleanup_pid"] is None  # a new interpreter has its own exit handlers (ray's shutdown)
     assert got["child"]["env"] == ("given" if env == "other" else None)
     assert got["parent_atexit"] == "x" and got["finally"] == "x"
 
