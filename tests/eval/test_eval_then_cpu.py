@@ -5,47 +5,12 @@ evaluations share cannot change between them; every evaluation is checked before
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from eval.test_eval_cpu import cli, tiny_args
 
 from e2c.eval.run import SHARED_FLAGS, THEN, build_parser, parse_evaluations, split_then
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _base(bench_dir: Path) -> list[str]:
-    return [
-        "--model",
-        "tiny",
-        "--dataset",
-        "gsm8k",
-        "--data-dir",
-        str(bench_dir),
-        "--limit",
-        "3",
-        "--max-tokens",
-        "10",
-        "--chunk-size",
-        "2",
-        "--backend",
-        "hf",
-        "--quiet",
-    ]
-
-
-def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "e2c.eval.run", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "HF_HUB_OFFLINE": "1"},
-    )
 
 
 def _lines(folder: Path) -> list[dict]:
@@ -115,19 +80,10 @@ def test_a_later_evaluation_that_cannot_share_the_model_is_one_line_cpu(
 
 @pytest.mark.integration  # three tiny-model evaluation processes
 def test_chained_evaluations_equal_their_own_commands_cpu(bench_dir: Path, tmp_path: Path) -> None:
-    base = _base(bench_dir)
-    greedy = ["--temperature", "0"]
+    greedy = ["--sample", "1", "--temperature", "0"]
     sampled = ["--sample", "2", "--temperature", "1", "--top-p", "1.0"]
-    chained = _run(
-        *base,
-        *greedy,
-        "--output-dir",
-        str(tmp_path / "g"),
-        THEN,
-        *sampled,
-        "--output-dir",
-        str(tmp_path / "s"),
-    )
+    first = [*tiny_args(bench_dir, tmp_path / "g", limit=3), *greedy]
+    chained = cli(*first, THEN, *sampled, "--output-dir", str(tmp_path / "s"))
     assert chained.returncode == 0, chained.stderr[-2000:]
     heads = [json.loads(x) for x in chained.stdout.splitlines() if x.startswith("{")]
     assert [h["results"] for h in heads] == [
@@ -135,7 +91,7 @@ def test_chained_evaluations_equal_their_own_commands_cpu(bench_dir: Path, tmp_p
         str(tmp_path / "s" / "results.json"),
     ]
     for name, flags in (("g", greedy), ("s", sampled)):
-        alone = _run(*base, *flags, "--output-dir", str(tmp_path / f"{name}-alone"))
+        alone = cli(*tiny_args(bench_dir, tmp_path / f"{name}-alone", limit=3), *flags)
         assert alone.returncode == 0, alone.stderr[-2000:]
         assert _lines(tmp_path / name) == _lines(tmp_path / f"{name}-alone")
         got = json.loads((tmp_path / name / "results.json").read_text())
@@ -147,17 +103,15 @@ def test_chained_evaluations_equal_their_own_commands_cpu(bench_dir: Path, tmp_p
 def test_two_evaluations_into_one_folder_are_refused_before_any_write_cpu(
     bench_dir: Path, tmp_path: Path
 ) -> None:
-    res = _run(*_base(bench_dir), "--output-dir", str(tmp_path / "a"), THEN, "--sample", "2")
+    res = cli(*tiny_args(bench_dir, tmp_path / "a", limit=3), THEN, "--sample", "3")
     assert res.returncode == 2
     assert res.stderr.strip().splitlines()[-1] == (
         f"error: evaluations 1 and 2 write the same run folder {tmp_path / 'a'}: give each its own --output-dir"
     )
     assert not (tmp_path / "a").exists()
     # A later evaluation's bad input stops the command before the first one writes anything.
-    bad = _run(
-        *_base(bench_dir),
-        "--output-dir",
-        str(tmp_path / "b"),
+    bad = cli(
+        *tiny_args(bench_dir, tmp_path / "b", limit=3),
         THEN,
         "--dataset",
         "nope",

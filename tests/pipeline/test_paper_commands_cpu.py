@@ -490,27 +490,36 @@ def test_elastic_eval_command_runs_on_the_tiny_model_cpu(tmp_path: Path) -> None
 @pytest.mark.slow  # tiny-model evaluations: two worker processes and one (15 s or more on 2 cores)
 def test_eval_data_parallel_workers_equal_one_process_cpu(tmp_path: Path) -> None:
     """The paper's --gpus N is N data-parallel workers; on this CPU --workers 2 runs the same split: two
-    processes, each sampling its share of the seeded chunks, merged into what one process writes."""
+    processes, each sampling its share of the seeded chunks of both evaluations of the command, merged into
+    what one process writes."""
     import json
 
     from conftest import BENCH_DIR
 
-    def run(workers: int) -> tuple[list, dict]:
-        out = tmp_path / f"w{workers}"
-        cmd = [sys.executable, "-m", "e2c.eval.run", "--model", "tiny", "--dataset", "gsm8k", "--data-dir",
-               str(BENCH_DIR), "--limit", "6", "--sample", "2", "--max-tokens", "24", "--chunk-size", "4",
-               "--backend", "hf", "--workers", str(workers), "--output-dir", str(out), "--quiet"]  # fmt: skip
-        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_cpu_env(), timeout=600)
-        assert res.returncode == 0, res.stderr[-2000:]
+    def read(out: Path) -> tuple[list, dict]:
         lines = [json.loads(x) for x in (out / "predictions" / "gsm8k.jsonl").read_text().splitlines()]
         results = json.loads((out / "results.json").read_text())
         return sorted((x["index"], x["sample"], x["response"]) for x in lines), results
 
-    one, r1 = run(1)
-    two, r2 = run(2)
+    def run(workers: int) -> tuple[tuple[list, dict], tuple[list, dict]]:
+        """Two evaluations of one command (``--then``: greedy after the sampled one), in each worker."""
+        out = tmp_path / f"w{workers}"
+        cmd = [sys.executable, "-m", "e2c.eval.run", "--model", "tiny", "--dataset", "gsm8k", "--data-dir",
+               str(BENCH_DIR), "--limit", "6", "--sample", "2", "--max-tokens", "24", "--chunk-size", "4",
+               "--backend", "hf", "--workers", str(workers), "--output-dir", str(out), "--quiet",
+               "--then", "--sample", "1", "--temperature", "0", "--output-dir", str(out / "greedy")]  # fmt: skip
+        res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_cpu_env(), timeout=600)
+        assert res.returncode == 0, res.stderr[-2000:]
+        return read(out), read(out / "greedy")
+
+    (one, r1), (one_g, r1_g) = run(1)
+    (two, r2), (two_g, r2_g) = run(2)
     assert len(one) == 12 and one == two
+    assert len(one_g) == 6 and one_g == two_g
     assert r1["datasets"] == r2["datasets"] and r2["config"]["extra"]["workers"] == 2
-    assert not list((tmp_path / "w2" / "predictions").glob("*.rank*.jsonl"))  # merged and removed
+    assert r1_g["datasets"] == r2_g["datasets"] and r2_g["config"]["extra"]["workers"] == 2
+    for out in (tmp_path / "w2", tmp_path / "w2" / "greedy"):
+        assert not list((out / "predictions").glob("*.rank*.jsonl"))  # merged and removed
     assert (tmp_path / "w2" / "workers" / "rank1.log").is_file()
 
 
