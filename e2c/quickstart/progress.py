@@ -91,11 +91,12 @@ def step_parser(total_steps: int, what: str = "step") -> Callable[[str], tuple[s
 
 def eval_parser(totals: dict[str, int], passes: int = 1) -> Callable[[str], tuple[str, float] | None]:
     """The eval runner's ``<dataset>: k/n problems, ...`` lines -> problems done over all datasets and
-    ``passes`` evaluations of one command (``--then``: a dataset's count starting again is the next one).
+    ``passes`` evaluations of one command (``--then``): a dataset's line after it was complete, or with a
+    smaller count, is the next evaluation's.
 
     >>> parse = eval_parser({"a": 4}, passes=2)
-    >>> parse("a: 4/4 problems, 4 new samples"), parse("a: 2/4 problems, 4 new samples")
-    (('problems a 4/4', 0.5), ('problems a 2/4 (evaluation 2/2)', 0.75))
+    >>> parse("a: 4/4 problems, 4 new samples"), parse("a: 4/4 problems, 8 new samples")
+    (('problems a 4/4', 0.5), ('problems a 4/4 (evaluation 2/2)', 1.0))
     """
     done: dict[str, int] = dict.fromkeys(totals, 0)
     finished: dict[str, int] = dict.fromkeys(totals, 0)  # evaluations each dataset has ended
@@ -106,7 +107,7 @@ def eval_parser(totals: dict[str, int], passes: int = 1) -> Callable[[str], tupl
         if not m or m.group(1) not in done:
             return None
         name, k = m.group(1), int(m.group(2))
-        if k < done[name] and finished[name] < passes - 1:
+        if (k < done[name] or done[name] == totals[name]) and finished[name] < passes - 1:
             finished[name] += 1
         done[name] = k
         parts = ", ".join(f"{n} {done[n]}/{totals[n]}" for n in totals)

@@ -208,13 +208,14 @@ def test_progress_parsers_and_eta() -> None:
     msg, frac = parse("synthetic: 32/200 problems, 32 new samples in 40s (0.80 samples/s)")
     assert frac == pytest.approx(32 / 220) and "synthetic 32/200" in msg
     assert parse("model: tiny on hf") is None
-    # One command, two evaluations (--then): a dataset's count starting again is the second one.
+    # One command, two evaluations (--then): a dataset's line after it was complete (every problem in one
+    # chunk), or with a smaller count, is the second evaluation's; a third pass is not counted past the end.
     both = eval_parser({"synthetic": 6, "gsm8k": 2}, passes=2)
+    lines = [("synthetic", 6), ("gsm8k", 2), ("synthetic", 3), ("synthetic", 6), ("gsm8k", 2), ("gsm8k", 2)]
     seen = [
-        both(f"{name}: {k}/{n} problems, 1 new samples")[1]
-        for name, k, n in [("synthetic", 6, 6), ("gsm8k", 2, 2), ("synthetic", 3, 6), ("synthetic", 6, 6)]
+        both(f"{name}: {k}/{6 if name == 'synthetic' else 2} problems, 1 new samples")[1] for name, k in lines
     ]
-    assert seen == pytest.approx([6 / 16, 8 / 16, 11 / 16, 14 / 16])
+    assert seen == pytest.approx([6 / 16, 8 / 16, 11 / 16, 14 / 16, 1.0, 1.0])
     assert step_parser(24)("(TaskRunner pid=1) step:6 - critic/score/mean:0.1")[1] == 0.25
     assert tts_parser()("[tts] 3/12 e2c_sc K=2 synthetic-ab12: wrong, 40 tokens, 9 s")[1] == 0.25
     assert eta_seconds(30.0, 0.25, 600) == pytest.approx(90.0)
