@@ -14,9 +14,10 @@ else the agents of the cluster the child started outlive it), and logging is flu
 
 What is not safe to fork, and so gets a fresh interpreter (:func:`fork_refusal`): a platform without
 ``fork``, a process with other Python threads (a lock one of them holds would stay held in the child), and
-one that initialized CUDA (a forked child cannot use it). Environment variables that libraries read when
-they are imported must be set before the parent imports them: the child has the parent's environment and
-its imported modules as they are.
+one that initialized CUDA (a forked child cannot use it). The child sets the environment it is given, but
+environment variables that libraries read when they are imported must be set before the parent imports
+them: the child has the parent's imported modules as they are. Exit hooks that a library registered once,
+in the parent (``weakref.finalize``'s, ``multiprocessing``'s), do not run in the child either.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
@@ -57,13 +58,30 @@ def _exit_code(e: SystemExit) -> int:
     return 1
 
 
-def _child(module: str, args: Sequence[str], cwd: Path, cleanups: Sequence[Callable[[], None]]) -> NoReturn:
-    """The forked child: ``python -m module args`` in ``cwd``; never returns into the parent's stack."""
+def set_environ(env: Mapping[str, str]) -> None:
+    """Make this process's environment ``env`` (variables it lacks are removed)."""
+    for key in set(os.environ) - set(env):
+        del os.environ[key]
+    os.environ.update(env)
+
+
+def _child(
+    module: str,
+    args: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    cleanups: Sequence[Callable[[], None]],
+    mask: set[signal.Signals],
+) -> NoReturn:
+    """The forked child: ``python -m module args`` in ``cwd`` with ``env``; never returns into the parent's
+    stack. SIGINT and SIGTERM arrive blocked (``mask``: the parent's), so none lands before this ``try``."""
     code = 1
     try:
         atexit._clear()  # the parent's handlers are the parent's (they run when it exits)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        set_environ(env)
         os.chdir(cwd)
         sys.path.insert(0, str(cwd))  # as ``python -m`` puts its working directory first
         sys.argv = [module, *args]
@@ -78,6 +96,10 @@ def _child(module: str, args: Sequence[str], cwd: Path, cleanups: Sequence[Calla
         traceback.print_exc()
     finally:
         try:
+            # As the interpreter ends: the threads the module started that are not daemons finish first.
+            for thread in threading.enumerate():
+                if thread is not threading.main_thread() and not thread.daemon:
+                    thread.join()
             for cleanup in cleanups:
                 try:
                     cleanup()
@@ -104,25 +126,30 @@ def run_module(
     module: str,
     args: Sequence[str],
     cwd: Path,
-    env: dict[str, str],
+    env: Mapping[str, str],
     fork: bool = True,
     cleanups: Sequence[Callable[[], None]] = (),
 ) -> int:
     """``python -m module args`` in ``cwd`` with the environment ``env`` as a child process; its exit status
     (a signal's: negative).
 
-    Forked from this process when ``fork`` allows it, :func:`fork_refusal` has nothing against it and
-    ``env`` is this process's environment; else a fresh interpreter. ``cleanups``: what a forked child runs
-    before it leaves, in order (the module docstring). As with ``subprocess.call``, an
-    exception here while the child runs (Ctrl-C, SIGTERM) kills the child first."""
-    if not fork or fork_refusal() is not None or env != dict(os.environ):
-        return subprocess.call([sys.executable, "-m", module, *args], env=env, cwd=cwd)
+    Forked from this process when ``fork`` allows it and :func:`fork_refusal` has nothing against it, else a
+    fresh interpreter. A forked child sets ``env`` as it starts, but what a library read from the
+    environment when this process imported it stays as read: set such variables here first. ``cleanups``:
+    what a forked child runs before it leaves, in order (the module docstring). As with
+    ``subprocess.call``, an exception here while the child runs (Ctrl-C; SIGTERM where this process turns
+    it into one) kills the child first."""
+    if not fork or fork_refusal() is not None:
+        return subprocess.call([sys.executable, "-m", module, *args], env=dict(env), cwd=cwd)
     sys.stdout.flush()
     sys.stderr.flush()
+    # Blocked across the fork: a Ctrl-C in between would otherwise run the parent's handlers in the child.
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     pid = os.fork()
     if pid == 0:
-        _child(module, args, cwd, cleanups)
+        _child(module, args, cwd, env, cleanups, mask)
     try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         return _wait(pid)
     except BaseException:
         try:

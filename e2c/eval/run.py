@@ -18,8 +18,9 @@ SIGTERM stops a run with one line naming what was saved and the command that res
 
     python -m e2c.eval.run --model M --temperature 0 --output-dir greedy --then --sample 8 --temperature 1 --output-dir avg8
 
-Each evaluation after a ``--then`` starts from the flags of the one before and changes what it names; the
-flags that build the model (:data:`SHARED_FLAGS`) stay as the first sets them. Every evaluation is checked
+Each evaluation after a ``--then`` starts from the flags of the one before and changes what it names (a
+switch such as ``--no-prefill`` stays on; ``--force`` is each one's own); the flags that build the model
+(:data:`SHARED_FLAGS`) stay as the first sets them. Every evaluation is checked
 before the model loads; each prints its own table and last JSON line, in order.
 Bad settings, an unwritable --output-dir and a prompt that with its budget exceeds the model's context are
 refused in one line before anything is written.
@@ -353,8 +354,8 @@ def split_then(argv: list[str]) -> list[list[str]]:
 
 def parse_evaluations(argv: list[str]) -> list[argparse.Namespace]:
     """Every evaluation's flags: the first as given, each later one from the one before with what its
-    ``--then`` names changed. A later one that names nothing, or changes a :data:`SHARED_FLAGS` flag, is
-    refused in one line."""
+    ``--then`` names changed (a switch such as ``--no-prefill`` stays on; ``--force`` is each one's own).
+    A later one that names nothing, or changes a :data:`SHARED_FLAGS` flag, is refused in one line."""
     parser = build_parser()
     segments = split_then(argv)
     first = parser.parse_args(segments[0])
@@ -362,7 +363,8 @@ def parse_evaluations(argv: list[str]) -> list[argparse.Namespace]:
     for i, words in enumerate(segments[1:], 2):
         if not words:
             parser.error(f"{THEN} must be followed by the flags evaluation {i} changes")
-        args = parser.parse_args(words, namespace=argparse.Namespace(**vars(runs[-1])))
+        # --force moves a folder's run aside: only for the evaluation that names it.
+        args = parser.parse_args(words, namespace=argparse.Namespace(**{**vars(runs[-1]), "force": False}))
         for flag in SHARED_FLAGS:
             dest = parser._option_string_actions[flag].dest
             if getattr(args, dest) != getattr(first, dest):
@@ -515,6 +517,7 @@ def run_checked(planned: list[Planned], where: dict[str, Path]) -> list[Planned]
 
     first = planned[0]
     args = first.args
+    where["save"] = first.save  # the model loads for the first evaluation
     gen, extra = run_generator(
         first.cfg.backend,
         first.res,
@@ -576,10 +579,13 @@ def run_workers(planned: list[Planned], segments: list[list[str]], where: dict[s
     world = len(groups)
     log = (lambda s: None) if planned[0].args.quiet else note
     logs = planned[0].save / "workers"
+    where["save"] = planned[0].save
     with ExitStack() as held:
-        # This process holds the folders for its workers, which write their own files in them.
+        # This process holds the folders for its workers, which write their own files in them: every one
+        # claimed before any is written.
         for p in planned:
             held.enter_context(eval_run_folder(p.save, p.cfg, p.args.force).claim(note))
+        for p in planned:
             write_config(p.save, p.cfg)  # written once, before the workers read it
         logs.mkdir(parents=True, exist_ok=True)
         procs = []

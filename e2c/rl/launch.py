@@ -1083,19 +1083,13 @@ def stop_ray() -> None:
         ray.shutdown()
 
 
-def set_environ(env: Mapping[str, str]) -> None:
-    """Make this process's environment ``env`` (variables it lacks are removed)."""
-    for key in set(os.environ) - set(env):
-        del os.environ[key]
-    os.environ.update(env)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if not args.dry_run and gpu_count() == 0:
-        # A CPU run's driver is forked from this process (run_stage): it needs its environment from the start,
-        # before anything here imports ray or verl (ray reads RAY_DEDUP_LOGS as it is imported).
-        set_environ(stage_env(0))
+        # A CPU run's driver is forked from this process (run_stage): the variables it adds are set here before
+        # anything imports ray or verl (ray reads RAY_DEDUP_LOGS as it is imported). One it removes (an empty
+        # CUDA_VISIBLE_DEVICES, which keeps this process's torch off any GPU) the child removes as it starts.
+        os.environ.update(stage_env(0))
     if note := cpu_note("configs/cpu/rl.yaml"):
         print(f"[e2c-rl] {note}", flush=True)
     both = len(args.stages) > 1

@@ -106,24 +106,38 @@ def test_the_child_is_the_module_run_as_main_and_its_exit_status_comes_back_cpu(
         assert "a message" in got["stderr"]
 
 
-@pytest.mark.parametrize(
-    ("prelude", "env"),
-    [
-        ("", "other"),  # another environment than this process's: a new interpreter with it
-        (
-            "import threading, time; threading.Thread(target=time.sleep, args=(30,), daemon=True).start()",
-            "same",
-        ),
-    ],
-)
-def test_a_child_that_cannot_be_forked_starts_a_new_interpreter_cpu(
-    tmp_path: Path, prelude: str, env: str
-) -> None:
-    got = _drive(tmp_path, "5", prelude=prelude, env=env)
+def test_a_forked_child_has_the_environment_it_is_given_cpu(tmp_path: Path) -> None:
+    got = _drive(tmp_path, "0", env="other")
+    assert got["rc"] == 0 and got["child"]["forked"] is True and got["child"]["env"] == "given"
+
+
+def test_a_child_that_cannot_be_forked_starts_a_new_interpreter_cpu(tmp_path: Path) -> None:
+    thread = "import threading, time; threading.Thread(target=time.sleep, args=(30,), daemon=True).start()"
+    got = _drive(tmp_path, "5", prelude=thread, env="other")
     assert got["rc"] == 5 and got["child"]["forked"] is False and got["child"]["name"] == "__main__"
+    assert got["child"]["env"] == "given"
     assert got["cleanup_pid"] is None  # a new interpreter has its own exit handlers (ray's shutdown)
-    assert got["child"]["env"] == ("given" if env == "other" else None)
     assert got["parent_atexit"] == "x" and got["finally"] == "x"
+
+
+def test_the_child_waits_for_its_threads_before_it_leaves_cpu(tmp_path: Path) -> None:
+    """A thread the module started that is not a daemon finishes its work, as at an interpreter's end."""
+    (tmp_path / "threaded.py").write_text(
+        "import sys, threading, time\n"
+        "def work():\n"
+        "    time.sleep(0.5)\n"
+        "    open(sys.argv[1], 'w').write('done')\n"
+        "threading.Thread(target=work).start()\n"
+    )
+    flag = tmp_path / "thread_done"
+    code = (
+        f"import os, sys; sys.path.insert(0, {str(tmp_path)!r})\n"
+        "from e2c.fork import run_module\n"
+        f"print('RC', run_module('threaded', [{str(flag)!r}], {str(tmp_path)!r}, dict(os.environ)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert "RC 0" in out.stdout, out.stderr
+    assert flag.read_text() == "done"
 
 
 def test_fork_refusal_names_what_makes_a_fork_unsafe_cpu() -> None:

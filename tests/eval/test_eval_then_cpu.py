@@ -53,6 +53,9 @@ def test_later_evaluations_inherit_and_change_only_what_they_name_cpu() -> None:
         (4, 1.0, "t", 9),
     ]
     assert runs[2].top_p == 0.5 and runs[1].top_p == runs[0].top_p
+    # A switch stays on; --force is only the evaluation's that names it.
+    forced = parse_evaluations([*first, "--no-prefill", "--force", THEN, *second, THEN, "--force"])
+    assert [(r.no_prefill, r.force) for r in forced] == [(True, True), (True, False), (True, True)]
     # Every shared flag names a flag of the parser (a renamed flag would silently stop being kept).
     options = build_parser()._option_string_actions
     assert all(flag in options for flag in SHARED_FLAGS)
