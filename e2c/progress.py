@@ -7,12 +7,26 @@ never. Callers keep their log lines for the quiet case: ``if bar.disable: log(..
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import Any
 
 from e2c.env import env_switch
 
 ENV = "E2C_PROGRESS"
+
+# A command of several evaluations (``e2c.eval.run --then``) says where each starts, so a reader of its lines
+# (the quickstart's progress) knows which evaluation the problem lines that follow belong to.
+EVALUATION_RE = re.compile(r"^evaluation (\d+)/(\d+): ")
+
+
+def evaluation_line(n: int, total: int, folder: object) -> str:
+    """The line that starts evaluation ``n`` of ``total`` (1-based), writing into ``folder``.
+
+    >>> EVALUATION_RE.match(evaluation_line(2, 3, "out/avg8")).groups()
+    ('2', '3')
+    """
+    return f"evaluation {n}/{total}: {folder}"
 
 
 def enabled(stream: Any = None) -> bool:

@@ -66,6 +66,7 @@ from e2c.eval.runner import (
 from e2c.files import check_output_dir
 from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.models import default_subfolder, model_context, resolve_model
+from e2c.progress import evaluation_line
 from e2c.rewards.kinds import runs_programs
 from e2c.run_folder import FORCE_HELP
 from e2c.sandbox import SANDBOX_HELP, Sandbox, use
@@ -531,13 +532,19 @@ def run_checked(planned: list[Planned], where: dict[str, Path]) -> list[Planned]
         seed=args.seed,
         max_model_len=args.max_model_len,
     )
-    for p in planned[1:]:  # the first is checked by run_eval; a later one that does not fit stops nothing run
+    for p in planned:  # every one before the first runs: a later one that does not fit stops nothing run
         check_context(gen, p.data, p.cfg, {name: dataset_budget(p.cfg, name) for name in p.data})
-    for p in planned:
+    for n, p in enumerate(planned, 1):
         where["save"] = p.save
         p.cfg.extra = dict(extra)
         log = (lambda s: None) if p.args.quiet else note
-        p.results = run_eval(gen, p.data, p.cfg, p.save, log, p.shard, force=p.args.force, sandbox=p.programs)
+        if len(planned) > 1:
+            # Marks where each evaluation starts, for a reader of the progress lines (the quickstart's): a
+            # resumed evaluation that is already complete prints no problem line of its own.
+            log(evaluation_line(n, len(planned), p.save))
+        p.results = run_eval(
+            gen, p.data, p.cfg, p.save, log, p.shard, force=p.args.force, sandbox=p.programs, checked=True
+        )
         if p.results and p.trackers:
             scalars, samples = tracker_payload(p.results, p.save)
             log_results(p.trackers, p.save, p.save.name, scalars, samples)

@@ -616,14 +616,17 @@ def run_eval(
     shard: tuple[int, int] = (0, 1),
     force: bool = False,
     sandbox: Sandbox | None = None,
+    checked: bool = False,
 ) -> dict[str, Any]:
     """Evaluate every dataset in ``data`` and write ``results.json``; returns its content. A data-parallel
     worker (``shard``, see :func:`evaluate_dataset`) samples its chunks only and returns ``{}``. The run
     holds ``save_path`` while it runs (:func:`eval_run_folder`; ``force``: start over there). ``sandbox``:
     where programs run (a code set's answers; the command's, :func:`e2c.sandbox.use`; None: the one
-    ``$E2C_SANDBOX`` names)."""
+    ``$E2C_SANDBOX`` names). ``checked``: the caller already ran :func:`check_context` on ``data`` (a
+    command of several evaluations checks them all before the first runs)."""
     budgets = {name: dataset_budget(cfg, name) for name in data}  # each checked once, here
-    check_context(gen, data, cfg, budgets)
+    if not checked:
+        check_context(gen, data, cfg, budgets)
     if shard[1] > 1:  # a data-parallel worker: the folder is its parent's
         return _run_eval(gen, data, cfg, save_path, log, shard, budgets, sandbox)
     # A lock taken over or a run moved aside is said even with --quiet (which silences progress only).

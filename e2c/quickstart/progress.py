@@ -16,6 +16,7 @@ from pathlib import Path
 
 from e2c.files import RecordFile
 from e2c.paths import project_root
+from e2c.progress import EVALUATION_RE
 
 HEARTBEAT_S = 60.0  # a line at least this often while a subprocess runs without visible progress
 TAIL_LINES = 25
@@ -91,30 +92,34 @@ def step_parser(total_steps: int, what: str = "step") -> Callable[[str], tuple[s
 
 def eval_parser(totals: dict[str, int], passes: int = 1) -> Callable[[str], tuple[str, float] | None]:
     """The eval runner's ``<dataset>: k/n problems, ...`` lines -> problems done over all datasets and
-    ``passes`` evaluations of one command (``--then``): a dataset's line after it was complete, or with a
-    smaller count, is the next evaluation's.
+    ``passes`` evaluations of one command (``--then``), which says where each starts
+    (:func:`e2c.progress.evaluation_line`): a resumed evaluation that is already complete prints no problem
+    line, and its start still counts it done.
 
     >>> parse = eval_parser({"a": 4}, passes=2)
-    >>> parse("a: 4/4 problems, 4 new samples"), parse("a: 4/4 problems, 8 new samples")
-    (('problems a 4/4', 0.5), ('problems a 4/4 (evaluation 2/2)', 1.0))
+    >>> parse("evaluation 1/2: out/greedy"), parse("a: 4/4 problems, 4 new samples")
+    (('problems a 0/4', 0.0), ('problems a 4/4', 0.5))
+    >>> parse("evaluation 2/2: out/avg8"), parse("a: 1/4 problems, 8 new samples")
+    (('problems a 0/4 (evaluation 2/2)', 0.5), ('problems a 1/4 (evaluation 2/2)', 0.625))
     """
     done: dict[str, int] = dict.fromkeys(totals, 0)
-    finished: dict[str, int] = dict.fromkeys(totals, 0)  # evaluations each dataset has ended
+    before = 0  # the evaluations of the command that have ended
     grand = max(sum(totals.values()), 1) * passes
 
     def parse(line: str) -> tuple[str, float] | None:
-        m = EVAL_RE.match(line.strip())
-        if not m or m.group(1) not in done:
+        nonlocal before
+        line = line.strip()
+        if m := EVALUATION_RE.match(line):
+            before = min(int(m.group(1)), passes) - 1
+            done.update(dict.fromkeys(totals, 0))
+        elif (m := EVAL_RE.match(line)) and m.group(1) in done:
+            done[m.group(1)] = int(m.group(2))
+        else:
             return None
-        name, k = m.group(1), int(m.group(2))
-        if (k < done[name] or done[name] == totals[name]) and finished[name] < passes - 1:
-            finished[name] += 1
-        done[name] = k
         parts = ", ".join(f"{n} {done[n]}/{totals[n]}" for n in totals)
-        which = max(finished.values()) + 1
-        if passes > 1 and which > 1:
-            parts += f" (evaluation {which}/{passes})"
-        return f"problems {parts}", sum(finished[n] * totals[n] + done[n] for n in totals) / grand
+        if passes > 1 and before:
+            parts += f" (evaluation {before + 1}/{passes})"
+        return f"problems {parts}", (before * sum(totals.values()) + sum(done.values())) / grand
 
     return parse
 

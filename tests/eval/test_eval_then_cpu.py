@@ -11,6 +11,7 @@ import pytest
 from eval.test_eval_cpu import cli, tiny_args
 
 from e2c.eval.run import SHARED_FLAGS, THEN, build_parser, parse_evaluations, split_then
+from e2c.progress import EVALUATION_RE, evaluation_line
 
 
 def _lines(folder: Path) -> list[dict]:
@@ -85,9 +86,12 @@ def test_a_later_evaluation_that_cannot_share_the_model_is_one_line_cpu(
 def test_chained_evaluations_equal_their_own_commands_cpu(bench_dir: Path, tmp_path: Path) -> None:
     greedy = ["--sample", "1", "--temperature", "0"]
     sampled = ["--sample", "2", "--temperature", "1", "--top-p", "1.0"]
-    first = [*tiny_args(bench_dir, tmp_path / "g", limit=3), *greedy]
+    # Not quiet: each evaluation's start line is a progress line.
+    first = [*(a for a in tiny_args(bench_dir, tmp_path / "g", limit=3) if a != "--quiet"), *greedy]
     chained = cli(*first, THEN, *sampled, "--output-dir", str(tmp_path / "s"))
     assert chained.returncode == 0, chained.stderr[-2000:]
+    starts = [x for x in chained.stderr.splitlines() if EVALUATION_RE.match(x)]
+    assert starts == [evaluation_line(1, 2, tmp_path / "g"), evaluation_line(2, 2, tmp_path / "s")]
     heads = [json.loads(x) for x in chained.stdout.splitlines() if x.startswith("{")]
     assert [h["results"] for h in heads] == [
         str(tmp_path / "g" / "results.json"),

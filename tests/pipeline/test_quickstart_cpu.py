@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from e2c.errors import UserError
+from e2c.progress import evaluation_line
 from e2c.quickstart.cli import build_parser, config_from_args
 from e2c.quickstart.config import STAGES, Config
 from e2c.quickstart.context import Context
@@ -208,14 +209,24 @@ def test_progress_parsers_and_eta() -> None:
     msg, frac = parse("synthetic: 32/200 problems, 32 new samples in 40s (0.80 samples/s)")
     assert frac == pytest.approx(32 / 220) and "synthetic 32/200" in msg
     assert parse("model: tiny on hf") is None
-    # One command, two evaluations (--then): a dataset's line after it was complete (every problem in one
-    # chunk), or with a smaller count, is the second evaluation's; a third pass is not counted past the end.
+    # One command, two evaluations (--then): each starts with its own line, so the problem lines after it are
+    # its; an evaluation already complete when a stage resumes prints no problem line and still counts done.
     both = eval_parser({"synthetic": 6, "gsm8k": 2}, passes=2)
-    lines = [("synthetic", 6), ("gsm8k", 2), ("synthetic", 3), ("synthetic", 6), ("gsm8k", 2), ("gsm8k", 2)]
-    seen = [
-        both(f"{name}: {k}/{6 if name == 'synthetic' else 2} problems, 1 new samples")[1] for name, k in lines
+    lines = [
+        evaluation_line(1, 2, "greedy"),
+        "synthetic: 6/6 problems, 1 new samples",
+        "gsm8k: 2/2 problems, 1 new samples",
+        evaluation_line(2, 2, "avg8"),
+        "synthetic: 3/6 problems, 1 new samples",
+        "gsm8k: 2/2 problems, 1 new samples",
+        "synthetic: 6/6 problems, 1 new samples",
     ]
-    assert seen == pytest.approx([6 / 16, 8 / 16, 11 / 16, 14 / 16, 1.0, 1.0])
+    assert [both(line)[1] for line in lines] == pytest.approx([0, 6 / 16, 0.5, 0.5, 11 / 16, 13 / 16, 1.0])
+    assert both("gsm8k: 2/2 problems")[0] == "problems synthetic 6/6, gsm8k 2/2 (evaluation 2/2)"
+    resumed = eval_parser({"synthetic": 6}, passes=2)
+    assert resumed(evaluation_line(1, 2, "greedy"))[1] == 0.0
+    assert resumed(evaluation_line(2, 2, "avg8"))[1] == 0.5  # the first was complete: no line of its own
+    assert resumed("synthetic: 2/6 problems, 2 new samples")[1] == pytest.approx(8 / 12)
     assert step_parser(24)("(TaskRunner pid=1) step:6 - critic/score/mean:0.1")[1] == 0.25
     assert tts_parser()("[tts] 3/12 e2c_sc K=2 synthetic-ab12: wrong, 40 tokens, 9 s")[1] == 0.25
     assert eta_seconds(30.0, 0.25, 600) == pytest.approx(90.0)
