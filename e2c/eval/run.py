@@ -21,7 +21,8 @@ SIGTERM stops a run with one line naming what was saved and the command that res
 Each evaluation after a ``--then`` starts from the flags of the one before and changes what it names (a
 switch such as ``--no-prefill`` stays on; ``--force`` is each one's own); the flags that build the model
 (:data:`SHARED_FLAGS`) stay as the first sets them. Every evaluation is checked
-before the model loads; each prints its own table and last JSON line, in order.
+before the model loads; each starts with a line ``evaluation i/n: <run folder>`` (stderr) and prints its own
+table and last JSON line as soon as it finishes.
 Bad settings, an unwritable --output-dir and a prompt that with its budget exceeds the model's context are
 refused in one line before anything is written.
 """
@@ -32,6 +33,7 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -382,14 +384,11 @@ def main(argv: list[str] | None = None) -> int:
     runs = parse_evaluations(argv)
     where: dict[str, Path] = {}
     try:
-        done = evaluate(runs, where, split_then(argv))
+        evaluate(runs, where, split_then(argv), finished=report)
     except KeyboardInterrupt as e:  # the guard's line would not say what was saved or how to resume
         exit_interrupted(
             e, saved_predictions(where.get("save")), resume_command(["-m", "e2c.eval.run"], argv)
         )
-    for run in done:
-        if run.results:  # empty in a data-parallel worker: the parent reports
-            report(run)
     return 0
 
 
@@ -482,12 +481,16 @@ def plan(args: argparse.Namespace, where: dict[str, Path], sandboxes: dict[str, 
 
 
 def evaluate(
-    runs: list[argparse.Namespace], where: dict[str, Path], segments: list[list[str]] | None = None
+    runs: list[argparse.Namespace],
+    where: dict[str, Path],
+    segments: list[list[str]] | None = None,
+    finished: Callable[[Planned], None] = lambda p: None,
 ) -> list[Planned]:
     """Check every evaluation's inputs, then load the model once and run each in turn; returns them with
-    their results. ``where["save"]`` is the run folder being checked or run (for the message of an
+    their results, each handed to ``finished`` as soon as it has them (the command reports each evaluation
+    before the next runs). ``where["save"]`` is the run folder being checked or run (for the message of an
     interrupted run). With several data-parallel workers (:func:`plan_workers`) this process starts them
-    (with ``segments``, the command line's evaluations), merges and reports.
+    (with ``segments``, the command line's evaluations), merges and reports; a worker has no results.
 
     Everything that can be refused is refused before :func:`e2c.entry.checks_done`, for every evaluation,
     so a bad command costs no model load and changes no file."""
@@ -504,15 +507,24 @@ def evaluate(
         planned.append(p)
     checks_done()
     interrupt_on_sigterm()
+
+    def done(p: Planned) -> None:
+        if p.trackers:  # one process's results or the workers' merged: logged the same way
+            scalars, samples = tracker_payload(p.results, p.save)
+            log_results(p.trackers, p.save, p.save.name, scalars, samples)
+        finished(p)
+
     if len(planned[0].groups) > 1:
-        return run_workers(planned, segments or [[]], where)
-    return run_checked(planned, where)
+        return run_workers(planned, segments or [[]], where, done)
+    return run_checked(planned, where, done)
 
 
-def run_checked(planned: list[Planned], where: dict[str, Path]) -> list[Planned]:
+def run_checked(
+    planned: list[Planned], where: dict[str, Path], finished: Callable[[Planned], None] = lambda p: None
+) -> list[Planned]:
     """The evaluations in this process, once every check passed: the model loads once; every evaluation's
     prompts are checked against its context before the first runs; each claims its folder in
-    :func:`run_eval`."""
+    :func:`run_eval` and goes to ``finished`` when it has its results (none in a data-parallel worker)."""
     from e2c.eval.runner import check_context, dataset_budget
     from e2c.generation import run_generator
 
@@ -545,9 +557,8 @@ def run_checked(planned: list[Planned], where: dict[str, Path]) -> list[Planned]
         p.results = run_eval(
             gen, p.data, p.cfg, p.save, log, p.shard, force=p.args.force, sandbox=p.programs, checked=True
         )
-        if p.results and p.trackers:
-            scalars, samples = tracker_payload(p.results, p.save)
-            log_results(p.trackers, p.save, p.save.name, scalars, samples)
+        if p.results:
+            finished(p)
     return planned
 
 
@@ -573,7 +584,12 @@ def worker_argv(
     return out
 
 
-def run_workers(planned: list[Planned], segments: list[list[str]], where: dict[str, Path]) -> list[Planned]:
+def run_workers(
+    planned: list[Planned],
+    segments: list[list[str]],
+    where: dict[str, Path],
+    finished: Callable[[Planned], None] = lambda p: None,
+) -> list[Planned]:
     """Data-parallel evaluation: one worker process per device group, each loading the model once and
     sampling its share of every evaluation's chunks into its own files; then merge, grade and report here.
     A killed run resumes: finished chunks (merged or still in a worker's file) are not sampled again."""
@@ -630,6 +646,7 @@ def run_workers(planned: list[Planned], segments: list[list[str]], where: dict[s
         for p in planned:
             where["save"] = p.save
             p.results = merge_workers(p, world, log)
+            finished(p)
     return planned
 
 

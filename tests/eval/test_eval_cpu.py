@@ -125,11 +125,13 @@ def test_two_phase_settings_reach_the_generator(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------------- command line
 def cli(*args: str, timeout: int = 300, **kw) -> subprocess.CompletedProcess:
+    """The command as a user runs it; its stdout and stderr captured apart unless ``kw`` says where."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    if "stdout" not in kw:
+        kw["capture_output"] = True
     return subprocess.run(
         [sys.executable, "-m", "e2c.eval.run", *args],
         cwd=ROOT,
-        capture_output=True,
         text=True,
         timeout=timeout,
         env=env,

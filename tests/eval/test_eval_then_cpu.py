@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from subprocess import PIPE, STDOUT
 
 import pytest
 from eval.test_eval_cpu import cli, tiny_args
@@ -86,17 +87,23 @@ def test_a_later_evaluation_that_cannot_share_the_model_is_one_line_cpu(
 def test_chained_evaluations_equal_their_own_commands_cpu(bench_dir: Path, tmp_path: Path) -> None:
     greedy = ["--sample", "1", "--temperature", "0"]
     sampled = ["--sample", "2", "--temperature", "1", "--top-p", "1.0"]
-    # Not quiet: each evaluation's start line is a progress line.
+    # Not quiet: each evaluation's start line is a progress line. One stream, to see the order of the lines.
     first = [*(a for a in tiny_args(bench_dir, tmp_path / "g", limit=3) if a != "--quiet"), *greedy]
-    chained = cli(*first, THEN, *sampled, "--output-dir", str(tmp_path / "s"))
-    assert chained.returncode == 0, chained.stderr[-2000:]
-    starts = [x for x in chained.stderr.splitlines() if EVALUATION_RE.match(x)]
-    assert starts == [evaluation_line(1, 2, tmp_path / "g"), evaluation_line(2, 2, tmp_path / "s")]
-    heads = [json.loads(x) for x in chained.stdout.splitlines() if x.startswith("{")]
-    assert [h["results"] for h in heads] == [
+    chained = cli(*first, THEN, *sampled, "--output-dir", str(tmp_path / "s"), stdout=PIPE, stderr=STDOUT)
+    assert chained.returncode == 0, chained.stdout[-2000:]
+    lines = chained.stdout.splitlines()
+    starts = [i for i, x in enumerate(lines) if EVALUATION_RE.match(x)]
+    assert [lines[i] for i in starts] == [
+        evaluation_line(1, 2, tmp_path / "g"),
+        evaluation_line(2, 2, tmp_path / "s"),
+    ]
+    heads = [(i, json.loads(x)) for i, x in enumerate(lines) if x.startswith("{")]
+    assert [h["results"] for _, h in heads] == [
         str(tmp_path / "g" / "results.json"),
         str(tmp_path / "s" / "results.json"),
     ]
+    # Each evaluation's table and JSON line as soon as it has them, before the next one starts.
+    assert starts[0] < heads[0][0] < starts[1] < heads[1][0]
     for name, flags in (("g", greedy), ("s", sampled)):
         alone = cli(*tiny_args(bench_dir, tmp_path / f"{name}-alone", limit=3), *flags)
         assert alone.returncode == 0, alone.stderr[-2000:]

@@ -495,10 +495,13 @@ def test_eval_data_parallel_workers_equal_one_process_cpu(tmp_path: Path) -> Non
     import json
 
     from conftest import BENCH_DIR
+    from reference_impls import tensorboard_scalars
 
     def read(out: Path) -> tuple[list, dict]:
         lines = [json.loads(x) for x in (out / "predictions" / "gsm8k.jsonl").read_text().splitlines()]
         results = json.loads((out / "results.json").read_text())
+        # --logger: the results as a tracker has them, logged here once the workers' files are merged.
+        results["tensorboard"] = tensorboard_scalars(out / "tensorboard")
         return sorted((x["index"], x["sample"], x["response"]) for x in lines), results
 
     def run(workers: int) -> tuple[tuple[list, dict], tuple[list, dict]]:
@@ -507,7 +510,7 @@ def test_eval_data_parallel_workers_equal_one_process_cpu(tmp_path: Path) -> Non
         cmd = [sys.executable, "-m", "e2c.eval.run", "--model", "tiny", "--dataset", "gsm8k", "--data-dir",
                str(BENCH_DIR), "--limit", "6", "--sample", "2", "--max-tokens", "24", "--chunk-size", "4",
                "--backend", "hf", "--workers", str(workers), "--output-dir", str(out), "--quiet",
-               "--then", "--sample", "1", "--temperature", "0", "--output-dir", str(out / "greedy")]  # fmt: skip
+               "--logger", "tensorboard", "--then", "--sample", "1", "--temperature", "0", "--output-dir", str(out / "greedy")]  # fmt: skip
         res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_cpu_env(), timeout=600)
         assert res.returncode == 0, res.stderr[-2000:]
         return read(out), read(out / "greedy")
@@ -517,6 +520,12 @@ def test_eval_data_parallel_workers_equal_one_process_cpu(tmp_path: Path) -> Non
     assert len(one) == 12 and one == two
     assert len(one_g) == 6 and one_g == two_g
     assert r1["datasets"] == r2["datasets"] and r2["config"]["extra"]["workers"] == 2
+    assert (
+        r2["tensorboard"]
+        and r2["tensorboard"] == r1["tensorboard"]
+        and r2_g["tensorboard"]
+        and r2_g["tensorboard"] == r1_g["tensorboard"]
+    )
     assert r1_g["datasets"] == r2_g["datasets"] and r2_g["config"]["extra"]["workers"] == 2
     for out in (tmp_path / "w2", tmp_path / "w2" / "greedy"):
         assert not list((out / "predictions").glob("*.rank*.jsonl"))  # merged and removed

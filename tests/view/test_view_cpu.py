@@ -361,13 +361,15 @@ def test_eval_view_flag_writes_the_page_after_the_results_cpu(
     from e2c.eval.runner import EvalConfig, run_eval
     from e2c.generation.scripted import ScriptedGenerator
 
-    def fake_evaluate(runs: Any, where: dict[str, Path], segments: Any = None) -> list:
+    def fake_evaluate(runs: Any, where: dict[str, Path], segments: Any = None, finished: Any = None) -> list:
         (args,) = runs
         where["save"] = Path(args.output_dir)
         gen = ScriptedGenerator.from_responses({"2+3": [chain("plan", "\\boxed{5}")]})
         cfg = EvalConfig(model="scripted", samples=1, max_tokens=50, backend="scripted")
         results = run_eval(gen, {"gsm8k": [Record("g-a", "What is 2+3?", "5", "math")]}, cfg, where["save"])
-        return [SimpleNamespace(args=args, save=where["save"], results=results)]
+        done = SimpleNamespace(args=args, save=where["save"], results=results)
+        finished(done)  # the command's report: the table, then the page
+        return [done]
 
     monkeypatch.setattr(eval_run, "evaluate", fake_evaluate)
     for name, flags in (("plain", []), ("viewed", ["--view"])):
