@@ -17,7 +17,7 @@ ENV = "E2C_PROGRESS"
 
 # A command of several evaluations (``e2c.eval.run --then``) says where each starts, so a reader of its lines
 # (the quickstart's progress) knows which evaluation the problem lines that follow belong to.
-EVALUATION_RE = re.compile(r"^evaluation (\d+)/(\d+): ")
+EVALUATION_RE = re.compile(r"^evaluation (\d+)/(\d+):(?:\s|$)")
 
 
 def evaluation_line(n: int, total: int, folder: object) -> str:

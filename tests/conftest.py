@@ -100,11 +100,45 @@ def run_at_most(commands: dict, at_once: int = 2, timeout: float = 300) -> dict:
         return {key: f.result() for key, f in futures.items()}
 
 
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, theirs, ...), read from ``/proc`` now: those in sessions of their
+    own too, which a process-group kill misses (torchrun starts each worker in a new session)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as f:
+                # "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after its last ")"
+                ppid = int(f.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue  # ended while this read the table
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid``'s process group and every process below it: what a scheduler's hard kill of a whole job
+    does. The tree is read first: a child whose parent is killed is handed to init and can no longer be found."""
+    import signal
+
+    below = descendants(pid)
+    for kill, target in ((os.killpg, pid), *((os.kill, p) for p in below)):
+        try:
+            kill(target, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
 def run_group(args: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
     """``subprocess.run`` in a session of its own, whose whole process group is killed on a timeout (then
     ``TimeoutExpired`` as usual). A training script's verl trainer and ray's processes outlive a killed
     ``bash``: an RL run left behind that way held 5 GiB and its CPU through the rest of a test run."""
-    import signal
 
     proc = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True, **kwargs
@@ -112,7 +146,7 @@ def run_group(args: list[str], timeout: float, **kwargs) -> subprocess.Completed
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        kill_tree(proc.pid)
         out, err = proc.communicate()
         raise subprocess.TimeoutExpired(args, timeout, out, err) from None
     return subprocess.CompletedProcess(args, proc.returncode, out, err)

@@ -21,8 +21,9 @@ SIGTERM stops a run with one line naming what was saved and the command that res
 Each evaluation after a ``--then`` starts from the flags of the one before and changes what it names (a
 switch such as ``--no-prefill`` stays on; ``--force`` is each one's own); the flags that build the model
 (:data:`SHARED_FLAGS`) stay as the first sets them. Every evaluation is checked
-before the model loads; each starts with a line ``evaluation i/n: <run folder>`` (stderr) and prints its own
-table and last JSON line as soon as it finishes.
+before the model loads; each prints its own table and last JSON line as soon as it finishes. In one process
+each of two or more starts with a line ``evaluation i/n: <run folder>`` on stderr (unless ``--quiet``;
+data-parallel workers write theirs into ``<run folder>/workers/rank*.log``).
 Bad settings, an unwritable --output-dir and a prompt that with its budget exceeds the model's context are
 refused in one line before anything is written.
 """
@@ -405,8 +406,11 @@ def report(run: Planned) -> None:
     if run.args.view:  # after the results are written: a page that cannot be built loses nothing of the run
         from e2c.view import write_view
 
-        write_view([save], save / "view.html")
-        print(f"view: {save / 'view.html'}")
+        try:
+            write_view([save], save / "view.html")
+            print(f"view: {save / 'view.html'}")
+        except (UserError, OSError) as e:  # nor stops the evaluations chained after this one
+            note(f"view: {save / 'view.html'} not written ({e})")
     head = {
         "results": str(save / "results.json"),
         **{
@@ -509,10 +513,10 @@ def evaluate(
     interrupt_on_sigterm()
 
     def done(p: Planned) -> None:
+        finished(p)
         if p.trackers:  # one process's results or the workers' merged: logged the same way
             scalars, samples = tracker_payload(p.results, p.save)
             log_results(p.trackers, p.save, p.save.name, scalars, samples)
-        finished(p)
 
     if len(planned[0].groups) > 1:
         return run_workers(planned, segments or [[]], where, done)

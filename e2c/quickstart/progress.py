@@ -113,7 +113,7 @@ def eval_parser(totals: dict[str, int], passes: int = 1) -> Callable[[str], tupl
             before = min(int(m.group(1)), passes) - 1
             done.update(dict.fromkeys(totals, 0))
         elif (m := EVAL_RE.match(line)) and m.group(1) in done:
-            done[m.group(1)] = int(m.group(2))
+            done[m.group(1)] = min(int(m.group(2)), totals[m.group(1)])
         else:
             return None
         parts = ", ".join(f"{n} {done[n]}/{totals[n]}" for n in totals)

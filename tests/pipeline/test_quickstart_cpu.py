@@ -227,6 +227,10 @@ def test_progress_parsers_and_eta() -> None:
     assert resumed(evaluation_line(1, 2, "greedy"))[1] == 0.0
     assert resumed(evaluation_line(2, 2, "avg8"))[1] == 0.5  # the first was complete: no line of its own
     assert resumed("synthetic: 2/6 problems, 2 new samples")[1] == pytest.approx(8 / 12)
+    assert resumed("synthetic: 9/6 problems")[1] == 1.0  # a count past the total is the total
+    assert (
+        resumed("evaluation 1/2:")[1] == 0.0
+    )  # the line of a folder with an empty name still marks the start
     assert step_parser(24)("(TaskRunner pid=1) step:6 - critic/score/mean:0.1")[1] == 0.25
     assert tts_parser()("[tts] 3/12 e2c_sc K=2 synthetic-ab12: wrong, 40 tokens, 9 s")[1] == 0.25
     assert eta_seconds(30.0, 0.25, 600) == pytest.approx(90.0)
@@ -561,11 +565,10 @@ def test_a_stage_recorded_under_an_old_setting_name_is_still_complete_cpu(tmp_pa
         select_stages(states, {"rl": {"seed": 0, "rl_explore_adv_coef": 1.0}}, stages=("rl",), depends={})
 
 
-def test_gsm8k_lookup_with_no_hub_takes_under_two_seconds(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    """No local copy and a hub that never answers: one probe, one note, under 2 s (the hub libraries alone
-    retry five times with growing waits, about 20 s)."""
+def test_gsm8k_lookup_with_no_hub_is_one_short_probe(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No local copy and a hub that never answers: one probe of 1.5 s, one note (the hub libraries alone
+    retry five times with growing waits, about 20 s). The bound leaves room for a loaded machine's imports:
+    a bound of 2 s (the probe's 1.5 s plus imports) failed once on this 2-core machine."""
     import socket
     import time
 
@@ -587,6 +590,6 @@ def test_gsm8k_lookup_with_no_hub_takes_under_two_seconds(
         got = copy_gsm8k(tmp_path / "bench", target, 20)
     finally:
         silent.close()
-    assert time.monotonic() - start < 2.0
+    assert time.monotonic() - start < 8.0
     assert got["problems"] == 0 and not target.exists()
     assert "did not answer within 1.5 s" in got["note"] and "--bench-dir" in got["note"], got["note"]

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -32,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import torch
-from conftest import arithmetic_rl_rows
+from conftest import arithmetic_rl_rows, kill_tree
 from safetensors.torch import load_file
 
 from e2c.checkpoints import latest_checkpoint
@@ -390,7 +389,7 @@ def test_killed_four_rank_sft_resumes_to_the_same_weights_cpu(
     while latest_checkpoint(tmp_path / "cut" / "verl") is None:
         assert proc.poll() is None and time.monotonic() < deadline, "no checkpoint before the run ended"
         time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGKILL)
+    kill_tree(proc.pid)  # torchrun's workers have sessions of their own: a group kill leaves them running
     proc.wait()
     cut_at = latest_checkpoint(tmp_path / "cut" / "verl")
     assert int(cut_at.name.rsplit("_", 1)[1]) < steps and not (tmp_path / "cut" / "final").exists()

@@ -11,7 +11,6 @@ import math
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import kill_tree
 from reference_impls import tensorboard_scalars
 
 from e2c import presets
@@ -339,5 +339,5 @@ def test_a_second_sft_run_into_a_running_ones_folder_is_refused_cpu(data, tmp_pa
         assert f"--output-dir {out} is in use by process {first.pid} (sft, since " in second.stderr
         assert "Traceback" not in second.stderr
     finally:
-        os.killpg(first.pid, signal.SIGKILL)
+        kill_tree(first.pid)  # torchrun's worker has a session of its own: a group kill left it running
         first.wait()

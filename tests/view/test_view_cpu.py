@@ -352,7 +352,7 @@ def test_a_real_eval_run_folder_renders_cpu(tmp_path: Path) -> None:
 
 
 def test_eval_view_flag_writes_the_page_after_the_results_cpu(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     """``e2c.eval.run --view``: the run as usual (here a scripted one in place of the model), then
     ``<run>/view.html`` beside ``results.json``; without the flag no page."""
@@ -377,3 +377,17 @@ def test_eval_view_flag_writes_the_page_after_the_results_cpu(
     assert not (tmp_path / "plain" / "view.html").exists()
     data = extract_json((tmp_path / "viewed" / "view.html").read_text(encoding="utf-8"))
     assert [p["id"] for p in data["problems"]] == ["g-a"] and data["problems"][0]["runs"][0][0]["correct"]
+
+    # A page that cannot be written is a line; the run's results and its JSON line stand (and a chained
+    # evaluation after it would still run).
+    import e2c.view
+
+    def no_room(*a: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(e2c.view, "write_view", no_room)
+    capsys.readouterr()
+    assert eval_run.main(["--model", "tiny", "--output-dir", str(tmp_path / "full"), "--view"]) == 0
+    out, err = capsys.readouterr()
+    assert "view.html not written ([Errno 28] No space left on device)" in err
+    assert json.loads(out.splitlines()[-1])["results"] == str(tmp_path / "full" / "results.json")
