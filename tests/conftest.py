@@ -136,8 +136,8 @@ def kill_tree(pid: int) -> None:
 
 
 def run_group(args: list[str], timeout: float, **kwargs) -> subprocess.CompletedProcess:
-    """``subprocess.run`` in a session of its own, whose whole process group is killed on a timeout (then
-    ``TimeoutExpired`` as usual). A training script's verl trainer and ray's processes outlive a killed
+    """``subprocess.run`` in a session of its own, whose whole process tree (:func:`kill_tree`) is killed on a
+    timeout (then ``TimeoutExpired`` as usual). A training script's verl trainer and ray's processes outlive a killed
     ``bash``: an RL run left behind that way held 5 GiB and its CPU through the rest of a test run."""
 
     proc = subprocess.Popen(

@@ -438,7 +438,11 @@ def run_trainer(
                     sys.stdout.flush()
                     logf.write_text(line)
             except KeyboardInterrupt:
+                # torchrun stops its workers on SIGTERM; they sit in sessions of their own, out of reach of
+                # a signal to this process group, so the launcher must not end before torchrun has.
                 proc.terminate()
+                proc.wait()
+                raise
             except UserError:  # the log cannot be written (a full disk): neither can the checkpoints
                 proc.terminate()
                 proc.wait()

@@ -35,13 +35,14 @@ import argparse
 import json
 import os
 import shlex
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from e2c.checkpoints import latest_checkpoint
-from e2c.cli import ArgumentParser, quiet_libraries
+from e2c.cli import ArgumentParser, exit_interrupted, interrupt_on_sigterm, quiet_libraries, resume_command
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError, fail
 from e2c.flags import add_setting_flags, setting
@@ -121,10 +122,18 @@ def main(argv: list[str] | None = None) -> int:
     if plan.node_rank == 0 and not args.dry_run:
         run.check()
     checks_done()
-    if plan.node_rank == 0 and not args.dry_run:
-        with run.claim():
-            return launch(args, plan, cmd, total, trackers)
-    return launch(args, plan, cmd, total, trackers)
+    interrupt_on_sigterm()  # a SIGTERM to this launcher alone stops the trainer too (run_trainer)
+    try:
+        if plan.node_rank == 0 and not args.dry_run:
+            with run.claim():
+                return launch(args, plan, cmd, total, trackers)
+        return launch(args, plan, cmd, total, trackers)
+    except KeyboardInterrupt as e:
+        ckpt = latest_checkpoint(plan.ckpt_dir)
+        saved = f"the latest checkpoint is {ckpt}" if ckpt else f"no checkpoint yet in {plan.ckpt_dir}"
+        exit_interrupted(
+            e, saved, resume_command(["-m", "e2c.sft.run"], list(sys.argv[1:] if argv is None else argv))
+        )
 
 
 def sft_run_folder(plan: Plan, force: bool) -> RunFolder:

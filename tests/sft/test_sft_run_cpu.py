@@ -11,6 +11,7 @@ import math
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import kill_tree
+from conftest import descendants, kill_tree
 from reference_impls import tensorboard_scalars
 
 from e2c import presets
@@ -341,3 +342,68 @@ def test_a_second_sft_run_into_a_running_ones_folder_is_refused_cpu(data, tmp_pa
     finally:
         kill_tree(first.pid)  # torchrun's worker has a session of its own: a group kill left it running
         first.wait()
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _ended(pid: int) -> bool:
+    """Gone, or a zombie (ended; its new parent has not reaped it yet)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rpartition(")")[2].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.slow  # a real SFT run (torchrun and its worker)
+def test_sigterm_to_the_launcher_alone_stops_its_trainer_cpu(data, tmp_path: Path) -> None:
+    """``kill <launcher>``: torchrun's worker sits in a session of its own, so only the launcher can stop it
+    (through torchrun). It did not: the launcher died at once and left the training running, unwatched. Now
+    torchrun and its worker end, and the launcher says what was saved and the command that resumes."""
+    out = tmp_path / "sft"
+    args = [PY, "-m", "e2c.sft.run", "--train-data", str(data["sft"]), "--output-dir", str(out), *SFT_ARGS]
+    proc = subprocess.Popen(
+        args, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    below: list[int] = []
+    try:
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            below = descendants(proc.pid)
+            if any(
+                "verl.trainer.sft_trainer" in c and "torch.distributed.run" not in c
+                for c in map(_cmdline, below)
+            ):
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, "the run ended before its worker could be seen"
+        assert len(below) >= 2, below  # torchrun and its worker
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 143, err[-2000:]
+        last = err.strip().splitlines()[-1]
+        assert last.startswith("interrupted (SIGTERM): ") and "resume with: " in last, last
+        assert "-m e2c.sft.run --train-data" in last and str(out) in last, last
+        deadline = time.monotonic() + 60
+        while not all(map(_ended, below)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert all(map(_ended, below)), [(p, _cmdline(p)) for p in below if not _ended(p)]
+        assert (
+            out / ".e2c-run.lock"
+        ).read_text() == ""  # let go cleanly: the command that resumes takes no one's
+    finally:
+        for pid in below:  # what a failure left running; by its command line, not a number reused since
+            if "verl.trainer.sft_trainer" in _cmdline(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
