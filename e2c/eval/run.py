@@ -513,10 +513,11 @@ def evaluate(
     interrupt_on_sigterm()
 
     def done(p: Planned) -> None:
-        finished(p)
         if p.trackers:  # one process's results or the workers' merged: logged the same way
+            # Before the report: verl's trackers print on stdout, whose last line is the results' JSON.
             scalars, samples = tracker_payload(p.results, p.save)
             log_results(p.trackers, p.save, p.save.name, scalars, samples)
+        finished(p)
 
     if len(planned[0].groups) > 1:
         return run_workers(planned, segments or [[]], where, done)
