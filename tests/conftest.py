@@ -122,6 +122,15 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
+def ended(pid: int) -> bool:
+    """Whether ``pid`` has ended: gone, or a zombie (its new parent, init, has not reaped it yet)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            return f.read().rpartition(")")[2].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 def kill_tree(pid: int) -> None:
     """SIGKILL ``pid``'s process group and every process below it: what a scheduler's hard kill of a whole job
     does. The tree is read first: a child whose parent is killed is handed to init and can no longer be found."""

@@ -525,7 +525,7 @@ def evaluate(
 
 
 def run_checked(
-    planned: list[Planned], where: dict[str, Path], finished: Callable[[Planned], None] = lambda p: None
+    planned: list[Planned], where: dict[str, Path], finished: Callable[[Planned], None]
 ) -> list[Planned]:
     """The evaluations in this process, once every check passed: the model loads once; every evaluation's
     prompts are checked against its context before the first runs; each claims its folder in
@@ -593,7 +593,7 @@ def run_workers(
     planned: list[Planned],
     segments: list[list[str]],
     where: dict[str, Path],
-    finished: Callable[[Planned], None] = lambda p: None,
+    finished: Callable[[Planned], None],
 ) -> list[Planned]:
     """Data-parallel evaluation: one worker process per device group, each loading the model once and
     sampling its share of every evaluation's chunks into its own files; then merge, grade and report here.

@@ -437,13 +437,10 @@ def run_trainer(
                     sys.stdout.write(line)
                     sys.stdout.flush()
                     logf.write_text(line)
-            except KeyboardInterrupt:
-                # torchrun stops its workers on SIGTERM; they sit in sessions of their own, out of reach of
-                # a signal to this process group, so the launcher must not end before torchrun has.
-                proc.terminate()
-                proc.wait()
-                raise
-            except UserError:  # the log cannot be written (a full disk): neither can the checkpoints
+            # An interrupt, or a log that cannot be written (a full disk: neither can the checkpoints), stops
+            # the trainer. torchrun stops its workers on SIGTERM; they sit in sessions of their own, out of
+            # reach of a signal to this process group, so the launcher must not end before torchrun has.
+            except (KeyboardInterrupt, UserError):
                 proc.terminate()
                 proc.wait()
                 raise

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from conftest import descendants, kill_tree
+from conftest import descendants, ended, kill_tree
 
 # A parent in its own group whose child starts a new session (as torchrun starts a worker), then both wait.
 PROGRAM = """
@@ -17,14 +17,6 @@ child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"],
 print(child.pid, flush=True)
 time.sleep(120)
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            return f.read().rpartition(")")[2].split()[0] != "Z"  # a zombie has ended
-    except FileNotFoundError:
-        return False
 
 
 def test_kill_tree_reaches_a_child_in_a_session_of_its_own_cpu() -> None:
@@ -40,9 +32,9 @@ def test_kill_tree_reaches_a_child_in_a_session_of_its_own_cpu() -> None:
         kill_tree(parent.pid)
         parent.wait(timeout=30)
         deadline = time.monotonic() + 30
-        while _alive(child) and time.monotonic() < deadline:
+        while not ended(child) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(child), "the child in its own session outlived the tree kill"
+        assert ended(child), "the child in its own session outlived the tree kill"
     finally:
         for pid in (child, parent.pid):
             try:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import descendants, kill_tree
+from conftest import descendants, ended, kill_tree
 from reference_impls import tensorboard_scalars
 
 from e2c import presets
@@ -352,15 +352,6 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
-def _ended(pid: int) -> bool:
-    """Gone, or a zombie (ended; its new parent has not reaped it yet)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
-            return f.read().rpartition(")")[2].split()[0] == "Z"
-    except OSError:
-        return True
-
-
 @pytest.mark.slow  # a real SFT run (torchrun and its worker)
 def test_sigterm_to_the_launcher_alone_stops_its_trainer_cpu(data, tmp_path: Path) -> None:
     """``kill <launcher>``: torchrun's worker sits in a session of its own, so only the launcher can stop it
@@ -391,9 +382,9 @@ def test_sigterm_to_the_launcher_alone_stops_its_trainer_cpu(data, tmp_path: Pat
         assert last.startswith("interrupted (SIGTERM): ") and "resume with: " in last, last
         assert "-m e2c.sft.run --train-data" in last and str(out) in last, last
         deadline = time.monotonic() + 60
-        while not all(map(_ended, below)) and time.monotonic() < deadline:
+        while not all(map(ended, below)) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert all(map(_ended, below)), [(p, _cmdline(p)) for p in below if not _ended(p)]
+        assert all(map(ended, below)), [(p, _cmdline(p)) for p in below if not ended(p)]
         assert (
             out / ".e2c-run.lock"
         ).read_text() == ""  # let go cleanly: the command that resumes takes no one's
