@@ -203,7 +203,7 @@ def trend(values: Sequence[float]) -> dict[str, Any] | None:
 
 def system_info() -> dict[str, Any]:
     """The machine: CPU model, cores, torch threads, native bf16, OS, Python, package versions."""
-    from e2c.generation.hf import cpu_has_bf16
+    from e2c.devices import cpu_has_bf16
     from e2c.runinfo import git_commit, versions
 
     cpu = platform.processor() or platform.machine()

@@ -58,7 +58,7 @@ from e2c.argtypes import MODEL, OUTPUT_DIR, TEXT, whole
 from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, restore_metrics
 from e2c.cli import ArgumentParser
 from e2c.cluster import private_ray_dir, remove_private_ray_dir
-from e2c.devices import MAX_NODES, cpu_note, cpu_ranks, env_count, gpu_count, requested_gpus
+from e2c.devices import MAX_NODES, cpu_note, cpu_ranks, cpu_train_dtype, env_count, gpu_count, requested_gpus
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.files import check_output_dir, ensure_output_dir
@@ -69,7 +69,7 @@ from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_
 from e2c.paths import configs_dir, project_root
 from e2c.presets import cpu_preset
 from e2c.rewards.verl_score import CODE_REWARD_KEY, CODE_REWARDS, code_reward_mode
-from e2c.rl.memory import worker_allocator_env
+from e2c.rl.memory import allocator_line, worker_allocator_env
 from e2c.rl.settings import GROUP, ON_POLICY_LOSS, E2CSettings, e2c_settings, setting_flags
 from e2c.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
 from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, WORKERS_ENV, SandboxSpec, ready, workers_setting
@@ -97,6 +97,12 @@ SETTINGS: type[E2CSettings] = E2CSettings
 NODES = whole(1, MAX_NODES)  # --nnodes and NNODES
 
 # The CPU set-up (a size preset, then what verl needs without an accelerator), under configs_dir().
+
+
+# The dtype the actor (and a reference model) compute in on a CPU: e2c.devices.cpu_train_dtype.
+TRAIN_DTYPE_KEYS = tuple(
+    f"++actor_rollout_ref.{part}.fsdp_config.mixed_precision.param_dtype" for part in ("actor", "ref")
+)
 
 
 def cpu_overrides() -> dict[str, str]:
@@ -328,6 +334,7 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
             # resource counts from a driver that joins one.
             cpu = {k: v for k, v in cpu.items() if k.lstrip("+") not in RAY_RESOURCE_KEYS}
         out.update(cpu)
+        out.update(dict.fromkeys(TRAIN_DTYPE_KEYS, cpu_train_dtype()))
         out.update(cpu_shape(cpu_ranks(), args.nnodes, joins_cluster=bool(os.environ.get("RAY_ADDRESS"))))
     else:
         out["trainer.n_gpus_per_node"] = str(gpus)
@@ -1047,6 +1054,8 @@ def ray_temp_dir(overrides: list[str], env: Mapping[str, str] | None = None) -> 
 
 def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
     print(f"[e2c-rl] {args.algo} stage {args.stage} -> {args.output_dir}", flush=True)
+    if args.gpus == 0 and not os.environ.get("RAY_ADDRESS"):
+        print(f"[e2c-rl] {allocator_line()}", flush=True)
     keep_metrics(args.output_dir)
     ray_temp = ray_temp_dir(list(args.overrides or []))
     if ray_temp is not None:

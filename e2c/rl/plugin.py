@@ -11,6 +11,8 @@ Registered, in this order (the entries of :data:`REGISTERED`):
   (:func:`e2c.verl_cpu.install_platform`).
 - ``rollout:hf``: the transformers/vLLM-in-process rollout (replica and trainer adapter,
   :func:`e2c.verl_cpu.register_rollout`), which ``configs/cpu/rl.yaml`` selects.
+- ``attention:sdpa_varlen``: causal attention per packed sequence, which the CPU configs select for training
+  without padding (:func:`e2c.verl_cpu.register_attention`).
 - ``trainer:e2c_sync``, ``agent_loop:e2c``, ``reward_manager:e2c``: the E2C trainer (exploration advantage
   weighting of verl's GRPO advantages, also under DAPO, :mod:`e2c.rl.trainer`), the agent loop (prefilled
   exploration opener, optional elastic per-phase budgets, :mod:`e2c.rl.agent_loop`) and the reward manager
@@ -50,6 +52,7 @@ def _recipe() -> list[str] | None:
 STEPS: dict[str, Callable[[], list[str] | None]] = {
     "platform": verl_cpu.install_platform,
     "rollout": verl_cpu.register_rollout,
+    "attention": verl_cpu.register_attention,
     "recipe": _recipe,
 }
 

@@ -15,7 +15,16 @@ from pathlib import Path
 
 from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, Choice, whole
 from e2c.checkpoints import keep_metrics, restore_metrics
-from e2c.devices import MAX_CPU_RANKS, MAX_NODES, cpu_note, cpu_ranks, env_count, gpu_count, requested_gpus
+from e2c.devices import (
+    MAX_CPU_RANKS,
+    MAX_NODES,
+    cpu_note,
+    cpu_ranks,
+    cpu_train_dtype,
+    env_count,
+    gpu_count,
+    requested_gpus,
+)
 from e2c.errors import UserError
 from e2c.files import RecordFile
 from e2c.flags import flag_fields, setting
@@ -202,6 +211,15 @@ class Plan:
         return self.output_dir / "sft_data_stats.json"
 
 
+# The dtype verl's FSDP engine computes in (master weights and AdamW states stay fp32): e2c.devices.cpu_train_dtype.
+TRAIN_DTYPE_KEY = "++engine.mixed_precision.param_dtype"
+
+
+def cpu_overrides() -> dict[str, str]:
+    """``configs/cpu/sft.yaml``'s overrides (``preset``, then ``fixed``), then the CPU's compute dtype."""
+    return {**cpu_preset(CPU_PRESET), TRAIN_DTYPE_KEY: cpu_train_dtype()}
+
+
 def _existing(paths: list[str], what: str) -> list[str]:
     out = []
     for p in paths:
@@ -274,7 +292,7 @@ def make_plan(args: SFTSettings, overrides: list[str]) -> Plan:
         Path(args.config_dir) if args.config_dir else configs_dir(),
         CONFIG_NAME,
         [f"trainer.n_gpus_per_node={ranks}", f"trainer.nnodes={args.nnodes}"]
-        + ([f"{k}={v}" for k, v in cpu_preset(CPU_PRESET).items()] if gpus == 0 else []),
+        + ([f"{k}={v}" for k, v in cpu_overrides().items()] if gpus == 0 else []),
         overrides,
     )
     from e2c.batch_shapes import Cluster, check_sft
@@ -365,7 +383,7 @@ def hydra_overrides(plan: Plan, total_steps: int | None, trackers: list[str] | N
     if total_steps is not None:
         ov.append(f"{STEPS_KEY}={total_steps}")
     if plan.gpus == 0:
-        ov.extend(f"{k}={v}" for k, v in cpu_preset(CPU_PRESET).items() if k != STEPS_KEY)
+        ov.extend(f"{k}={v}" for k, v in cpu_overrides().items() if k != STEPS_KEY)
     return ov + plan.overrides
 
 

@@ -8,6 +8,8 @@ demos) and on one device for debugging. The E2C recipe (:mod:`e2c.rl`) uses it t
 - :mod:`e2c.verl_cpu.hf_rollout`: the rollout server (a ray actor that batches the agent loop's requests).
 - :mod:`e2c.verl_cpu.rollout_engine`: its decoding engines (transformers, or vLLM's in-process engine).
 - :mod:`e2c.verl_cpu.hf_verl`: the verl-side replica and trainer adapter (imported lazily by verl).
+- :mod:`e2c.verl_cpu.attention`: ``sdpa_varlen``, causal attention per sequence of a packed row (what
+  flash attention's varlen kernel does on a GPU), for training without padding on a CPU.
 
 The launcher's matching overrides (``actor_rollout_ref.rollout.name=hf``, FSDP2, ray with logical GPUs) are
 in ``configs/cpu/rl.yaml``.
@@ -40,3 +42,10 @@ def register_rollout() -> list[str]:
     # verl's table of rollout adapters (name, mode) -> class path; there is no register function for it.
     rollout_base._ROLLOUT_REGISTRY[(ROLLOUT_NAME, "async")] = "e2c.verl_cpu.hf_verl.HFServerAdapter"
     return [f"rollout:{ROLLOUT_NAME}"]
+
+
+def register_attention() -> list[str]:
+    """Register the ``sdpa_varlen`` attention in transformers' registries (:mod:`e2c.verl_cpu.attention`)."""
+    from e2c.verl_cpu import attention
+
+    return attention.register()

@@ -333,7 +333,7 @@ def rollout_dtype(name: str | None = None) -> Any:
     CPU with native bf16 units, else fp32, which is also what a GPU-less machine without them runs fastest)."""
     import torch
 
-    from e2c.generation.hf import cpu_has_bf16
+    from e2c.devices import cpu_has_bf16
 
     name = (name or os.environ.get("E2C_ROLLOUT_DTYPE", "auto")).strip().lower()
     if name not in ROLLOUT_DTYPES:

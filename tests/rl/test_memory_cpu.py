@@ -298,11 +298,34 @@ def test_worker_allocator_env_prefers_jemalloc_then_glibcs_threshold_cpu(tmp_pat
     # no jemalloc on this machine: glibc's threshold
     none = tmp_path / "none"
     none.mkdir()
-    assert find_jemalloc([str(none)]) is None
+    assert find_jemalloc([str(none)], bundled=False) is None
     some = tmp_path / "some"
     some.mkdir()
     (some / JEMALLOC).write_bytes(b"")
     assert find_jemalloc([str(none), str(some)]) == str(some / JEMALLOC)
+
+
+def test_jemalloc_is_found_in_rays_wheel_without_a_system_package_cpu(tmp_path: Path) -> None:
+    """A fresh install has no libjemalloc2 but has ray, whose wheel carries jemalloc: the workers get it."""
+    from e2c.rl.memory import allocator_line, bundled_jemalloc, find_jemalloc, worker_allocator_env
+
+    bundled = bundled_jemalloc()
+    assert bundled is not None and Path(bundled).is_file() and "ray" in Path(bundled).parts
+    assert find_jemalloc([str(tmp_path)]) == bundled
+    assert find_jemalloc([str(tmp_path)], bundled=False) is None
+    assert worker_allocator_env({}, jemalloc=bundled) == {"LD_PRELOAD": bundled}
+    assert allocator_line({}, jemalloc=bundled) == f"workers' allocator: jemalloc ({bundled})"
+    assert (
+        allocator_line({"LD_PRELOAD": "/x/libtcmalloc.so"}) == "workers' allocator: yours (/x/libtcmalloc.so)"
+    )
+
+
+def test_allocator_line_says_when_glibcs_fallback_runs_cpu(monkeypatch) -> None:
+    from e2c.rl import memory
+
+    monkeypatch.setattr(memory, "find_jemalloc", lambda dirs=(): None)
+    line = memory.allocator_line({})
+    assert line.startswith("workers' allocator: glibc with MALLOC_MMAP_THRESHOLD_=1048576 (no jemalloc found")
 
 
 def test_worker_allocator_env_without_jemalloc_cpu(monkeypatch) -> None:

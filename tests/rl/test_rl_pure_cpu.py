@@ -260,7 +260,7 @@ def test_stage_configs_compose_with_paper_settings_cpu(algo: str) -> None:
 
 
 def test_rollout_dtype_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    from e2c.generation.hf import cpu_has_bf16
+    from e2c.devices import cpu_has_bf16
     from e2c.verl_cpu.hf_rollout import rollout_dtype
 
     assert rollout_dtype("float32") is torch.float32 and rollout_dtype("bfloat16") is torch.bfloat16

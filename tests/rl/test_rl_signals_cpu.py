@@ -330,7 +330,7 @@ def test_positive_only_mask_matches_reference_cpu() -> None:
 
 # -- 3. plugin registration: any import order, retried after a failure, failures loud -------------------------
 
-EXPECTED = {"rollout:hf", "trainer:e2c_sync", "agent_loop:e2c", "reward_manager:e2c"}
+EXPECTED = {"rollout:hf", "attention:sdpa_varlen", "trainer:e2c_sync", "agent_loop:e2c", "reward_manager:e2c"}
 
 PROBE = """
 import json
@@ -339,10 +339,14 @@ from verl.experimental.agent_loop.agent_loop import _agent_loop_registry
 from verl.experimental.reward_loop.reward_manager.registry import REWARD_MANAGER
 from verl.trainer.ppo.v1.trainer_base import TRAINER_REGISTRY
 from verl.workers.rollout.base import _ROLLOUT_REGISTRY
+from transformers import AttentionInterface
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 print("RESULT", json.dumps({
     "registered": list(p.REGISTERED), "error": p.ERROR,
     "verl": ["e2c_sync" in TRAINER_REGISTRY, "e2c" in _agent_loop_registry, "e2c" in REWARD_MANAGER,
-             ("hf", "async") in _ROLLOUT_REGISTRY],
+             ("hf", "async") in _ROLLOUT_REGISTRY,
+             "sdpa_varlen" in AttentionInterface._global_mapping,
+             "sdpa_varlen" in ALL_MASK_ATTENTION_FUNCTIONS._global_mapping],
 }))
 """
 
