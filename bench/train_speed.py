@@ -4,7 +4,8 @@
 
 Each arm runs the quickstart's own commands (``scripts/e2c_sft.sh`` with its SFT settings, 8 chains a step;
 ``scripts/e2c_rl.sh --stage 2`` with its RL settings, 2 prompts x 8 samples, from the same SFT model for both
-arms) on the quickstart's synthetic data, one after the other, nothing else running:
+arms; the reward ``credit``, so that groups differ and every step runs its update) on the quickstart's synthetic
+data, one after the other, nothing else running:
 
 - ``before``: the CPU set-up of eea892c, restored by overrides: plain ``sdpa`` (a packed SFT row attends
   through a block-diagonal mask), the RL update padded (``use_remove_padding=false``), bf16 autocast
@@ -277,6 +278,7 @@ def rl_arm(
         u for u, skipped in zip(get("timing_s/update_actor"), get("health/update_skipped")) if not skipped
     ]
     upd_s = later(updates) if updates else 0.0
+    ran = [t for t, skipped in zip(get("timing_s/step"), get("health/update_skipped")) if not skipped]
     prompt, response = later(get("prompt_length/mean")), later(get("response_length/mean"))
     seq = prompt + response
     update_work = 3 * shape.forward_flops(samples * seq, seq)
@@ -291,6 +293,9 @@ def rl_arm(
     return {
         "step_s": round(step_s, 2),
         "steps_s": [round(x, 1) for x in get("timing_s/step")],
+        # the step's median over the steps that ran their update (the quickstart's RL steps mostly do)
+        "step_with_update_s": round(later(ran), 2) if ran else None,
+        "skipped_updates": int(sum(get("health/update_skipped"))),
         "gen_s": round(gen_s, 2),
         "update_s": round(upd_s, 2),
         "updates_s": [round(x, 1) for x in updates],
@@ -352,7 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     folder = resolve_model(args.model).path
     shape = model_shape(folder)
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="e2c_train_speed_"))
-    qcfg = Config(model=folder)
+    # The reward "credit" (0.1 for a well-formed chain with a wrong answer) gives a start that rarely answers
+    # right groups with unequal rewards, so the steps run their update (one with equal rewards skips it);
+    # the update's cost does not depend on the rewards' values.
+    qcfg = Config(model=folder, rl_reward_shape="credit")
     ctx = Context(qcfg, base.resolve())
     if not (ctx.data_dir / "sft.parquet").is_file():
         stage_data(ctx, Reporter("data", 1, 1, 30.0))
@@ -404,7 +412,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"{x['update_floor_s']:>8} {x['update_ratio']:>6}"
             )
             print(f"{arm:<7} {'RL gen':<10} {x['gen_s']:>9} {'':>11} {x['gen_gflops']:>8} {'-':>8} {'-':>6}")
-            print(f"{arm:<7} {'RL step':<10} {x['step_s']:>9}   actor sys share {x['actor_sys_share']}")
+            print(
+                f"{arm:<7} {'RL step':<10} {x['step_s']:>9}   with an update {x['step_with_update_s']} s "
+                f"({x['skipped_updates']} skipped); actor worker's system share {x['actor_sys_share']}"
+            )
     print(
         json.dumps(
             {
