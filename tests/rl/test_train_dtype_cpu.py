@@ -54,9 +54,26 @@ def test_both_launchers_pass_the_dtype_to_verl_on_a_cpu_only_cpu(tmp_path: Path,
 
 @pytest.mark.parametrize("module", ["e2c.rl.launch", "e2c.sft.run"])
 def test_launchers_refuse_a_bad_train_dtype_in_one_line(module: str, tmp_path: Path) -> None:
+    from e2c.data.io import write_parquet
+    from e2c.data.synthetic.generate import generate, rows_by_split
+
+    if module == "e2c.rl.launch":
+        extra = ["--stage", "2"]
+    else:  # SFT checks its data first: a real file, so that the dtype is what it refuses
+        samples, _ = generate(8, seed=0)
+        extra = ["--train-data", str(write_parquet(rows_by_split(samples)["sft"], tmp_path / "sft.parquet"))]
     env = {**os.environ, "E2C_TRAIN_DTYPE": "fp16", "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, "-m", module, "--model", "tiny", "--dry-run", "--output-dir", str(tmp_path / "run")]
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=180)
+    cmd = [
+        sys.executable,
+        "-m",
+        module,
+        "--model",
+        "tiny",
+        "--dry-run",
+        "--output-dir",
+        str(tmp_path / "run"),
+    ]
+    r = subprocess.run([*cmd, *extra], capture_output=True, text=True, env=env, cwd=ROOT, timeout=180)
     assert r.returncode == 2, r.stderr[-2000:]
     assert r.stderr.strip().splitlines() == ["error: E2C_TRAIN_DTYPE='fp16' is not one of auto, bf16, fp32"]
     assert not (tmp_path / "run").exists()
