@@ -40,7 +40,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import MODEL, OUTPUT_DIR, whole
+from e2c.argtypes import MODEL, OUTPUT_DIR, NameList, whole
 from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
@@ -325,7 +325,10 @@ def build_parser() -> ArgumentParser:
         "--rl-steps", type=whole(0, 1000), default=5, help="RL steps per arm (0: no RL; default: 5)"
     )
     ap.add_argument(
-        "--arms", default="before,now", help="comma-separated arms of: before, now (default: both)"
+        "--arms",
+        type=NameList(ARMS, "arm"),
+        default=list(ARMS),
+        help="comma-separated arms of: before, now (default: both)",
     )
     ap.add_argument(
         "--rl-start",
@@ -347,10 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     from e2c.quickstart.progress import Reporter
 
     args = build_parser().parse_args(argv)
-    arms = [a.strip() for a in args.arms.split(",") if a.strip()]
-    bad = [a for a in arms if a not in ARMS]
-    if bad or not arms:
-        raise UserError(f"--arms: unknown arm {bad[0] if bad else '(none)'!r}; valid: {', '.join(ARMS)}")
+    arms = args.arms
     checks_done()
     from e2c.models import resolve_model
 

@@ -50,6 +50,11 @@ ENTRIES: dict[str, Entry] = dict(
         _bench("rl_overhead", "--model", "tiny", "--steps", "2"),
         _bench("synthetic_data", "--n", "5", "--tokenizer", "tiny"),
         _bench("tag_init", "--steps", "1", "--batch", "1"),
+        _bench(
+            "train_speed",
+            *("--model", "tiny", "--sft-steps", "2", "--rl-steps", "0", "--arms", "now"),
+            *("--keep", "{tmp}/speed"),
+        ),
         _bench("vllm_sampling", "--model", "tiny", "--prompts", "1", "--tokens", "1"),
     ]
 )

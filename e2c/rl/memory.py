@@ -64,7 +64,8 @@ November 2026):
   micro-batch of 16 fitted by luck.
 - ``EXTRA_RANK`` 0.5 GiB per rank beyond the first (the tiny model's GRPO step at 4 ranks against 1: 8.64
   against 7.19 GiB of summed PSS, docs/training.md; most of a rank's process is shared libraries).
-- Not measured: ``PAD`` 1.4 (a dynamic micro-batch's padded over its real tokens, with mixed lengths),
+- Not measured: ``PAD`` 1.4 (a dynamic micro-batch's padded over its real tokens, with mixed lengths; the
+  CPU set-up trains without padding since 2026-12-07, where it only keeps the estimate on the safe side),
   ``CKPT`` and ``VOCAB_ENTROPY`` (from the tensors kept), the transformers rollout's cache.
   ``bench/rl_memory.py`` records real peaks next to the estimate, to refit the constants.
 """
