@@ -321,9 +321,7 @@ def build_parser() -> ArgumentParser:
         "--model", type=MODEL, default="embedded", help="model spec (default: embedded SmolLM2-135M)"
     )
     ap.add_argument("--sft-steps", type=whole(2, 1000), default=6, help="SFT steps per arm (default: 6)")
-    ap.add_argument(
-        "--rl-steps", type=whole(0, 1000), default=5, help="RL steps per arm (0: no RL; default: 5)"
-    )
+    ap.add_argument("--rl-steps", type=whole(1, 1000), default=5, help="RL steps per arm (default: 5)")
     ap.add_argument(
         "--arms",
         type=NameList(ARMS, "arm"),
@@ -384,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         results[arm] = {"sft": sft}
         print(f"[train_speed] {arm}: SFT {sft['step_s']} s a step ({sft['ratio']}x the floor)", flush=True)
     start = args.rl_start or results[arms[-1]]["sft"]["model"]  # one start model for every RL arm
-    for arm in arms if args.rl_steps else []:
+    for arm in arms:
         env = {**os.environ, **(BEFORE_ENV if arm == "before" else {})}
         if arm == "now":
             for k in BEFORE_ENV:

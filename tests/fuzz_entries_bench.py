@@ -52,7 +52,7 @@ ENTRIES: dict[str, Entry] = dict(
         _bench("tag_init", "--steps", "1", "--batch", "1"),
         _bench(
             "train_speed",
-            *("--model", "tiny", "--sft-steps", "2", "--rl-steps", "0", "--arms", "now"),
+            *("--model", "tiny", "--sft-steps", "2", "--rl-steps", "1", "--arms", "now"),
             *("--keep", "{tmp}/speed"),
         ),
         _bench("vllm_sampling", "--model", "tiny", "--prompts", "1", "--tokens", "1"),
