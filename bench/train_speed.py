@@ -4,8 +4,9 @@
 
 Each arm runs the quickstart's own commands (``scripts/e2c_sft.sh`` with its SFT settings, 8 chains a step;
 ``scripts/e2c_rl.sh --stage 2`` with its RL settings, 2 prompts x 8 samples, from the same SFT model for both
-arms; the reward ``credit``, so that groups differ and every step runs its update) on the quickstart's synthetic
-data, one after the other, nothing else running:
+arms; the reward ``credit``, so that more groups differ and more steps run their update: a step whose groups
+all scored alike skips it, and the update's median is over the steps that ran one) on the quickstart's
+synthetic data, one after the other, nothing else running:
 
 - ``before``: the CPU set-up of eea892c, restored by overrides: plain ``sdpa`` (a packed SFT row attends
   through a block-diagonal mask), the RL update padded (``use_remove_padding=false``), bf16 autocast
@@ -168,6 +169,13 @@ def watch_metrics(path: Path, stamps: dict[int, float], done: threading.Event) -
             except (ValueError, KeyError, TypeError):
                 pass
         seen = len(lines)
+
+
+def arm_env(arm: str) -> dict[str, str]:
+    """This process's environment with the arm's settings: ``before``'s variables set, ``now`` without them
+    (a variable of yours that ``before`` sets would otherwise change ``now``)."""
+    env = {k: v for k, v in os.environ.items() if k not in BEFORE_ENV}
+    return {**env, **BEFORE_ENV} if arm == "before" else env
 
 
 def run_logged(cmd: list[str], env: dict[str, str], log: Path) -> int:
@@ -371,10 +379,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     results: dict[str, dict] = {}
     for arm in arms:
-        env = {**os.environ, **(BEFORE_ENV if arm == "before" else {})}
-        if arm == "now":
-            for k in BEFORE_ENV:
-                env.pop(k, None)
+        env = arm_env(arm)
         print(f"[train_speed] {arm}: SFT {args.sft_steps} steps", flush=True)
         sft = sft_arm(arm, qcfg, ctx.data_dir / "sft.parquet", base / arm / "sft", args.sft_steps, shape, env)
         sft["floor_s"] = round(sft["tflop"] * 1e12 / floor_rate, 2)
@@ -383,10 +388,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[train_speed] {arm}: SFT {sft['step_s']} s a step ({sft['ratio']}x the floor)", flush=True)
     start = args.rl_start or results[arms[-1]]["sft"]["model"]  # one start model for every RL arm
     for arm in arms:
-        env = {**os.environ, **(BEFORE_ENV if arm == "before" else {})}
-        if arm == "now":
-            for k in BEFORE_ENV:
-                env.pop(k, None)
+        env = arm_env(arm)
         print(f"[train_speed] {arm}: RL {args.rl_steps} steps from {start}", flush=True)
         rl = rl_arm(
             arm, qcfg, start, ctx.data_dir / "rl.parquet", base / arm / "rl", args.rl_steps, shape, env
