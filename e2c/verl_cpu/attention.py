@@ -24,6 +24,9 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from transformers import AttentionInterface
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 
 NAME = "sdpa_varlen"
 
@@ -61,8 +64,6 @@ def sdpa_varlen_forward(
     """transformers' attention signature (query, key, value ``[batch, heads, tokens, head_dim]``; returns
     ``[batch, tokens, heads, head_dim]``): a packed row of a causal module attends within each sequence;
     everything else is transformers' ``sdpa``."""
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
     position_ids = kwargs.get("position_ids")
     causal = is_causal if is_causal is not None else getattr(module, "is_causal", True)
     bounds = None
@@ -103,9 +104,6 @@ def sdpa_varlen_forward(
 
 def register() -> list[str]:
     """Register :data:`NAME` in transformers' attention and mask registries (idempotent)."""
-    from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
-
     AttentionInterface.register(NAME, sdpa_varlen_forward)
     AttentionMaskInterface.register(NAME, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
     return [f"attention:{NAME}"]
