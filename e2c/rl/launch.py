@@ -75,6 +75,7 @@ from e2c.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_path
 from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, WORKERS_ENV, SandboxSpec, ready, workers_setting
 from e2c.sandbox import setting as sandbox_setting
 from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
+from e2c.verl_cpu import plain_attention_config
 from e2c.verl_cpu.hf_rollout import SYNC_LOG, SYNC_LOG_ENV
 
 ALGOS = ("grpo", "dapo")
@@ -176,24 +177,26 @@ def latest_hf_checkpoint(run_dir: Path) -> Path:
         raise UserError(
             f"checkpoint {hf} has no HF weights (config.json + *.safetensors); cannot start stage 2"
         )
-    plain_lora_checkpoint(step)  # a run killed before the launcher merged its adapters
+    plain_checkpoint(step)  # a run killed before the launcher made its checkpoints plain
     return hf
 
 
-def plain_lora_checkpoint(step: Path) -> int:
-    """A LoRA run's checkpoint as a plain model: verl saves ``actor/huggingface`` with PEFT's parameter
-    names, which no loader of plain models reads; merge the adapter into it (:func:`e2c.lora.merge_peft_folder`).
+def plain_checkpoint(step: Path) -> int:
+    """A checkpoint's ``actor/huggingface`` as a plain model any loader reads: the training-only attention
+    dropped from its config (:func:`e2c.verl_cpu.plain_attention_config`) and, for a LoRA run, the adapter
+    merged into the weights verl saved with PEFT's parameter names (:func:`e2c.lora.merge_peft_folder`).
     Returns the number of merged weights; 0 for a full fine-tuning checkpoint or one already merged."""
     hf = step / "actor" / "huggingface"
+    plain_attention_config(hf)
     if not any(hf.glob("*.safetensors")):
         return 0
     return merge_checkpoint_folder(hf, step / "actor" / LORA_META)
 
 
-def plain_lora_checkpoints(run_dir: Path) -> None:
-    """After a run: every saved step of a LoRA run as a plain model (eval, TTS and stage 2 load these)."""
+def plain_checkpoints(run_dir: Path) -> None:
+    """After a run: every saved step as a plain model (eval, TTS and stage 2 load these)."""
     for step in sorted(run_dir.glob("global_step_*")):
-        if n := plain_lora_checkpoint(step):
+        if n := plain_checkpoint(step):
             print(f"[e2c-rl] merged the LoRA adapter into {n} weights of {step / 'actor' / 'huggingface'}")
 
 
@@ -1073,7 +1076,7 @@ def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
         )
     finally:
         restore_metrics(args.output_dir)
-        plain_lora_checkpoints(args.output_dir)
+        plain_checkpoints(args.output_dir)
         if ray_temp is not None and rc == 0:
             remove_private_ray_dir(ray_temp)
         elif ray_temp is not None:

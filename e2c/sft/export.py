@@ -13,6 +13,7 @@ from e2c.errors import UserError
 from e2c.files import atomic_replace_dir, atomic_write_json
 from e2c.lora import LORA_META, merge_adapter_folder, merge_checkpoint_folder
 from e2c.paths import project_root
+from e2c.verl_cpu import plain_attention_config
 
 META = "e2c_sft.json"
 
@@ -55,6 +56,7 @@ def export_final(ckpt: Path, final_dir: Path, meta: dict[str, Any]) -> Path:
             if res.returncode != 0 or not any(tmp.glob("*.safetensors")):
                 tail = (res.stderr or res.stdout).strip().splitlines()[-3:]
                 raise UserError(f"verl's model merger failed on {ckpt}: {' | '.join(tail)}")
+        plain_attention_config(tmp)
         # A LoRA run: the merger wrote the base weights with the adapter beside them; the model is the merge.
         if not merge_adapter_folder(tmp):
             # verl's own hf_model save of a LoRA model keeps PEFT's parameter names

@@ -17,6 +17,13 @@ in ``configs/cpu/rl.yaml``.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+# The attention the CPU configs train with (:mod:`e2c.verl_cpu.attention`); a name only processes that
+# loaded the verl plugin know.
+VARLEN_ATTENTION = "sdpa_varlen"
+
 
 def install_platform() -> list[str]:
     """Register and select the ``cpu`` platform when no accelerator is present; returns the registry entries
@@ -42,6 +49,28 @@ def register_rollout() -> list[str]:
     # verl's table of rollout adapters (name, mode) -> class path; there is no register function for it.
     rollout_base._ROLLOUT_REGISTRY[(ROLLOUT_NAME, "async")] = "e2c.verl_cpu.hf_verl.HFServerAdapter"
     return [f"rollout:{ROLLOUT_NAME}"]
+
+
+def plain_attention_config(folder: Path) -> bool:
+    """Drop the training-only attention from the ``config.json`` of a saved model; True if it was there.
+
+    verl writes the config it trained with, ``attn_implementation`` included, into every checkpoint's HF
+    folder. transformers refuses a name missing from its registry, so a checkpoint that keeps
+    :data:`VARLEN_ATTENTION` loads only in a process that registered it; without the key a loader takes its
+    own default. Other attentions (``flash_attention_2`` on a GPU) are left as verl wrote them.
+    """
+    from e2c.files import atomic_write_json
+
+    path = Path(folder) / "config.json"
+    try:
+        config = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    if not isinstance(config, dict) or config.get("attn_implementation") != VARLEN_ATTENTION:
+        return False
+    del config["attn_implementation"]
+    atomic_write_json(path, config)
+    return True
 
 
 def register_attention() -> list[str]:

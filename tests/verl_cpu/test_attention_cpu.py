@@ -3,7 +3,12 @@ is transformers' ``sdpa`` (e2c/verl_cpu/attention.py)."""
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 import torch
@@ -107,3 +112,53 @@ def test_anything_not_packed_is_sdpa_cpu(tiny_models) -> None:
         tiny_models[NAME].generate(ids[:1], max_new_tokens=4, do_sample=False),
         tiny_models["sdpa"].generate(ids[:1], max_new_tokens=4, do_sample=False),
     )
+
+
+def _plain_transformers_loads(folder: Path) -> subprocess.CompletedProcess:
+    """Load ``folder`` with transformers alone, in a process that never registered the e2c attention."""
+    code = "import sys; from transformers import AutoModelForCausalLM; AutoModelForCausalLM.from_pretrained(sys.argv[1])"
+    return subprocess.run(
+        [sys.executable, "-c", code, str(folder)], capture_output=True, text=True, check=False
+    )
+
+
+def test_a_saved_checkpoint_loads_without_the_plugin_once_made_plain_cpu(
+    tiny_path: str, tmp_path: Path
+) -> None:
+    from e2c.models import load_model_and_tokenizer
+    from e2c.rl.launch import plain_checkpoint
+    from e2c.verl_cpu import plain_attention_config
+
+    # what verl writes: the config it trained with, the attention override included
+    step = tmp_path / "global_step_3"
+    hf = step / "actor" / "huggingface"
+    shutil.copytree(tiny_path, hf)
+    config = json.loads((hf / "config.json").read_text())
+    (hf / "config.json").write_text(json.dumps({**config, "attn_implementation": NAME}))
+    refused = _plain_transformers_loads(hf)
+    assert refused.returncode != 0 and NAME in refused.stderr
+    # e2c's own loader reads such a folder (a run killed before the launcher made it plain)
+    load_model_and_tokenizer(str(hf))
+
+    assert plain_checkpoint(step) == 0  # no LoRA adapter to merge
+    assert json.loads((hf / "config.json").read_text()) == config
+    loaded = _plain_transformers_loads(hf)
+    assert loaded.returncode == 0, loaded.stderr[-2000:]
+    assert plain_attention_config(hf) is False  # already plain
+
+
+def test_plain_attention_config_leaves_other_configs_alone_cpu(tmp_path: Path) -> None:
+    from e2c.verl_cpu import plain_attention_config
+
+    assert plain_attention_config(tmp_path) is False  # no config.json
+    cases = {
+        "flash": json.dumps({"attn_implementation": "flash_attention_2", "x": 1}),
+        "none": json.dumps({"x": 1}),
+        "broken": '{"attn_implementation": "sdpa_varlen"',
+        "list": json.dumps([NAME]),
+    }
+    for name, text in cases.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(text)
+        assert plain_attention_config(tmp_path / name) is False
+        assert (tmp_path / name / "config.json").read_text() == text
