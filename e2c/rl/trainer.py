@@ -323,8 +323,8 @@ class E2CTrainer(PPOTrainerSync):
         When every trained token's advantage is zero (all groups had equal rewards) and the loss has no
         other term (no entropy bonus, no KL loss), the loss is exactly 0 but AdamW would still step: along
         its momentum, with weight decay, at the full learning rate, so an early noisy direction is applied
-        again on every empty step. Such a step keeps its rollout, metrics, checkpoint and weight sync (the
-        weights are unchanged) and logs ``health/update_skipped`` 1.0. NaN advantages count as signal, so
+        again on every empty step. Such a step keeps its rollout, metrics and checkpoint, and logs
+        ``health/update_skipped`` 1.0; its weight sync has nothing to send (:meth:`on_step_end`). NaN advantages count as signal, so
         verl's own non-finite guard still sees them.
         """
         actor = self.config.actor_rollout_ref.actor
@@ -332,11 +332,40 @@ class E2CTrainer(PPOTrainerSync):
             actor.get("use_kl_loss", False)
         )
         skip = not getattr(self, "_e2c_signal", True) and not other_terms
+        self._e2c_update_skipped = skip
         metrics[health.UPDATE_SKIPPED] = float(skip)
         if skip:
             logger.warning("step %s: every advantage is zero; the actor update is skipped", self.global_steps)
             return batch
         return super()._update_actor(batch, metrics)
+
+    def on_step_begin(self) -> None:
+        self._e2c_update_skipped = False  # set by this step's _update_actor
+        super().on_step_begin()
+
+    def on_step_end(self) -> None:
+        """verl's weight sync to the rollout, unless this step skipped its update (:meth:`_update_actor`) and
+        every replica is the ``hf`` rollout's: its server already holds these very weights, so the full
+        gather and push (~4.5 s a step for the embedded model on 2 cores) would change nothing. The servers
+        are told the step instead (:meth:`e2c.verl_cpu.hf_rollout.HFRolloutServer.weights_unchanged`), so
+        their samples and sync log name it. Other rollouts (vLLM on GPUs) always sync, as verl does."""
+        servers = self._e2c_hf_servers() if getattr(self, "_e2c_update_skipped", False) else []
+        if not servers:
+            super().on_step_end()
+            return
+        import ray
+
+        ray.get([server.weights_unchanged.remote(self.global_steps) for server in servers])
+        self.timing_raw["update_weights"] = 0.0
+
+    def _e2c_hf_servers(self) -> list[Any]:
+        """The rollout servers when every replica is the ``hf`` rollout's; else empty."""
+        from e2c.verl_cpu.hf_verl import HFReplica
+
+        replicas = list(getattr(getattr(self, "checkpoint_manager", None), "replicas", None) or [])
+        if not replicas or not all(isinstance(r, HFReplica) for r in replicas):
+            return []
+        return [server for r in replicas for server in r.servers]
 
     def _compute_old_log_prob(self, batch: Any, metrics: dict) -> Any:
         """Under the ``e2c_on_policy`` loss (one mini-batch, one PPO epoch: the launcher picks it only

@@ -123,6 +123,7 @@ class HFRolloutServer:
         self.max_batch = int(os.environ.get("E2C_ROLLOUT_MAX_BATCH", "64"))
         self.global_steps: int | None = None
         self.movement = WeightMovementLog() if os.environ.get(MOVEMENT_ENV, "1").strip() != "0" else None
+        self._moved: dict[str, Any] = {}  # the last sync's movement fields
         self._pending: list[_Request] = []
         self._worker: asyncio.Task | None = None
         self.stats = {
@@ -131,6 +132,7 @@ class HFRolloutServer:
             "tokens": 0,
             "seconds": 0.0,
             "weight_updates": 0,
+            "weight_updates_unchanged": 0,
             "engine": self.engine.name,
         }
 
@@ -243,10 +245,19 @@ class HFRolloutServer:
         record_sync(
             {"global_steps": global_steps, "kind": kind, "tensors": count, "shift_from_base": shift, **moved}
         )
+        self._moved = moved
         if global_steps is not None:
             self.global_steps = global_steps
         self.stats["weight_updates"] += 1
         return count
+
+    async def weights_unchanged(self, global_steps: int) -> None:
+        """Step ``global_steps`` skipped its update (:meth:`e2c.rl.trainer.E2CTrainer.on_step_end`), so the
+        trainer sends no weights: the ones held are that step's. Logged like a sync (kind ``unchanged``, the
+        last sync's movement again), so every step has its line in ``rollout_sync.jsonl``."""
+        record_sync({"global_steps": global_steps, "kind": "unchanged", "tensors": 0, **self._moved})
+        self.global_steps = global_steps
+        self.stats["weight_updates_unchanged"] += 1
 
     async def get_stats(self) -> dict[str, Any]:
         return dict(self.stats)

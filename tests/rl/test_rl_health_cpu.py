@@ -237,6 +237,50 @@ def test_rollout_keeps_the_start_and_logs_movement_cpu() -> None:
     assert later["weight_bf16_changed_share"] == 0.5 and later["start_global_steps"] == 0
 
 
+def test_a_step_without_new_weights_logs_the_last_movement_cpu(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's sync log after a skipped update: a line for that step with the weights it still holds."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+    from types import SimpleNamespace
+
+    from e2c.verl_cpu.hf_rollout import SYNC_LOG_ENV, HFRolloutServer, WeightMovementLog
+
+    log = tmp_path / "rollout_sync.jsonl"
+    monkeypatch.setenv(SYNC_LOG_ENV, str(log))
+    server = HFRolloutServer.__new__(HFRolloutServer)
+    server.engine = SimpleNamespace(load_weights=len)
+    server._engine_thread = ThreadPoolExecutor(1)
+    server.movement, server._moved, server.global_steps = WeightMovementLog(), {}, None
+    server.stats = {"weight_updates": 0, "weight_updates_unchanged": 0}
+
+    async def steps() -> None:
+        await server.update_weights({"w": torch.tensor([1.0, 2.0])}, 0)
+        await server.update_weights({"w": torch.tensor([1.0, 2.5])}, 1)
+        await server.weights_unchanged(2)
+
+    asyncio.run(steps())
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    assert [(x["global_steps"], x["kind"], x["tensors"]) for x in lines] == [
+        (0, "full", 1),
+        (1, "full", 1),
+        (2, "unchanged", 0),
+    ]
+    assert lines[2]["weight_rel_l2"] == lines[1]["weight_rel_l2"] == pytest.approx(0.5 / math.sqrt(5))
+    assert server.global_steps == 2 and server.stats == {"weight_updates": 2, "weight_updates_unchanged": 1}
+    rows = {r["step"]: r for r in health_table_of(tmp_path, steps=[1, 2])}
+    assert rows[2][REL_L2_AFTER] == rows[1][REL_L2_AFTER]
+
+
+def health_table_of(run_dir: Path, steps: list[int]) -> list[dict]:
+    """:func:`health_table` of ``run_dir`` with a bare metrics line for each of ``steps``."""
+    (run_dir / "metrics.jsonl").write_text(
+        "".join(json.dumps({"step": s, "data": {"critic/score/mean": 0.0}}) + "\n" for s in steps)
+    )
+    return health_table(run_dir)
+
+
 # ------------------------------------------------------------------------------------------ run table
 def _write_jsonl(path: Path, records: list[dict]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in records) + '{"cut by a ki')

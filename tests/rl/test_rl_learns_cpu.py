@@ -189,6 +189,48 @@ def test_a_step_with_nothing_to_learn_does_not_update(
     assert metrics[health.UPDATE_SKIPPED] == float(not updated)
 
 
+@pytest.mark.parametrize(
+    ("signal", "hf", "synced"),
+    [(True, True, True), (False, True, False), (False, False, True)],
+)
+def test_a_skipped_update_sends_no_weights_to_the_hf_rollout(
+    monkeypatch: pytest.MonkeyPatch, signal: bool, hf: bool, synced: bool
+) -> None:
+    """After a skipped update the hf servers are told the step instead of receiving the same weights again;
+    an update, or any other rollout (vLLM's replicas on GPUs), syncs as verl does."""
+    import ray
+    from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+    from e2c.verl_cpu.hf_verl import HFReplica
+
+    told: list[int] = []
+
+    class Server:
+        class weights_unchanged:  # a ray actor method's shape: .remote(...)
+            @staticmethod
+            def remote(step: int) -> int:
+                told.append(step)
+                return step
+
+    replica = HFReplica.__new__(HFReplica) if hf else SimpleNamespace()
+    replica.servers = [Server()]
+    syncs: list[int] = []
+    monkeypatch.setattr(PPOTrainerSync, "_update_actor", lambda self, batch, metrics: batch)
+    monkeypatch.setattr(PPOTrainerSync, "on_step_end", lambda self: syncs.append(self.global_steps))
+    monkeypatch.setattr(ray, "get", lambda refs: refs)
+    t = _trainer(signal)
+    t.checkpoint_manager = SimpleNamespace(replicas=[replica])
+    t.timing_raw = {}
+    t.on_step_begin()
+    t._update_actor(object(), {})
+    t.on_step_end()
+    assert (syncs == [3]) is synced
+    assert (told == [3]) is (not synced)
+    # the next step starts without the last one's skip
+    t.on_step_begin()
+    assert t._e2c_update_skipped is False
+
+
 # ------------------------------------------------------------------------------------ reward and filter
 @pytest.mark.parametrize(
     ("text", "credit", "gate", "score"),
