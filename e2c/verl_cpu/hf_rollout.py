@@ -21,6 +21,7 @@ from the first ones this server was sent (the start checkpoint, or the checkpoin
 from: ``start_global_steps``): ``weight_rel_l2`` and ``weight_bf16_changed_share``
 (:func:`e2c.weights.weight_movement`). The server keeps one copy of those first weights, in the dtype they
 arrive in (fp32 weights of a 135M model: about 0.5 GB); ``E2C_ROLLOUT_WEIGHT_MOVEMENT=0`` turns this off.
+The line also says what the server decoded since the previous one (``gen_*``: the step's rollout).
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ class HFRolloutServer:
         self.global_steps: int | None = None
         self.movement = WeightMovementLog() if os.environ.get(MOVEMENT_ENV, "1").strip() != "0" else None
         self._moved: dict[str, Any] = {}  # the last sync's movement fields
+        self._logged = {"batches": 0, "requests": 0, "tokens": 0, "seconds": 0.0}  # stats at the last sync
         self._pending: list[_Request] = []
         self._worker: asyncio.Task | None = None
         self.stats = {
@@ -243,7 +245,14 @@ class HFRolloutServer:
             moved = await asyncio.to_thread(self.movement.update, state_dict, global_steps)
         count = await self._on_engine_thread(self.engine.load_weights, state_dict)
         record_sync(
-            {"global_steps": global_steps, "kind": kind, "tensors": count, "shift_from_base": shift, **moved}
+            {
+                "global_steps": global_steps,
+                "kind": kind,
+                "tensors": count,
+                "shift_from_base": shift,
+                **moved,
+                **self._generated(),
+            }
         )
         self._moved = moved
         if global_steps is not None:
@@ -255,9 +264,27 @@ class HFRolloutServer:
         """Step ``global_steps`` skipped its update (:meth:`e2c.rl.trainer.E2CTrainer.on_step_end`), so the
         trainer sends no weights: the ones held are that step's. Logged like a sync (kind ``unchanged``, the
         last sync's movement again), so every step has its line in ``rollout_sync.jsonl``."""
-        record_sync({"global_steps": global_steps, "kind": "unchanged", "tensors": 0, **self._moved})
+        record_sync(
+            {
+                "global_steps": global_steps,
+                "kind": "unchanged",
+                "tensors": 0,
+                **self._moved,
+                **self._generated(),
+            }
+        )
         self.global_steps = global_steps
         self.stats["weight_updates_unchanged"] += 1
+
+    def _generated(self) -> dict[str, Any]:
+        """What the server decoded since the last sync line (the step's rollout): ``gen_batches`` (engine calls;
+        1 when the agent loops' requests all arrived together), ``gen_requests``, ``gen_tokens`` and
+        ``gen_decode_s`` (seconds inside the engine)."""
+        now = {k: self.stats.get(k, 0) for k in self._logged}
+        out = {f"gen_{k}": now[k] - self._logged[k] for k in ("batches", "requests", "tokens")}
+        out["gen_decode_s"] = round(now["seconds"] - self._logged["seconds"], 3)
+        self._logged = now
+        return out
 
     async def get_stats(self) -> dict[str, Any]:
         return dict(self.stats)

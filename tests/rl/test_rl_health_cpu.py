@@ -253,11 +253,15 @@ def test_a_step_without_new_weights_logs_the_last_movement_cpu(
     server.engine = SimpleNamespace(load_weights=len)
     server._engine_thread = ThreadPoolExecutor(1)
     server.movement, server._moved, server.global_steps = WeightMovementLog(), {}, None
-    server.stats = {"weight_updates": 0, "weight_updates_unchanged": 0}
+    server.stats = {"weight_updates": 0, "weight_updates_unchanged": 0, "batches": 0, "requests": 0}
+    server.stats |= {"tokens": 0, "seconds": 0.0}
+    server._logged = {"batches": 0, "requests": 0, "tokens": 0, "seconds": 0.0}
 
     async def steps() -> None:
         await server.update_weights({"w": torch.tensor([1.0, 2.0])}, 0)
+        server.stats |= {"batches": 2, "requests": 16, "tokens": 4000, "seconds": 30.5}  # step 1's rollout
         await server.update_weights({"w": torch.tensor([1.0, 2.5])}, 1)
+        server.stats |= {"batches": 3, "requests": 32, "tokens": 7000, "seconds": 50.0}
         await server.weights_unchanged(2)
 
     asyncio.run(steps())
@@ -268,7 +272,13 @@ def test_a_step_without_new_weights_logs_the_last_movement_cpu(
         (2, "unchanged", 0),
     ]
     assert lines[2]["weight_rel_l2"] == lines[1]["weight_rel_l2"] == pytest.approx(0.5 / math.sqrt(5))
-    assert server.global_steps == 2 and server.stats == {"weight_updates": 2, "weight_updates_unchanged": 1}
+    assert [(x["gen_batches"], x["gen_requests"], x["gen_tokens"], x["gen_decode_s"]) for x in lines] == [
+        (0, 0, 0, 0.0),
+        (2, 16, 4000, 30.5),
+        (1, 16, 3000, 19.5),
+    ]
+    assert server.global_steps == 2
+    assert (server.stats["weight_updates"], server.stats["weight_updates_unchanged"]) == (2, 1)
     rows = {r["step"]: r for r in health_table_of(tmp_path, steps=[1, 2])}
     assert rows[2][REL_L2_AFTER] == rows[1][REL_L2_AFTER]
 
