@@ -597,3 +597,64 @@ def allocator_line(env: Mapping[str, str] | None = None, jemalloc: str | None = 
         env.get("LD_PRELOAD", "").strip() or f"{MMAP_THRESHOLD_ENV}={env.get(MMAP_THRESHOLD_ENV, '').strip()}"
     )
     return f"workers' allocator: yours ({mine})"
+
+
+# -- the actor's freed pages between updates ----------------------------------------------------------
+ARENAS_ALL = 4096
+"""jemalloc's ``MALLCTL_ARENAS_ALL``: ``arena.4096.purge`` purges every arena."""
+
+
+def _mallctl() -> Any:
+    """jemalloc's ``mallctl`` when jemalloc is this process's allocator (preloaded), else None."""
+    import ctypes
+
+    try:
+        fn = ctypes.CDLL(None).mallctl
+    except (AttributeError, OSError):
+        return None
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _set_decay(ctl: Any, name: bytes, ms: int) -> bool:
+    import ctypes
+
+    value = ctypes.c_ssize_t(ms)
+    return ctl(name, None, None, ctypes.byref(value), ctypes.c_size_t(ctypes.sizeof(value))) == 0
+
+
+def hold_freed_pages(_actor: Any = None) -> bool:
+    """In this process (an actor worker, through ray's ``__ray_call__``; the argument is that actor): jemalloc
+    keeps the pages the update frees, for the next tensors of the update to reuse, until
+    :func:`release_freed_pages`. Returns False, changing nothing, where jemalloc is not the allocator.
+
+    Why: jemalloc gives freed pages back to the kernel over its decay time (10 s; at once for allocations
+    over 8 MiB, which it serves from a dedicated arena), and the next micro-batch's logits and activations
+    then fault them in again, zeroed by the kernel. Measured on the embedded model (2026-12-07, 2 cores,
+    fp32, 3 updates of 4 packed micro-batches of ~1,330 tokens): jemalloc's defaults 82.7-89.3 s with 29.6-31.6 s
+    of it in the kernel and 16 M page faults, peak RSS 6.2 GB; held within each update and purged after
+    it, 74.0 s, 13.3 s in the kernel, 3.2 M faults, 7.2 GB; never purged, 76.6 s but 11.5 GB."""
+    ctl = _mallctl()
+    if ctl is None:
+        return False
+    import ctypes
+
+    narenas = ctypes.c_uint(0)
+    size = ctypes.c_size_t(ctypes.sizeof(narenas))
+    if ctl(b"arenas.narenas", ctypes.byref(narenas), ctypes.byref(size), None, ctypes.c_size_t(0)) != 0:
+        return False
+    ok = _set_decay(ctl, b"arenas.dirty_decay_ms", -1)  # arenas created later (new threads)
+    for i in range(narenas.value):
+        _set_decay(ctl, f"arena.{i}.dirty_decay_ms".encode(), -1)  # an arena not yet in use refuses: fine
+    return ok
+
+
+def release_freed_pages(_actor: Any = None) -> bool:
+    """Give back every page jemalloc holds freed in this process (after an update, so the rollout that runs
+    next has the memory); False where jemalloc is not the allocator."""
+    import ctypes
+
+    ctl = _mallctl()
+    if ctl is None:
+        return False
+    return ctl(f"arena.{ARENAS_ALL}.purge".encode(), None, None, None, ctypes.c_size_t(0)) == 0

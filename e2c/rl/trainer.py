@@ -57,6 +57,7 @@ from e2c.generation.base import eos_ids
 from e2c.rl import health, registry
 from e2c.rl.advantage import positive_only_mask, segment_mean, segment_stats, weight_advantages
 from e2c.rl.agent_loop import model_generation_config
+from e2c.rl.memory import hold_freed_pages, release_freed_pages
 from e2c.rl.settings import ON_POLICY_LOSS, E2CSettings, e2c_settings
 
 logger = logging.getLogger(__name__)
@@ -337,7 +338,27 @@ class E2CTrainer(PPOTrainerSync):
         if skip:
             logger.warning("step %s: every advantage is zero; the actor update is skipped", self.global_steps)
             return batch
-        return super()._update_actor(batch, metrics)
+        # jemalloc in the actor workers (CPU runs) keeps the update's freed pages for the update's next
+        # tensors and gives them all back after it (e2c.rl.memory.hold_freed_pages); elsewhere a no-op.
+        self._e2c_on_actor_workers(hold_freed_pages)
+        try:
+            return super()._update_actor(batch, metrics)
+        finally:
+            self._e2c_on_actor_workers(release_freed_pages)
+
+    def _e2c_on_actor_workers(self, fn: Any) -> list[Any]:
+        """``fn(actor)`` in each actor worker's process (ray's ``__ray_call__``); its results, or [] when the
+        worker group has no ray workers or a call fails (logged: an optimisation, never a reason to stop)."""
+        workers = list(getattr(getattr(self, "actor_rollout_wg", None), "workers", None) or [])
+        if not workers:
+            return []
+        import ray
+
+        try:
+            return ray.get([w.__ray_call__.remote(fn) for w in workers])
+        except Exception as e:
+            logger.warning("%s in the actor workers failed: %s", getattr(fn, "__name__", fn), e)
+            return []
 
     def on_step_begin(self) -> None:
         self._e2c_update_skipped = False  # set by this step's _update_actor

@@ -355,3 +355,54 @@ def test_cpu_launch_gives_the_workers_their_allocator_as_strings_cpu(tmp_path: P
         [override] = OverridesParser.create().parse_overrides([line])
         assert override.value() == value  # ray refuses an env var that is not a string
         assert not any(o.startswith(prefix + key) for o in build_overrides(args, 2))  # GPU runs: untouched
+
+
+HOLD_PROBE = """
+import json, sys
+from e2c.rl.memory import hold_freed_pages, release_freed_pages
+
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+
+def churn():  # 256 MiB touched and freed: jemalloc's dedicated arena for large allocations
+    block = bytearray(256 << 20)
+    del block
+
+out = {}
+churn()
+out["default"] = rss()
+out["held"] = hold_freed_pages()
+churn()
+out["holding"] = rss()
+out["released"] = release_freed_pages()
+out["after"] = rss()
+print(json.dumps(out))
+"""
+
+
+def _probe(env: dict[str, str]) -> dict:
+    r = subprocess.run(
+        [sys.executable, "-c", HOLD_PROBE],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    import json
+
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_the_actor_holds_freed_pages_until_released_cpu() -> None:
+    jemalloc = memory.find_jemalloc()
+    if jemalloc is None:
+        pytest.skip("no jemalloc on this machine (neither the distribution's nor ray's)")
+    out = _probe({"LD_PRELOAD": jemalloc})
+    assert out["held"] is True and out["released"] is True
+    # jemalloc's default gives a large freed block back at once; held, its pages stay; released, they go
+    assert out["holding"] - out["default"] > 200 << 20
+    assert out["holding"] - out["after"] > 200 << 20
+    # glibc: nothing to hold or release, nothing changed
+    plain = _probe({"LD_PRELOAD": ""})
+    assert plain["held"] is False and plain["released"] is False

@@ -231,6 +231,46 @@ def test_a_skipped_update_sends_no_weights_to_the_hf_rollout(
     assert t._e2c_update_skipped is False
 
 
+def test_the_update_runs_between_holding_and_releasing_the_actors_freed_pages(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each worker holds its freed pages for the update and gives them back after it, even when it fails."""
+    import ray
+    from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+    from e2c.rl.memory import hold_freed_pages, release_freed_pages
+
+    calls: list[str] = []
+
+    class Worker:
+        def __init__(self, name: str) -> None:
+            self.name = name
+            self.__ray_call__ = SimpleNamespace(remote=lambda fn: calls.append(f"{self.name}:{fn.__name__}"))
+
+    def update(self, batch, metrics):
+        calls.append("update")
+        if batch == "bad":
+            raise RuntimeError("update failed")
+        return batch
+
+    monkeypatch.setattr(PPOTrainerSync, "_update_actor", update)
+    monkeypatch.setattr(ray, "get", lambda refs: refs)
+    t = _trainer(True)
+    t.actor_rollout_wg = SimpleNamespace(workers=[Worker("a"), Worker("b")])
+    assert t._update_actor("ok", {}) == "ok"
+    hold, release = hold_freed_pages.__name__, release_freed_pages.__name__
+    assert calls == [f"a:{hold}", f"b:{hold}", "update", f"a:{release}", f"b:{release}"]
+    calls.clear()
+    with pytest.raises(RuntimeError, match="update failed"):
+        t._update_actor("bad", {})
+    assert calls[-2:] == [f"a:{release}", f"b:{release}"]
+    # a skipped update touches no worker
+    calls.clear()
+    idle = _trainer(False)
+    idle.actor_rollout_wg = t.actor_rollout_wg
+    assert idle._update_actor("ok", {}) == "ok" and calls == []
+
+
 # ------------------------------------------------------------------------------------ reward and filter
 @pytest.mark.parametrize(
     ("text", "credit", "gate", "score"),
