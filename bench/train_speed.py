@@ -1,6 +1,6 @@
 """Training at the machine's speed: SFT and RL steps of the quickstart's shape against this CPU's compute floor.
 
-    python bench/train_speed.py [--model embedded] [--sft-steps 6] [--rl-steps 5] [--arms before,now]
+    python bench/train_speed.py [--model embedded] [--sft-steps 6] [--rl-steps 5] [--arms before,now,unheld]
 
 Each arm runs the quickstart's own commands (``scripts/e2c_sft.sh`` with its SFT settings, 8 chains a step;
 ``scripts/e2c_rl.sh --stage 2`` with its RL settings, 2 prompts x 8 samples, from the same SFT model for both
@@ -12,7 +12,9 @@ synthetic data, one after the other, nothing else running:
   through a block-diagonal mask), the RL update padded (``use_remove_padding=false``), bf16 autocast
   (``E2C_TRAIN_DTYPE=bf16``) and glibc's allocator with ``MALLOC_MMAP_THRESHOLD_`` (what a fresh install
   ran, where no system jemalloc was found);
-- ``now``: the defaults.
+- ``now``: the defaults;
+- ``unheld`` (RL only, not run by default): ``now`` with jemalloc's own decay in the actor workers
+  (``e2c.hold_freed_pages=false``), the A/B of :func:`e2c.rl.memory.hold_freed_pages`.
 
 The floor is the step's useful work over this CPU's matmul rate, both measured here: the forward and backward
 FLOPs of the real tokens (6 x the model's matmul weights per token, the lm head included, plus causal
@@ -48,7 +50,8 @@ from e2c.errors import UserError
 from e2c.paths import project_root
 
 ROOT = project_root()
-ARMS = ("before", "now")
+ARMS = ("before", "now", "unheld")
+SFT_ARMS = ("before", "now")  # unheld's SFT is now's: it differs in the RL update only
 # What the CPU set-up of eea892c ran, as overrides of today's (the module docstring).
 BEFORE_SFT = ["model.override_config.attn_implementation=sdpa"]
 BEFORE_RL = [
@@ -56,6 +59,8 @@ BEFORE_RL = [
     "actor_rollout_ref.model.use_remove_padding=false",
 ]
 BEFORE_ENV = {"E2C_TRAIN_DTYPE": "bf16", "MALLOC_MMAP_THRESHOLD_": "1048576"}
+# now's set-up with jemalloc's own decay in the actor workers (e2c.rl.memory.hold_freed_pages off)
+UNHELD_RL = ["e2c.hold_freed_pages=false"]
 GEMM_ROWS = 2048
 
 
@@ -125,9 +130,11 @@ def gemm_rate(shape: Shape, dtype: str, seconds: float = 3.0) -> float:
 
 @dataclass
 class ProcWatch:
-    """User and system CPU seconds of ray's worker processes, by process title, sampled from /proc."""
+    """User and system CPU seconds and peak RSS (``VmHWM``) of ray's worker processes, by process title,
+    sampled from /proc."""
 
     last: dict[int, tuple[str, float, float]] = field(default_factory=dict)
+    peak: dict[int, int] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)
 
     def sample(self) -> None:
@@ -140,13 +147,21 @@ class ProcWatch:
                 if not title.startswith("ray::"):
                     continue
                 fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
+                status = (p / "status").read_text()
             except OSError:
                 continue
             self.last[int(p.name)] = (title, int(fields[11]) / tick, int(fields[12]) / tick)
+            for line in status.splitlines():
+                if line.startswith("VmHWM:"):
+                    self.peak[int(p.name)] = int(line.split()[1]) * 1024
 
     def run(self) -> None:
         while not self.stop.wait(1.0):
             self.sample()
+
+    def peak_rss(self, title: str) -> int:
+        """The highest peak RSS, in bytes, of the processes titled ``title``."""
+        return max((self.peak.get(pid, 0) for pid, v in self.last.items() if v[0] == title), default=0)
 
     def by_title(self) -> dict[str, tuple[float, float]]:
         out: dict[str, tuple[float, float]] = {}
@@ -263,7 +278,7 @@ def rl_arm(
         f"{qcfg.rl_explore_adv_coef:g}",
         "--",
         *rl_overrides(qcfg),
-        *(BEFORE_RL if arm == "before" else []),
+        *{"before": BEFORE_RL, "unheld": UNHELD_RL}.get(arm, []),
     ]
     out.mkdir(parents=True, exist_ok=True)
     watch = ProcWatch()
@@ -319,6 +334,7 @@ def rl_arm(
         "actor_user_s": round(user, 1),
         "actor_sys_s": round(system, 1),
         "actor_sys_share": round(system / (user + system), 3) if user + system else None,
+        "actor_peak_rss_gib": round(watch.peak_rss(actor[0]) / 2**30, 2),
         "wall_s": round(wall, 1),
     }
 
@@ -333,8 +349,9 @@ def build_parser() -> ArgumentParser:
     ap.add_argument(
         "--arms",
         type=NameList(ARMS, "arm"),
-        default=list(ARMS),
-        help="comma-separated arms of: before, now (default: both)",
+        default=list(SFT_ARMS),
+        help="comma-separated arms of: before, now, unheld (now's RL with e2c.hold_freed_pages=false) "
+        "(default: before,now)",
     )
     ap.add_argument(
         "--rl-start",
@@ -378,15 +395,17 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     results: dict[str, dict] = {}
-    for arm in arms:
+    for arm in [a for a in arms if a in SFT_ARMS]:
         env = arm_env(arm)
         print(f"[train_speed] {arm}: SFT {args.sft_steps} steps", flush=True)
         sft = sft_arm(arm, qcfg, ctx.data_dir / "sft.parquet", base / arm / "sft", args.sft_steps, shape, env)
         sft["floor_s"] = round(sft["tflop"] * 1e12 / floor_rate, 2)
         sft["ratio"] = round(sft["step_s"] / sft["floor_s"], 2)
         results[arm] = {"sft": sft}
+    if args.rl_start is None and not results:
+        raise UserError("the unheld arm trains no SFT model: pass --rl-start or add an SFT arm (before, now)")
         print(f"[train_speed] {arm}: SFT {sft['step_s']} s a step ({sft['ratio']}x the floor)", flush=True)
-    start = args.rl_start or results[arms[-1]]["sft"]["model"]  # one start model for every RL arm
+    start = args.rl_start or list(results.values())[-1]["sft"]["model"]  # one start model for every RL arm
     for arm in arms:
         env = arm_env(arm)
         print(f"[train_speed] {arm}: RL {args.rl_steps} steps from {start}", flush=True)
@@ -395,16 +414,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         rl["update_floor_s"] = round(rl["update_tflop"] * 1e12 / floor_rate, 2)
         rl["update_ratio"] = round(rl["update_s"] / rl["update_floor_s"], 2) if rl["update_s"] else None
-        results[arm]["rl"] = rl
+        results.setdefault(arm, {})["rl"] = rl
     print(
         f"{'arm':<7} {'phase':<10} {'median s':>9} {'work TFLOP':>11} {'GFLOP/s':>8} {'floor s':>8} {'ratio':>6}"
     )
     for arm, r in results.items():
-        s = r["sft"]
-        print(
-            f"{arm:<7} {'SFT step':<10} {s['step_s']:>9} {s['tflop']:>11} {s['gflops']:>8} {s['floor_s']:>8} "
-            f"{s['ratio']:>6}"
-        )
+        if "sft" in r:
+            s = r["sft"]
+            print(
+                f"{arm:<7} {'SFT step':<10} {s['step_s']:>9} {s['tflop']:>11} {s['gflops']:>8} {s['floor_s']:>8} "
+                f"{s['ratio']:>6}"
+            )
         if "rl" in r:
             x = r["rl"]
             print(
@@ -414,7 +434,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{arm:<7} {'RL gen':<10} {x['gen_s']:>9} {'':>11} {x['gen_gflops']:>8} {'-':>8} {'-':>6}")
             print(
                 f"{arm:<7} {'RL step':<10} {x['step_s']:>9}   with an update {x['step_with_update_s']} s "
-                f"({x['skipped_updates']} skipped); actor worker's system share {x['actor_sys_share']}"
+                f"({x['skipped_updates']} skipped); actor worker's system share {x['actor_sys_share']}, "
+                f"peak RSS {x['actor_peak_rss_gib']} GiB"
             )
     print(
         json.dumps(

@@ -340,6 +340,9 @@ class E2CTrainer(PPOTrainerSync):
             return batch
         # jemalloc in the actor workers (CPU runs) keeps the update's freed pages for the update's next
         # tensors and gives them all back after it (e2c.rl.memory.hold_freed_pages); elsewhere a no-op.
+        # e2c.hold_freed_pages=false turns it off.
+        if not self.e2c.hold_freed_pages:
+            return super()._update_actor(batch, metrics)
         self._e2c_on_actor_workers(hold_freed_pages)
         try:
             return super()._update_actor(batch, metrics)

@@ -269,6 +269,11 @@ def test_the_update_runs_between_holding_and_releasing_the_actors_freed_pages(
     idle = _trainer(False)
     idle.actor_rollout_wg = t.actor_rollout_wg
     assert idle._update_actor("ok", {}) == "ok" and calls == []
+    # e2c.hold_freed_pages=false: the update alone
+    off = _trainer(True)
+    off.config.e2c = {"hold_freed_pages": False}
+    off.actor_rollout_wg = t.actor_rollout_wg
+    assert off._update_actor("ok", {}) == "ok" and calls == ["update"]
 
 
 # ------------------------------------------------------------------------------------ reward and filter
