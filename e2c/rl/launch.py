@@ -317,7 +317,11 @@ def planned_cpu_config(user_overrides: list[str], algo: str = "grpo", stage: int
 
     from e2c.launch_checks import compose_checked
 
-    cpu = {**cpu_overrides(), **cpu_shape(cpu_ranks(), 1, joins_cluster=False)}
+    cpu = {
+        **cpu_overrides(),
+        **dict.fromkeys(TRAIN_DTYPE_KEYS, cpu_train_dtype()),
+        **cpu_shape(cpu_ranks(), 1, joins_cluster=False),
+    }
     fixed = [f"e2c_stage=stage{stage}", *(f"{k}={v}" for k, v in cpu.items())]
     cfg = compose_checked(configs_dir(), config_name(algo), fixed, user_overrides)
     named = {o.partition("=")[0].lstrip("+~") for o in user_overrides}

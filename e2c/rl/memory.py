@@ -99,7 +99,9 @@ FUSED_CHUNK = 512  # tokens per chunk of verl's fused log-prob kernel (FusedLine
 FUSED_BYTES = 33.0  # bytes per vocabulary entry per chunk token: its fp32 logits, softmax and gradients
 STATE_FULL = 16  # bytes per parameter of a trained model: fp32 weights, grads, AdamW m and v
 STATE_FROZEN = 4  # bytes per parameter of a frozen one (LoRA's base, the reference model): fp32 weights
-COMPUTE_COPY = 2  # bytes per parameter of the bf16 copy the forward runs on
+COMPUTE_COPY = (
+    2  # bytes per parameter of the bf16 copy the forward runs on (4 in fp32: RunPlan.compute_bytes)
+)
 WEIGHT_COPY = 4  # bytes per parameter of an fp32 copy in the rollout server
 FILL = 0.6  # a micro-batch's longest sequence over the prompt + response limit
 PAD = 1.4  # a dynamic micro-batch's padded tokens over its real ones
@@ -153,6 +155,7 @@ class RunPlan:
     rollout_engine: str = "vllm"  # vllm | hf
     rollout_bytes: int = 2  # bytes per weight of the rollout's model (bf16 2, fp32 4)
     kv_cache_bytes: int = ROLLOUT_KV_CACHE_GIB * GIB  # vLLM's preallocated KV cache per replica
+    compute_bytes: int = 2  # bytes per value the update computes in (FSDP's param_dtype: bf16 2, fp32 4)
 
 
 @dataclass(frozen=True)
@@ -290,6 +293,7 @@ def plan_from_config(cfg: Any, rollout_engine: str = "vllm", rollout_bytes: int 
     kl = bool(_select(cfg, f"{actor}.use_kl_loss", False)) or bool(
         _select(cfg, "algorithm.use_kl_in_reward", False)
     )
+    compute = str(_select(cfg, f"{actor}.fsdp_config.mixed_precision.param_dtype", "bf16") or "bf16")
     return RunPlan(
         samples=samples,
         update_samples=max(1, mini // world),
@@ -311,6 +315,7 @@ def plan_from_config(cfg: Any, rollout_engine: str = "vllm", rollout_bytes: int 
         lora=lora,
         rollout_engine=rollout_engine,
         rollout_bytes=rollout_bytes,
+        compute_bytes=4 if compute.lower() in ("fp32", "float32") else 2,
     )
 
 
@@ -333,14 +338,16 @@ def estimate(model: ModelShape, plan: RunPlan) -> Estimate:
     """The peak resident bytes of an RL run of ``model`` shaped as ``plan`` on one machine without a GPU
     (the formula of the module docstring)."""
     p, r = model.params, plan.ranks
-    states = (STATE_FROZEN if plan.lora else STATE_FULL) * p / r + COMPUTE_COPY * p
+    # ACT and COMPUTE_COPY were measured in bf16: an fp32 update (a CPU without native bf16) holds twice both
+    scale = plan.compute_bytes / 2
+    states = (STATE_FROZEN if plan.lora else STATE_FULL) * p / r + COMPUTE_COPY * scale * p
     if plan.reference:
-        states += STATE_FROZEN * p / r + COMPUTE_COPY * p
+        states += STATE_FROZEN * p / r + COMPUTE_COPY * scale * p
     width = model.hidden + model.intermediate
-    if plan.gradient_checkpointing:
-        layers = model.layers * CKPT * model.hidden + ACT * width  # saved inputs + one layer recomputed
+    if plan.gradient_checkpointing:  # saved inputs (fp32) + one layer recomputed
+        layers = model.layers * CKPT * model.hidden + ACT * scale * width
     else:
-        layers = model.layers * ACT * width
+        layers = model.layers * ACT * scale * width
     if plan.fused:  # the logits (and the entropy's softmax) exist one chunk at a time
         vocab, vocab_infer, chunk = 0.0, 0.0, FUSED_CHUNK * model.vocab * FUSED_BYTES
     else:

@@ -4,6 +4,7 @@ machine, and the one-line refusal of the launcher and the quickstart (exit 2, be
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -45,10 +46,11 @@ def quickstart_plan(samples: int, **kw) -> RunPlan:
 def reference_estimate(m: ModelShape, p: RunPlan) -> float:
     """The module docstring's formula, term by term, written out plainly."""
     trained = 4 * m.params if p.lora else 16 * m.params
-    states = trained / p.ranks + 2 * m.params
+    copy = p.compute_bytes * m.params  # the copy the forward runs on: bf16 2 bytes, fp32 4
+    states = trained / p.ranks + copy
     if p.reference:
-        states = states + 4 * m.params / p.ranks + 2 * m.params
-    per_layer = 18.7 * (m.hidden + m.intermediate)
+        states = states + 4 * m.params / p.ranks + copy
+    per_layer = 18.7 * (p.compute_bytes / 2) * (m.hidden + m.intermediate)
     layer_bytes = m.layers * per_layer
     if p.gradient_checkpointing:  # only each layer's input is kept, one layer is recomputed at a time
         layer_bytes = m.layers * 4.0 * m.hidden + per_layer
@@ -87,6 +89,8 @@ def reference_estimate(m: ModelShape, p: RunPlan) -> float:
         {"lora": True, "gradient_checkpointing": True, "entropy_in_loss": True},
         {"entropy_in_loss": True, "entropy_checkpointing": True},
         {"rollout_engine": "hf", "rollout_bytes": 4, "train_micro": 2, "infer_micro": 64},
+        {"dynamic": True, "fused": True, "compute_bytes": 4},
+        {"gradient_checkpointing": True, "reference": True, "compute_bytes": 4},
     ],
 )
 def test_estimate_matches_the_plain_formula_cpu(changes: dict) -> None:
@@ -217,6 +221,22 @@ def test_plan_reads_the_composed_cpu_config_cpu() -> None:
     cfg = planned_cpu_config(["actor_rollout_ref.actor.use_dynamic_bsz=false"])
     fixed = memory.plan_from_config(cfg)
     assert not fixed.dynamic and fixed.train_micro == 4
+
+
+@pytest.mark.parametrize(("dtype", "nbytes"), [("fp32", 4), ("bf16", 2)])
+def test_plan_computes_in_the_cpus_train_dtype_cpu(monkeypatch, dtype: str, nbytes: int) -> None:
+    """The planned run computes in E2C_TRAIN_DTYPE, as the launch will; fp32 doubles the activations."""
+    from e2c.rl.launch import planned_cpu_config
+
+    monkeypatch.setenv("E2C_TRAIN_DTYPE", dtype)
+    plan = memory.plan_from_config(
+        planned_cpu_config(["data.train_batch_size=2", "actor_rollout_ref.rollout.n=8"])
+    )
+    assert plan.compute_bytes == nbytes
+    half = memory.estimate(SMOLLM2, dataclasses.replace(plan, compute_bytes=2))
+    assert memory.estimate(SMOLLM2, plan).actor - half.actor == pytest.approx(
+        (nbytes - 2) * (SMOLLM2.params + half.train_tokens * SMOLLM2.layers * 18.7 / 2 * (576 + 1536))
+    )
 
 
 def _rl_data(tmp_path: Path) -> Path:
