@@ -339,14 +339,22 @@ class E2CTrainer(PPOTrainerSync):
             logger.warning("step %s: every advantage is zero; the actor update is skipped", self.global_steps)
             return batch
         # jemalloc in the actor workers (CPU runs) keeps the update's freed pages for the update's next
-        # tensors and gives them all back after it (e2c.rl.memory.hold_freed_pages); elsewhere a no-op.
-        # e2c.hold_freed_pages=false turns it off.
-        if not self.e2c.hold_freed_pages:
-            return super()._update_actor(batch, metrics)
-        self._e2c_on_actor_workers(hold_freed_pages)
+        # tensors, the checkpoint and the weight sync, and gives them all back at the end of the step, before
+        # the next rollout (e2c.rl.memory.hold_freed_pages); elsewhere a no-op. e2c.hold_freed_pages=false
+        # turns it off.
+        if self.e2c.hold_freed_pages:
+            self._e2c_holding = True
+            self._e2c_on_actor_workers(hold_freed_pages)
         try:
             return super()._update_actor(batch, metrics)
-        finally:
+        except BaseException:
+            self._e2c_release_pages()
+            raise
+
+    def _e2c_release_pages(self) -> None:
+        """Give back what :meth:`_update_actor` had the actor workers hold (once per hold)."""
+        if getattr(self, "_e2c_holding", False):
+            self._e2c_holding = False
             self._e2c_on_actor_workers(release_freed_pages)
 
     def _e2c_on_actor_workers(self, fn: Any) -> list[Any]:
@@ -373,14 +381,17 @@ class E2CTrainer(PPOTrainerSync):
         gather and push (~4.5 s a step for the embedded model on 2 cores) would change nothing. The servers
         are told the step instead (:meth:`e2c.verl_cpu.hf_rollout.HFRolloutServer.weights_unchanged`), so
         their samples and sync log name it. Other rollouts (vLLM on GPUs) always sync, as verl does."""
-        servers = self._e2c_hf_servers() if getattr(self, "_e2c_update_skipped", False) else []
-        if not servers:
-            super().on_step_end()
-            return
-        import ray
+        try:
+            servers = self._e2c_hf_servers() if getattr(self, "_e2c_update_skipped", False) else []
+            if not servers:
+                super().on_step_end()
+                return
+            import ray
 
-        ray.get([server.weights_unchanged.remote(self.global_steps) for server in servers])
-        self.timing_raw["update_weights"] = 0.0
+            ray.get([server.weights_unchanged.remote(self.global_steps) for server in servers])
+            self.timing_raw["update_weights"] = 0.0
+        finally:
+            self._e2c_release_pages()  # after the sync, before the next rollout
 
     def _e2c_hf_servers(self) -> list[Any]:
         """The rollout servers when every replica is the ``hf`` rollout's; else empty."""

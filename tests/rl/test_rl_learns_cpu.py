@@ -254,12 +254,18 @@ def test_the_update_runs_between_holding_and_releasing_the_actors_freed_pages(
         return batch
 
     monkeypatch.setattr(PPOTrainerSync, "_update_actor", update)
+    monkeypatch.setattr(PPOTrainerSync, "on_step_end", lambda self: calls.append("sync"))
     monkeypatch.setattr(ray, "get", lambda refs: refs)
     t = _trainer(True)
     t.actor_rollout_wg = SimpleNamespace(workers=[Worker("a"), Worker("b")])
+    t.timing_raw = {}
+    t.on_step_begin()
     assert t._update_actor("ok", {}) == "ok"
+    t.on_step_end()
+    t.on_step_end()  # released once
     hold, release = hold_freed_pages.__name__, release_freed_pages.__name__
-    assert calls == [f"a:{hold}", f"b:{hold}", "update", f"a:{release}", f"b:{release}"]
+    # held through the update and the weight sync, given back before the next rollout
+    assert calls == [f"a:{hold}", f"b:{hold}", "update", "sync", f"a:{release}", f"b:{release}", "sync"]
     calls.clear()
     with pytest.raises(RuntimeError, match="update failed"):
         t._update_actor("bad", {})
@@ -272,8 +278,10 @@ def test_the_update_runs_between_holding_and_releasing_the_actors_freed_pages(
     # e2c.hold_freed_pages=false: the update alone
     off = _trainer(True)
     off.config.e2c = {"hold_freed_pages": False}
-    off.actor_rollout_wg = t.actor_rollout_wg
-    assert off._update_actor("ok", {}) == "ok" and calls == ["update"]
+    off.actor_rollout_wg, off.timing_raw = t.actor_rollout_wg, {}
+    assert off._update_actor("ok", {}) == "ok"
+    off.on_step_end()
+    assert calls == ["update", "sync"]
 
 
 # ------------------------------------------------------------------------------------ reward and filter
