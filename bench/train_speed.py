@@ -48,6 +48,7 @@ from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.paths import project_root
+from e2c.rl.memory import ModelShape, model_shape
 
 ROOT = project_root()
 ARMS = ("before", "now", "unheld")
@@ -64,47 +65,7 @@ UNHELD_RL = ["e2c.hold_freed_pages=false"]
 GEMM_ROWS = 2048
 
 
-@dataclass(frozen=True)
-class Shape:
-    """What the FLOP count needs of a decoder."""
-
-    hidden: int
-    intermediate: int
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    vocab: int
-
-    @property
-    def matmul_params(self) -> int:
-        """Weights every token multiplies by: each layer's projections and MLP, and the lm head."""
-        h, d = self.hidden, self.head_dim
-        attn = h * self.heads * d * 2 + h * self.kv_heads * d * 2
-        return self.layers * (attn + 3 * h * self.intermediate) + self.vocab * h
-
-    def forward_flops(self, tokens: float, mean_len: float) -> float:
-        """Forward FLOPs of ``tokens`` real tokens in sequences of ``mean_len``: 2 per weight and token, and
-        causal attention (scores and values, 2 x 2 x heads x head_dim per key, (len + 1) / 2 keys on average)."""
-        attention = self.layers * 4 * self.heads * self.head_dim * (mean_len + 1) / 2
-        return tokens * (2 * self.matmul_params + attention)
-
-
-def model_shape(folder: str) -> Shape:
-    cfg = json.loads((Path(folder) / "config.json").read_text())
-    heads = int(cfg["num_attention_heads"])
-    return Shape(
-        hidden=int(cfg["hidden_size"]),
-        intermediate=int(cfg["intermediate_size"]),
-        layers=int(cfg["num_hidden_layers"]),
-        heads=heads,
-        kv_heads=int(cfg.get("num_key_value_heads") or heads),
-        head_dim=int(cfg.get("head_dim") or cfg["hidden_size"] // heads),
-        vocab=int(cfg["vocab_size"]),
-    )
-
-
-def gemm_rate(shape: Shape, dtype: str, seconds: float = 3.0) -> float:
+def gemm_rate(shape: ModelShape, dtype: str, seconds: float = 3.0) -> float:
     """FLOP/s of one layer's matmuls and the lm head on ``GEMM_ROWS`` rows in ``dtype`` on this CPU."""
     import torch
 
@@ -204,7 +165,7 @@ def later(values: list[float]) -> float:
 
 
 def sft_arm(
-    arm: str, qcfg: Any, data: Path, out: Path, steps: int, shape: Shape, env: dict[str, str]
+    arm: str, qcfg: Any, data: Path, out: Path, steps: int, shape: ModelShape, env: dict[str, str]
 ) -> dict:
     from e2c.quickstart.stages import sft_overrides
 
@@ -252,7 +213,7 @@ def sft_arm(
 
 
 def rl_arm(
-    arm: str, qcfg: Any, model: str, data: Path, out: Path, steps: int, shape: Shape, env: dict[str, str]
+    arm: str, qcfg: Any, model: str, data: Path, out: Path, steps: int, shape: ModelShape, env: dict[str, str]
 ) -> dict:
     from e2c.quickstart.stages import rl_overrides
 
@@ -379,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
 
     folder = resolve_model(args.model).path
     shape = model_shape(folder)
+    if shape is None:
+        raise UserError(f"{folder}/config.json does not give the model's shape")
     base = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="e2c_train_speed_"))
     # The reward "credit" (0.1 for a well-formed chain with a wrong answer) gives a start that rarely answers
     # right groups with unequal rewards, so the steps run their update (one with equal rewards skips it);

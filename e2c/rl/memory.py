@@ -130,6 +130,20 @@ class ModelShape:
     layers: int
     kv_heads: int
     head_dim: int
+    heads: int
+
+    @property
+    def matmul_params(self) -> int:
+        """Weights every token multiplies by: each layer's projections and MLP, and the lm head."""
+        h, d = self.hidden, self.head_dim
+        attention = h * self.heads * d * 2 + h * self.kv_heads * d * 2
+        return self.layers * (attention + 3 * h * self.intermediate) + self.vocab * h
+
+    def forward_flops(self, tokens: float, mean_len: float) -> float:
+        """Forward FLOPs of ``tokens`` real tokens in sequences of ``mean_len``: 2 per weight and token, and
+        causal attention (scores and values, 2 x 2 x heads x head_dim per key, (len + 1) / 2 keys on average)."""
+        attention = self.layers * 4 * self.heads * self.head_dim * (mean_len + 1) / 2
+        return tokens * (2 * self.matmul_params + attention)
 
 
 @dataclass(frozen=True)
@@ -220,7 +234,16 @@ def shape_from_config(cfg: Mapping[str, Any], params: int | None = None) -> Mode
         per_layer = attention + 3 * hidden * intermediate + 2 * hidden
         tied = bool(cfg.get("tie_word_embeddings", c.get("tie_word_embeddings", False)))
         params = layers * per_layer + vocab * hidden * (1 if tied else 2) + hidden
-    return ModelShape(params, vocab, hidden, intermediate, layers, kv_heads, head_dim)
+    return ModelShape(
+        params=params,
+        vocab=vocab,
+        hidden=hidden,
+        intermediate=intermediate,
+        layers=layers,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        heads=heads,
+    )
 
 
 def safetensors_params(folder: Path) -> int | None:

@@ -21,7 +21,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # The embedded SmolLM2-135M with the four chain tags (what e2c.models builds).
 SMOLLM2 = ModelShape(
-    params=134_517_312, vocab=49_156, hidden=576, intermediate=1536, layers=30, kv_heads=3, head_dim=64
+    params=134_517_312,
+    vocab=49_156,
+    hidden=576,
+    intermediate=1536,
+    layers=30,
+    kv_heads=3,
+    head_dim=64,
+    heads=9,
 )
 # The machine of the calibration runs: 23.54 GiB, about 0.9 GiB used by an idle system.
 CALIBRATION = Limit(total=int(23.54 * GIB), available=int(22.64 * GIB), threshold=0.95, source="test")
@@ -426,3 +433,17 @@ def test_the_actor_holds_freed_pages_until_released_cpu() -> None:
     # glibc: nothing to hold or release, nothing changed
     plain = _probe({"LD_PRELOAD": ""})
     assert plain["held"] is False and plain["released"] is False
+
+
+def test_matmul_params_are_the_models_linear_weights_cpu(tiny_path: str) -> None:
+    """The FLOP count's weights (bench/train_speed.py's floor): every nn.Linear of the model, lm head included."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_path)
+    linear = sum(m.weight.numel() for m in model.modules() if isinstance(m, torch.nn.Linear))
+    shape = memory.model_shape(tiny_path)
+    assert shape is not None and shape.matmul_params == linear
+    # attention on top: 4 x heads x head_dim per key and layer, (len + 1) / 2 keys on average
+    extra = shape.forward_flops(10, 5) - 10 * 2 * linear
+    assert extra == pytest.approx(10 * shape.layers * 4 * shape.heads * shape.head_dim * 3)
