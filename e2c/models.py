@@ -396,11 +396,7 @@ def load_model_and_tokenizer(
     """Resolve, load (transformers Auto classes) and make sure the chain tags are single tokens."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from e2c.verl_cpu import register_attention
-
     res = resolve_model(spec, subfolder, fmt=fmt)
-    # A checkpoint of a run killed before the launcher made it plain still names the training attention.
-    register_attention()
     try:
         tok = AutoTokenizer.from_pretrained(res.path, trust_remote_code=trust_remote_code)
         model = AutoModelForCausalLM.from_pretrained(

@@ -20,10 +20,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-# The attention the CPU configs train with (:mod:`e2c.verl_cpu.attention`); a name only processes that
-# loaded the verl plugin know.
-VARLEN_ATTENTION = "sdpa_varlen"
-
 
 def install_platform() -> list[str]:
     """Register and select the ``cpu`` platform when no accelerator is present; returns the registry entries
@@ -56,17 +52,18 @@ def plain_attention_config(folder: Path) -> bool:
 
     verl writes the config it trained with, ``attn_implementation`` included, into every checkpoint's HF
     folder. transformers refuses a name missing from its registry, so a checkpoint that keeps
-    :data:`VARLEN_ATTENTION` loads only in a process that registered it; without the key a loader takes its
-    own default. Other attentions (``flash_attention_2`` on a GPU) are left as verl wrote them.
+    :data:`e2c.verl_cpu.attention.NAME` loads only in a process that registered it; without the key a loader
+    takes its own default. Other attentions (``flash_attention_2`` on a GPU) are left as verl wrote them.
     """
     from e2c.files import atomic_write_json
+    from e2c.verl_cpu.attention import NAME
 
     path = Path(folder) / "config.json"
     try:
         config = json.loads(path.read_text())
     except (OSError, ValueError):
         return False
-    if not isinstance(config, dict) or config.get("attn_implementation") != VARLEN_ATTENTION:
+    if not isinstance(config, dict) or config.get("attn_implementation") != NAME:
         return False
     del config["attn_implementation"]
     atomic_write_json(path, config)

@@ -28,7 +28,7 @@ from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 
-from e2c.verl_cpu import VARLEN_ATTENTION as NAME
+NAME = "sdpa_varlen"
 
 
 def packed_bounds(position_ids: torch.Tensor) -> list[int] | None:
