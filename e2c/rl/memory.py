@@ -72,6 +72,7 @@ November 2026):
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import struct
@@ -99,9 +100,8 @@ FUSED_CHUNK = 512  # tokens per chunk of verl's fused log-prob kernel (FusedLine
 FUSED_BYTES = 33.0  # bytes per vocabulary entry per chunk token: its fp32 logits, softmax and gradients
 STATE_FULL = 16  # bytes per parameter of a trained model: fp32 weights, grads, AdamW m and v
 STATE_FROZEN = 4  # bytes per parameter of a frozen one (LoRA's base, the reference model): fp32 weights
-COMPUTE_COPY = (
-    2  # bytes per parameter of the bf16 copy the forward runs on (4 in fp32: RunPlan.compute_bytes)
-)
+# bytes per parameter of the bf16 copy the forward runs on (twice that in fp32: RunPlan.compute_bytes)
+COMPUTE_COPY = 2
 WEIGHT_COPY = 4  # bytes per parameter of an fp32 copy in the rollout server
 FILL = 0.6  # a micro-batch's longest sequence over the prompt + response limit
 PAD = 1.4  # a dynamic micro-batch's padded tokens over its real ones
@@ -636,8 +636,6 @@ ARENAS_ALL = 4096
 
 def _mallctl() -> Any:
     """jemalloc's ``mallctl`` when jemalloc is this process's allocator (preloaded), else None."""
-    import ctypes
-
     try:
         fn = ctypes.CDLL(None).mallctl
     except (AttributeError, OSError):
@@ -647,8 +645,6 @@ def _mallctl() -> Any:
 
 
 def _set_decay(ctl: Any, name: bytes, ms: int) -> bool:
-    import ctypes
-
     value = ctypes.c_ssize_t(ms)
     return ctl(name, None, None, ctypes.byref(value), ctypes.c_size_t(ctypes.sizeof(value))) == 0
 
@@ -667,8 +663,6 @@ def hold_freed_pages(_actor: Any = None) -> bool:
     ctl = _mallctl()
     if ctl is None:
         return False
-    import ctypes
-
     narenas = ctypes.c_uint(0)
     size = ctypes.c_size_t(ctypes.sizeof(narenas))
     if ctl(b"arenas.narenas", ctypes.byref(narenas), ctypes.byref(size), None, ctypes.c_size_t(0)) != 0:
@@ -682,8 +676,6 @@ def hold_freed_pages(_actor: Any = None) -> bool:
 def release_freed_pages(_actor: Any = None) -> bool:
     """Give back every page jemalloc holds freed in this process (after an update, so the rollout that runs
     next has the memory); False where jemalloc is not the allocator."""
-    import ctypes
-
     ctl = _mallctl()
     if ctl is None:
         return False

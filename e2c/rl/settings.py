@@ -175,7 +175,7 @@ class E2CSettings:
         metadata=setting(
             "Where jemalloc is the actor workers' allocator (CPU runs), keep the pages an update frees for the "
             "update's next tensors and give them all back after it (e2c.rl.memory.hold_freed_pages): less "
-            "kernel time, about 1 GB more at the update's peak for the embedded model; false: jemalloc's own "
+            "kernel time, 2.5-3.5 GiB more at the update's peak for the embedded model; false: jemalloc's own "
             "decay."
         ),
     )

@@ -325,8 +325,8 @@ class E2CTrainer(PPOTrainerSync):
         other term (no entropy bonus, no KL loss), the loss is exactly 0 but AdamW would still step: along
         its momentum, with weight decay, at the full learning rate, so an early noisy direction is applied
         again on every empty step. Such a step keeps its rollout, metrics and checkpoint, and logs
-        ``health/update_skipped`` 1.0; its weight sync has nothing to send (:meth:`on_step_end`). NaN advantages count as signal, so
-        verl's own non-finite guard still sees them.
+        ``health/update_skipped`` 1.0; its weight sync has nothing to send (:meth:`on_step_end`). NaN
+        advantages count as signal, so verl's own non-finite guard still sees them.
         """
         actor = self.config.actor_rollout_ref.actor
         other_terms = float(actor.get("entropy_coeff", 0.0) or 0.0) != 0.0 or bool(
