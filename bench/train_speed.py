@@ -365,9 +365,9 @@ def main(argv: list[str] | None = None) -> int:
         sft["floor_s"] = round(sft["tflop"] * 1e12 / floor_rate, 2)
         sft["ratio"] = round(sft["step_s"] / sft["floor_s"], 2)
         results[arm] = {"sft": sft}
+        print(f"[train_speed] {arm}: SFT {sft['step_s']} s a step ({sft['ratio']}x the floor)", flush=True)
     if args.rl_start is None and not results:
         raise UserError("the unheld arm trains no SFT model: pass --rl-start or add an SFT arm (before, now)")
-        print(f"[train_speed] {arm}: SFT {sft['step_s']} s a step ({sft['ratio']}x the floor)", flush=True)
     start = args.rl_start or list(results.values())[-1]["sft"]["model"]  # one start model for every RL arm
     for arm in arms:
         env = arm_env(arm)
