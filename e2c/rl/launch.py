@@ -710,12 +710,13 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     gpus = gpu_count()
     if gpus == 0:
         # Read inside the CPU rollout's ray actor, where a bad value would end in a traceback: check it here.
-        from e2c.verl_cpu.hf_rollout import rollout_dtype
+        from e2c.verl_cpu.hf_rollout import rollout_dtype, sync_via
         from e2c.verl_cpu.rollout_engine import rollout_engine
 
         try:
             rollout_engine()
             rollout_dtype()
+            sync_via()
         except ValueError as e:
             raise UserError(str(e)) from None
     else:

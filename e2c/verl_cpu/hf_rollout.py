@@ -38,6 +38,7 @@ from typing import Any
 
 from e2c.generation.base import eos_ids
 from e2c.lora import AdapterSync
+from e2c.verl_cpu.shared_weights import Manifest, SharedWeightsReader
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +124,7 @@ class HFRolloutServer:
         self.batch_wait_s = float(os.environ.get("E2C_ROLLOUT_BATCH_WAIT_S", "0.05"))
         self.max_batch = int(os.environ.get("E2C_ROLLOUT_MAX_BATCH", "64"))
         self.global_steps: int | None = None
+        self.shared = SharedWeightsReader()
         self.movement = WeightMovementLog() if os.environ.get(MOVEMENT_ENV, "1").strip() != "0" else None
         self._moved: dict[str, Any] = {}  # the last sync's movement fields
         self._logged = {"batches": 0, "requests": 0, "tokens": 0, "seconds": 0.0}  # stats at the last sync
@@ -224,13 +226,17 @@ class HFRolloutServer:
         global_steps: int | None = None,
         peft_config: dict[str, Any] | None = None,
         base_sync_done: bool = True,
+        timing: dict[str, float] | None = None,
     ) -> int:
         """Load the trainer's tensors; returns how many were loaded. Unknown names are an error.
 
         Without ``peft_config`` these are full weights. With it (LoRA, verl's adapter sync) they are the base
         weights under PEFT's names (``base_sync_done=False``) or the adapter, merged here into the base
-        (:class:`e2c.lora.AdapterSync`), so the engine always serves plain weights.
+        (:class:`e2c.lora.AdapterSync`), so the engine always serves plain weights. ``timing`` (from the
+        trainer's adapter): ``gather_s``, its seconds collecting the tensors, and ``sent_at``, when it sent
+        them; the sync line then says where the sync's seconds went (:func:`sync_seconds`).
         """
+        arrived = time.time()
         kind, shift = "full", None
         if peft_config is not None:
             if base_sync_done:
@@ -241,8 +247,10 @@ class HFRolloutServer:
                 kind = "lora_base"
                 state_dict = self.lora.base_weights(state_dict)
         moved = {}
+        measured = time.time()
         if self.movement is not None:  # before the engine reads the tensors (vLLM may repack them)
             moved = await asyncio.to_thread(self.movement.update, state_dict, global_steps)
+        loading = time.time()
         count = await self._on_engine_thread(self.engine.load_weights, state_dict)
         record_sync(
             {
@@ -252,6 +260,7 @@ class HFRolloutServer:
                 "shift_from_base": shift,
                 **moved,
                 **self._generated(),
+                **sync_seconds(timing or {}, arrived, measured, loading, time.time()),
             }
         )
         self._moved = moved
@@ -259,6 +268,20 @@ class HFRolloutServer:
             self.global_steps = global_steps
         self.stats["weight_updates"] += 1
         return count
+
+    async def update_weights_shared(
+        self, manifest: Manifest, global_steps: int | None = None, timing: dict[str, float] | None = None
+    ) -> int:
+        """:meth:`update_weights` with full weights read from the trainer's shared file
+        (:mod:`e2c.verl_cpu.shared_weights`) instead of passed through ray's object store."""
+        return await self.update_weights(self.shared.read(manifest), global_steps, timing=timing)
+
+    async def node_id(self) -> str:
+        """The ray node this server runs on (the trainer's adapter syncs through a shared file when it is
+        its own)."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id()
 
     async def weights_unchanged(self, global_steps: int) -> None:
         """Step ``global_steps`` skipped its update (:meth:`e2c.rl.trainer.E2CTrainer.on_step_end`), so the
@@ -351,7 +374,45 @@ class WeightMovementLog:
             return {}
 
 
+def sync_seconds(
+    timing: dict[str, float], arrived: float, measured: float, loading: float, done: float
+) -> dict[str, float]:
+    """Where a weight sync's seconds went, for its log line: ``sync_gather_s`` (the trainer collecting the
+    full tensors), ``sync_transfer_s`` (from the trainer's send to the server's start: ray's serialization
+    and object store), ``sync_merge_s`` (LoRA's merge), ``sync_movement_s`` (the movement diagnostic) and
+    ``sync_load_s`` (the engine taking the weights). Parts the trainer did not report are left out.
+
+    >>> sync_seconds({"gather_s": 0.5, "sent_at": 10.0}, 11.0, 11.25, 12.0, 12.5)
+    {'sync_gather_s': 0.5, 'sync_transfer_s': 1.0, 'sync_merge_s': 0.25, 'sync_movement_s': 0.75, 'sync_load_s': 0.5}
+    """
+    out: dict[str, float] = {}
+    if "gather_s" in timing:
+        out["sync_gather_s"] = round(timing["gather_s"], 3)
+    if "sent_at" in timing:
+        out["sync_transfer_s"] = round(max(0.0, arrived - timing["sent_at"]), 3)
+    out["sync_merge_s"] = round(measured - arrived, 3)
+    out["sync_movement_s"] = round(loading - measured, 3)
+    out["sync_load_s"] = round(done - loading, 3)
+    return out
+
+
 ROLLOUT_DTYPES = ("auto", "bfloat16", "float32")
+SYNC_VIA_ENV = "E2C_ROLLOUT_SYNC_VIA"
+SYNC_VIAS = ("shm", "ray")
+
+
+def sync_via(name: str | None = None) -> str:
+    """How the trainer sends full weights to a server on its own machine: ``E2C_ROLLOUT_SYNC_VIA`` = ``shm``
+    (default: one shared-memory file, :mod:`e2c.verl_cpu.shared_weights`) or ``ray`` (a call argument,
+    through ray's object store). A server on another node, and LoRA's syncs, always go through ray.
+
+    >>> sync_via("RAY"), sync_via(" shm ")
+    ('ray', 'shm')
+    """
+    name = (name or os.environ.get(SYNC_VIA_ENV, "shm")).strip().lower()
+    if name not in SYNC_VIAS:
+        raise ValueError(f"{SYNC_VIA_ENV}={name!r} is not one of {', '.join(SYNC_VIAS)}")
+    return name
 
 
 def record_sync(record: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import ray
@@ -11,7 +12,8 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from verl.workers.rollout.base import BaseRollout
 from verl.workers.rollout.replica import RolloutReplica
 
-from e2c.verl_cpu.hf_rollout import ROLLOUT_NAME, HFRolloutServer, server_actor_name
+from e2c.verl_cpu.hf_rollout import ROLLOUT_NAME, HFRolloutServer, server_actor_name, sync_via
+from e2c.verl_cpu.shared_weights import SharedWeightsWriter
 
 
 class HFReplica(RolloutReplica):
@@ -61,6 +63,8 @@ class HFServerAdapter(BaseRollout):
         self.replica_rank = rank // world if replica_rank == -1 else replica_rank
         self._has_server = rank % world == 0
         self.server_handle = None
+        self._shared = SharedWeightsWriter() if self._has_server and sync_via() == "shm" else None
+        self._same_node: bool | None = None
 
     def _server(self) -> Any:
         if self.server_handle is None:
@@ -78,14 +82,46 @@ class HFServerAdapter(BaseRollout):
             raise NotImplementedError(
                 "the hf rollout takes full named tensors (checkpoint_engine.backend=naive)"
             )
+        peft_config = kwargs.get("peft_config")
+        shared = self._has_server and peft_config is None and await self._shared_ok()
         state: dict[str, torch.Tensor] = {}
+        started = time.time()
         # Every rank walks the generator: with FSDP each full tensor is an all-gather.
         for name, tensor in weights:
             if hasattr(tensor, "full_tensor"):
                 tensor = tensor.full_tensor()
             if self._has_server:
-                state[name] = tensor.detach().to("cpu").clone()
-        if self._has_server:
+                # The shared file is written before this call returns: no copy of its own is needed.
+                tensor = tensor.detach().to("cpu")
+                state[name] = tensor if shared else tensor.clone()
+        if not self._has_server:
+            return
+        if shared:
+            assert self._shared is not None
+            manifest = self._shared.write(state)
+            sent = time.time()
+            try:
+                await self._server().update_weights_shared.remote(
+                    manifest, global_steps, {"gather_s": sent - started, "sent_at": sent}
+                )
+            finally:
+                self._shared.forget_path()  # the server has mapped it (or failed): the name is not needed
+        else:
+            sent = time.time()
             await self._server().update_weights.remote(
-                state, global_steps, kwargs.get("peft_config"), bool(kwargs.get("base_sync_done", True))
+                state,
+                global_steps,
+                peft_config,
+                bool(kwargs.get("base_sync_done", True)),
+                {"gather_s": sent - started, "sent_at": sent},
             )
+
+    async def _shared_ok(self) -> bool:
+        """Whether this sync may go through the shared file: it is on (``E2C_ROLLOUT_SYNC_VIA``) and the
+        server runs on this machine (asked once)."""
+        if self._shared is None:
+            return False
+        if self._same_node is None:
+            here = ray.get_runtime_context().get_node_id()
+            self._same_node = await self._server().node_id.remote() == here
+        return self._same_node

@@ -67,14 +67,18 @@ def test_vllm_engine_matches_transformers_engine(tiny_path: str, tmp_path: Path)
         assert a == pytest.approx(b, abs=2e-3)
 
 
-@pytest.mark.parametrize("var", ["E2C_ROLLOUT_ENGINE", "E2C_ROLLOUT_DTYPE"])
+CHOICES = {
+    "E2C_ROLLOUT_ENGINE": "auto, hf, vllm",
+    "E2C_ROLLOUT_DTYPE": "auto, bfloat16, float32",
+    "E2C_ROLLOUT_SYNC_VIA": "shm, ray",
+}
+
+
+@pytest.mark.parametrize("var", sorted(CHOICES))
 def test_launcher_refuses_a_bad_rollout_variable_in_one_line(var: str, tmp_path: Path) -> None:
     env = {**os.environ, var: "nope", "CUDA_VISIBLE_DEVICES": ""}
     cmd = [sys.executable, "-m", "e2c.rl.launch", "--stage", "1", "--model", "tiny", "--dry-run"]
     cmd += ["--output-dir", str(tmp_path / "run")]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     assert r.returncode == 2
-    assert r.stderr.strip().splitlines() == [
-        f"error: {var}='nope' is not one of auto, "
-        + ("hf, vllm" if var == "E2C_ROLLOUT_ENGINE" else "bfloat16, float32")
-    ]
+    assert r.stderr.strip().splitlines() == [f"error: {var}='nope' is not one of {CHOICES[var]}"]
