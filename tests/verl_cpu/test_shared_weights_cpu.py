@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -48,7 +49,7 @@ def test_a_state_reads_back_equal_from_aligned_disjoint_slots_cpu(state: dict[st
     slots, size = plan_slots(state)
     ends = [(s.offset, s.offset + s.nbytes) for s in slots]
     assert all(s.offset % ALIGN == 0 for s in slots)
-    assert all(a_end <= b_start for (_, a_end), (b_start, _) in zip(ends, ends[1:], strict=False))
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in pairwise(ends))
     assert size == (ends[-1][1] if ends else 0)
     writer, reader = SharedWeightsWriter(), SharedWeightsReader()
     try:
