@@ -1,6 +1,7 @@
 """Training at the machine's speed: SFT and RL steps of the quickstart's shape against this CPU's compute floor.
 
     python bench/train_speed.py [--model embedded] [--sft-steps 6] [--rl-steps 5] [--arms before,now,unheld]
+        [--rl-prompts 2]
 
 Each arm runs the quickstart's own commands (``scripts/e2c_sft.sh`` with its SFT settings, 8 chains a step;
 ``scripts/e2c_rl.sh --stage 2`` with its RL settings, 2 prompts x 8 samples, from the same SFT model for both
@@ -10,8 +11,9 @@ synthetic data, one after the other, nothing else running:
 
 - ``before``: the CPU set-up of eea892c, restored by overrides: plain ``sdpa`` (a packed SFT row attends
   through a block-diagonal mask), the RL update padded (``use_remove_padding=false``), bf16 autocast
-  (``E2C_TRAIN_DTYPE=bf16``) and glibc's allocator with ``MALLOC_MMAP_THRESHOLD_`` (what a fresh install
-  ran, where no system jemalloc was found);
+  (``E2C_TRAIN_DTYPE=bf16``), glibc's allocator with ``MALLOC_MMAP_THRESHOLD_`` (what a fresh install
+  ran, where no system jemalloc was found) and the weight sync through ray's object store
+  (``E2C_ROLLOUT_SYNC_VIA=ray``);
 - ``now``: the defaults;
 - ``unheld`` (RL only, not run by default): ``now`` with jemalloc's own decay in the actor workers
   (``e2c.hold_freed_pages=false``), the A/B of :func:`e2c.rl.memory.hold_freed_pages`.
@@ -59,7 +61,7 @@ BEFORE_RL = [
     "actor_rollout_ref.model.override_config.attn_implementation=sdpa",
     "actor_rollout_ref.model.use_remove_padding=false",
 ]
-BEFORE_ENV = {"E2C_TRAIN_DTYPE": "bf16", "MALLOC_MMAP_THRESHOLD_": "1048576"}
+BEFORE_ENV = {"E2C_TRAIN_DTYPE": "bf16", "MALLOC_MMAP_THRESHOLD_": "1048576", "E2C_ROLLOUT_SYNC_VIA": "ray"}
 # now's set-up with jemalloc's own decay in the actor workers (e2c.rl.memory.hold_freed_pages off)
 UNHELD_RL = ["e2c.hold_freed_pages=false"]
 GEMM_ROWS = 2048
@@ -196,6 +198,10 @@ def sft_arm(
     by_step = {int(r["step"]): r["data"] for r in records}
     ordered = sorted(stamps)
     gaps = [stamps[b] - stamps[a] for a, b in pairwise(ordered)]
+    if not gaps:
+        raise UserError(
+            f"SFT ({arm}) ran no new steps in {out} (kept from an earlier run?): pass a new --keep"
+        )
     tokens = [float(by_step[s].get("train/global_tokens", 0)) for s in ordered[1:]]
     step_s, tok = statistics.median(gaps), statistics.median(tokens)
     mean_len = tok / qcfg.sft_batch
@@ -262,6 +268,9 @@ def rl_arm(
         u for u, skipped in zip(get("timing_s/update_actor"), get("health/update_skipped")) if not skipped
     ]
     upd_s = later(updates) if updates else 0.0
+    syncs = [
+        u for u, skipped in zip(get("timing_s/update_weights"), get("health/update_skipped")) if not skipped
+    ]
     ran = [t for t, skipped in zip(get("timing_s/step"), get("health/update_skipped")) if not skipped]
     prompt, response = later(get("prompt_length/mean")), later(get("response_length/mean"))
     seq = prompt + response
@@ -284,6 +293,8 @@ def rl_arm(
         "update_s": round(upd_s, 2),
         "updates_s": [round(x, 1) for x in updates],
         "old_log_prob_s": round(later(get("timing_s/old_log_prob")), 2),
+        # the weight sync after the steps that ran their update (a skipped one sends nothing)
+        "sync_s": round(later(syncs), 2) if syncs else None,
         "samples": samples,
         "update_tokens": round(samples * seq),
         "response_mean": round(response, 1),
@@ -313,6 +324,12 @@ def build_parser() -> ArgumentParser:
         default=list(SFT_ARMS),
         help="comma-separated arms of: before, now, unheld (now's RL with e2c.hold_freed_pages=false) "
         "(default: before,now)",
+    )
+    ap.add_argument(
+        "--rl-prompts",
+        type=whole(1, 64),
+        default=2,
+        help="RL prompts per step, 8 samples each (default: 2, the quickstart's 16 samples; 4: the study's 32)",
     )
     ap.add_argument(
         "--rl-start",
@@ -346,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
     # The reward "credit" (0.1 for a well-formed chain with a wrong answer) gives a start that rarely answers
     # right groups with unequal rewards, so the steps run their update (one with equal rewards skips it);
     # the update's cost does not depend on the rewards' values.
-    qcfg = Config(model=folder, rl_reward_shape="credit")
+    qcfg = Config(model=folder, rl_reward_shape="credit", rl_batch=args.rl_prompts)
     ctx = Context(qcfg, base.resolve())
     if not (ctx.data_dir / "sft.parquet").is_file():
         stage_data(ctx, Reporter("data", 1, 1, 30.0))
@@ -395,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{x['update_floor_s']:>8} {x['update_ratio']:>6}"
             )
             print(f"{arm:<7} {'RL gen':<10} {x['gen_s']:>9} {'':>11} {x['gen_gflops']:>8} {'-':>8} {'-':>6}")
+            print(f"{arm:<7} {'RL sync':<10} {x['sync_s']!s:>9}")
             print(
                 f"{arm:<7} {'RL step':<10} {x['step_s']:>9}   with an update {x['step_with_update_s']} s "
                 f"({x['skipped_updates']} skipped); actor worker's system share {x['actor_sys_share']}, "
