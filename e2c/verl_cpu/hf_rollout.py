@@ -14,7 +14,8 @@ provides the same three pieces for plain transformers, registered under the roll
   replica on the node of its trainer workers.
 - :class:`e2c.verl_cpu.hf_verl.HFServerAdapter`, the trainer-side :class:`~verl.workers.rollout.base.BaseRollout`: every weight
   sync gathers the trainer's full tensors (all ranks take part in the gather) and rank 0 pushes them to the
-  server, so each step samples from the current policy.
+  server, so each step samples from the current policy: through one shared-memory file when the server is on
+  its machine (:mod:`e2c.verl_cpu.shared_weights`, ``E2C_ROLLOUT_SYNC_VIA``), else through ray.
 
 Every sync is a line of ``rollout_sync.jsonl`` (:func:`record_sync`) with how far the weights have moved
 from the first ones this server was sent (the start checkpoint, or the checkpoint a resumed launch starts
