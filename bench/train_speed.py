@@ -16,7 +16,9 @@ synthetic data, one after the other, nothing else running:
   (``E2C_ROLLOUT_SYNC_VIA=ray``);
 - ``now``: the defaults;
 - ``unheld`` (RL only, not run by default): ``now`` with jemalloc's own decay in the actor workers
-  (``e2c.hold_freed_pages=false``), the A/B of :func:`e2c.rl.memory.hold_freed_pages`.
+  (``e2c.hold_freed_pages=false``), the A/B of :func:`e2c.rl.memory.hold_freed_pages`;
+- ``jemalloc`` (SFT only, not run by default): ``now`` with jemalloc preloaded in the SFT trainer (the RL
+  workers have it already), the A/B that kept the SFT trainer on glibc.
 
 The floor is the step's useful work over this CPU's matmul rate, both measured here: the forward and backward
 FLOPs of the real tokens (6 x the model's matmul weights per token, the lm head included, plus causal
@@ -53,8 +55,9 @@ from e2c.paths import project_root
 from e2c.rl.memory import ModelShape, model_shape
 
 ROOT = project_root()
-ARMS = ("before", "now", "unheld")
-SFT_ARMS = ("before", "now")  # unheld's SFT is now's: it differs in the RL update only
+ARMS = ("before", "now", "unheld", "jemalloc")
+SFT_ARMS = ("before", "now", "jemalloc")  # unheld's SFT is now's: it differs in the RL update only
+RL_ARMS = ("before", "now", "unheld")  # jemalloc's RL is now's: the RL workers already preload it
 # What the CPU set-up of eea892c ran, as overrides of today's (the module docstring).
 BEFORE_SFT = ["model.override_config.attn_implementation=sdpa"]
 BEFORE_RL = [
@@ -153,6 +156,13 @@ def arm_env(arm: str) -> dict[str, str]:
     """This process's environment with the arm's settings: ``before``'s variables set, ``now`` without them
     (a variable of yours that ``before`` sets would otherwise change ``now``)."""
     env = {k: v for k, v in os.environ.items() if k not in BEFORE_ENV}
+    if arm == "jemalloc":
+        from e2c.rl.memory import find_jemalloc
+
+        jemalloc = find_jemalloc()
+        if jemalloc is None:
+            raise UserError("the jemalloc arm needs jemalloc: none in the system's folders or ray's wheel")
+        return {**env, "LD_PRELOAD": jemalloc}
     return {**env, **BEFORE_ENV} if arm == "before" else env
 
 
@@ -322,8 +332,8 @@ def build_parser() -> ArgumentParser:
         "--arms",
         type=NameList(ARMS, "arm"),
         default=list(SFT_ARMS),
-        help="comma-separated arms of: before, now, unheld (now's RL with e2c.hold_freed_pages=false) "
-        "(default: before,now)",
+        help="comma-separated arms of: before, now, unheld (now's RL with e2c.hold_freed_pages=false), "
+        "jemalloc (now's SFT with jemalloc preloaded) (default: before,now)",
     )
     ap.add_argument(
         "--rl-prompts",
@@ -386,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.rl_start is None and not results:
         raise UserError("the unheld arm trains no SFT model: pass --rl-start or add an SFT arm (before, now)")
     start = args.rl_start or list(results.values())[-1]["sft"]["model"]  # one start model for every RL arm
-    for arm in arms:
+    for arm in [a for a in arms if a in RL_ARMS]:
         env = arm_env(arm)
         print(f"[train_speed] {arm}: RL {args.rl_steps} steps from {start}", flush=True)
         rl = rl_arm(
