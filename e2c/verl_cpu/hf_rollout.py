@@ -228,6 +228,7 @@ class HFRolloutServer:
         peft_config: dict[str, Any] | None = None,
         base_sync_done: bool = True,
         timing: dict[str, float] | None = None,
+        via: str = "ray",
     ) -> int:
         """Load the trainer's tensors; returns how many were loaded. Unknown names are an error.
 
@@ -235,7 +236,8 @@ class HFRolloutServer:
         weights under PEFT's names (``base_sync_done=False``) or the adapter, merged here into the base
         (:class:`e2c.lora.AdapterSync`), so the engine always serves plain weights. ``timing`` (from the
         trainer's adapter): ``gather_s``, its seconds collecting the tensors, and ``sent_at``, when it sent
-        them; the sync line then says where the sync's seconds went (:func:`sync_seconds`).
+        them; the sync line then says where the sync's seconds went (:func:`sync_seconds`) and, in
+        ``sync_via``, how the tensors came (``ray``, or ``shm``: :meth:`update_weights_shared`).
         """
         arrived = time.time()
         kind, shift = "full", None
@@ -262,6 +264,7 @@ class HFRolloutServer:
                 **moved,
                 **self._generated(),
                 **sync_seconds(timing or {}, arrived, measured, loading, time.time()),
+                "sync_via": via,
             }
         )
         self._moved = moved
@@ -275,7 +278,7 @@ class HFRolloutServer:
     ) -> int:
         """:meth:`update_weights` with full weights read from the trainer's shared file
         (:mod:`e2c.verl_cpu.shared_weights`) instead of passed through ray's object store."""
-        return await self.update_weights(self.shared.read(manifest), global_steps, timing=timing)
+        return await self.update_weights(self.shared.read(manifest), global_steps, timing=timing, via="shm")
 
     async def node_id(self) -> str:
         """The ray node this server runs on (the trainer's adapter syncs through a shared file when it is

@@ -18,8 +18,10 @@ Contract:
 - :func:`read_shared` (server side) returns views that are valid only until the trainer's next write: the
   trainer awaits the server's load, and everything the server keeps is copied (the engine's own weights,
   the movement log's clone of the first weights).
-- Both sides must be on one machine: the adapter checks the server's node before it uses this path, and
-  uses ray's object store otherwise.
+- Both sides must be on one machine and see the same ``/dev/shm``: the adapter checks the server's ray node
+  before it uses this path, and uses ray's object store otherwise. Two processes of one node in separate
+  containers (ray's container runtime environment) fail the sync with the file not found: set
+  ``E2C_ROLLOUT_SYNC_VIA=ray`` there.
 """
 
 from __future__ import annotations

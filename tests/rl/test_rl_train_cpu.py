@@ -138,6 +138,11 @@ def test_grpo_stage1_then_stage2_with_weighting_cpu(grpo_runs: dict) -> None:
             assert m["e2c/adv_scale_explore"] == pytest.approx(2.0, rel=1e-4)
             assert m["e2c/adv_scale_execute"] == pytest.approx(1.0, rel=1e-4)
     assert any(m["e2c/adv_abs_before"] > 0 for m in m2), "no step had a nonzero advantage to weight"
+    # The trainer and its rollout server share the machine: full weights come through the shared file.
+    syncs = [json.loads(x) for x in (s2 / "rollout_sync.jsonl").read_text().splitlines()]
+    full = [x for x in syncs if x["kind"] == "full"]
+    assert full and all(x["sync_via"] == "shm" and x["tensors"] > 0 for x in full), syncs
+    assert all({"sync_gather_s", "sync_transfer_s", "sync_movement_s", "sync_load_s"} <= set(x) for x in full)
 
 
 @pytest.mark.slow  # real verl training on ray: minutes

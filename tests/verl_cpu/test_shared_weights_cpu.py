@@ -117,7 +117,7 @@ def test_the_server_loads_a_shared_sync_and_keeps_its_own_copy_cpu(
     assert torch.equal(server.movement.start["w"], torch.tensor([1.0, 2.0]))
     assert [x["w"].tolist() for x in loaded] == [[1.0, 2.0], [1.0, 2.5]]
     for x in lines:
-        assert x["sync_gather_s"] == 0.25
+        assert x["sync_gather_s"] == 0.25 and x["sync_via"] == "shm"
         assert {"sync_transfer_s", "sync_movement_s", "sync_load_s"} <= set(x)
     writer.close()
     assert os.listdir(tmp_path) == ["rollout_sync.jsonl"]
