@@ -382,7 +382,7 @@ def sync_seconds(
     timing: dict[str, float], arrived: float, measured: float, loading: float, done: float
 ) -> dict[str, float]:
     """Where a weight sync's seconds went, for its log line: ``sync_gather_s`` (the trainer collecting the
-    full tensors), ``sync_transfer_s`` (from the trainer's send to the server's start: ray's serialization
+    full tensors, and writing them to the shared file when it is used), ``sync_transfer_s`` (from the trainer's send to the server's start: ray's serialization
     and object store), ``sync_merge_s`` (LoRA's merge), ``sync_movement_s`` (the movement diagnostic) and
     ``sync_load_s`` (the engine taking the weights). Parts the trainer did not report are left out.
 
