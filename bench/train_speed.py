@@ -274,14 +274,12 @@ def rl_arm(
     step_s, gen_s = later(get("timing_s/step")), later(get("timing_s/gen"))
     # A step where every group scored alike skips its update (e2c.rl.trainer): the update's median is over
     # the steps that ran one.
-    updates = [
-        u for u, skipped in zip(get("timing_s/update_actor"), get("health/update_skipped")) if not skipped
-    ]
+    skipped = get("health/update_skipped")
+    updated = lambda key: [v for v, s in zip(get(key), skipped) if not s]  # noqa: E731
+    updates = updated("timing_s/update_actor")
     upd_s = later(updates) if updates else 0.0
-    syncs = [
-        u for u, skipped in zip(get("timing_s/update_weights"), get("health/update_skipped")) if not skipped
-    ]
-    ran = [t for t, skipped in zip(get("timing_s/step"), get("health/update_skipped")) if not skipped]
+    syncs = updated("timing_s/update_weights")
+    ran = updated("timing_s/step")
     prompt, response = later(get("prompt_length/mean")), later(get("response_length/mean"))
     seq = prompt + response
     update_work = 3 * shape.forward_flops(samples * seq, seq)
@@ -298,7 +296,7 @@ def rl_arm(
         "steps_s": [round(x, 1) for x in get("timing_s/step")],
         # the step's median over the steps that ran their update (the quickstart's RL steps mostly do)
         "step_with_update_s": round(later(ran), 2) if ran else None,
-        "skipped_updates": int(sum(get("health/update_skipped"))),
+        "skipped_updates": int(sum(skipped)),
         "gen_s": round(gen_s, 2),
         "update_s": round(upd_s, 2),
         "updates_s": [round(x, 1) for x in updates],

@@ -382,9 +382,10 @@ def sync_seconds(
     timing: dict[str, float], arrived: float, measured: float, loading: float, done: float
 ) -> dict[str, float]:
     """Where a weight sync's seconds went, for its log line: ``sync_gather_s`` (the trainer collecting the
-    full tensors, and writing them to the shared file when it is used), ``sync_transfer_s`` (from the trainer's send to the server's start: ray's serialization
-    and object store), ``sync_merge_s`` (LoRA's merge), ``sync_movement_s`` (the movement diagnostic) and
-    ``sync_load_s`` (the engine taking the weights). Parts the trainer did not report are left out.
+    full tensors, and writing them to the shared file when it is used), ``sync_transfer_s`` (from the
+    trainer's send to the server's start: ray's serialization and object store), ``sync_merge_s`` (LoRA's
+    merge), ``sync_movement_s`` (the movement diagnostic) and ``sync_load_s`` (the engine taking the
+    weights). Parts the trainer did not report are left out.
 
     >>> sync_seconds({"gather_s": 0.5, "sent_at": 10.0}, 11.0, 11.25, 12.0, 12.5)
     {'sync_gather_s': 0.5, 'sync_transfer_s': 1.0, 'sync_merge_s': 0.25, 'sync_movement_s': 0.75, 'sync_load_s': 0.5}

@@ -11,7 +11,7 @@ own mapping.
 Contract:
 
 - :class:`SharedWeightsWriter` (trainer side) keeps one file per layout (the same names, dtypes and
-  shapes); a sync with another layout (a LoRA base sync, say) gets a new file. The path is removed once the
+  shapes); a sync with another layout gets a new file. The path is removed once the
   server has mapped it (:meth:`SharedWeightsWriter.forget_path`), so the file lives exactly as long as the
   two mappings; a process killed between creating and forgetting it leaves the file in ``/dev/shm``
   (named ``e2c-weights-*``).
