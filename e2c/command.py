@@ -49,6 +49,12 @@ COMMANDS: tuple[Command, ...] = (
         "claims", "e2c.claims.cli", "the paper's claims, each against its control, with intervals", "runs"
     ),
     Command("study", "e2c.study.cli", "ablation arms x seeds: screened, confirmed, one table", "runs"),
+    Command(
+        "reproduce",
+        "e2c.study.reproduce",
+        "the method's result: SFT 120 steps, GRPO stage 2, both on held-out problems, paired",
+        "runs",
+    ),
     Command("data", "e2c.data.prepare", "prepare SFT, RL, EF-SFT and evaluation data", "data"),
     Command(
         "download", "e2c.data.download", "download the paper's released data (resumable, verified)", "data"

@@ -30,10 +30,14 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
+
+# Seconds a forked child has to stop after SIGINT (its ``finally`` blocks, ray's shutdown) before SIGKILL.
+STOP_GRACE_S = 60.0
 
 
 def fork_refusal() -> str | None:
@@ -96,6 +100,10 @@ def _child(
         traceback.print_exc()
     finally:
         try:
+            # Leaving: a second Ctrl-C (or the parent's stop_child after a first one) must not cut the cleanups
+            # short, ray's shutdown among them; the parent's SIGKILL still ends a child that hangs here.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
             # As the interpreter ends: the threads the module started that are not daemons finish first.
             for thread in threading.enumerate():
                 if thread is not threading.main_thread() and not thread.daemon:
@@ -138,9 +146,14 @@ def run_module(
     environment when this process imported it stays as read: set such variables here first. ``cleanups``:
     what a forked child runs before it leaves, in order (the module docstring). As with
     ``subprocess.call``, an exception here while the child runs (Ctrl-C; SIGTERM where this process turns
-    it into one) kills the child first."""
+    it into one) stops the child first (:func:`stop_child`)."""
     if not fork or fork_refusal() is not None:
-        return subprocess.call([sys.executable, "-m", module, *args], env=dict(env), cwd=cwd)
+        proc = subprocess.Popen([sys.executable, "-m", module, *args], env=dict(env), cwd=cwd)
+        try:
+            return proc.wait()
+        except BaseException:
+            stop_child(proc.pid, ended=lambda seconds: _popen_ended(proc, seconds))
+            raise
     sys.stdout.flush()
     sys.stderr.flush()
     # Blocked across the fork: a Ctrl-C in between would otherwise run the parent's handlers in the child.
@@ -152,9 +165,47 @@ def run_module(
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         return _wait(pid)
     except BaseException:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        _wait(pid)
+        stop_child(pid)
         raise
+
+
+def _reaped(pid: int, seconds: float) -> bool:
+    """Whether the child ``pid`` has ended (and is reaped) within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            return True
+        if done:
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
+def _popen_ended(proc: subprocess.Popen, seconds: float) -> bool:
+    try:
+        proc.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+def stop_child(pid: int, grace_s: float = STOP_GRACE_S, ended: Callable[[float], bool] | None = None) -> None:
+    """Stop a forked child the way Ctrl-C stops it: SIGINT, so that the module's ``finally`` blocks and the
+    ``cleanups`` run (ray's shutdown stops the cluster the child started, which a SIGKILL would leave running),
+    then SIGKILL after ``grace_s``. Another SIGINT or SIGTERM to this process meanwhile waits: the stop is not
+    cut short. ``ended(seconds)``: whether the child ended within that time (default: reaped by pid)."""
+    ended = ended or (lambda seconds: _reaped(pid, seconds))
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        for sig, wait in ((signal.SIGINT, grace_s), (signal.SIGKILL, 30.0)):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+            if ended(wait):
+                return
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)

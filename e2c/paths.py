@@ -10,6 +10,11 @@ The project folder holds ``configs/`` (the Hydra presets), ``data/`` (prepared d
 4. the working directory.
 
 Nothing else in the package computes a path from ``__file__``.
+
+Runs made by the pipeline commands (the quickstart, the claims, studies, the reproduction) default to a
+folder under ``outputs/`` of the working directory, or under ``$E2C_BASE_DIR`` when it is set
+(:func:`default_run_folder`): a base folder outside the checkout lets a fresh checkout of the same commit
+resume or report those runs.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pathlib import Path
 from e2c.errors import UserError
 
 MARKER = Path("configs") / "e2c_common.yaml"
+BASE_DIR_ENV = "E2C_BASE_DIR"
 
 
 def _is_project(folder: Path) -> bool:
@@ -65,6 +71,19 @@ def data_dir() -> Path:
 def outputs_dir() -> Path:
     """``outputs/`` of the project (every run's default output folder lives under it)."""
     return project_root() / "outputs"
+
+
+def default_run_folder(name: str) -> str:
+    """The default output folder of the pipeline run ``name`` (``quickstart``, ``claims-fast``,
+    ``study/rl_recipe``, ...): ``$E2C_BASE_DIR/<name>`` when the variable is set and not empty, else
+    ``outputs/<name>`` (from the working directory). The folder itself is checked where the run claims it.
+
+    >>> import os; os.environ.pop("E2C_BASE_DIR", None) and None
+    >>> default_run_folder("quickstart")
+    'outputs/quickstart'
+    """
+    base = os.environ.get(BASE_DIR_ENV, "").strip()
+    return str(Path(base).expanduser() / name) if base else f"outputs/{name}"
 
 
 def benchmarks_dir() -> Path:

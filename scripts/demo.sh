@@ -6,7 +6,8 @@
 #   bash scripts/demo.sh --model embedded        # always the untrained embedded model
 #   bash scripts/demo.sh --problem "What is 17*23?" --max-tokens 256
 #
-# With no --model and a finished `bash scripts/quickstart.sh` (outputs/quickstart, or $E2C_QUICKSTART_OUT),
+# With no --model and a finished `bash scripts/quickstart.sh` (outputs/quickstart, $E2C_BASE_DIR/quickstart
+# when E2C_BASE_DIR is set, or $E2C_QUICKSTART_OUT),
 # the demo uses its RL model (else its SFT model) and, unless --problem is given, its first held-out problem.
 # The first run converts the packaged GGUF model to an HF folder in ~/.cache/e2c (about 40 s).
 # Extra flags go to example_inference.py (python example_inference.py --help).
@@ -20,7 +21,7 @@ case " $* " in
   *)
     WITH=(--with-problem)
     case " $* " in *" --problem"*) WITH=() ;; esac
-    mapfile -d '' FOUND < <("$PY" -m e2c.quickstart.trained --out "${E2C_QUICKSTART_OUT:-outputs/quickstart}" "${WITH[@]}")
+    mapfile -d '' FOUND < <("$PY" -m e2c.quickstart.trained --out "${E2C_QUICKSTART_OUT:-${E2C_BASE_DIR:-outputs}/quickstart}" "${WITH[@]}")
     if [ "${#FOUND[@]}" -gt 0 ]; then MODEL_ARGS=("${FOUND[@]}"); fi
     ;;
 esac

@@ -60,4 +60,5 @@ ENTRIES: dict[str, Entry] = {
     "e2c.study.cli": Entry(
         "e2c.study.cli", ("--study", "configs/study/sft_length.toml", "--fast", "--out", "{tmp}/study")
     ),
+    "e2c.study.reproduce": Entry("e2c.study.reproduce", ("--fast", "--out", "{tmp}/reproduce")),
 }

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from e2c.argtypes import OUTPUT_DIR, Choice, at_least, positive, probability, whole
+from e2c.paths import default_run_folder
 from e2c.quickstart.config import BACKEND, FAMILY
 from e2c.quickstart.config import Config as QuickstartConfig
 from e2c.quickstart.settings import StageSettings, knob
@@ -31,7 +32,7 @@ CLAIM_METHOD = "e2c_react_loop"
 
 
 FAST: dict[str, Any] = {
-    "out": "outputs/claims-fast",
+    "out": lambda: default_run_folder("claims-fast"),
     "rl_steps": 1,
     # transformers: the tiny model's few short generations take seconds, where vLLM's engine takes ~25 s to
     # start for each of the run's ~12 evaluations (vLLM is the quickstart --fast's own end-to-end path)
@@ -99,7 +100,9 @@ class ClaimsConfig(StageSettings, preset=FAST, stage_keys=STAGE_KEYS, checked_wh
     """Every knob of a claims run; each is the command-line flag of its name (``python -m e2c.claims
     --help``), declared here once: its help line, its value type and its section."""
 
-    out: str = knob("outputs/claims", "output folder", OUTPUT_DIR)
+    out: str = knob(
+        lambda: default_run_folder("claims"), "output folder ($E2C_BASE_DIR/claims when set)", OUTPUT_DIR
+    )
     fast: bool = False
     # the shared start: a quickstart run (data, SFT, pass-rate filter, GRPO stage 2 at rl_explore_adv_coef,
     # seed 0, evaluations) in <out>/quickstart; its RL model is arm (2.0, seed 0) and the TTS/adapt model

@@ -12,7 +12,7 @@ from typing import Any
 
 from e2c.errors import UserError
 from e2c.files import atomic_write_json, atomic_write_text
-from e2c.quickstart.config import SPLIT_FRACTIONS, Config
+from e2c.quickstart.config import RL_SIGNAL_FAMILIES, SPLIT_FRACTIONS, Config
 from e2c.quickstart.context import Context, rel
 from e2c.quickstart.progress import Reporter
 
@@ -186,8 +186,9 @@ def write_rl_pool(ctx: Context, path: Path, rep: Reporter) -> dict[str, Any]:
 
 
 def rl_families(cfg: Config) -> tuple[str, ...]:
-    """The families RL prompts are drawn from: ``rl_families``, else every family of the run."""
-    return cfg.rl_families or cfg.families
+    """The families RL prompts are drawn from: ``rl_families``, else the run's families among
+    :data:`~e2c.quickstart.config.RL_SIGNAL_FAMILIES`, else every family of the run."""
+    return cfg.rl_families or tuple(f for f in cfg.families if f in RL_SIGNAL_FAMILIES) or cfg.families
 
 
 def rl_max_level(cfg: Config) -> int:

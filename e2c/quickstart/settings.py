@@ -65,7 +65,8 @@ class StageSettings:
     def with_fast(self, explicit: Collection[str] = ()) -> Any:
         """These settings with the ``--fast`` preset applied to every field not in ``explicit`` (the ones the
         user set)."""
-        return replace(self, fast=True, **{k: v for k, v in self.PRESET.items() if k not in explicit})  # type: ignore[type-var]
+        preset = {k: v() if callable(v) else v for k, v in self.PRESET.items() if k not in explicit}
+        return replace(self, fast=True, **preset)  # type: ignore[type-var]
 
     @classmethod
     def field_names(cls) -> list[str]:
@@ -75,7 +76,8 @@ class StageSettings:
     def describe_default(cls, flag: SettingFlag) -> str:
         """A flag's defaults for its ``--help`` line: `` (default: 2; --fast: 1)`` (its own words when its help
         line names its default)."""
-        fast = f"--fast: {shown(cls.PRESET[flag.key])}" if flag.key in cls.PRESET else ""
+        value = cls.PRESET.get(flag.key)
+        fast = f"--fast: {shown(value() if callable(value) else value)}" if flag.key in cls.PRESET else ""
         if "(default:" in flag.help:
             return f" ({fast})" if fast else ""
         return f" (default: {shown(flag.default)}{'; ' + fast if fast else ''})"

@@ -56,7 +56,7 @@ from typing import Any
 
 from e2c.argtypes import MODEL, OUTPUT_DIR, TEXT, whole
 from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, restore_metrics
-from e2c.cli import ArgumentParser
+from e2c.cli import ArgumentParser, interrupt_on_sigterm
 from e2c.cluster import private_ray_dir, remove_private_ray_dir
 from e2c.devices import MAX_NODES, cpu_note, cpu_ranks, cpu_train_dtype, env_count, gpu_count, requested_gpus
 from e2c.entry import checks_done, run_main
@@ -1126,6 +1126,9 @@ def main(argv: list[str] | None = None) -> int:
             if cmd is not None:
                 print(shlex.join(cmd))  # quoted: ${now:...} and [a,b] survive a paste into a shell
         return 0
+    # A SIGTERM to this launcher alone stops verl's driver too (e2c.fork.stop_child), releases the run's lock
+    # and names the command that resumes (e2c.entry); its default action would leave the driver running.
+    interrupt_on_sigterm()
     rc = run_stage(args, first)
     if rc != 0 or not both:
         return rc

@@ -26,6 +26,7 @@ from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.flags import add_setting_flags, flag_values, setting
+from e2c.paths import default_run_folder
 from e2c.quickstart.progress import fmt_seconds
 from e2c.quickstart.runner import check_out, out_folder, run_resumable
 from e2c.study.spec import Study, load_study
@@ -68,7 +69,8 @@ class StudySettings:
     out: str | None = field(
         default=None,
         metadata=setting(
-            "output folder (default: outputs/study/<the file's name>, with -fast after it under --fast)",
+            "output folder (default: outputs/study/<the file's name>, or $E2C_BASE_DIR/study/<the file's name> "
+            "when it is set; -fast after it under --fast)",
             flag="--out",
             value=OUTPUT_DIR,
         ),
@@ -221,7 +223,7 @@ def check_memory(study: Study, units: list[Unit], actions: dict[str, str]) -> No
 
 
 def default_out(study: Study) -> str:
-    return f"outputs/study/{Path(study.source).stem}{'-fast' if study.fast else ''}"
+    return default_run_folder(f"study/{Path(study.source).stem}{'-fast' if study.fast else ''}")
 
 
 # ------------------------------------------------------------------------------------------------ run

@@ -150,3 +150,56 @@ def test_fork_refusal_names_what_makes_a_fork_unsafe_cpu() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.stdout.splitlines() == ["None", "2 Python threads run"], out.stderr
+
+
+SLEEPER = """
+import os, sys, time
+open(sys.argv[1] + ".pid", "w").write(str(os.getpid()))
+try:
+    time.sleep(120)
+finally:
+    open(sys.argv[1] + ".finally", "w").write("child")
+"""
+
+
+@pytest.mark.parametrize("fork", [True, False])
+def test_a_sigterm_to_the_parent_stops_the_child_through_its_finally_cpu(tmp_path: Path, fork: bool) -> None:
+    """The RL launcher's case: SIGTERM to the parent alone (raised as an interrupt there). The child is
+    stopped as Ctrl-C stops it, so its ``finally`` and the cleanups run (ray's shutdown, in the launcher), and
+    it is gone when the parent's interrupt goes on."""
+    (tmp_path / "sleeper.py").write_text(SLEEPER)
+    mark = tmp_path / "m"
+    driver = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        from e2c.cli import interrupt_on_sigterm
+        from e2c.errors import Interrupted
+        from e2c.fork import run_module
+        interrupt_on_sigterm()
+        signal.signal(signal.SIGALRM, lambda *a: os.kill(os.getpid(), signal.SIGTERM))
+        signal.alarm(3)
+        cleanup = lambda: open({str(mark)!r} + ".cleanup", "w").write("x")
+        try:
+            run_module("sleeper", [{str(mark)!r}], {str(tmp_path)!r}, dict(os.environ), fork={fork!r},
+                       cleanups=[cleanup])
+        except Interrupted:
+            pid = int(open({str(mark)!r} + ".pid").read())
+            try:
+                os.kill(pid, 0)
+                print("CHILD ALIVE")
+            except ProcessLookupError:
+                print("CHILD GONE")
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", driver],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+    )
+    assert "CHILD GONE" in proc.stdout, proc.stdout + proc.stderr
+    assert (tmp_path / "m.finally").read_text() == "child"
+    # The cleanups are a forked child's (a new interpreter runs its own atexit handlers instead).
+    assert (tmp_path / "m.cleanup").is_file() == fork

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import statistics
 import subprocess
@@ -300,19 +301,22 @@ def test_report_pages_per_stage_and_compared_cpu(tmp_path: Path) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ end to end
-def _quickstart(*args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+def _quickstart(
+    *args: str, timeout: int = 900, env: dict[str, str] | None = None, cwd: Path = ROOT
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "e2c.quickstart", *args],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=cwd,
         timeout=timeout,
+        env=None if env is None else {**os.environ, **env},
     )
 
 
 @pytest.mark.slow  # the whole quickstart --fast: ~5 min
 def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
-    out = tmp_path / "qs"
+    out = tmp_path / "base" / "quickstart-fast"  # where E2C_BASE_DIR=<tmp>/base puts a --fast run
     res = _quickstart("--fast", "--with-control", "--out", str(out))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     for stage in STAGES:
@@ -459,10 +463,16 @@ def test_fast_run_end_to_end_cpu(tmp_path: Path) -> None:
     )
     assert empty.returncode == 0 and empty.stdout == ""
 
-    # A rerun with the same settings skips every stage; another setting for a finished stage is refused.
-    again = _quickstart("--fast", "--with-control", "--out", str(out), timeout=120)
+    # A rerun with the same settings skips every stage, here found through E2C_BASE_DIR from another working
+    # directory (as a fresh checkout pointed at the base folder finds it); another setting for a finished
+    # stage is refused.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    based = {"E2C_BASE_DIR": str(tmp_path / "base"), "E2C_HOME": str(ROOT)}
+    again = _quickstart("--fast", "--with-control", timeout=120, env=based, cwd=elsewhere)
     assert again.returncode == 0, again.stderr
-    assert again.stdout.count("skipped") == len(STAGES)
+    assert again.stdout.count("skipped") == len(STAGES) and str(out) in again.stdout
+    assert not (elsewhere / "outputs").exists()
     refused = _quickstart("--fast", "--with-control", "--out", str(out), "--sft-lr", "0.001", timeout=120)
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [

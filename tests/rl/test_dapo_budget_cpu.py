@@ -59,3 +59,21 @@ def test_a_spent_budget_with_mixed_groups_still_fills_the_batch_cpu(monkeypatch:
     buf.gen_batch_size = 2
     assert buf._dapo_filtered_keys("train") == (set(), Counter())
     assert buf.refills == [2] and not buf._e2c_exhausted  # 4 - 1 at hand - 1 in flight, in whole batches of 2
+
+
+def test_the_trainer_polls_for_finished_rollouts_faster_than_verls_default_cpu(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """verl's sync buffer defaults to a look every 2 s, which rounded every step's generation up to the next
+    multiple of 2 s; the E2C trainer's buffer looks every REPLAY_POLL_S."""
+    from omegaconf import OmegaConf
+
+    built = object.__new__(trainer.ReplayBuffer)
+    built.poll_interval, built.filter_groups_metric = 2.0, None
+    monkeypatch.setattr(trainer.PPOTrainerSync, "_build_replay_buffer", lambda self: built)
+    tr = object.__new__(trainer.E2CTrainer)
+    tr.config = OmegaConf.create({"trainer": {"v1": {"sync": {}}}, "e2c": {}})
+    monkeypatch.setattr(type(tr), "e2c", property(lambda self: type("S", (), {"max_num_gen_batches": 0})()))
+    buf = tr._build_replay_buffer()
+    assert buf is built and buf.poll_interval == trainer.REPLAY_POLL_S < 2.0
+    assert tr.trainer_mode == "sync" and type(buf) is trainer.ReplayBuffer

@@ -1,0 +1,105 @@
+"""``e2c reproduce`` (``bash scripts/reproduce.sh``): the method's result at this scale from one command.
+
+    bash scripts/reproduce.sh              # SFT 120 steps, filter, GRPO stage 2, held-out avg@4: ~2 hours here
+    bash scripts/reproduce.sh --fast       # the same units on the tiny test model, in minutes
+    bash scripts/reproduce.sh --seeds 1    # the same recipe with training seed 1 (next to seed 0's runs)
+
+It is the study engine (:mod:`e2c.study.cli`) running the study file ``configs/study/reproduce.toml`` with
+the recipe chosen on screening already, so nothing is screened: the RL arm and its SFT start are trained and
+both are evaluated on the held-out problems (greedy, and avg@k at T 1.0 with fresh sampling seeds), paired
+per problem. A rerun skips finished units and resumes an interrupted one; settings that differ from the
+kept runs' are refused in one line. The output folder defaults to ``outputs/reproduce`` (``-fast`` under
+``--fast``), or ``$E2C_BASE_DIR/reproduce`` when the variable is set, so a checkout can resume or report
+runs kept outside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from e2c.argtypes import OUTPUT_DIR, whole
+from e2c.cli import ArgumentParser
+from e2c.entry import run_main
+from e2c.flags import add_setting_flags, flag_values, setting
+from e2c.paths import configs_dir, default_run_folder
+
+STUDY_FILE = Path("study") / "reproduce.toml"  # under configs/
+RL_ARM = "rl"  # the study file's arm that is confirmed against its start
+
+
+@dataclass(frozen=True)
+class ReproduceSettings:
+    """The command line: each field is one flag (``e2c reproduce --help``)."""
+
+    out: str | None = field(
+        default=None,
+        metadata=setting(
+            "output folder (default: outputs/reproduce, or $E2C_BASE_DIR/reproduce when it is set; -fast after "
+            "it under --fast)",
+            flag="--out",
+            value=OUTPUT_DIR,
+        ),
+    )
+    fast: bool = field(
+        default=False,
+        metadata=setting(
+            "the tiny test model at tiny sizes: every unit, in minutes (default: off)", flag="--fast"
+        ),
+    )
+    seeds: tuple[int, ...] = field(
+        default=(),
+        metadata=setting(
+            "training seeds to run (space-separated; default: the study file's, 0): another seed adds its runs "
+            "beside the kept ones",
+            flag="--seeds",
+            value=whole(0),
+        ),
+    )
+    force: bool = field(
+        default=False,
+        metadata=setting(
+            "redo the units whose settings changed and those downstream of them (default: refuse them)",
+            flag="--force",
+        ),
+    )
+    dry_run: bool = field(
+        default=False,
+        metadata=setting(
+            "print the plan (every unit and its command) and run nothing (default: off)", flag="--dry-run"
+        ),
+    )
+
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(
+        prog="python -m e2c.study.reproduce",
+        description="The method's result at this scale: SFT 120 steps, the pass-rate filter, GRPO stage 2 "
+        "with the recipe that learned, and both models on the held-out problems (greedy and avg@k), paired.",
+        epilog="Outputs: <out>/study.md and <out>/study.json (the paired tables), <out>/arms/<arm>/seed<k>/.",
+    )
+    add_setting_flags(p, ReproduceSettings)
+    return p
+
+
+def study_argv(s: ReproduceSettings) -> list[str]:
+    """The study command this reproduction is."""
+    out = s.out or default_run_folder("reproduce-fast" if s.fast else "reproduce")
+    argv = ["--study", str(configs_dir() / STUDY_FILE), "--out", out, "--skip-screening", "--confirm", RL_ARM]
+    if s.fast:
+        argv.append("--fast")
+    if s.seeds:
+        argv += ["--seeds", *map(str, s.seeds)]
+    return argv + [f for f, on in (("--force", s.force), ("--dry-run", s.dry_run)) if on]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from e2c.study import cli
+
+    values = flag_values(build_parser().parse_args(argv), ReproduceSettings)
+    s = ReproduceSettings(**{k: str(v) if isinstance(v, Path) else v for k, v in values.items()})
+    return cli.main(study_argv(s))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    run_main(main)

@@ -1,0 +1,112 @@
+"""``e2c reproduce``: the study engine on ``configs/study/reproduce.toml``, confirming the RL arm against its
+SFT start without screening; its runs default to ``$E2C_BASE_DIR/reproduce`` when that is set."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from e2c.paths import BASE_DIR_ENV, configs_dir
+from e2c.study.reproduce import RL_ARM, STUDY_FILE, ReproduceSettings, study_argv
+from e2c.study.spec import SFT_KEYS, load_study
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_study_file_is_the_recipe_that_learned_cpu() -> None:
+    """The reproduction's RL arm is the study's rl_signal_lr2e-5_from_sft120, setting for setting."""
+    rep = load_study(configs_dir() / STUDY_FILE, fast=False)
+    recipe = load_study(configs_dir() / "study" / "rl_recipe.toml", fast=False)
+    mine, theirs = rep.arms[RL_ARM], recipe.arms["rl_signal_lr2e-5_from_sft120"]
+    assert mine.cfg == theirs.cfg
+    a, b = rep.arms[mine.start].cfg, recipe.arms[theirs.start].cfg  # sft120 = sft120, as SFT goes
+    assert {k: getattr(a, k) for k in SFT_KEYS} == {k: getattr(b, k) for k in SFT_KEYS}
+    assert (a.model, a.seed, a.sft_steps) == (b.model, b.seed, 120)
+    assert (mine.cfg.rl_lr, mine.cfg.rl_steps, mine.cfg.rl_batch, mine.cfg.rl_n) == (2e-5, 24, 4, 8)
+    assert mine.cfg.rl_families == ("small_arithmetic", "code") and mine.cfg.eval_samples == 4
+
+
+def test_the_command_is_the_study_confirming_rl_without_screening_cpu(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv(BASE_DIR_ENV, raising=False)
+    argv = study_argv(ReproduceSettings())
+    assert argv[:2] == ["--study", str(configs_dir() / STUDY_FILE)]
+    assert argv[2:] == ["--out", "outputs/reproduce", "--skip-screening", "--confirm", RL_ARM]
+    monkeypatch.setenv(BASE_DIR_ENV, str(tmp_path))
+    argv = study_argv(ReproduceSettings(fast=True, seeds=(1, 2), force=True, dry_run=True))
+    assert argv[3] == str(tmp_path / "reproduce-fast")
+    assert argv[-6:] == ["--fast", "--seeds", "1", "2", "--force", "--dry-run"]
+    assert study_argv(ReproduceSettings(out="mine"))[3] == "mine"
+
+
+def test_dry_run_prints_the_plan_and_writes_nothing_cpu(tmp_path: Path) -> None:
+    env = {**os.environ, BASE_DIR_ENV: str(tmp_path / "base")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "e2c.study.reproduce", "--fast", "--dry-run"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert str(tmp_path / "base" / "reproduce-fast") in proc.stdout
+    assert "arms/rl/seed0" in proc.stdout and "screen" not in proc.stdout.replace("screening", "")
+    assert not (tmp_path / "base").exists()
+
+
+def test_a_wrong_flag_is_one_line_cpu() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "e2c.study.reproduce", "--seeds", "x"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) <= 2, proc.stderr
+    assert "--seeds" in proc.stderr
+
+
+@pytest.mark.slow
+def test_reproduce_fast_end_to_end_and_found_again_through_the_base_folder_slow(tmp_path: Path) -> None:
+    """The whole reproduction on the tiny model; then, from another working directory with E2C_BASE_DIR
+    pointed at it, the same command trains nothing and reports the same comparison."""
+    base = tmp_path / "base"
+    env = {**os.environ, BASE_DIR_ENV: str(base), "E2C_HOME": str(ROOT)}
+
+    def run(cwd: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "e2c.study.reproduce", "--fast"],
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            env=env,
+            timeout=3600,
+        )
+
+    first = run(ROOT)
+    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    out = base / "reproduce-fast"
+    summary = json.loads(first.stdout.strip().splitlines()[-1])
+    assert summary["chosen"] == [RL_ARM] and summary["report"] == str(out / "study.md")
+    rep = json.loads((out / "study.json").read_text())
+    assert rep["selection"]["confirmed"] == ["sft120", RL_ARM]
+    pairs = {(c["arm"], c["against"], c["metric"]) for c in rep["comparisons"]["confirm"]}
+    assert pairs == {(RL_ARM, "sft120", "avg"), (RL_ARM, "sft120", "greedy")}
+    for c in rep["comparisons"]["confirm"]:
+        assert c["ci"][0] <= c["mean"] <= c["ci"][1]
+    assert not (out / "validation").exists()  # nothing screened
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    again = run(elsewhere)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert again.stdout.count("complete from an earlier run") == first.stdout.count("[study] unit")
+    assert json.loads((out / "study.json").read_text())["comparisons"] == rep["comparisons"]
+    assert not (elsewhere / "outputs").exists()
