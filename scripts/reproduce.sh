@@ -7,6 +7,7 @@
 #   bash scripts/reproduce.sh             # embedded SmolLM2-135M: outputs/reproduce/study.md (~2 hours here)
 #   bash scripts/reproduce.sh --fast      # the tiny test model at tiny sizes: a few minutes
 #   bash scripts/reproduce.sh --seeds 1   # another training seed, beside the kept runs
+#   bash scripts/reproduce.sh --with-control  # + SFT alone for as many tokens as SFT + RL (~1 hour more)
 #   bash scripts/reproduce.sh --help      # every flag
 #
 # The study engine (python -m e2c.study) on configs/study/reproduce.toml. A rerun skips finished units and

@@ -78,7 +78,7 @@ def fake_work(sc: Any, rep: Any, unit: Any) -> dict[str, Any]:
         return {"problems": n}
     if unit.kind == "filter":
         return {"kept": 4, "prompts": 4}
-    if unit.kind in ("sft", "sft_continue", "rl"):
+    if unit.kind in ("sft", "sft_continue", "sft_matched", "rl"):
         a = study.arms[unit.arm]
         if unit.kind == "rl":
             lines = [

@@ -544,6 +544,13 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
     L.append(f"- {rep['verdicts']['rl']}")
     if rep["verdicts"].get("rl_greedy"):
         L.append(f"- Beside it, {rep['verdicts']['rl_greedy']}")
+    if not rep["rl"].get("skipped"):
+        L.append(
+            f"- What RL from {cfg['sft_steps']} SFT steps can show: that it runs and does no harm to what SFT "
+            "taught (RL - SFT above -2 SE, well-formed chains kept), not that it adds: with few SFT steps most "
+            "sampled chains are malformed and most RL prompts never solved. What RL adds is measured from 120 "
+            "SFT steps by `bash scripts/reproduce.sh` (docs/quickstart.md, the reproduction)."
+        )
     if rep["verdicts"].get("control"):
         c = rep["control"]
         L.append(

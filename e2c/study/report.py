@@ -22,7 +22,7 @@ from e2c.claims import stats as st
 from e2c.eval.compare import per_problem_scores
 from e2c.files import atomic_write_json, atomic_write_text
 from e2c.stats import mean_interval
-from e2c.study.spec import BASE, Study, settings_of
+from e2c.study.spec import BASE, EQUAL_TOKEN_KINDS, Study, settings_of
 from e2c.study.units import (
     CONFIRM,
     PHASES,
@@ -92,7 +92,7 @@ def training_summary(out: Path, kind: str, seed_dir: Path) -> dict[str, Any] | N
             entropy=None,
             health=None,
         )
-        if kind == "sft_continue":
+        if kind in EQUAL_TOKEN_KINDS:
             row.update(
                 rl_trained_tokens=done.get("rl_trained_tokens"),
                 sft_trained_tokens=done.get("sft_trained_tokens"),
@@ -214,7 +214,7 @@ def comparisons(study: Study, out: Path, phase: str, arms: Sequence[str]) -> lis
         if a.start != BASE:
             against.append(("start", a.start))
         if a.kind == "rl":
-            against += [("sft_continue", c) for c in study.continuations(arm)]
+            against += [(study.arms[c].kind, c) for c in study.continuations(arm)]
         for what, other in against:
             for metric, sampled in metrics:
                 mine = phase_scores(out, arm, a.seeds, phase, sampled)
@@ -350,7 +350,10 @@ def render(rep: Mapping[str, Any]) -> str:
     )
     L.append("|---|---|---|---|---|---|---|---|---|---|---|")
     for name, a in rep["arms"].items():
-        src = f"{a['of']} (equal tokens)" if a["kind"] == "sft_continue" else a["start"]
+        src = {
+            "sft_continue": f"{a['of']} (equal tokens)",
+            "sft_matched": f"{a['start']} ({a['of']}'s SFT + RL tokens)",
+        }.get(a["kind"], a["start"])
         for seed, t in a["training"].items():
             if t is None:
                 L.append(f"| {name} | {a['kind']} | {src} | {seed} | not run | | | | | | |")

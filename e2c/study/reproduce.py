@@ -3,11 +3,13 @@
     bash scripts/reproduce.sh              # SFT 120 steps, filter, GRPO stage 2, held-out avg@4: ~2 hours here
     bash scripts/reproduce.sh --fast       # the same units on the tiny test model, in minutes
     bash scripts/reproduce.sh --seeds 1    # the same recipe with training seed 1 (next to seed 0's runs)
+    bash scripts/reproduce.sh --with-control   # and SFT alone for as many tokens as SFT + RL
 
 It is the study engine (:mod:`e2c.study.cli`) running the study file ``configs/study/reproduce.toml`` with
 the recipe chosen on screening already, so nothing is screened: the RL arm and its SFT start are trained and
 both are evaluated on the held-out problems (greedy, and avg@k at T 1.0 with fresh sampling seeds), paired
-per problem. A rerun skips finished units and resumes an interrupted one; settings that differ from the
+per problem; ``--with-control`` adds the equal-token control (an ``sft_matched`` arm: continuing the SFT
+start instead restarts its learning-rate schedule, which is not a fair control). A rerun skips finished units and resumes an interrupted one; settings that differ from the
 kept runs' are refused in one line. The output folder defaults to ``outputs/reproduce`` (``-fast`` under
 ``--fast``), or ``$E2C_BASE_DIR/reproduce`` when the variable is set, so a checkout can resume or report
 runs kept outside it.
@@ -26,6 +28,7 @@ from e2c.paths import configs_dir, default_run_folder
 
 STUDY_FILE = Path("study") / "reproduce.toml"  # under configs/
 RL_ARM = "rl"  # the study file's arm that is confirmed against its start
+CONTROL_ARM = "control"  # its equal-token SFT arm (--with-control)
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,14 @@ class ReproduceSettings:
         default=False,
         metadata=setting(
             "the tiny test model at tiny sizes: every unit, in minutes (default: off)", flag="--fast"
+        ),
+    )
+    with_control: bool = field(
+        default=False,
+        metadata=setting(
+            "also train and evaluate the equal-token control: SFT from the base model for the SFT start's steps "
+            "plus as many trained tokens as RL trained on, in one schedule (about an hour more here; default: off)",
+            flag="--with-control",
         ),
     )
     seeds: tuple[int, ...] = field(
@@ -85,7 +96,9 @@ def build_parser() -> ArgumentParser:
 def study_argv(s: ReproduceSettings) -> list[str]:
     """The study command this reproduction is."""
     out = s.out or default_run_folder("reproduce-fast" if s.fast else "reproduce")
-    argv = ["--study", str(configs_dir() / STUDY_FILE), "--out", out, "--skip-screening", "--confirm", RL_ARM]
+    arms = f"{RL_ARM},{CONTROL_ARM}" if s.with_control else RL_ARM
+    argv = ["--study", str(configs_dir() / STUDY_FILE), "--out", out, "--arms", arms]
+    argv += ["--skip-screening", "--confirm", RL_ARM]
     if s.fast:
         argv.append("--fast")
     if s.seeds:

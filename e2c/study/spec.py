@@ -26,6 +26,10 @@
     kind = "sft_continue"
     of = "grpo"
 
+    [arms.grpo_total]            # SFT from sft20's start (base) for sft20's steps plus grpo's tokens, in
+    kind = "sft_matched"         # one schedule (continuing sft20 restarts its schedule)
+    of = "grpo"
+
 Every setting an arm may name is a quickstart :class:`~e2c.quickstart.config.Config` field, checked with the
 quickstart's own declaration of it (the value type and choices of its flag, then its ``validate``): an arm's
 settings are the base's with the arm's own on top, as one ``Config``. What the file gets wrong (an unknown
@@ -49,7 +53,10 @@ from e2c.errors import UserError
 from e2c.flags import setting
 from e2c.quickstart.config import FAST, Config
 
-ARM_KINDS = ("sft", "rl", "sft_continue")
+ARM_KINDS = ("sft", "rl", "sft_continue", "sft_matched")
+# The equal-token SFT arms of an RL arm (``of``): continued from its start, or from its start's own start in
+# one schedule for the start's steps plus as many tokens as the RL run trained on.
+EQUAL_TOKEN_KINDS = ("sft_continue", "sft_matched")
 BASE = "base"  # the start named by this word is the base model (the base table's ``model``)
 ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")  # a folder name on every file system
 
@@ -67,12 +74,18 @@ SFT_KEYS = tuple(f for f in BASE_KEYS if f.startswith("sft_"))
 RL_KEYS = tuple(f for f in BASE_KEYS if f.startswith(("rl_", "filter_")))
 # The continuation's steps follow from its RL arm's trained tokens.
 CONTINUE_KEYS = tuple(k for k in SFT_KEYS if k != "sft_steps")
-KIND_KEYS: dict[str, tuple[str, ...]] = {"sft": SFT_KEYS, "rl": RL_KEYS, "sft_continue": CONTINUE_KEYS}
+KIND_KEYS: dict[str, tuple[str, ...]] = {
+    "sft": SFT_KEYS,
+    "rl": RL_KEYS,
+    "sft_continue": CONTINUE_KEYS,
+    "sft_matched": CONTINUE_KEYS,
+}
 # The keys of an arm's table that are not settings.
 ARM_FIELDS: dict[str, tuple[str, ...]] = {
     "sft": ("kind", "start", "seeds", "note"),
     "rl": ("kind", "start", "seeds", "note"),
     "sft_continue": ("kind", "of", "seeds", "note"),
+    "sft_matched": ("kind", "of", "seeds", "note"),
 }
 TABLES = ("study", "base", "arms")
 
@@ -106,7 +119,8 @@ class StudyOptions:
 @dataclass(frozen=True)
 class Arm:
     """One arm, checked: its kind, where it starts (an arm's name or :data:`BASE`), the RL arm it matches
-    (``sft_continue``), its seeds, the settings its table set and its whole quickstart Config."""
+    (``sft_continue``, ``sft_matched``), its seeds, the settings its table set and its whole quickstart
+    Config."""
 
     name: str
     kind: str
@@ -145,6 +159,9 @@ class Study:
             return None
         if a.kind == "sft_continue":  # from where its RL arm started, for the same seed
             return self.start_seed(a.of or "", seed)
+        if a.kind == "sft_matched":  # from where its RL arm's SFT start started
+            ss = self.start_seed(a.of or "", seed)
+            return None if ss is None else self.start_seed(self.arms[a.of or ""].start, ss)
         starts = self.arms[a.start].seeds
         return seed if seed in starts else starts[0]
 
@@ -163,16 +180,16 @@ class Study:
         return [n for n in self.arms if n in want]
 
     def continuations(self, arm: str) -> list[str]:
-        """The ``sft_continue`` arms that match RL arm ``arm``."""
-        return [a.name for a in self.arms.values() if a.kind == "sft_continue" and a.of == arm]
+        """The equal-token SFT arms (``sft_continue``, ``sft_matched``) that match RL arm ``arm``."""
+        return [a.name for a in self.arms.values() if a.kind in EQUAL_TOKEN_KINDS and a.of == arm]
 
     def sft_depth(self, arm: str) -> int:
-        """How many SFT runs (``sft``, ``sft_continue``) trained the model ``arm`` starts from."""
+        """How many SFT runs (``sft`` and the equal-token kinds) trained the model ``arm`` starts from."""
         a = self.arms[arm]
         if a.start == BASE:
             return 0
         s = self.arms[a.start]
-        return self.sft_depth(s.name) + (1 if s.kind in ("sft", "sft_continue") else 0)
+        return self.sft_depth(s.name) + (1 if s.kind in ("sft", *EQUAL_TOKEN_KINDS) else 0)
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -307,7 +324,7 @@ def parse_arm(
             whole(0).check(s, f"{at} seeds")
         if not seeds or len(set(seeds)) != len(seeds):
             raise UserError(f"{at} seeds must be distinct whole numbers, at least one, got {list(seeds)}")
-    link = "of" if kind == "sft_continue" else "start"
+    link = "of" if kind in EQUAL_TOKEN_KINDS else "start"
     target = table.get(link, BASE if kind == "sft" else None)
     if target is None:
         raise UserError(
@@ -338,13 +355,21 @@ def check_links(arms: dict[str, Arm], where: str) -> None:
     rl = [n for n, a in arms.items() if a.kind == "rl"]
     for a in list(arms.values()):
         at = f"{where} [arms.{a.name}]"
-        if a.kind == "sft_continue":
+        if a.kind in EQUAL_TOKEN_KINDS:
             if a.of not in rl:
                 what = "is not an rl arm" if a.of in arms else "is not an arm"
                 raise UserError(
                     f"{at} of = {a.of!r} {what}; valid: {', '.join(rl) or '(no rl arm declared)'}"
                 )
-            arms[a.name] = replace(a, start=arms[a.of].start)
+            start = arms[a.of].start
+            if a.kind == "sft_matched":
+                if start == BASE or arms[start].kind != "sft":
+                    raise UserError(
+                        f"{at} rl arm {a.of} starts from {start!r}, not an sft arm: an sft_matched arm trains "
+                        "that SFT arm's steps plus the RL run's tokens from the SFT arm's own start"
+                    )
+                start = arms[start].start
+            arms[a.name] = replace(a, start=start)
             missing = [s for s in a.seeds if s not in arms[a.of].seeds]
             if missing:
                 raise UserError(

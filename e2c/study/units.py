@@ -32,7 +32,7 @@ from typing import Any
 from e2c.errors import UserError
 from e2c.quickstart.config import Config
 from e2c.quickstart.plan import settings_diff
-from e2c.study.spec import BASE, KIND_KEYS, Study
+from e2c.study.spec import BASE, EQUAL_TOKEN_KINDS, KIND_KEYS, Study
 
 SCREEN, CONFIRM = "screen", "confirm"
 PHASES = (SCREEN, CONFIRM)
@@ -120,7 +120,7 @@ def train_settings(study: Study, arm: str, seed: int) -> dict[str, Any]:
         s["filter"] = filter_settings(study, arm, seed)
     else:
         s["shuffle_seed"] = shuffle_seed(study, arm, seed)
-    if a.kind == "sft_continue":
+    if a.kind in EQUAL_TOKEN_KINDS:
         s["of"] = train_settings(study, a.of or "", seed)
     return _json(s)
 
@@ -278,7 +278,7 @@ def seed_pairs(study: Study, arms: Sequence[str], seeds: Sequence[int]) -> set[t
             continue
         pairs.add((arm, seed))
         a = study.arms[arm]
-        if a.kind == "sft_continue":
+        if a.kind in EQUAL_TOKEN_KINDS:
             todo.append((a.of or "", seed))
         ss = study.start_seed(arm, seed)
         if ss is not None and a.kind != "sft_continue":

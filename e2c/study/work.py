@@ -25,7 +25,7 @@ from e2c.paths import project_root
 from e2c.quickstart.config import ETA_SECONDS, FAST, SFT_SAVE_EVERY, Config
 from e2c.quickstart.context import Context, rel, shell_line
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, fmt_seconds, run_logged, step_parser
-from e2c.study.spec import BASE, Study
+from e2c.study.spec import BASE, EQUAL_TOKEN_KINDS, Study
 from e2c.study.units import (
     CONFIRM,
     SCREEN,
@@ -200,7 +200,7 @@ def unit_commands(sc: StudyContext, unit: Unit) -> list[str]:
         return [shell_line(filter_cmd(sc, unit))]
     if unit.kind == "rl":
         return [shell_line(rl_cmd(sc, unit))]
-    if unit.kind in ("sft", "sft_continue"):
+    if unit.kind in ("sft", *EQUAL_TOKEN_KINDS):
         a = s.arms[unit.arm or ""]
         steps = a.cfg.sft_steps if a.kind == "sft" else continuation_steps(sc, unit.arm or "", unit.seed or 0)
         cmd, env = sft_command(sc, unit.arm or "", unit.seed or 0, steps)
@@ -362,17 +362,19 @@ def run_filter(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
 
 
 def continuation_steps(sc: StudyContext, arm: str, seed: int) -> int | None:
-    """SFT steps of a continuation: as many trained tokens as its RL arm's run of the same seed trained on
-    (the quickstart's control rule); None before that run is complete."""
+    """SFT steps of an equal-token arm: as many trained tokens as its RL arm's run of the same seed trained on
+    (the quickstart's control rule), plus, for ``sft_matched``, the steps of the SFT arm that run started
+    from; None before that run is complete."""
     from e2c.quickstart.stages import control_steps, rl_trained_tokens
 
     a = sc.study.arms[arm]
     rl_dir = sc.out / train_key(a.of or "", seed)
     if read_json(rl_dir / "DONE.json") is None:
         return None
-    rl_cfg = sc.study.arms[a.of or ""].cfg
-    tokens = rl_trained_tokens(rl_dir, rl_cfg.rl_batch * rl_cfg.rl_n)
-    return control_steps(tokens, chain_tokens(sc), a.cfg.sft_batch)
+    rl = sc.study.arms[a.of or ""]
+    tokens = rl_trained_tokens(rl_dir, rl.cfg.rl_batch * rl.cfg.rl_n)
+    before = sc.study.arms[rl.start].cfg.sft_steps if a.kind == "sft_matched" else 0
+    return before + control_steps(tokens, chain_tokens(sc), a.cfg.sft_batch)
 
 
 def chain_tokens(sc: StudyContext) -> float:
@@ -408,7 +410,7 @@ def run_train(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
         steps = a.cfg.sft_steps if a.kind == "sft" else continuation_steps(sc, arm, seed)
         if steps is None:
             raise UserError(f"{unit.key}: rl arm {a.of} seed {seed} is not complete; it runs first")
-        if a.kind == "sft_continue":
+        if a.kind in EQUAL_TOKEN_KINDS:
             from e2c.quickstart.stages import rl_trained_tokens
 
             rl_cfg = sc.study.arms[a.of or ""].cfg
@@ -496,6 +498,7 @@ WORK: dict[str, Callable[[StudyContext, Reporter, Unit], dict[str, Any]]] = {
     "sft": run_train,
     "rl": run_train,
     "sft_continue": run_train,
+    "sft_matched": run_train,
     "eval": run_eval,
 }
 
@@ -565,6 +568,9 @@ def unit_estimate(study: Study, unit: Unit) -> float:
         return e["sft"] * cfg.sft_steps / max(ref_sft, 1)
     if unit.kind == "sft_continue":
         return float(e["control"])
+    if unit.kind == "sft_matched":  # its RL arm's SFT start again, then a continuation's steps
+        rl = study.arms[study.arms[unit.arm or ""].of or ""]
+        return e["sft"] * study.arms[rl.start].cfg.sft_steps / max(ref_sft, 1) + float(e["control"])
     if unit.kind == "rl":
         return e["rl"] * cfg.rl_steps / max(ref_rl, 1)
     # the quickstart's evaluation stage: greedy plus 2 samples, each about a third

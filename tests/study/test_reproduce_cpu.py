@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from e2c.paths import BASE_DIR_ENV, configs_dir
-from e2c.study.reproduce import RL_ARM, STUDY_FILE, ReproduceSettings, study_argv
+from e2c.study.reproduce import CONTROL_ARM, RL_ARM, STUDY_FILE, ReproduceSettings, study_argv
 from e2c.study.spec import SFT_KEYS, load_study
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,7 +37,16 @@ def test_the_command_is_the_study_confirming_rl_without_screening_cpu(
     monkeypatch.delenv(BASE_DIR_ENV, raising=False)
     argv = study_argv(ReproduceSettings())
     assert argv[:2] == ["--study", str(configs_dir() / STUDY_FILE)]
-    assert argv[2:] == ["--out", "outputs/reproduce", "--skip-screening", "--confirm", RL_ARM]
+    assert argv[2:] == [
+        "--out",
+        "outputs/reproduce",
+        "--arms",
+        RL_ARM,
+        "--skip-screening",
+        "--confirm",
+        RL_ARM,
+    ]
+    assert study_argv(ReproduceSettings(with_control=True))[5] == f"{RL_ARM},{CONTROL_ARM}"
     monkeypatch.setenv(BASE_DIR_ENV, str(tmp_path))
     argv = study_argv(ReproduceSettings(fast=True, seeds=(1, 2), force=True, dry_run=True))
     assert argv[3] == str(tmp_path / "reproduce-fast")

@@ -78,6 +78,31 @@ kind = "sft"
     assert s.with_needs(["rl"]) == ["sft", "rl"] and s.with_needs(["sft"]) == ["sft"]
 
 
+def test_a_matched_arm_starts_where_its_rl_arms_sft_start_started_cpu() -> None:
+    text = """
+[arms.sft]
+kind = "sft"
+sft_steps = 120
+seeds = [0, 1]
+[arms.rl]
+kind = "rl"
+start = "sft"
+seeds = [0, 1]
+[arms.total]
+kind = "sft_matched"
+of = "rl"
+seeds = [1]
+"""
+    s = parse_study(toml_module().loads(text), "x.toml")
+    assert list(s.arms) == ["sft", "rl", "total"]
+    t = s.arms["total"]
+    assert t.start == BASE and t.of == "rl" and s.start_seed("total", 1) is None
+    # the same data order as sft for its first steps: no SFT run before it on its start chain
+    assert s.sft_depth("total") == 0
+    assert s.continuations("rl") == ["total"] and s.with_needs(["total"]) == ["sft", "rl", "total"]
+    assert "sft_steps" not in KIND_KEYS["sft_matched"]
+
+
 def test_every_kind_declares_only_quickstart_fields_cpu() -> None:
     from e2c.quickstart.config import Config
 
@@ -98,8 +123,8 @@ BAD = [
     (STUDY.replace('start = "sft"', 'start = "sfft"'), "start = 'sfft' is not an arm (did you mean sft?)"),
     (STUDY.replace('of = "rl"', 'of = "sft"'), "of = 'sft' is not an rl arm; valid: rl"),
     (STUDY.replace('kind = "sft"\n', 'kind = "sft"\nstart = "rl"\n'), "form a cycle: sft -> rl -> sft"),
-    (STUDY.replace('kind = "sft"\n', ""), "[arms.sft] no kind; valid kinds: sft, rl, sft_continue"),
-    (STUDY.replace('kind = "sft"\n', 'kind = "ppo"\n'), "kind 'ppo'; valid kinds: sft, rl, sft_continue"),
+    (STUDY.replace('kind = "sft"\n', ""), "[arms.sft] no kind; valid kinds: sft, rl, sft_continue, sft_matched"),
+    (STUDY.replace('kind = "sft"\n', 'kind = "ppo"\n'), "kind 'ppo'; valid kinds: sft, rl, sft_continue, sft_matched"),
     (STUDY.replace('start = "sft"\n', ""), "[arms.rl] a rl arm needs start = NAME"),
     (STUDY.replace("[arms.sft]", "[arms.base]"), "not 'base'"),
     (STUDY.replace("delta = 0.02", "delta = 0"), "[study] delta must be"),
@@ -109,6 +134,9 @@ BAD = [
         'start = "sft"\nrl_steps = 2', 'start = "sft"\nrl_steps = 2\nseeds = [2]'
     ), "[arms.rl] seed 2 has no model in start arm sft"),
     (STUDY + '\n[arms.x]\nkind = "sft_continue"\nof = "rl"\nseeds = [5]\n', "[arms.x] seed 5: rl arm rl has no such seed"),
+    (STUDY + '\n[arms.r0]\nkind = "rl"\nstart = "base"\n[arms.x]\nkind = "sft_matched"\nof = "r0"\n',
+     "[arms.x] rl arm r0 starts from 'base', not an sft arm"),
+    (STUDY + '\n[arms.x]\nkind = "sft_matched"\nof = "sft"\n', "[arms.x] of = 'sft' is not an rl arm; valid: rl"),
     ("[arms\nkind=1", "not valid TOML"),
     ("[base]\nmodel = 'tiny'\n", "no arms"),
 ]  # fmt: skip

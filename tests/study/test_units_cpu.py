@@ -465,3 +465,33 @@ def test_seeds_and_skip_screening_refusals_cpu(
     o = call_main(main, ["--study", str(path), "--out", str(out), *extra], {})
     assert contract_broken(o) is None and o.code == 2 and wanted in o.stderr, o.stderr
     assert not out.exists()
+
+
+def test_a_matched_control_trains_from_the_base_for_sft_steps_plus_rls_tokens_cpu(
+    tmp_path: Path, fabricated: list[str]
+) -> None:
+    """``sft_matched``: the SFT start's steps plus the continuation's equal-token steps, from the base model,
+    with the SFT start's data order; compared with the RL arm on the held-out set like a continuation."""
+    text = STUDY + '\n[arms.total]\nkind = "sft_matched"\nof = "rl"\n'
+    path = write_study(tmp_path, text)
+    out = tmp_path / "out"
+    o = call_main(main, ["--study", str(path), "--out", str(out), "--confirm", "rl"], {})
+    assert o.code == 0, o.stderr[-2000:]
+    sc = work.StudyContext(with_backend(study(text)), out)
+    for seed in (0, 1):
+        cont = work.continuation_steps(sc, "rl_sft", seed)
+        assert cont is not None and cont >= 1
+        assert work.continuation_steps(sc, "total", seed) == 2 + cont  # sft's 2 steps, then RL's tokens
+        settings = train_settings(sc.study, "total", seed)
+        assert settings["start"] == {"model": "tiny"} and settings["of"]["kind"] == "rl"
+        assert settings["shuffle_seed"] == train_settings(sc.study, "sft", seed)["shuffle_seed"]
+    cmd = work.unit_commands(sc, next(u for u in study_units(sc.study) if u.key == "arms/total/seed0"))
+    assert (
+        "MODEL_PATH=tiny" in cmd[0]
+        and f"TOTAL_TRAINING_STEPS={2 + work.continuation_steps(sc, 'rl_sft', 0)}" in cmd[0]
+    )
+    rep = json.loads((out / "study.json").read_text())
+    assert rep["selection"]["confirmed"] == ["sft", "rl", "rl_sft", "total"]
+    against = {(c["against"], c["relation"]) for c in rep["comparisons"]["confirm"]}
+    assert ("total", "sft_matched") in against and ("rl_sft", "sft_continue") in against
+    assert "| total | sft_matched | base (rl's SFT + RL tokens) |" in (out / "study.md").read_text()

@@ -1,0 +1,84 @@
+"""The README's quickstart section is rendered from the kept report (``docs/runs/quickstart/report.json``) by
+``python -m e2c.quickstart.readme``: the README holds exactly what the renderer writes, and its "no harm"
+verdict follows the rule it states."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from e2c.errors import UserError
+from e2c.quickstart.readme import BEGIN, END, KEPT, no_harm, render, replace_section
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _kept() -> dict:
+    return json.loads((ROOT / KEPT).read_text())
+
+
+def test_the_readme_holds_the_section_rendered_from_the_kept_report_cpu() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count(BEGIN) == 1 and readme.count(END) == 1
+    section = readme[readme.index(BEGIN) : readme.index(END) + len(END)]
+    assert section == render(_kept()), "README.md is stale: run python -m e2c.quickstart.readme --write"
+    rep = _kept()
+    assert rep["config"]["fast"] is False and rep["config"]["model"] == "embedded"  # a default run
+    assert (ROOT / KEPT).with_name("report.md").is_file()
+
+
+def _diff(mean: float, se: float) -> dict:
+    return {"n": 300, "mean": mean, "se": se, "improved": 1, "worsened": 1, "sampled": False}
+
+
+def _report(avg: tuple[float, float], greedy: tuple[float, float], formats: tuple[float, float]) -> dict:
+    rep = copy.deepcopy(_kept())
+    rep["sampled_differences"]["rl_minus_sft"]["synthetic"] = _diff(*avg)
+    rep["differences"]["rl_minus_sft"]["synthetic"] = _diff(*greedy)
+    rep["eval"]["eval_sft"]["synthetic"]["format_rate"] = formats[0]
+    rep["eval"]["eval_rl"]["synthetic"]["format_rate"] = formats[1]
+    return rep
+
+
+@pytest.mark.parametrize(
+    ("avg", "greedy", "formats", "ok", "why"),
+    [
+        ((-0.02, 0.01), (0.0, 0.02), (0.86, 0.81), True, []),  # exactly -2 SE and -5 points: no harm
+        ((-0.021, 0.01), (0.0, 0.02), (0.86, 0.86), False, ["avg@k fell by more than 2 SE"]),
+        ((0.01, 0.01), (-0.11, 0.021), (0.86, 0.74), False, ["greedy", "well-formedness"]),
+        ((0.05, 0.01), (0.05, 0.01), (0.86, 0.80), False, ["well-formedness"]),
+    ],
+)
+def test_no_harm_is_two_standard_errors_and_five_points_of_format_cpu(avg, greedy, formats, ok, why) -> None:
+    got, failed = no_harm(_report(avg, greedy, formats))
+    assert got is ok and len(failed) == len(why)
+    for word, line in zip(why, failed, strict=True):
+        assert word in line
+    text = render(_report(avg, greedy, formats))
+    assert ("**RL did no harm**" in text) is ok and ("**RL did harm**" in text) is not ok
+
+
+def test_a_readme_without_markers_is_refused_in_one_line_cpu() -> None:
+    with pytest.raises(UserError, match="no quickstart section"):
+        replace_section("# README\n", "x")
+    assert replace_section(f"a\n{BEGIN}\nold\n{END}\nb", "new") == "a\nnew\nb"
+
+
+def test_a_file_that_is_not_a_report_is_one_line_cpu(tmp_path: Path) -> None:
+    bad = tmp_path / "r.json"
+    bad.write_text('{"config": {}}')
+    proc = subprocess.run(
+        [sys.executable, "-m", "e2c.quickstart.readme", "--report", str(bad)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"error: {bad} is not a quickstart report.json (KeyError: 'system')"
+    ]
