@@ -19,6 +19,7 @@ from e2c.chain import E2C
 from e2c.data.io import write_parquet
 
 BENCH = str(bench_dir())
+KEPT_REPORT = Path(__file__).resolve().parents[1] / "docs" / "runs" / "quickstart" / "report.json"
 GSM8K = f"{BENCH}/gsm8k.jsonl"
 
 
@@ -61,4 +62,9 @@ ENTRIES: dict[str, Entry] = {
         "e2c.study.cli", ("--study", "configs/study/sft_length.toml", "--fast", "--out", "{tmp}/study")
     ),
     "e2c.study.reproduce": Entry("e2c.study.reproduce", ("--fast", "--out", "{tmp}/reproduce")),
+    "e2c.quickstart.readme": Entry(
+        "e2c.quickstart.readme",
+        ("--report", str(KEPT_REPORT)),
+        skip={"--write": "rewrites README.md"},
+    ),
 }

@@ -15,6 +15,7 @@ avg@k and on greedy accuracy, and greedy well-formedness after RL no lower than 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,11 @@ END = "<!-- end of the quickstart report -->"
 HARM_SE = 2.0
 HARM_FORMAT = 0.05
 ROWS = (("baseline", "untrained"), ("eval_sft", "SFT"), ("eval_rl", "RL"))
+
+
+def _num(x: float) -> str:
+    """``2e-5`` for 2e-05, ``0.0002`` as it is."""
+    return re.sub(r"e([+-])0*(\d)", r"e\1\2", f"{x:g}").replace("e+", "e")
 
 
 def _pct(x: float | None, digits: int = 1) -> str:
@@ -87,7 +93,7 @@ def render(rep: Mapping[str, Any], source: str = str(KEPT)) -> str:
         f"({system['date'][:10]}, {cpu}, no GPU; {fmt_seconds(total)} of stages; "
         f"[its report]({Path(source).with_name('report.md').as_posix()})). "
         f"avg@{k}: the paper's Pass@1, the mean of {k} samples per problem at T "
-        f"{cfg['eval_temperature']:g}; 95% intervals over the {cfg['eval_problems']} held-out problems "
+        f"{cfg['eval_temperature']:.1f}; 95% intervals over the {cfg['eval_problems']} held-out problems "
         "(Wilson for greedy):",
         "",
         f"| model | avg@{k} | sampled well-formed | greedy | greedy well-formed | explore / execute tokens |",
@@ -98,7 +104,7 @@ def render(rep: Mapping[str, Any], source: str = str(KEPT)) -> str:
         "eval_sft": f"SFT, {cfg['sft_steps']} steps x {cfg['sft_batch']} chains",
         "eval_rl": (
             f"GRPO stage 2, {cfg['rl_steps']} steps x {cfg['rl_batch']} prompts x {cfg['rl_n']}, "
-            f"lr {cfg['rl_lr']:g}"
+            f"lr {_num(cfg['rl_lr'])}"
         ),
     }
     for stage, _ in ROWS:
