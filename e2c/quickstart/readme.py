@@ -23,7 +23,7 @@ from typing import Any
 
 from e2c.argtypes import EXISTING_FILE
 from e2c.cli import ArgumentParser
-from e2c.entry import run_main
+from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
 from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.paths import project_root
@@ -168,10 +168,14 @@ class ReadmeSettings:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="python -m e2c.quickstart.readme", description=__doc__.split("\n\n")[0])
     add_setting_flags(p, ReadmeSettings)
-    values = flag_values(p.parse_args(argv), ReadmeSettings)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    values = flag_values(build_parser().parse_args(argv), ReadmeSettings)
     s = ReadmeSettings(**{k: str(v) if isinstance(v, Path) else v for k, v in values.items()})
     root = project_root()
     path = Path(s.report) if s.report else root / KEPT
@@ -182,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         raise UserError(f"no quickstart report at {path}: pass --report REPORT.json") from None
     except (json.JSONDecodeError, KeyError, TypeError) as e:
         raise UserError(f"{path} is not a quickstart report.json ({type(e).__name__}: {e})") from None
+    checks_done()
     if not s.write:
         print(section)
         return 0
