@@ -110,12 +110,13 @@ def test_reproduce_fast_end_to_end_and_found_again_through_the_base_folder_slow(
     assert pairs == {(RL_ARM, "sft120", "avg"), (RL_ARM, "sft120", "greedy")}
     for c in rep["comparisons"]["confirm"]:
         assert c["ci"][0] <= c["mean"] <= c["ci"][1]
-    assert not (out / "validation").exists()  # nothing screened
+    assert not list(out.glob("arms/*/seed*/screen"))  # nothing screened
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     again = run(elsewhere)
     assert again.returncode == 0, again.stderr[-2000:]
-    assert again.stdout.count("complete from an earlier run") == first.stdout.count("[study] unit")
+    # every unit (data, validation, the filter, sft120, rl, greedy and avg@k of both) kept, none run again
+    assert again.stdout.count("complete from an earlier run") == 9
     assert json.loads((out / "study.json").read_text())["comparisons"] == rep["comparisons"]
     assert not (elsewhere / "outputs").exists()
