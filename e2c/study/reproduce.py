@@ -17,7 +17,7 @@ runs kept outside it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from e2c.argtypes import OUTPUT_DIR, whole
@@ -25,8 +25,11 @@ from e2c.cli import ArgumentParser
 from e2c.entry import run_main
 from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.paths import configs_dir, default_run_folder
+from e2c.study.cli import StudySettings
+from e2c.study.cli import main as study_main
 
 STUDY_FILE = Path("study") / "reproduce.toml"  # under configs/
+_STUDY_FLAGS = {f.name: f for f in fields(StudySettings)}
 RL_ARM = "rl"  # the study file's arm that is confirmed against its start
 CONTROL_ARM = "control"  # its equal-token SFT arm (--with-control)
 
@@ -67,19 +70,9 @@ class ReproduceSettings:
             value=whole(0),
         ),
     )
-    force: bool = field(
-        default=False,
-        metadata=setting(
-            "redo the units whose settings changed and those downstream of them (default: refuse them)",
-            flag="--force",
-        ),
-    )
-    dry_run: bool = field(
-        default=False,
-        metadata=setting(
-            "print the plan (every unit and its command) and run nothing (default: off)", flag="--dry-run"
-        ),
-    )
+    # as the study command declares them
+    force: bool = field(default=False, metadata=_STUDY_FLAGS["force"].metadata)
+    dry_run: bool = field(default=False, metadata=_STUDY_FLAGS["dry_run"].metadata)
 
 
 def build_parser() -> ArgumentParser:
@@ -107,11 +100,9 @@ def study_argv(s: ReproduceSettings) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from e2c.study import cli
-
     values = flag_values(build_parser().parse_args(argv), ReproduceSettings)
     s = ReproduceSettings(**{k: str(v) if isinstance(v, Path) else v for k, v in values.items()})
-    return cli.main(study_argv(s))
+    return study_main(study_argv(s))
 
 
 if __name__ == "__main__":  # pragma: no cover
