@@ -116,6 +116,13 @@ def render(rep: Mapping[str, Any], source: str = str(KEPT)) -> str:
             f"{_ci(e)} | {_pct(e and e['format_rate'], 0)} | {tok} |"
         )
     ok, failed = no_harm(rep)
+    measured = any(
+        (d or {}).get("n")
+        for d in (
+            rep["sampled_differences"]["rl_minus_sft"]["synthetic"],
+            rep["differences"]["rl_minus_sft"]["synthetic"],
+        )
+    )
     fam = rep.get("filter") or {}
     lines += [
         "",
@@ -123,7 +130,9 @@ def render(rep: Mapping[str, Any], source: str = str(KEPT)) -> str:
         f"- {_diff(rep['sampled_differences']['rl_minus_sft']['synthetic'], f'RL - SFT, avg@{k}:')}; "
         f"{_diff(rep['differences']['rl_minus_sft']['synthetic'], 'greedy:')}. "
         + (
-            "**RL did no harm** (no fall beyond 2 SE, well-formedness kept)"
+            "**RL was not compared with SFT**"
+            if not measured
+            else "**RL did no harm** (no fall beyond 2 SE, well-formedness kept)"
             if ok
             else f"**RL did harm**: {'; '.join(failed)}"
         )

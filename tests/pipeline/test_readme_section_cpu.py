@@ -63,6 +63,15 @@ def test_no_harm_is_two_standard_errors_and_five_points_of_format_cpu(avg, greed
     assert ("**RL did no harm**" in text) is ok and ("**RL did harm**" in text) is not ok
 
 
+def test_a_run_without_rl_is_not_called_harmless_cpu() -> None:
+    rep = copy.deepcopy(_kept())
+    rep["sampled_differences"]["rl_minus_sft"]["synthetic"] = None
+    rep["differences"]["rl_minus_sft"]["synthetic"] = None
+    rep["eval"]["eval_rl"] = None
+    text = render(rep)
+    assert "**RL was not compared with SFT**" in text and "did no harm" not in text
+
+
 def test_a_readme_without_markers_is_refused_in_one_line_cpu() -> None:
     with pytest.raises(UserError, match="no quickstart section"):
         replace_section("# README\n", "x")
