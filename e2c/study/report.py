@@ -20,6 +20,7 @@ from typing import Any
 
 from e2c.claims import stats as st
 from e2c.eval.compare import per_problem_scores
+from e2c.eval.metrics import pass_at_k_curve
 from e2c.files import atomic_write_json, atomic_write_text
 from e2c.stats import mean_interval
 from e2c.study.spec import BASE, EQUAL_TOKEN_KINDS, Study, settings_of
@@ -227,6 +228,19 @@ def comparisons(study: Study, out: Path, phase: str, arms: Sequence[str]) -> lis
     return res
 
 
+def pass_curve(sampled: Mapping[int, Mapping[str, float]], samples: int) -> dict[str, float] | None:
+    """Unbiased pass@k for k = 1..``samples`` over every seed's problems (Chen et al., 2021), from avg@k's
+    per-problem shares of right samples; None without sampled evaluations.
+
+    >>> pass_curve({0: {"a": 0.25, "b": 0.0}}, 4)
+    {'1': 0.125, '2': 0.25, '3': 0.375, '4': 0.5}
+    """
+    counts = [(samples, round(share * samples)) for scores in sampled.values() for share in scores.values()]
+    if not counts or samples < 1:
+        return None
+    return {str(k): v for k, v in pass_at_k_curve(counts).items()}
+
+
 def arm_phase(study: Study, out: Path, arm: str, phase: str) -> dict[str, Any] | None:
     """An arm's evaluation in a phase: avg@k, greedy, the sampled runs' well-formed share, per family."""
     a = study.arms[arm]
@@ -242,6 +256,7 @@ def arm_phase(study: Study, out: Path, arm: str, phase: str) -> dict[str, Any] |
     return {
         "avg": arm_accuracy(sampled, True),
         "greedy": arm_accuracy(greedy, False),
+        "pass_at_k": pass_curve(sampled, study.base.eval_samples),
         "format_rate": statistics.fmean(fmt) if fmt else None,
         "format_rate_of": "sampled" if sampled else "greedy",
         "by_family": by_family(sampled or greedy, families(out, phase)),
@@ -385,6 +400,10 @@ def render(rep: Mapping[str, Any]) -> str:
     if not sel["confirmed"]:
         L.append("")
         L.append("No confirmation was run (--screen-only, or screening is not complete).")
+    if rep.get("pages"):
+        from e2c.view import page_lines
+
+        L += ["", *page_lines(rep["pages"])]
     return "\n".join(L) + "\n"
 
 
@@ -422,6 +441,18 @@ def _phase_section(rep: Mapping[str, Any], phase: str, avg: str) -> list[str]:
             return "-" if not x else f"{pct(x['mean'])} [{pct(x['ci'][0])}, {pct(x['ci'][1])}]"
 
         L.append(f"| {n} | {acc(p['avg'])} | {acc(p['greedy'])} | {pct(p['format_rate'], 0)} |")
+    curves = {n: rep["arms"][n][phase].get("pass_at_k") for n in arms}
+    curves = {n: c for n, c in curves.items() if c}
+    if phase == CONFIRM and curves:
+        ks = sorted({int(k) for c in curves.values() for k in c})
+        L += [
+            "",
+            "pass@k (unbiased, from the sampled evaluations; RL that only sharpens lifts k = 1, not the largest k):",
+            "",
+        ]
+        L.append("| k | " + " | ".join(curves) + " |")
+        L.append("|---|" + "---|" * len(curves))
+        L += [f"| {k} | " + " | ".join(pct(c.get(str(k))) for c in curves.values()) + " |" for k in ks]
     comps = rep["comparisons"][phase]
     if comps:
         L += ["", "| arm | against | metric | difference, points [95% CI] | seeds × problems | verdict |"]
@@ -450,11 +481,48 @@ def _phase_section(rep: Mapping[str, Any], phase: str, avg: str) -> list[str]:
     return L
 
 
+def study_pages(study: Study, out: Path, comps: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """The chain viewer's pages of the confirmation: each compared pair (an arm against its start or an
+    equal-token SFT arm) on the first seed both ran, sampled where sampled, gained and lost problems first."""
+    from e2c.view import Page
+
+    pages, seen = [], set()
+    for c in comps:
+        pair = (c["arm"], c["against"])
+        if pair in seen:
+            continue
+        seen.add(pair)
+        common = [s for s in study.arms[c["arm"]].seeds if s in study.arms[c["against"]].seeds] or [
+            study.arms[c["arm"]].seeds[0]
+        ]
+        sampled = study.base.eval_samples > 0
+        runs = []
+        for arm in (c["against"], c["arm"]):
+            seed = (
+                common[0]
+                if arm == c["arm"] or common[0] in study.arms[arm].seeds
+                else study.arms[arm].seeds[0]
+            )
+            runs.append(out / eval_key(arm, seed, CONFIRM, sampled))
+        how = "sampled" if sampled else "greedy"
+        what = (
+            f"{c['arm']} against {c['against']} on the held-out set, gained and lost problems first ({how})"
+        )
+        pages.append(
+            Page(f"view-{c['against']}-vs-{c['arm']}.html", tuple(runs), (c["against"], c["arm"]), what)
+        )
+    return pages
+
+
 def write_report(
     study: Study, out: Path, chosen: Sequence[str], how: str, confirmed: Sequence[str]
 ) -> dict[str, Any]:
-    """Write ``study.json`` and ``study.md``; returns the report's numbers."""
+    """Write ``study.json`` and ``study.md`` (and the confirmation's pages under ``pages/``); returns the
+    report's numbers."""
+    from e2c.view import write_pages
+
     rep = build_report(study, out, chosen, how, confirmed)
+    rep["pages"] = write_pages(study_pages(study, out, rep["comparisons"][CONFIRM]), out / "pages", out)
     atomic_write_json(out / "study.json", rep, default=str)
     atomic_write_text(out / "study.md", render(rep))
     return rep

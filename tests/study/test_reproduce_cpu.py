@@ -111,6 +111,9 @@ def test_reproduce_fast_end_to_end_and_found_again_through_the_base_folder_slow(
     for c in rep["comparisons"]["confirm"]:
         assert c["ci"][0] <= c["mean"] <= c["ci"][1]
     assert not list(out.glob("arms/*/seed*/screen"))  # nothing screened
+    page = rep["pages"]["view-sft120-vs-rl.html"]  # the chain viewer: RL against SFT on the held-out set
+    assert page["path"] == "pages/view-sft120-vs-rl.html" and (out / page["path"]).is_file(), page
+    assert set(rep["arms"]["rl"]["confirm"]["pass_at_k"]) == {"1", "2"}  # --fast: 2 samples
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

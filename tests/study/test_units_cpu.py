@@ -494,4 +494,14 @@ def test_a_matched_control_trains_from_the_base_for_sft_steps_plus_rls_tokens_cp
     assert rep["selection"]["confirmed"] == ["sft", "rl", "rl_sft", "total"]
     against = {(c["against"], c["relation"]) for c in rep["comparisons"]["confirm"]}
     assert ("total", "sft_matched") in against and ("rl_sft", "sft_continue") in against
-    assert "| total | sft_matched | base (rl's SFT + RL tokens) |" in (out / "study.md").read_text()
+    md = (out / "study.md").read_text()
+    assert "| total | sft_matched | base (rl's SFT + RL tokens) |" in md
+    # pass@k of every confirmed arm, k = 1..3 (the fixture's 3 samples): pass@1 is avg@k, the curve rises
+    for arm in ("sft", "rl", "rl_sft", "total"):
+        curve = rep["arms"][arm]["confirm"]["pass_at_k"]
+        assert list(curve) == ["1", "2", "3"] and curve["1"] <= curve["2"] <= curve["3"] <= 1
+        assert abs(curve["1"] - rep["arms"][arm]["confirm"]["avg"]["mean"]) < 1e-9
+    assert "pass@k (unbiased" in md and "| 3 |" in md
+    # a viewer page per compared pair, linked (or its reason named) under "## Pages"
+    assert set(rep["pages"]) == {f"view-{o}-vs-rl.html" for o in ("sft", "rl_sft", "total")}
+    assert "## Pages" in md
