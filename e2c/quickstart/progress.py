@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from e2c.errors import Interrupted
 from e2c.files import RecordFile
 from e2c.paths import project_root
 from e2c.progress import EVALUATION_RE
@@ -222,7 +223,7 @@ def _pass_sigterm(proc: subprocess.Popen) -> object | None:
         return None
 
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        raise Interrupted
 
     return signal.signal(signal.SIGTERM, handler)
 

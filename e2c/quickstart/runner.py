@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.argtypes import TEXT
+from e2c.cli import interrupt_on_sigterm
 from e2c.entry import checks_done
 from e2c.errors import UserError, fail
 from e2c.files import atomic_write_json, check_output_dir
@@ -299,11 +300,12 @@ def main_of(
 
 
 def run_resumable(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-    """``work()``'s summary; a failed stage and an interrupt end the process with one line saying the same
-    command resumes, and their exit status (1, 130). Shared by the pipeline tools (quickstart, claims, study)."""
+    """``work()``'s summary; a failed stage ends the process with one line saying the same command resumes
+    (exit 1). Shared by the pipeline tools (quickstart, claims, study). A SIGTERM is an interrupt here as
+    Ctrl-C is: the stage's child is stopped, and the entry guard (:func:`e2c.entry.guarded`) prints the
+    command that resumes (exit 130, or 143 for SIGTERM)."""
+    interrupt_on_sigterm()
     try:
         return work()
     except StageFailed as e:
         fail(f"{e}; fix it and rerun the same command to resume", 1)
-    except KeyboardInterrupt:
-        fail("interrupted; rerun the same command to resume where it stopped", 130)
