@@ -23,6 +23,7 @@ from typing import NoReturn
 from e2c.argtypes import ValueType
 from e2c.env import env_switch
 from e2c.errors import Interrupted, UserError, fail
+from e2c.paths import BASE_DIR_ENV
 
 # canonical flag -> the other spellings it also accepts (the paper's scripts use underscores).
 FLAG_ALIASES: dict[str, tuple[str, ...]] = {
@@ -209,10 +210,14 @@ def interrupt_on_sigterm() -> None:
 
 
 def resume_command(entry: Sequence[str], argv: Sequence[str]) -> str:
-    """The shell command that reruns this one from this working directory (runs resume by rerunning).
+    """The shell command that reruns this one from this working directory, with ``E2C_BASE_DIR`` when it is
+    set (runs resume by rerunning).
     ``entry``: what follows the interpreter (``-m e2c.eval.run``); under the ``e2c`` command, its words."""
     words = list(_COMMAND_WORDS) if _COMMAND_WORDS else [sys.executable, *entry]
-    return f"cd {shlex.quote(os.getcwd())} && {shlex.join([*words, *argv])}"
+    # The runs' base folder decides where a default output folder is: the rerun needs it to find the run.
+    base = os.environ.get(BASE_DIR_ENV, "").strip()
+    env = f"{BASE_DIR_ENV}={shlex.quote(base)} " if base else ""
+    return f"cd {shlex.quote(os.getcwd())} && {env}{shlex.join([*words, *argv])}"
 
 
 def exit_interrupted(exc: KeyboardInterrupt, saved: str, command: str) -> NoReturn:

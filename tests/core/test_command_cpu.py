@@ -112,11 +112,16 @@ def test_bad_flag_values_keep_the_contract_through_the_command(name: str, tmp_pa
         assert named, f"no refusal named e2c {name}"
 
 
-def test_resume_command_names_the_e2c_command() -> None:
+def test_resume_command_names_the_e2c_command(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("E2C_BASE_DIR", raising=False)
     with cli.command_prog("e2c tts", ["/venv/bin/e2c", "tts"]):
         line = cli.resume_command(["-m", "e2c.tts"], ["--config", "a b.yaml"])
     assert line.endswith("&& /venv/bin/e2c tts --config 'a b.yaml'")
-    assert cli.resume_command(["-m", "e2c.tts"], []).endswith(f"{sys.executable} -m e2c.tts")
+    assert cli.resume_command(["-m", "e2c.tts"], []).endswith(f"&& {sys.executable} -m e2c.tts")
+    # the base folder that decided where the run's folder is goes with it
+    monkeypatch.setenv("E2C_BASE_DIR", "/runs/my base")
+    line = cli.resume_command(["-m", "e2c.study.reproduce"], [])
+    assert line.endswith(f"&& E2C_BASE_DIR='/runs/my base' {sys.executable} -m e2c.study.reproduce")
 
 
 def test_completion_flags_come_from_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
