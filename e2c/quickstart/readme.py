@@ -25,9 +25,11 @@ from e2c.argtypes import EXISTING_FILE
 from e2c.cli import ArgumentParser
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError
+from e2c.eval.compare import pct
 from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.paths import project_root
 from e2c.quickstart.progress import fmt_seconds
+from e2c.quickstart.report import interval_cell
 
 KEPT = Path("docs") / "runs" / "quickstart" / "report.json"
 BEGIN = "<!-- quickstart report: python -m e2c.quickstart.readme --write -->"
@@ -43,17 +45,6 @@ def _num(x: float) -> str:
     return re.sub(r"e([+-])0*(\d)", r"e\1\2", f"{x:g}").replace("e+", "e")
 
 
-def _pct(x: float | None, digits: int = 1) -> str:
-    return "-" if x is None else f"{100 * x:.{digits}f}%"
-
-
-def _ci(e: Mapping[str, Any] | None) -> str:
-    if not e:
-        return "-"
-    lo, hi = e["ci95"]
-    return f"{100 * e['accuracy']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
-
-
 def _diff(d: Mapping[str, Any] | None, what: str) -> str:
     if not d or not d.get("n"):
         return f"{what}: not measured"
@@ -64,13 +55,18 @@ def _diff(d: Mapping[str, Any] | None, what: str) -> str:
     )
 
 
+def rl_differences(rep: Mapping[str, Any]) -> dict[str, Mapping[str, Any] | None]:
+    """RL - SFT on the held-out synthetic problems, paired: avg@k and greedy (None where not measured)."""
+    return {
+        "avg@k": rep["sampled_differences"]["rl_minus_sft"]["synthetic"],
+        "greedy": rep["differences"]["rl_minus_sft"]["synthetic"],
+    }
+
+
 def no_harm(rep: Mapping[str, Any]) -> tuple[bool, list[str]]:
     """Whether RL did no harm to the SFT model by the rule in the module docstring, and what failed it."""
     failed = []
-    for label, d in (
-        ("avg@k", rep["sampled_differences"]["rl_minus_sft"]["synthetic"]),
-        ("greedy", rep["differences"]["rl_minus_sft"]["synthetic"]),
-    ):
+    for label, d in rl_differences(rep).items():
         if d and d.get("n") and d["mean"] < -HARM_SE * d["se"]:
             failed.append(f"{label} fell by more than {HARM_SE:g} SE")
     sft, rl = (rep["eval"].get(s) or {} for s in ("eval_sft", "eval_rl"))
@@ -112,23 +108,17 @@ def render(rep: Mapping[str, Any], source: str = str(KEPT)) -> str:
         s = (((rep.get("eval_sampled") or {}).get(stage) or {}).get("synthetic")) or None
         tok = f"{e['explore_tokens']:.0f} / {e['execute_tokens']:.0f}" if e else "-"
         lines.append(
-            f"| {names[stage]} | {_ci(s) if s else 'not sampled'} | {_pct(s and s['format_rate'], 0)} | "
-            f"{_ci(e)} | {_pct(e and e['format_rate'], 0)} | {tok} |"
+            f"| {names[stage]} | {interval_cell(s) if s else 'not sampled'} | {pct(s and s['format_rate'], 0)} | "
+            f"{interval_cell(e)} | {pct(e and e['format_rate'], 0)} | {tok} |"
         )
     ok, failed = no_harm(rep)
-    measured = any(
-        (d or {}).get("n")
-        for d in (
-            rep["sampled_differences"]["rl_minus_sft"]["synthetic"],
-            rep["differences"]["rl_minus_sft"]["synthetic"],
-        )
-    )
+    diffs = rl_differences(rep)
+    measured = any((d or {}).get("n") for d in diffs.values())
     fam = rep.get("filter") or {}
     lines += [
         "",
         f"- {_diff(rep['differences']['sft_minus_baseline']['synthetic'], 'SFT - untrained, greedy:')}.",
-        f"- {_diff(rep['sampled_differences']['rl_minus_sft']['synthetic'], f'RL - SFT, avg@{k}:')}; "
-        f"{_diff(rep['differences']['rl_minus_sft']['synthetic'], 'greedy:')}. "
+        f"- {_diff(diffs['avg@k'], f'RL - SFT, avg@{k}:')}; {_diff(diffs['greedy'], 'greedy:')}. "
         + (
             "**RL was not compared with SFT**"
             if not measured

@@ -409,7 +409,8 @@ def _acc_cell(e: Mapping[str, Any] | None) -> str:
     return f"{100 * e['accuracy']:.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] ({e['correct']}/{e['problems']})"
 
 
-def _avg_cell(e: Mapping[str, Any] | None) -> str:
+def interval_cell(e: Mapping[str, Any] | None) -> str:
+    """An accuracy with its 95% interval: ``8.2% [5.7, 10.6]``; "-" when there is none."""
     if not e:
         return "-"
     lo, hi = e["ci95"]
@@ -436,7 +437,7 @@ def headline_table(rep: Mapping[str, Any]) -> list[str]:
         tok = f"{syn['explore_tokens']:.0f} / {syn['execute_tokens']:.0f}" if syn else "-"
         gsm_cell = f"{gsm['correct']}/{gsm['problems']}" if gsm else "-"
         lines.append(
-            f"| {STAGE_LABEL[s]} | {_avg_cell(ssyn) if ssyn else 'not run'} | "
+            f"| {STAGE_LABEL[s]} | {interval_cell(ssyn) if ssyn else 'not run'} | "
             f"{pct(ssyn and ssyn['format_rate'], 0)} | {_acc_cell(syn)} | {pct(syn and syn['format_rate'], 0)} | "
             f"{tok} | {gsm_cell} | {pct(sgsm and sgsm['accuracy'])} |"
         )

@@ -65,8 +65,15 @@ class StageSettings:
     def with_fast(self, explicit: Collection[str] = ()) -> Any:
         """These settings with the ``--fast`` preset applied to every field not in ``explicit`` (the ones the
         user set)."""
-        preset = {k: v() if callable(v) else v for k, v in self.PRESET.items() if k not in explicit}
+        preset = {k: self.preset_value(k) for k in self.PRESET if k not in explicit}
         return replace(self, fast=True, **preset)  # type: ignore[type-var]
+
+    @classmethod
+    def preset_value(cls, key: str) -> Any:
+        """The ``--fast`` value of ``key`` (a preset value may be a function making it, called when asked:
+        the output folder follows ``E2C_BASE_DIR``)."""
+        value = cls.PRESET[key]
+        return value() if callable(value) else value
 
     @classmethod
     def field_names(cls) -> list[str]:
@@ -76,8 +83,7 @@ class StageSettings:
     def describe_default(cls, flag: SettingFlag) -> str:
         """A flag's defaults for its ``--help`` line: `` (default: 2; --fast: 1)`` (its own words when its help
         line names its default)."""
-        value = cls.PRESET.get(flag.key)
-        fast = f"--fast: {shown(value() if callable(value) else value)}" if flag.key in cls.PRESET else ""
+        fast = f"--fast: {shown(cls.preset_value(flag.key))}" if flag.key in cls.PRESET else ""
         if "(default:" in flag.help:
             return f" ({fast})" if fast else ""
         return f" (default: {shown(flag.default)}{'; ' + fast if fast else ''})"
