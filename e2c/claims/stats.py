@@ -66,7 +66,9 @@ def seed_problem_difference(
     """The paired difference ``a - b`` of two arms, each ``{seed: {problem id: score}}``.
 
     Only seeds both arms ran and problems both have in every such seed are used. Returns the mean
-    difference over seeds and problems; per-seed differences; a 95% interval from a crossed bootstrap
+    difference over seeds and problems; its standard error over problems (of each problem's difference
+    averaged over the seeds: the paired SE the paper's single-seed tables give) with the problems that rose
+    and fell; per-seed differences; a 95% interval from a crossed bootstrap
     (seeds and problems resampled independently, ``boot`` times); a t interval over the per-seed means
     (seed-to-seed variation only, wide with few seeds); and ``ci``, the union of the two (the verdict's).
     """
@@ -100,8 +102,14 @@ def seed_problem_difference(
     floor = resolution(n_p)
     # (scores are in [0, 1], so a difference is in [-1, 1])
     ci = [max(-1.0, min(ci[0], mean - floor)), min(1.0, max(ci[1], mean + floor))]
+    # The paper's paired SE: of each problem's difference averaged over the seeds, over problems.
+    by_problem = [sum(d[s][p] for s in range(n_s)) / n_s for p in range(n_p)]
+    var = sum((x - mean) ** 2 for x in by_problem) / (n_p - 1) if n_p > 1 else 0.0
     return {
         "mean": mean,
+        "se": math.sqrt(var / n_p),
+        "rose": sum(1 for x in by_problem if x > 0),
+        "fell": sum(1 for x in by_problem if x < 0),
         "seeds": seeds,
         "problems": n_p,
         "per_seed": dict(zip([str(s) for s in seeds], per_seed, strict=True)),

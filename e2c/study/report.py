@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.claims import stats as st
-from e2c.eval.compare import per_problem_scores
+from e2c.eval.compare import pct, per_problem_scores
 from e2c.eval.metrics import pass_at_k_curve
 from e2c.files import atomic_write_json, atomic_write_text
 from e2c.stats import mean_interval
@@ -248,17 +248,22 @@ def arm_phase(study: Study, out: Path, arm: str, phase: str) -> dict[str, Any] |
     sampled = phase_scores(out, arm, a.seeds, phase, True) if study.base.eval_samples > 0 else {}
     if not greedy and not sampled:
         return None
-    fmt = []
-    for seed in a.seeds:
-        done = read_json(out / eval_key(arm, seed, phase, bool(sampled)) / "DONE.json")
-        if done is not None and isinstance(done.get("format_rate"), (int, float)):
-            fmt.append(float(done["format_rate"]))
+
+    def format_rate(of_sampled: bool) -> float | None:
+        rates = []
+        for seed in a.seeds:
+            done = read_json(out / eval_key(arm, seed, phase, of_sampled) / "DONE.json")
+            if done is not None and isinstance(done.get("format_rate"), (int, float)):
+                rates.append(float(done["format_rate"]))
+        return statistics.fmean(rates) if rates else None
+
     return {
         "avg": arm_accuracy(sampled, True),
         "greedy": arm_accuracy(greedy, False),
         "pass_at_k": pass_curve(sampled, study.base.eval_samples),
-        "format_rate": statistics.fmean(fmt) if fmt else None,
+        "format_rate": format_rate(bool(sampled)),
         "format_rate_of": "sampled" if sampled else "greedy",
+        "greedy_format_rate": format_rate(False) if greedy else None,
         "by_family": by_family(sampled or greedy, families(out, phase)),
     }
 
@@ -318,11 +323,6 @@ def settings_of_mapping(m: Mapping[str, Any]) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------------ rendering
-def pct(x: float | None, digits: int = 1) -> str:
-    """``0.1234`` -> ``12.3%``; None -> ``-``."""
-    return "-" if x is None else f"{100 * x:.{digits}f}%"
-
-
 def pts(x: float) -> str:
     """A difference in points: ``0.0123`` -> ``+1.2``."""
     return f"{100 * x:+.1f}"
@@ -455,14 +455,17 @@ def _phase_section(rep: Mapping[str, Any], phase: str, avg: str) -> list[str]:
         L += [f"| {k} | " + " | ".join(pct(c.get(str(k))) for c in curves.values()) + " |" for k in ks]
     comps = rep["comparisons"][phase]
     if comps:
-        L += ["", "| arm | against | metric | difference, points [95% CI] | seeds × problems | verdict |"]
-        L.append("|---|---|---|---|---|---|")
+        L += [
+            "",
+            "| arm | against | metric | difference, points [95% CI] | SE | rose / fell | seeds × problems | verdict |",
+        ]
+        L.append("|---|---|---|---|---|---|---|---|")
         for c in comps:
             rel = "its start" if c["relation"] == "start" else "equal-token SFT"
             metric = avg if c["metric"] == "avg" else "greedy"
             L.append(
-                f"| {c['arm']} | {c['against']} ({rel}) | {metric} | {ci_text(c)} | "
-                f"{len(c['seeds'])} × {c['problems']} | **{c['word']}** |"
+                f"| {c['arm']} | {c['against']} ({rel}) | {metric} | {ci_text(c)} | {100 * c['se']:.1f} | "
+                f"{c['rose']} / {c['fell']} | {len(c['seeds'])} × {c['problems']} | **{c['word']}** |"
             )
     fam_comps = [c for c in comps if c["metric"] == comps[0]["metric"] and c["by_family"]] if comps else []
     families = sorted({f for n in arms for f in rep["arms"][n][phase]["by_family"]})

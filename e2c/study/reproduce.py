@@ -17,6 +17,7 @@ runs kept outside it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.paths import configs_dir, default_run_folder
 from e2c.study.cli import StudySettings
 from e2c.study.cli import main as study_main
+from e2c.study.reproduce_report import write_reproduce_report
 
 STUDY_FILE = Path("study") / "reproduce.toml"  # under configs/
 _STUDY_FLAGS = {f.name: f for f in fields(StudySettings)}
@@ -80,15 +82,20 @@ def build_parser() -> ArgumentParser:
         prog="python -m e2c.study.reproduce",
         description="The method's result at this scale: SFT 120 steps, the pass-rate filter, GRPO stage 2 "
         "with the recipe that learned, and both models on the held-out problems (greedy and avg@k), paired.",
-        epilog="Outputs: <out>/study.md and <out>/study.json (the paired tables), <out>/arms/<arm>/seed<k>/.",
+        epilog="Outputs: <out>/report.md and <out>/report.json (the result, as the quickstart reports), "
+        "<out>/study.md and <out>/study.json (the study's tables), <out>/arms/<arm>/seed<k>/.",
     )
     add_setting_flags(p, ReproduceSettings)
     return p
 
 
+def out_folder_of(s: ReproduceSettings) -> str:
+    return s.out or default_run_folder("reproduce-fast" if s.fast else "reproduce")
+
+
 def study_argv(s: ReproduceSettings) -> list[str]:
     """The study command this reproduction is."""
-    out = s.out or default_run_folder("reproduce-fast" if s.fast else "reproduce")
+    out = out_folder_of(s)
     arms = f"{RL_ARM},{CONTROL_ARM}" if s.with_control else RL_ARM
     argv = ["--study", str(configs_dir() / STUDY_FILE), "--out", out, "--arms", arms]
     argv += ["--skip-screening", "--confirm", RL_ARM]
@@ -102,7 +109,36 @@ def study_argv(s: ReproduceSettings) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     values = flag_values(build_parser().parse_args(argv), ReproduceSettings)
     s = ReproduceSettings(**{k: str(v) if isinstance(v, Path) else v for k, v in values.items()})
-    return study_main(study_argv(s))
+    rc = study_main(study_argv(s))
+    if rc or s.dry_run:
+        return rc
+    out = Path(out_folder_of(s))
+    rep = write_reproduce_report(out, RL_ARM, CONTROL_ARM)
+    print(result_section((out / "report.md").read_text()), end="")
+    print(f"[reproduce] report: {out / 'report.md'}", flush=True)
+    # the last line, as the study command's: one JSON object
+    differences = {
+        f"{c['arm']} - {c['against']} ({c['metric']})": {k: c[k] for k in ("mean", "se", "ci", "word")}
+        for c in rep["comparisons"]
+    }
+    print(
+        json.dumps(
+            {"report": str(out / "report.md"), "json": str(out / "report.json"), "differences": differences}
+        )
+    )
+    return 0
+
+
+def result_section(markdown: str) -> str:
+    """The report's "## Result" section (its table and paired differences), as the command prints it.
+
+    >>> result_section("# R\\n\\n## Result\\n\\n| a |\\n\\n## pass@k\\n")
+    '## Result\\n\\n| a |\\n\\n'
+    """
+    lines = markdown.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.startswith("## Result")), len(lines))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return "".join(lines[start:end])
 
 
 if __name__ == "__main__":  # pragma: no cover

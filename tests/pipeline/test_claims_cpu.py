@@ -46,6 +46,23 @@ def test_seed_problem_difference_matches_a_plain_loop_cpu() -> None:
     assert res == st.seed_problem_difference(a, b, boot=500)  # seeded: reproducible
 
 
+def test_seed_problem_difference_se_is_the_paired_se_of_seed_averaged_problems_cpu() -> None:
+    from e2c.stats import paired_difference
+
+    rng = random.Random(2)
+    a = {s: {f"p{i}": rng.random() for i in range(40)} for s in range(2)}
+    b = {s: {f"p{i}": rng.random() for i in range(40)} for s in range(2)}
+    res = st.seed_problem_difference(a, b, boot=50)
+    ids = [f"p{i}" for i in range(40)]
+    after = [(a[0][i] + a[1][i]) / 2 for i in ids]
+    before = [(b[0][i] + b[1][i]) / 2 for i in ids]
+    ref = paired_difference(after, before)  # one seed's paired SE, the quickstart's
+    assert res["se"] == pytest.approx(ref["se"])
+    assert (res["rose"], res["fell"]) == (ref["improved"], ref["worsened"])
+    one = st.seed_problem_difference({0: a[0]}, {0: b[0]}, boot=50)
+    assert one["se"] == pytest.approx(paired_difference([a[0][i] for i in ids], [b[0][i] for i in ids])["se"])
+
+
 def test_seed_problem_difference_uses_shared_seeds_and_problems_cpu() -> None:
     a = {0: {"x": 1.0, "y": 1.0}, 1: {"x": 1.0, "y": 0.0}, 5: {"x": 0.0}}
     b = {0: {"x": 0.0, "y": 0.0, "z": 1.0}, 1: {"x": 0.0, "y": 0.0}}

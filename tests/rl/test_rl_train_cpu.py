@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import arithmetic_rl_rows, run_group
+from process_tree import alive, descendants
 from reference_impls import tensorboard_scalars, tensorboard_texts
 
 from e2c.chain.parse import STATUSES as CHAIN_STATUSES
@@ -245,32 +246,6 @@ def test_grpo_resumes_from_latest_checkpoint_cpu(grpo_runs: dict) -> None:
     assert "global_step_2" in res.stdout + res.stderr  # loaded from there
 
 
-def _descendants(pid: int) -> set[int]:
-    """Every live process below ``pid`` (children, their children, ...), read from /proc."""
-    parent: dict[int, int] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        parent[int(stat.parent.name)] = int(fields[1])
-    found, todo = set(), [pid]
-    while todo:
-        p = todo.pop()
-        kids = [c for c, pp in parent.items() if pp == p and c not in found]
-        found.update(kids)
-        todo.extend(kids)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
 @pytest.mark.slow  # real verl training on ray: minutes
 def test_a_sigterm_to_the_launcher_leaves_nothing_of_the_run_alive_cpu(tmp_path: Path) -> None:
     """``kill <pid>`` of ``e2c rl`` alone, once verl's driver and ray's workers run: every process of the run
@@ -299,8 +274,8 @@ def test_a_sigterm_to_the_launcher_leaves_nothing_of_the_run_alive_cpu(tmp_path:
         assert proc.poll() is None, (tmp_path / "launcher.log").read_text()[-3000:]
         assert time.monotonic() < deadline, "no RL step within 10 minutes"
         time.sleep(1)
-    run = _descendants(proc.pid)
-    assert any("ray" in Path(f"/proc/{p}/cmdline").read_text(errors="replace") for p in run if _alive(p))
+    run = descendants(proc.pid)
+    assert any("ray" in Path(f"/proc/{p}/cmdline").read_text(errors="replace") for p in run if alive(p))
     proc.send_signal(signal.SIGTERM)
     rc = proc.wait(timeout=300)
     log.close()
@@ -308,7 +283,7 @@ def test_a_sigterm_to_the_launcher_leaves_nothing_of_the_run_alive_cpu(tmp_path:
     assert rc == 143, text[-3000:]
     assert "interrupted (SIGTERM)" in text and "rerun with:" in text and "e2c.rl.launch" in text
     time.sleep(2)
-    left = sorted(p for p in run if _alive(p))
+    left = sorted(p for p in run if alive(p))
     assert not left, [Path(f"/proc/{p}/cmdline").read_text(errors="replace") for p in left]
     locks = list(root.rglob(".e2c-run.lock"))
     assert locks

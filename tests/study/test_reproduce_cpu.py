@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from process_tree import alive, descendants
 
 from e2c.paths import BASE_DIR_ENV, configs_dir
 from e2c.study.reproduce import CONTROL_ARM, RL_ARM, STUDY_FILE, ReproduceSettings, study_argv
@@ -103,7 +107,31 @@ def test_reproduce_fast_end_to_end_and_found_again_through_the_base_folder_slow(
     assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
     out = base / "reproduce-fast"
     summary = json.loads(first.stdout.strip().splitlines()[-1])
-    assert summary["chosen"] == [RL_ARM] and summary["report"] == str(out / "study.md")
+    assert summary["report"] == str(out / "report.md") and summary["json"] == str(out / "report.json")
+    assert set(summary["differences"]) == {f"{RL_ARM} - sft120 (avg)", f"{RL_ARM} - sft120 (greedy)"}
+    assert (
+        "## Result" in first.stdout and "RL - SFT, avg@2 at T 1:" in first.stdout
+    )  # printed, not only written
+    report = json.loads((out / "report.json").read_text())
+    assert report["labels"] == {"sft120": "SFT", RL_ARM: "RL"}
+    assert [r["unit"] for r in report["times"]][:3] == ["data", "validation", "arms/sft120/seed0"]
+    assert len(report["times"]) == 9 and report["total_seconds"] == pytest.approx(
+        sum(r["seconds"] for r in report["times"])
+    )
+    assert report["rl"]["health"]["rows"] and report["sft_losses"]
+    md = (out / "report.md").read_text()
+    for section in (
+        "## Result",
+        "## pass@k",
+        "## By task family",
+        "## Training",
+        "### RL health",
+        "## Time per stage",
+        "## Pages",
+    ):
+        assert section in md, section
+    for png in ("pass_at_k.png", "rl_reward.png", "sft_loss.png", "rl_health.png"):
+        assert (out / "report" / png).is_file() and f"(report/{png})" in md, png
     rep = json.loads((out / "study.json").read_text())
     assert rep["selection"]["confirmed"] == ["sft120", RL_ARM]
     pairs = {(c["arm"], c["against"], c["metric"]) for c in rep["comparisons"]["confirm"]}
@@ -122,4 +150,61 @@ def test_reproduce_fast_end_to_end_and_found_again_through_the_base_folder_slow(
     # every unit (data, validation, the filter, sft120, rl, greedy and avg@k of both) kept, none run again
     assert again.stdout.count("complete from an earlier run") == 9
     assert json.loads((out / "study.json").read_text())["comparisons"] == rep["comparisons"]
+    assert json.loads(again.stdout.strip().splitlines()[-1])["differences"] == summary["differences"]
+    assert "## Result" in again.stdout  # the report, printed again without training
     assert not (elsewhere / "outputs").exists()
+
+    # A SIGTERM during RL (after its step's checkpoint), then the same command: the RL unit resumes from that
+    # checkpoint and the finished report matches the uninterrupted one in settings and record counts.
+    killed = base / "killed"
+    shutil.copytree(out, killed, ignore=shutil.ignore_patterns("report*", "study.*", "pages", "confirm"))
+    shutil.rmtree(killed / "arms" / RL_ARM)
+    log = (tmp_path / "killed.log").open("w")
+    cmd = [sys.executable, "-m", "e2c.study.reproduce", "--fast", "--out", str(killed)]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
+    tracker = killed / "arms" / RL_ARM / "seed0" / "latest_checkpointed_iteration.txt"
+    deadline = time.monotonic() + 900
+    while not tracker.is_file():
+        assert proc.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
+        assert time.monotonic() < deadline, "no RL checkpoint within 15 minutes"
+        time.sleep(0.05)
+    run_pids = descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    rc = proc.wait(timeout=300)
+    log.close()
+    text = (tmp_path / "killed.log").read_text()
+    assert rc == 143 and "interrupted (SIGTERM)" in text and "rerun with:" in text, text[-3000:]
+    assert not (killed / "arms" / RL_ARM / "seed0" / "DONE.json").exists(), (
+        "the RL unit ended before the kill"
+    )
+    time.sleep(2)
+    assert not [p for p in run_pids if alive(p)]
+    resumed = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=3600)
+    assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
+    assert f"resuming the interrupted run in {killed / 'arms' / RL_ARM / 'seed0'}" in resumed.stdout
+    rl_log = (killed / "arms" / RL_ARM / "seed0" / "log.txt").read_text()
+    assert "global_step_1" in rl_log  # loaded from the checkpoint, not trained again
+    steps = [
+        json.loads(x)["step"]
+        for x in (killed / "arms" / RL_ARM / "seed0" / "metrics.jsonl").read_text().splitlines()
+        if x
+    ]
+    assert steps == [], steps  # the resumed launch trained no step: step 1 is in the history
+    mine, theirs = json.loads((killed / "report.json").read_text()), report
+    assert mine["study"] == theirs["study"]
+    assert [r["unit"] for r in mine["times"]] == [r["unit"] for r in theirs["times"]]
+    assert {k: len(v) for k, v in mine["rl"].items() if isinstance(v, list)} == {
+        k: len(v) for k, v in theirs["rl"].items() if isinstance(v, list)
+    }
+    assert len(mine["rl"]["health"]["rows"]) == len(theirs["rl"]["health"]["rows"])
+    for a, b in zip(mine["comparisons"], theirs["comparisons"], strict=True):
+        assert (a["arm"], a["against"], a["metric"], a["problems"], a["seeds"]) == (
+            b["arm"],
+            b["against"],
+            b["metric"],
+            b["problems"],
+            b["seeds"],
+        )
+    assert {n: m["avg"]["problems"] for n, m in mine["models"].items()} == {
+        n: m["avg"]["problems"] for n, m in theirs["models"].items()
+    }
