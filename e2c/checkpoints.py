@@ -38,6 +38,37 @@ def latest_step(run_dir: Path) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+RESUME_KEY = "trainer.resume_mode"
+
+
+def resumes(overrides: list[str]) -> bool:
+    """Whether verl resumes from the run folder's latest checkpoint: its ``trainer.resume_mode`` is ``auto``
+    (E2C's configs' default) unless the last override of it says otherwise.
+
+    >>> resumes(["trainer.save_freq=1"]), resumes(["trainer.resume_mode=disable"])
+    (True, False)
+    """
+    mode = "auto"
+    for o in overrides:
+        key, _, value = o.lstrip("+~").partition("=")
+        if key == RESUME_KEY:
+            mode = value
+    return mode == "auto"
+
+
+def trained_to(run_dir: Path, total_steps: int | None, overrides: list[str]) -> int | None:
+    """The step of the run folder's last complete checkpoint when it is ``total_steps`` or more and verl
+    would resume from it; else None.
+
+    Such a run has nothing left to train, and a relaunch is not harmless: verl's SFT and PPO loops both add
+    one to the resumed step before they test for the last one, so they would train a step past the total (a
+    run killed after its last checkpoint, before its launcher finished)."""
+    step = latest_step(run_dir)
+    if step is None or total_steps is None or step < total_steps or not resumes(overrides):
+        return None
+    return step
+
+
 def latest_checkpoint(run_dir: Path) -> Path | None:
     """The ``global_step_N`` folder of the last complete checkpoint, or None when there is none."""
     step = latest_step(run_dir)

@@ -1,12 +1,14 @@
-"""The README's quickstart section, rendered from a kept quickstart report, so the two cannot drift.
+"""The README's quickstart and reproduction sections, rendered from kept reports, so they cannot drift.
 
-    python -m e2c.quickstart.readme                 # print the section rendered from the kept report
-    python -m e2c.quickstart.readme --write         # put it into README.md, between its markers
-    python -m e2c.quickstart.readme --report R.json # from another report.json
+    python -m e2c.quickstart.readme                 # print both sections rendered from the kept reports
+    python -m e2c.quickstart.readme --write         # put them into README.md, between their markers
+    python -m e2c.quickstart.readme --report R.json # the quickstart's from another report.json
+    python -m e2c.quickstart.readme --reproduction R.json   # the reproduction's from another report.json
 
-The kept report is ``docs/runs/quickstart/report.json`` (with its ``report.md`` and plots), copied from a
-default run of ``bash scripts/quickstart.sh``; the README holds the rendered text between
-:data:`BEGIN` and :data:`END`, and a test renders it again and compares.
+The kept reports are ``docs/runs/quickstart/report.json`` (a default run of ``bash scripts/quickstart.sh``)
+and ``docs/runs/reproduce/report.json`` (``bash scripts/reproduce.sh --with-control``), each with its
+``report.md`` and plots; the README holds the rendered text between :data:`BEGIN` and :data:`END` (and
+:data:`REPRO_BEGIN`, :data:`REPRO_END`), and a test renders them again and compares.
 
 The section's verdict is the quickstart's own rule for "RL does no harm": RL - SFT no lower than -2 SE on
 avg@k and on greedy accuracy, and greedy well-formedness after RL no lower than after SFT minus 5 points.
@@ -34,6 +36,9 @@ from e2c.quickstart.report import interval_cell
 KEPT = Path("docs") / "runs" / "quickstart" / "report.json"
 BEGIN = "<!-- quickstart report: python -m e2c.quickstart.readme --write -->"
 END = "<!-- end of the quickstart report -->"
+REPRO_KEPT = Path("docs") / "runs" / "reproduce" / "report.json"
+REPRO_BEGIN = "<!-- reproduction report: python -m e2c.quickstart.readme --write -->"
+REPRO_END = "<!-- end of the reproduction report -->"
 # "No harm": RL - SFT above -HARM_SE standard errors, and greedy well-formedness down by at most HARM_FORMAT.
 HARM_SE = 2.0
 HARM_FORMAT = 0.05
@@ -82,7 +87,7 @@ def render(rep: Mapping[str, Any], source: str = str(KEPT)) -> str:
     k = cfg["eval_samples"]
     stages = {s["stage"]: s for s in rep["stages"]}
     total = sum(s["seconds"] for s in rep["stages"])
-    cpu = f"{system['cores']}-core {system['cpu']}" + (", native bf16" if system.get("bf16_native") else "")
+    cpu = _system_line(system)
     lines = [
         BEGIN,
         f"`bash scripts/quickstart.sh` from a fresh clone of {system['git_commit'][:7]} "
@@ -139,13 +144,76 @@ def render(rep: Mapping[str, Any], source: str = str(KEPT)) -> str:
     return "\n".join(lines)
 
 
-def replace_section(readme: str, section: str) -> str:
-    """``readme`` with the text from :data:`BEGIN` to :data:`END` replaced by ``section``."""
+def _system_line(system: Mapping[str, Any]) -> str:
+    """``2-core AMD EPYC, native bf16``."""
+    return f"{system['cores']}-core {system['cpu']}" + (", native bf16" if system.get("bf16_native") else "")
+
+
+def _paired(c: Mapping[str, Any], what: str) -> str:
+    lo, hi = (100 * v for v in c["ci"])
+    return (
+        f"{what} **{100 * c['mean']:+.1f} points, SE {100 * c['se']:.1f}** (95% CI [{lo:+.1f}, {hi:+.1f}]; "
+        f"{c['rose']} / {c['fell']} problems rose / fell): **{c['word']}**"
+    )
+
+
+def render_reproduction(rep: Mapping[str, Any], source: str = str(REPRO_KEPT)) -> str:
+    """The README section for the reproduction report ``rep`` (``e2c reproduce``'s ``report.json``)."""
+    system, base, proto = rep["system"], rep["study"]["base"], rep["study"]["protocol"]
+    k = proto["samples"]
+    labels = rep["labels"]
+    sft_arm = next(a for a, lab in labels.items() if lab == "SFT")
+    sft_steps = next(iter(rep["training"][sft_arm].values()))["steps"]
+    names = {
+        "SFT": f"SFT, {sft_steps} steps x {base['sft_batch']} chains",
+        "RL": (
+            f"GRPO stage 2 from it, {base['rl_steps']} steps x {base['rl_batch']} prompts x {base['rl_n']}, lr "
+            f"{_num(base['rl_lr'])}, {' and '.join(base['rl_families'])}, exploration x{base['rl_explore_adv_coef']:g}"
+        ),
+        "control": "SFT alone for as many trained tokens as SFT + RL (one schedule)",
+    }
+    lines = [
+        REPRO_BEGIN,
+        f"`bash scripts/reproduce.sh{' --fast' if rep['study']['fast'] else ''}"
+        f"{' --with-control' if 'control' in labels.values() else ''}` at "
+        f"{system['git_commit'][:7]} ({system['date'][:10]}, {_system_line(system)}, no GPU; "
+        f"{fmt_seconds(rep['total_seconds'])} of stages; [its report]({Path(source).with_name('report.md').as_posix()})), "
+        f"training seed{'s' if len(rep['comparisons'][0]['seeds']) > 1 else ''} "
+        f"{', '.join(map(str, rep['comparisons'][0]['seeds']))}; the {proto['confirm_problems']} held-out problems, "
+        f"avg@{k} at T {proto['temperature']:.1f} and greedy:",
+        "",
+        f"| model | avg@{k} | sampled well-formed | greedy | greedy well-formed |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+
+    def cell(x: Mapping[str, Any] | None) -> str:
+        return "-" if not x else f"{100 * x['mean']:.1f}% [{100 * x['ci'][0]:.1f}, {100 * x['ci'][1]:.1f}]"
+
+    for m in rep["models"].values():
+        sampled_fmt = m["format_rate"] if m.get("format_rate_of") == "sampled" else None
+        lines.append(
+            f"| {names.get(m['label'], m['label'])} | {cell(m.get('avg'))} | {pct(sampled_fmt, 0)} | "
+            f"{cell(m.get('greedy'))} | {pct(m.get('greedy_format_rate'), 0)} |"
+        )
+    lines.append("")
+    for against in dict.fromkeys(c["against"] for c in rep["comparisons"]):
+        pair = {c["metric"]: c for c in rep["comparisons"] if c["against"] == against}
+        parts = [_paired(pair["avg"], f"avg@{k}")] if "avg" in pair else []
+        parts += [_paired(pair["greedy"], "greedy")] if "greedy" in pair else []
+        lines.append(f"- RL - {labels.get(against, against)}: " + "; ".join(parts) + ".")
+    lines += [REPRO_END]
+    return "\n".join(lines)
+
+
+def replace_section(readme: str, section: str, begin: str = BEGIN, end: str = END) -> str:
+    """``readme`` with the text from ``begin`` to ``end`` (default: the quickstart's markers) replaced by
+    ``section``."""
     try:
-        a = readme.index(BEGIN)
-        b = readme.index(END, a) + len(END)
+        a = readme.index(begin)
+        b = readme.index(end, a) + len(end)
     except ValueError:
-        raise UserError(f"README.md has no quickstart section: add the lines {BEGIN!r} and {END!r}") from None
+        what = "quickstart" if begin == BEGIN else "reproduction"
+        raise UserError(f"README.md has no {what} section: add the lines {begin!r} and {end!r}") from None
     return readme[:a] + section + readme[b:]
 
 
@@ -161,9 +229,17 @@ class ReadmeSettings:
             value=EXISTING_FILE,
         ),
     )
+    reproduction: str | None = field(
+        default=None,
+        metadata=setting(
+            f"the reproduction's report.json (default: {REPRO_KEPT} of the project)",
+            flag="--reproduction",
+            value=EXISTING_FILE,
+        ),
+    )
     write: bool = field(
         default=False,
-        metadata=setting("write the section into README.md (default: print it)", flag="--write"),
+        metadata=setting("write the sections into README.md (default: print them)", flag="--write"),
     )
 
 
@@ -177,22 +253,36 @@ def main(argv: list[str] | None = None) -> int:
     values = flag_values(build_parser().parse_args(argv), ReadmeSettings)
     s = ReadmeSettings(**{k: str(v) if isinstance(v, Path) else v for k, v in values.items()})
     root = project_root()
-    path = Path(s.report) if s.report else root / KEPT
-    try:
-        rep = json.loads(path.read_text())
-        section = render(rep, str(path.relative_to(root)) if path.is_relative_to(root) else str(path))
-    except FileNotFoundError:
-        raise UserError(f"no quickstart report at {path}: pass --report REPORT.json") from None
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise UserError(f"{path} is not a quickstart report.json ({type(e).__name__}: {e})") from None
+    quick = _section(Path(s.report) if s.report else root / KEPT, render, "quickstart", "--report")
+    repro = _section(
+        Path(s.reproduction) if s.reproduction else root / REPRO_KEPT,
+        render_reproduction,
+        "reproduction",
+        "--reproduction",
+    )
     checks_done()
     if not s.write:
-        print(section)
+        print(f"{quick[1]}\n\n{repro[1]}")
         return 0
     readme = root / "README.md"
-    readme.write_text(replace_section(readme.read_text(), section))
-    print(f"[readme] wrote the quickstart section of {readme} from {path}")
+    text = replace_section(readme.read_text(), quick[1])
+    readme.write_text(replace_section(text, repro[1], REPRO_BEGIN, REPRO_END))
+    print(
+        f"[readme] wrote the quickstart and reproduction sections of {readme} from {quick[0]} and {repro[0]}"
+    )
     return 0
+
+
+def _section(path: Path, renderer: Any, what: str, flag: str) -> tuple[Path, str]:
+    """(the report's path, its rendered section); one line when the file is missing or not such a report."""
+    root = project_root()
+    try:
+        rep = json.loads(path.read_text())
+        return path, renderer(rep, str(path.relative_to(root)) if path.is_relative_to(root) else str(path))
+    except FileNotFoundError:
+        raise UserError(f"no {what} report at {path}: pass {flag} REPORT.json") from None
+    except (json.JSONDecodeError, KeyError, TypeError, StopIteration, IndexError) as e:
+        raise UserError(f"{path} is not a {what} report.json ({type(e).__name__}: {e})") from None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from e2c.argtypes import MODEL, OUTPUT_DIR, TEXT, whole
-from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, restore_metrics
+from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, restore_metrics, trained_to
 from e2c.cli import ArgumentParser, interrupt_on_sigterm
 from e2c.cluster import private_ray_dir, remove_private_ray_dir
 from e2c.devices import MAX_NODES, cpu_note, cpu_ranks, cpu_train_dtype, env_count, gpu_count, requested_gpus
@@ -763,6 +763,8 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     check_code_reward(cfg)
     check_overlong(cfg)
     epochs = epochs_for_steps(cfg, args.steps)
+    total = cfg.trainer.get("total_training_steps")
+    args.total_steps = int(total) if total is not None else None  # None: verl counts the epochs' batches
     # An unknown or mistyped e2c.* key, a value outside its type (nan, a negative budget), an unregistered
     # e2c.explore_adv_rule or chain format stops here, not inside a ray worker.
     settings = e2c_settings(cfg, SETTINGS)
@@ -1076,9 +1078,23 @@ def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
                 f"[e2c-rl] verl's driver starts in a new interpreter, not forked from this one: {why}",
                 flush=True,
             )
-        rc = run_module(
-            cmd[2], cmd[3:], project_root(), stage_env(args.gpus), fork=args.gpus == 0, cleanups=[stop_ray]
-        )
+        total = getattr(args, "total_steps", None)
+        step = trained_to(args.output_dir, total, cmd[3:])
+        if step is not None:  # killed after its last checkpoint: verl would train a step past the total
+            print(
+                f"[e2c-rl] {args.output_dir} holds step {step} of {total}: nothing left to train",
+                flush=True,
+            )
+            rc = 0
+        else:
+            rc = run_module(
+                cmd[2],
+                cmd[3:],
+                project_root(),
+                stage_env(args.gpus),
+                fork=args.gpus == 0,
+                cleanups=[stop_ray],
+            )
     finally:
         restore_metrics(args.output_dir)
         plain_checkpoints(args.output_dir)

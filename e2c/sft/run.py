@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.checkpoints import latest_checkpoint
+from e2c.checkpoints import latest_checkpoint, trained_to
 from e2c.cli import ArgumentParser, exit_interrupted, interrupt_on_sigterm, quiet_libraries, resume_command
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError, fail
@@ -169,7 +169,12 @@ def launch(
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env.update(tracker_env(trackers, plan.output_dir))
     t0 = time.monotonic()
-    rc, tail = run_trainer(cmd, plan.output_dir, env, plan.node_rank)
+    step = trained_to(plan.ckpt_dir, total, plan.overrides)
+    if step is not None:  # killed after its last checkpoint: export it, train nothing (verl would add a step)
+        print(f"e2c sft: {plan.ckpt_dir} holds step {step} of {total}: nothing left to train", flush=True)
+        rc, tail = 0, None
+    else:
+        rc, tail = run_trainer(cmd, plan.output_dir, env, plan.node_rank)
     wall = time.monotonic() - t0
     if rc != 0:
         fail(
@@ -183,7 +188,7 @@ def launch(
     if ckpt is None:
         fail(f"the trainer finished but left no checkpoint in {plan.ckpt_dir}", 1)
     losses = read_losses(plan.output_dir)  # every launch of the run, a resumed one included
-    meta = run_meta(plan, ckpt, total, losses, tail.seconds_per_step(), wall)
+    meta = run_meta(plan, ckpt, total, losses, tail.seconds_per_step() if tail else None, wall)
     try:
         final = export_final(ckpt, plan.final_dir, meta)
     except UserError as e:  # the run's own checkpoint did not convert: not the user's input (exit 1)

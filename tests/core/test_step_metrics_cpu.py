@@ -45,3 +45,19 @@ def test_any_bytes_read_without_error_and_whole_records_survive_cpu(
     for s, v in good.items():
         # A junk line, even one that parses as a record of the same step, comes first: ``x`` is the record's.
         assert s in got and (got[s]["x"] == v or v != v)
+
+
+def test_a_run_at_its_last_checkpoint_is_trained_to_it_only_when_verl_would_resume_cpu(
+    tmp_path: Path,
+) -> None:
+    from e2c.checkpoints import TRACKER, resumes, trained_to
+
+    assert trained_to(tmp_path, 3, []) is None  # no checkpoint
+    (tmp_path / TRACKER).write_text("2\n")
+    assert trained_to(tmp_path, 3, []) is None  # a step left to train
+    assert trained_to(tmp_path, 2, []) == 2 and trained_to(tmp_path, 1, []) == 2
+    assert trained_to(tmp_path, None, []) is None  # all epochs: verl counts them, not this check
+    assert trained_to(tmp_path, 2, ["trainer.resume_mode=disable"]) is None  # starts over, trains again
+    assert trained_to(tmp_path, 2, ["trainer.resume_mode=disable", "+trainer.resume_mode=auto"]) == 2
+    assert resumes(["--config-path=x", "trainer.save_freq=1"])
+    assert not resumes(["trainer.resume_mode=resume_path"])

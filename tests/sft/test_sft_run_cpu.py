@@ -157,6 +157,25 @@ def test_a_finished_run_is_not_repeated(runs: dict, data) -> None:
     assert proc.returncode == 0 and "already the result of this run" in proc.stdout
 
 
+@pytest.mark.slow  # real SFT runs (torchrun)
+def test_a_run_killed_after_its_last_checkpoint_exports_it_and_trains_no_more_cpu(
+    runs: dict, data, tmp_path: Path
+) -> None:
+    """Killed between its last checkpoint and the export (no final/ yet): the rerun exports that checkpoint
+    and trains nothing, where verl alone would train a fourth step of a three-step run."""
+    import shutil
+
+    run = tmp_path / "sft"
+    shutil.copytree(runs["sft"]["dir"], run, symlinks=True)
+    shutil.rmtree(run / "final")
+    proc = _sft(data["sft"], run, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "holds step 3 of 3: nothing left to train" in proc.stdout
+    assert (run / "final" / "config.json").is_file()
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["losses"] == runs["sft"]["summary"]["losses"]
+    assert not list(run.rglob("global_step_4"))
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
