@@ -1,6 +1,6 @@
-"""The README's quickstart section is rendered from the kept report (``docs/runs/quickstart/report.json``) by
-``python -m e2c.quickstart.readme``: the README holds exactly what the renderer writes, and its "no harm"
-verdict follows the rule it states."""
+"""The README's quickstart and reproduction sections are rendered from the kept reports
+(``docs/runs/quickstart/report.json``, ``docs/runs/reproduce/report.json``) by ``python -m e2c.quickstart.readme``:
+the README holds exactly what the renderer writes, and its "no harm" verdict follows the rule it states."""
 
 from __future__ import annotations
 
@@ -13,7 +13,18 @@ from pathlib import Path
 import pytest
 
 from e2c.errors import UserError
-from e2c.quickstart.readme import BEGIN, END, KEPT, no_harm, render, replace_section
+from e2c.quickstart.readme import (
+    BEGIN,
+    END,
+    KEPT,
+    REPRO_BEGIN,
+    REPRO_END,
+    REPRO_KEPT,
+    no_harm,
+    render,
+    render_reproduction,
+    replace_section,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,6 +41,29 @@ def test_the_readme_holds_the_section_rendered_from_the_kept_report_cpu() -> Non
     rep = _kept()
     assert rep["config"]["fast"] is False and rep["config"]["model"] == "embedded"  # a default run
     assert (ROOT / KEPT).with_name("report.md").is_file()
+
+
+def test_the_readme_holds_the_reproduction_rendered_from_its_kept_report_cpu() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert readme.count(REPRO_BEGIN) == 1 and readme.count(REPRO_END) == 1
+    section = readme[readme.index(REPRO_BEGIN) : readme.index(REPRO_END) + len(REPRO_END)]
+    rep = json.loads((ROOT / REPRO_KEPT).read_text())
+    assert section == render_reproduction(rep), (
+        "README.md is stale: run python -m e2c.quickstart.readme --write"
+    )
+    assert rep["study"]["fast"] is False and rep["study"]["base"]["model"] == "embedded"  # the real run
+    assert rep["study"]["protocol"]["samples"] >= 4 and rep["study"]["protocol"]["confirm_problems"] == 300
+    avg = next(c for c in rep["comparisons"] if c["against"] == "sft120" and c["metric"] == "avg")
+    assert avg["problems"] == 300 and f"SE {100 * avg['se']:.1f}" in section  # RL - SFT with its paired SE
+    assert (ROOT / REPRO_KEPT).with_name("report.md").is_file()
+
+
+def test_a_readme_section_is_replaced_between_its_own_markers_cpu() -> None:
+    text = f"a\n{BEGIN}\nq\n{END}\nb\n{REPRO_BEGIN}\nr\n{REPRO_END}\nc"
+    out = replace_section(replace_section(text, "Q"), "R", REPRO_BEGIN, REPRO_END)
+    assert out == "a\nQ\nb\nR\nc"
+    with pytest.raises(UserError, match="no reproduction section"):
+        replace_section("# README\n", "x", REPRO_BEGIN, REPRO_END)
 
 
 def _diff(mean: float, se: float) -> dict:

@@ -153,6 +153,19 @@ def test_reproduce_fast_end_to_end_and_found_again_through_the_base_folder_slow(
     assert json.loads(again.stdout.strip().splitlines()[-1])["differences"] == summary["differences"]
     assert "## Result" in again.stdout  # the report, printed again without training
     assert not (elsewhere / "outputs").exists()
+    # a checkout whose settings differ from the kept runs' (here another benchmark folder) is refused in one line
+    (tmp_path / "other-benchmarks").mkdir()
+    other = subprocess.run(
+        [sys.executable, "-m", "e2c.study.reproduce", "--fast"],
+        capture_output=True,
+        text=True,
+        cwd=elsewhere,
+        env={**env, "E2C_BENCH_DIR": str(tmp_path / "other-benchmarks")},
+        timeout=600,
+    )
+    assert other.returncode == 2 and len(other.stderr.strip().splitlines()) == 1, other.stderr
+    assert "data finished with other settings (bench_dir" in other.stderr
+    assert json.loads((out / "report.json").read_text())["times"] == report["times"]  # nothing redone
 
     # A SIGTERM during RL (after its step's checkpoint), then the same command: the RL unit resumes from that
     # checkpoint and the finished report matches the uninterrupted one in settings and record counts.
