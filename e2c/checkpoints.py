@@ -39,6 +39,22 @@ def latest_step(run_dir: Path) -> int | None:
 
 
 RESUME_KEY = "trainer.resume_mode"
+STEPS_KEY = "trainer.total_training_steps"
+
+
+def last_override(overrides: list[str], key: str) -> str | None:
+    """The value the last Hydra override of ``key`` gives it (``+key``/``~key`` too), unquoted; None when
+    none names it.
+
+    >>> last_override(["a=1", "--config-path=x", "+a='2'"], "a"), last_override(["b=1"], "a")
+    ('2', None)
+    """
+    value = None
+    for o in overrides:
+        k, eq, v = o.lstrip("+~").partition("=")
+        if eq and k == key:
+            value = v.strip("'\"")
+    return value
 
 
 def resumes(overrides: list[str]) -> bool:
@@ -48,12 +64,7 @@ def resumes(overrides: list[str]) -> bool:
     >>> resumes(["trainer.save_freq=1"]), resumes(["trainer.resume_mode=disable"])
     (True, False)
     """
-    mode = "auto"
-    for o in overrides:
-        key, _, value = o.lstrip("+~").partition("=")
-        if key == RESUME_KEY:
-            mode = value
-    return mode == "auto"
+    return (last_override(overrides, RESUME_KEY) or "auto") == "auto"
 
 
 def trained_to(run_dir: Path, total_steps: int | None, overrides: list[str]) -> int | None:
@@ -67,6 +78,28 @@ def trained_to(run_dir: Path, total_steps: int | None, overrides: list[str]) -> 
     if step is None or total_steps is None or step < total_steps or not resumes(overrides):
         return None
     return step
+
+
+def rewind_unlogged(run_dir: Path, step: int) -> int | None:
+    """Point verl's tracker at the complete checkpoint before ``step`` (removing it when there is none) and
+    return the step verl will resume from (None: the start).
+
+    verl's PPO loop saves a step's checkpoint before it logs the step's metrics; a run killed in between
+    has the checkpoint and no record of the step, and resuming from that checkpoint would lose the record
+    for good. Training from the checkpoint before it logs the steps again (a later launch's record replaces
+    an earlier one's, :func:`step_metrics`)."""
+    run_dir = Path(run_dir)
+    earlier = sorted(
+        int(d.name.removeprefix("global_step_"))
+        for d in run_dir.glob("global_step_*")
+        if d.is_dir() and d.name.removeprefix("global_step_").isdigit()
+    )
+    back = max((n for n in earlier if n < step), default=None)
+    if back is None:
+        (run_dir / TRACKER).unlink(missing_ok=True)
+    else:
+        atomic_write_text(run_dir / TRACKER, f"{back}\n")
+    return back
 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:

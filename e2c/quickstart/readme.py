@@ -254,22 +254,23 @@ def main(argv: list[str] | None = None) -> int:
     s = ReadmeSettings(**{k: str(v) if isinstance(v, Path) else v for k, v in values.items()})
     root = project_root()
     quick = _section(Path(s.report) if s.report else root / KEPT, render, "quickstart", "--report")
-    repro = _section(
-        Path(s.reproduction) if s.reproduction else root / REPRO_KEPT,
-        render_reproduction,
-        "reproduction",
-        "--reproduction",
+    kept = root / REPRO_KEPT
+    repro = (
+        _section(Path(s.reproduction or kept), render_reproduction, "reproduction", "--reproduction")
+        if s.reproduction or kept.is_file()
+        else None  # a checkout without a kept reproduction: the quickstart's section alone
     )
     checks_done()
     if not s.write:
-        print(f"{quick[1]}\n\n{repro[1]}")
+        print(quick[1] + (f"\n\n{repro[1]}" if repro else ""))
         return 0
     readme = root / "README.md"
     text = replace_section(readme.read_text(), quick[1])
-    readme.write_text(replace_section(text, repro[1], REPRO_BEGIN, REPRO_END))
-    print(
-        f"[readme] wrote the quickstart and reproduction sections of {readme} from {quick[0]} and {repro[0]}"
-    )
+    if repro:
+        text = replace_section(text, repro[1], REPRO_BEGIN, REPRO_END)
+    readme.write_text(text)
+    written = str(quick[0]) + (f" and {repro[0]}" if repro else f" (no reproduction report at {kept})")
+    print(f"[readme] wrote the README's report sections from {written}")
     return 0
 
 

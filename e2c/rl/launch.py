@@ -55,7 +55,17 @@ from pathlib import Path
 from typing import Any
 
 from e2c.argtypes import MODEL, OUTPUT_DIR, TEXT, whole
-from e2c.checkpoints import METRICS, TRACKER, keep_metrics, latest_checkpoint, restore_metrics, trained_to
+from e2c.checkpoints import (
+    METRICS,
+    STEPS_KEY,
+    TRACKER,
+    keep_metrics,
+    latest_checkpoint,
+    restore_metrics,
+    rewind_unlogged,
+    step_metrics,
+    trained_to,
+)
 from e2c.cli import ArgumentParser, interrupt_on_sigterm
 from e2c.cluster import private_ray_dir, remove_private_ray_dir
 from e2c.devices import MAX_NODES, cpu_note, cpu_ranks, cpu_train_dtype, env_count, gpu_count, requested_gpus
@@ -373,7 +383,7 @@ def build_overrides(args: argparse.Namespace, gpus: int) -> list[str]:
         out["trainer.log_val_generations"] = str(args.val_generations)
         out["trainer.validation_data_dir"] = hydra_value(str(args.output_dir / VAL_DIR))
     if args.steps is not None:
-        out["trainer.total_training_steps"] = str(args.steps)
+        out[STEPS_KEY] = str(args.steps)
     if args.save_freq is not None:
         out["trainer.save_freq"] = str(args.save_freq)
     out.update(setting_overrides(args, SETTINGS))
@@ -1080,6 +1090,14 @@ def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
             )
         total = getattr(args, "total_steps", None)
         step = trained_to(args.output_dir, total, cmd[3:])
+        if step is not None and step not in step_metrics(args.output_dir):
+            back = rewind_unlogged(args.output_dir, step)
+            print(
+                f"[e2c-rl] step {step}'s checkpoint has no metrics record (killed between the two): training "
+                f"again from {f'step {back}' if back is not None else 'the start'} to log it",
+                flush=True,
+            )
+            step = None
         if step is not None:  # killed after its last checkpoint: verl would train a step past the total
             print(
                 f"[e2c-rl] {args.output_dir} holds step {step} of {total}: nothing left to train",

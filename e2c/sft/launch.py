@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, Choice, whole
-from e2c.checkpoints import keep_metrics, restore_metrics
+from e2c.checkpoints import STEPS_KEY, keep_metrics, restore_metrics
 from e2c.devices import (
     MAX_CPU_RANKS,
     MAX_NODES,
@@ -61,7 +61,6 @@ MODES = {
 }
 # With no GPU, configs/cpu/sft.yaml's overrides (its trainer.total_training_steps is the default --steps).
 CPU_PRESET = "sft"  # configs/cpu/sft.yaml
-STEPS_KEY = "trainer.total_training_steps"
 
 
 # ------------------------------------------------------------------------------------------------ settings

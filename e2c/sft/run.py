@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.checkpoints import latest_checkpoint, trained_to
+from e2c.checkpoints import STEPS_KEY, last_override, latest_checkpoint, trained_to
 from e2c.cli import ArgumentParser, exit_interrupted, interrupt_on_sigterm, quiet_libraries, resume_command
 from e2c.entry import checks_done, run_main
 from e2c.errors import UserError, fail
@@ -169,9 +169,11 @@ def launch(
     env.setdefault("TOKENIZERS_PARALLELISM", "false")
     env.update(tracker_env(trackers, plan.output_dir))
     t0 = time.monotonic()
-    step = trained_to(plan.ckpt_dir, total, plan.overrides)
+    # the step count verl runs: the user's override of it wins over --steps (hydra_overrides puts theirs last)
+    steps = last_override(cmd, STEPS_KEY)
+    step = trained_to(plan.ckpt_dir, int(steps) if steps and steps.isdigit() else None, cmd)
     if step is not None:  # killed after its last checkpoint: export it, train nothing (verl would add a step)
-        print(f"e2c sft: {plan.ckpt_dir} holds step {step} of {total}: nothing left to train", flush=True)
+        print(f"e2c sft: {plan.ckpt_dir} holds step {step} of {steps}: nothing left to train", flush=True)
         rc, tail = 0, None
     else:
         rc, tail = run_trainer(cmd, plan.output_dir, env, plan.node_rank)

@@ -108,7 +108,8 @@ def collect(out: Path, study_rep: Mapping[str, Any], rl_arm: str, control_arm: s
 
     labels = roles(study_rep, rl_arm, control_arm)
     arms = study_rep["arms"]
-    seed = arms[rl_arm]["seeds"][0]
+    ran = [int(k) for k, t in arms[rl_arm]["training"].items() if t]
+    seed = ran[0] if ran else arms[rl_arm]["seeds"][0]  # the first seed that trained
     sft_arm = arms[rl_arm]["start"]
     times = unit_times(out)
     return {
@@ -116,7 +117,10 @@ def collect(out: Path, study_rep: Mapping[str, Any], rl_arm: str, control_arm: s
         "study": {k: study_rep[k] for k in ("study", "file", "fast", "base", "options", "protocol")},
         "labels": labels,
         "models": {a: {"label": lab, **arms[a][CONFIRM]} for a, lab in labels.items()},
-        "comparisons": [c for c in study_rep["comparisons"][CONFIRM] if c["arm"] in labels],
+        # a control kept from an earlier --with-control run is read from its files but not confirmed now
+        "comparisons": [
+            c for c in study_rep["comparisons"][CONFIRM] if c["arm"] in labels and c["against"] in labels
+        ],
         "training": {a: arms[a]["training"] for a in labels},
         "rl": {
             "arm": rl_arm,

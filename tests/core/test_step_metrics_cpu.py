@@ -61,3 +61,15 @@ def test_a_run_at_its_last_checkpoint_is_trained_to_it_only_when_verl_would_resu
     assert trained_to(tmp_path, 2, ["trainer.resume_mode=disable", "+trainer.resume_mode=auto"]) == 2
     assert resumes(["--config-path=x", "trainer.save_freq=1"])
     assert not resumes(["trainer.resume_mode=resume_path"])
+
+
+def test_a_checkpoint_without_its_metrics_record_rewinds_to_the_one_before_cpu(tmp_path: Path) -> None:
+    from e2c.checkpoints import TRACKER, latest_step, rewind_unlogged
+
+    for n in (4, 8, 12):
+        (tmp_path / f"global_step_{n}").mkdir()
+    (tmp_path / "global_step_x").mkdir()  # not a step
+    (tmp_path / TRACKER).write_text("12\n")
+    assert rewind_unlogged(tmp_path, 12) == 8 and latest_step(tmp_path) == 8
+    assert rewind_unlogged(tmp_path, 4) is None and latest_step(tmp_path) is None  # from the start
+    assert not (tmp_path / TRACKER).exists()

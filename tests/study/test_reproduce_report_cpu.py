@@ -58,6 +58,25 @@ def test_difference_line_states_the_difference_se_interval_and_verdict_cpu() -> 
     assert "**-1.0 points** (SE 1.1, within two standard errors" in line
 
 
+def test_a_control_kept_from_an_earlier_run_is_left_out_when_not_confirmed_cpu(tmp_path: Path) -> None:
+    from e2c.study.reproduce_report import collect
+
+    phase = {"avg": None, "greedy": None, "pass_at_k": None, "format_rate": None, "by_family": {}}
+    arm = {"seeds": [0], "training": {"0": None}, "confirm": phase}
+    study_rep = {
+        "study": "reproduce", "file": "f", "fast": True, "base": {}, "options": {}, "protocol": {},
+        "arms": {"sft120": {**arm, "start": "base"}, "rl": {**arm, "start": "sft120"}, "control": arm},
+        "selection": {"confirmed": ["sft120", "rl"]},
+        "comparisons": {"confirm": [
+            _comparison(0.01, 0.01, [-0.01, 0.03], "unresolved"),
+            {**_comparison(0.02, 0.01, [0.0, 0.04], "gain"), "against": "control"},
+        ]},
+    }  # fmt: skip
+    rep = collect(tmp_path, study_rep, "rl", "control")
+    assert rep["labels"] == {"sft120": "SFT", "rl": "RL"}
+    assert [c["against"] for c in rep["comparisons"]] == ["sft120"]
+
+
 def test_render_has_every_section_and_result_section_cuts_it_cpu() -> None:
     model = {
         "avg": {"mean": 0.1, "ci": [0.08, 0.12], "problems": 300},
@@ -85,7 +104,7 @@ def test_render_has_every_section_and_result_section_cuts_it_cpu() -> None:
     for section in ("## Result", "## pass@k", "## By task family", "## Training", "## Time per stage"):
         assert section in md, section
     assert "| SFT (`sft120`) | 10.0% [8.0, 12.0] | 40% | 25.0% [20.0, 30.0] | 90% |" in md
-    assert "| code/L1 | 42 | 0.0% | 0.0% | +" not in md  # no per-family difference without one
+    assert "| code/L1 | 42 | 0.0% | 0.0% |\n" in md  # no difference column without a per-family difference
     assert "![pass@k](report/pass_at_k.png)" in md and "sft_loss" not in md
     cut = result_section(md)
     assert cut.startswith("## Result") and "## pass@k" not in cut and "RL - SFT, avg@2 at T 1" in cut
