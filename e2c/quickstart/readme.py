@@ -152,8 +152,8 @@ def _system_line(system: Mapping[str, Any]) -> str:
 def _paired(c: Mapping[str, Any], what: str) -> str:
     lo, hi = (100 * v for v in c["ci"])
     return (
-        f"{what} **{100 * c['mean']:+.1f} points, SE {100 * c['se']:.1f}** (95% CI [{lo:+.1f}, {hi:+.1f}]; "
-        f"{c['rose']} / {c['fell']} problems rose / fell): **{c['word']}**"
+        f"{what} **{100 * c['mean']:+.1f} points, SE {100 * c['se']:.1f}** [{lo:+.1f}, {hi:+.1f}], "
+        f"{c['rose']} up / {c['fell']} down: **{c['word']}**"
     )
 
 
@@ -167,16 +167,19 @@ def render_reproduction(rep: Mapping[str, Any], source: str = str(REPRO_KEPT)) -
     names = {
         "SFT": f"SFT, {sft_steps} steps x {base['sft_batch']} chains",
         "RL": (
-            f"GRPO stage 2 from it, {base['rl_steps']} steps x {base['rl_batch']} prompts x {base['rl_n']}, lr "
-            f"{_num(base['rl_lr'])}, {' and '.join(base['rl_families'])}, exploration x{base['rl_explore_adv_coef']:g}"
+            f"+ GRPO, {base['rl_steps']} steps x {base['rl_batch']} x {base['rl_n']}, lr {_num(base['rl_lr'])}, "
+            f"{', '.join(base['rl_families'])}"
         ),
-        "control": "SFT alone for as many trained tokens as SFT + RL (one schedule)",
+        "control": "SFT alone, as many tokens as SFT + RL",
     }
+    made = str((rep.get("run_folder") or {}).get("toolkit_commit") or "")[:7]
+    done = system["git_commit"][:7]
+    commits = f"run from {made} to {done}" if made and made != done else f"at {done}"
     lines = [
         REPRO_BEGIN,
         f"`bash scripts/reproduce.sh{' --fast' if rep['study']['fast'] else ''}"
-        f"{' --with-control' if 'control' in labels.values() else ''}` at "
-        f"{system['git_commit'][:7]} ({system['date'][:10]}, {_system_line(system)}, no GPU; "
+        f"{' --with-control' if 'control' in labels.values() else ''}` "
+        f"({system['date'][:10]}, {_system_line(system)}, no GPU; {commits}; "
         f"{fmt_seconds(rep['total_seconds'])} of stages; [its report]({Path(source).with_name('report.md').as_posix()})), "
         f"training seed{'s' if len(rep['comparisons'][0]['seeds']) > 1 else ''} "
         f"{', '.join(map(str, rep['comparisons'][0]['seeds']))}; the {proto['confirm_problems']} held-out problems, "

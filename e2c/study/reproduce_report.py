@@ -32,6 +32,17 @@ STAGE_OF_KIND = {
 PLOT_FOLDER = "report"
 
 
+def project_path(path: str) -> str:
+    """A path inside a checkout, from its ``configs/`` folder on (the checkout that ran it is not the
+    reader's); any other path as it is.
+
+    >>> project_path("/work/clone/configs/study/reproduce.toml"), project_path("/tmp/s.toml")
+    ('configs/study/reproduce.toml', '/tmp/s.toml')
+    """
+    parts = Path(path).parts
+    return "/".join(parts[parts.index("configs") :]) if "configs" in parts else path
+
+
 def attempt_count(folder: Path) -> int:
     """How many runs a finished unit took: its interrupted attempts (``attempts.json``) and the last."""
     try:
@@ -103,7 +114,7 @@ def rl_health(out: Path, rl_arm: str, seed: int) -> dict[str, Any] | None:
 
 def collect(out: Path, study_rep: Mapping[str, Any], rl_arm: str, control_arm: str) -> dict[str, Any]:
     """Every number of the reproduction's report."""
-    from e2c.quickstart.report import system_info
+    from e2c.quickstart.report import system_info, trend
     from e2c.quickstart.stages import rl_curve, sft_losses
 
     labels = roles(study_rep, rl_arm, control_arm)
@@ -112,8 +123,12 @@ def collect(out: Path, study_rep: Mapping[str, Any], rl_arm: str, control_arm: s
     seed = ran[0] if ran else arms[rl_arm]["seeds"][0]  # the first seed that trained
     sft_arm = arms[rl_arm]["start"]
     times = unit_times(out)
+    folder = read_json(out / "e2c-run.json") or {}
+    curve = rl_curve(out / train_key(rl_arm, seed))
     return {
         "system": system_info(),
+        # the units ran at the commits between the folder's making and this report's
+        "run_folder": {"toolkit_commit": folder.get("toolkit_commit"), "created": folder.get("created")},
         "study": {k: study_rep[k] for k in ("study", "file", "fast", "base", "options", "protocol")},
         "labels": labels,
         "models": {a: {"label": lab, **arms[a][CONFIRM]} for a, lab in labels.items()},
@@ -125,7 +140,8 @@ def collect(out: Path, study_rep: Mapping[str, Any], rl_arm: str, control_arm: s
         "rl": {
             "arm": rl_arm,
             "seed": seed,
-            "curve": rl_curve(out / train_key(rl_arm, seed)),
+            "curve": curve,
+            "trend": trend([r["reward"] for r in curve]),
             "health": rl_health(out, rl_arm, seed),
         },
         "sft_losses": {str(k): v for k, v in sorted(sft_losses(out / train_key(sft_arm, seed)).items())},
@@ -167,10 +183,17 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
     k = proto["samples"]
     avg = f"avg@{k} at T {proto['temperature']:g}"
     labels = rep["labels"]
+    folder = rep.get("run_folder") or {}
+    made = (
+        f", run folder made at {str(folder['toolkit_commit'])[:7]} on {str(folder.get('created'))[:16].replace('T', ' ')}"
+        if folder.get("toolkit_commit")
+        else ""
+    )
     L = ["# E2C reproduction report", ""]
     L.append(
         f"Measured {sysi['date']} on {sysi['cpu']} ({sysi['cores']} cores, torch threads {sysi['torch_threads']}), "
-        f"git {sysi['git_commit']}; `{st['file']}`{' with --fast' if st['fast'] else ''}, base model "
+        f"report at git {sysi['git_commit'][:7]}{made}; `{project_path(st['file'])}`"
+        f"{' with --fast' if st['fast'] else ''}, base model "
         f"`{st['base']['model']}`; stages {fmt_seconds(rep['total_seconds'])} (every unit's time, interrupted "
         "attempts included). Every number below is read from this run's files; `study.md` has the study's own "
         "tables."
@@ -212,6 +235,17 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
                 if isinstance(t.get("weight_rel_l2"), (int, float))
                 else f"- {labels[arm]} (`{arm}`, seed {seed}): {t['steps']} steps, {t['signal']} {first_last}."
             )
+    tr = rep["rl"].get("trend")
+    if tr:
+        ci = tr.get("slope_ci95")
+        slope = f", least-squares slope {tr['slope_per_step']:+.4f} per step" + (
+            f" (95% CI [{ci[0]:+.4f}, {ci[1]:+.4f}])" if ci else ""
+        )
+        L.append(
+            f"- RL reward, mean per step: first half {tr['first_half_mean']:.3f}, second half "
+            f"{tr['second_half_mean']:.3f}{slope}. The reward is the training prompts' (the filter keeps prompts "
+            "the SFT model solves sometimes), not held-out accuracy."
+        )
     L.append("")
     for name, title in (("sft_loss.png", "SFT loss"), ("rl_reward.png", "RL reward")):
         if plots.get(name):
