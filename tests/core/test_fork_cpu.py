@@ -154,8 +154,10 @@ def test_fork_refusal_names_what_makes_a_fork_unsafe_cpu() -> None:
 
 SLEEPER = """
 import os, sys, time
-open(sys.argv[1] + ".pid", "w").write(str(os.getpid()))
 try:
+    with open(sys.argv[1] + ".pid.tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.replace(sys.argv[1] + ".pid.tmp", sys.argv[1] + ".pid")  # its finally is armed from here on
     time.sleep(120)
 finally:
     open(sys.argv[1] + ".finally", "w").write("child")
@@ -176,8 +178,12 @@ def test_a_sigterm_to_the_parent_stops_the_child_through_its_finally_cpu(tmp_pat
         from e2c.errors import Interrupted
         from e2c.fork import run_module
         interrupt_on_sigterm()
-        signal.signal(signal.SIGALRM, lambda *a: os.kill(os.getpid(), signal.SIGTERM))
-        signal.alarm(3)
+        def ready(*_):  # the SIGTERM once the child runs its try (a slow start under load is waited for)
+            if os.path.exists({str(mark)!r} + ".pid"):
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                os.kill(os.getpid(), signal.SIGTERM)
+        signal.signal(signal.SIGALRM, ready)
+        signal.setitimer(signal.ITIMER_REAL, 0.5, 0.2)
         cleanup = lambda: open({str(mark)!r} + ".cleanup", "w").write("x")
         try:
             run_module("sleeper", [{str(mark)!r}], {str(tmp_path)!r}, dict(os.environ), fork={fork!r},
