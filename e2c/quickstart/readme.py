@@ -32,6 +32,7 @@ from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.paths import project_root
 from e2c.quickstart.progress import fmt_seconds
 from e2c.quickstart.report import interval_cell
+from e2c.study.reproduce_report import interval_cell as accuracy_cell
 
 KEPT = Path("docs") / "runs" / "quickstart" / "report.json"
 BEGIN = "<!-- quickstart report: python -m e2c.quickstart.readme --write -->"
@@ -189,14 +190,11 @@ def render_reproduction(rep: Mapping[str, Any], source: str = str(REPRO_KEPT)) -
         "| --- | --- | --- | --- | --- |",
     ]
 
-    def cell(x: Mapping[str, Any] | None) -> str:
-        return "-" if not x else f"{100 * x['mean']:.1f}% [{100 * x['ci'][0]:.1f}, {100 * x['ci'][1]:.1f}]"
-
     for m in rep["models"].values():
         sampled_fmt = m["format_rate"] if m.get("format_rate_of") == "sampled" else None
         lines.append(
-            f"| {names.get(m['label'], m['label'])} | {cell(m.get('avg'))} | {pct(sampled_fmt, 0)} | "
-            f"{cell(m.get('greedy'))} | {pct(m.get('greedy_format_rate'), 0)} |"
+            f"| {names.get(m['label'], m['label'])} | {accuracy_cell(m.get('avg'))} | {pct(sampled_fmt, 0)} | "
+            f"{accuracy_cell(m.get('greedy'))} | {pct(m.get('greedy_format_rate'), 0)} |"
         )
     lines.append("")
     for against in dict.fromkeys(c["against"] for c in rep["comparisons"]):

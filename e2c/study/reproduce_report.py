@@ -16,6 +16,7 @@ from typing import Any
 
 from e2c.eval.compare import pct
 from e2c.files import atomic_write_json, atomic_write_text
+from e2c.study.report import ci_text
 from e2c.study.units import CONFIRM, read_json, train_key
 
 # The kind of work each unit does, as the time table groups it.
@@ -153,8 +154,8 @@ def collect(out: Path, study_rep: Mapping[str, Any], rl_arm: str, control_arm: s
 
 
 # ------------------------------------------------------------------------------------------------ markdown
-def _cell(x: Mapping[str, Any] | None) -> str:
-    """``8.2% [5.7, 10.6]``, or "-"."""
+def interval_cell(x: Mapping[str, Any] | None) -> str:
+    """An accuracy ``{"mean", "ci"}`` with its interval: ``8.2% [5.7, 10.6]``, or "-"."""
     if not x:
         return "-"
     return f"{100 * x['mean']:.1f}% [{100 * x['ci'][0]:.1f}, {100 * x['ci'][1]:.1f}]"
@@ -204,7 +205,7 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
     for arm, m in rep["models"].items():
         sampled_fmt = m["format_rate"] if m.get("format_rate_of") == "sampled" else None
         L.append(
-            f"| {m['label']} (`{arm}`) | {_cell(m.get('avg'))} | {pct(sampled_fmt, 0)} | {_cell(m.get('greedy'))} "
+            f"| {m['label']} (`{arm}`) | {interval_cell(m.get('avg'))} | {pct(sampled_fmt, 0)} | {interval_cell(m.get('greedy'))} "
             f"| {pct(m.get('greedy_format_rate'), 0)} |"
         )
     L.append("")
@@ -314,11 +315,7 @@ def _family_lines(rep: Mapping[str, Any]) -> list[str]:
         )
         for c in comps:
             d = c["by_family"].get(f)
-            cells.append(
-                "-"
-                if d is None
-                else f"{100 * d['mean']:+.1f} [{100 * d['ci'][0]:+.1f}, {100 * d['ci'][1]:+.1f}]"
-            )
+            cells.append("-" if d is None else ci_text(d))
         L.append(f"| {f} | {n} | " + " | ".join(cells) + " |")
     return [*L, ""]
 
