@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import argparse
 
-from e2c.argtypes import ANY_TEXT, TEXT
-from e2c.cli import ArgumentParser
+from e2c.commandline.argtypes import ANY_TEXT, TEXT
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
 from e2c.demo import add_generation_flags, load, prepare, solve_and_show
-from e2c.entry import checks_done, run_main
 
 DEFAULT_PROBLEM = (
     "Janet's ducks lay 16 eggs per day. She eats three for breakfast every morning and bakes muffins for "

@@ -20,12 +20,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import EXISTING_FILE
-from e2c.cli import ArgumentParser
+from e2c.commandline.argtypes import EXISTING_FILE
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
 from e2c.data.registry import question_text
 from e2c.demo import Demo, add_generation_flags, load, prepare, solve_and_show
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
 from e2c.rewards.kinds import find_kind, kind_names
 
 PROBLEMS = Path(__file__).resolve().with_name("example_problems.json")

@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from e2c.argtypes import TEXT, whole
-from e2c.cli import ArgumentParser
+from e2c.commandline.argtypes import TEXT, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
 from e2c.data.code_sets import humaneval_problem, humaneval_reference, humaneval_rows
-from e2c.entry import checks_done, run_main
 from e2c.rewards.code_judge import CodeVerdict, judge
 from e2c.sandbox import SANDBOX_HELP, Limits, Sandbox, setting, use
 

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import (
+from e2c.commandline.argtypes import (
     EXISTING_DIR,
     MODEL,
     OUTPUT_DIR,
@@ -28,10 +28,10 @@ from e2c.argtypes import (
     ValueType,
     whole,
 )
-from e2c.cli import DTYPES, ArgumentParser
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import DTYPES, ArgumentParser
+from e2c.core.errors import UserError
 from e2c.data.registry import find_local, get_spec, resolve_names, search_dirs
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
 
 DEFAULT_ARMS = "hf:float32,hf:bfloat16,vllm:bfloat16"
 BACKENDS = ("hf", "vllm")

@@ -34,12 +34,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_FILE, ValueType, whole
-from e2c.cli import DTYPES, ArgumentParser
+from e2c.commandline.argtypes import EXISTING_DIR, MODEL, OUTPUT_FILE, ValueType, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import DTYPES, ArgumentParser
+from e2c.core.errors import UserError
+from e2c.core.paths import benchmarks_dir
 from e2c.data.registry import find_local, get_spec, search_dirs
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.paths import benchmarks_dir
 
 # The benchmark files: ``$E2C_BENCH_DIR``, else the ones shared beside the checkout (``../shared/data/benchmarks``).
 DEFAULT_DATA = benchmarks_dir()
@@ -145,10 +145,10 @@ def run_transformers_cb_arm(dtype: str, args: Any, prompts_text: list[str]) -> d
     from transformers import GenerationConfig
 
     from e2c.chain import E2C
+    from e2c.core.models import load_model_and_tokenizer
     from e2c.generation import chain_prompts
     from e2c.generation.base import eos_ids, split_stops
     from e2c.generation.hf import resolve_cpu_dtype
-    from e2c.models import load_model_and_tokenizer
 
     t0 = time.perf_counter()
     model, tok, _ = load_model_and_tokenizer(args.model, None, dtype=resolve_cpu_dtype(dtype))

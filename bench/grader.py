@@ -22,11 +22,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from e2c.argtypes import EXISTING_DIR, Number, whole
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.paths import benchmarks_dir
+from e2c.commandline.argtypes import EXISTING_DIR, Number, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.core.paths import benchmarks_dir
 from e2c.rewards import grade, last_boxed, reference_answer
 from e2c.rewards.math_equiv import _inner, verify_symbolic
 from e2c.rewards.pool import HardTimeoutPool

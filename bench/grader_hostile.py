@@ -17,9 +17,9 @@ import statistics
 import time
 from collections import Counter
 
-from e2c.argtypes import Number, whole
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
+from e2c.commandline.argtypes import Number, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
 from e2c.rewards import grade
 from e2c.rewards.hostile import hostile_corpus
 from e2c.rewards.math_equiv import default_pool

@@ -26,10 +26,10 @@ from typing import Any
 
 import psutil
 
-from e2c.argtypes import MODEL, OUTPUT_DIR, NameList, whole
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.paths import project_root
+from e2c.commandline.argtypes import MODEL, OUTPUT_DIR, NameList, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.paths import project_root
 
 ARMS = ("sft", "sft-lora", "grpo", "grpo-lora")
 
@@ -134,7 +134,7 @@ def trainable_params(model: str, rank: int) -> int:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     with torch.device("meta"):
         m = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(resolve_model(model).path))

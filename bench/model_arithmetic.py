@@ -15,9 +15,9 @@ import json
 import random
 from collections.abc import Callable
 
-from e2c.argtypes import MODEL, whole
-from e2c.cli import DTYPES, ArgumentParser
-from e2c.entry import checks_done, run_main
+from e2c.commandline.argtypes import MODEL, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import DTYPES, ArgumentParser
 from e2c.generation import ALIASES, BACKENDS, make_generator, pick_backend
 from e2c.generation.base import Sampling
 

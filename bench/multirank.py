@@ -27,10 +27,10 @@ from typing import Any
 
 import psutil
 
-from e2c.argtypes import OUTPUT_DIR, NameList
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
+from e2c.commandline.argtypes import OUTPUT_DIR, NameList
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ("sft1", "sft4", "grpo1", "grpo4", "nodes2")

@@ -25,15 +25,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, whole
-from e2c.cli import ArgumentParser
+from e2c.commandline.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.core.paths import project_root
 from e2c.data.io import write_parquet
 from e2c.data.paper import rl_rows
 from e2c.data.records import Record
 from e2c.data.registry import load_benchmark
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.paths import project_root
 
 ROOT = project_root()
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "benchmarks"

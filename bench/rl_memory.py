@@ -36,11 +36,11 @@ from typing import Any
 
 import psutil
 
-from e2c.argtypes import MODEL, OUTPUT_DIR, whole
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.paths import project_root
+from e2c.commandline.argtypes import MODEL, OUTPUT_DIR, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.core.paths import project_root
 
 ROOT = project_root()
 ROLES = {"actor": "ray::WorkerDict", "rollout": "ray::HFRolloutServer"}  # what is in no role is "rest"
@@ -291,7 +291,7 @@ def print_table(runs: list[dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     check_args(args)
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     model_path = resolve_model(args.model).path
     checks_done()

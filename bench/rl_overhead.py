@@ -25,11 +25,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from e2c.argtypes import MODEL, at_least, whole
-from e2c.cli import ArgumentParser
+from e2c.commandline.argtypes import MODEL, at_least, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.paths import project_root
 from e2c.data.io import write_parquet
-from e2c.entry import checks_done, run_main
-from e2c.paths import project_root
 
 ROOT = project_root()
 

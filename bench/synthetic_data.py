@@ -13,11 +13,11 @@ import json
 import time
 from dataclasses import dataclass
 
-from e2c.argtypes import MODEL, Number, whole
-from e2c.cli import ArgumentParser
+from e2c.commandline.argtypes import MODEL, Number, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
 from e2c.data import efsft
 from e2c.data.synthetic.generate import generate, rows_by_split
-from e2c.entry import checks_done, run_main
 
 
 @dataclass(frozen=True, repr=False)
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from transformers import AutoTokenizer
 
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     tok = AutoTokenizer.from_pretrained(resolve_model(args.tokenizer).path)
     t1 = time.perf_counter()

@@ -6,7 +6,7 @@ Loads the embedded SmolLM2-135M-Instruct as converted (tags already added), re-i
 rows with each rule, and trains the whole model on E2C synthetic chains (AdamW, bf16 autocast, the loss on
 the assistant turn only) for a few steps. Before and after, it reports the tags' mean log-probability and
 median rank at their places in 8 held-out chains. ``spelling`` is the toolkit's rule
-(:func:`e2c.models.tag_init_rows`); ``mean`` is the mean of all rows (the previous rule). This is a plain
+(:func:`e2c.core.models.tag_init_rows`); ``mean`` is the mean of all rows (the previous rule). This is a plain
 torch loop, not verl's trainer: it isolates the initialisation. Ends with one JSON line.
 """
 
@@ -17,12 +17,12 @@ import time
 
 import torch
 
-from e2c.argtypes import Number, whole
 from e2c.chain import E2C, tag_token_ids
-from e2c.cli import ArgumentParser
+from e2c.commandline.argtypes import Number, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.models import load_model_and_tokenizer, tag_init_rows
 from e2c.data.synthetic.generate import generate, sft_row
-from e2c.entry import checks_done, run_main
-from e2c.models import load_model_and_tokenizer, tag_init_rows
 
 # AdamW's step size: above 1 the embedded model's weights are noise after one step, which measures nothing.
 LR = Number(float, low=0.0, high=1.0, low_open=True)

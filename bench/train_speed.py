@@ -47,11 +47,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import MODEL, OUTPUT_DIR, NameList, whole
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.paths import project_root
+from e2c.commandline.argtypes import MODEL, OUTPUT_DIR, NameList, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.core.paths import project_root
 from e2c.rl.memory import ModelShape, model_shape
 
 ROOT = project_root()
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     arms = args.arms
     checks_done()
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     folder = resolve_model(args.model).path
     shape = model_shape(folder)

@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import OUTPUT_FILE, TEXT, whole
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
+from e2c.commandline.argtypes import OUTPUT_FILE, TEXT, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
 from e2c.view import view_payload, write_page
 from e2c.view.browser import chromium_on_path
 

@@ -17,10 +17,10 @@ import json
 import os
 import time
 
-from e2c.argtypes import MODEL, whole
-from e2c.cli import DTYPES, ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
+from e2c.commandline.argtypes import MODEL, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import DTYPES, ArgumentParser
+from e2c.core.errors import UserError
 
 NO_VLLM = "vLLM is not installed: bash scripts/setup_env.sh --vllm"
 # New tokens per response: no model this toolkit runs has a context past 128K tokens.
@@ -55,8 +55,8 @@ def main(argv: list[str] | None = None) -> int:
     if importlib.util.find_spec("vllm") is None:  # before the model is built, not after
         raise UserError(NO_VLLM)
     checks_done()
+    from e2c.core.models import resolve_model
     from e2c.generation.vllm import cpu_engine_env, engine_kwargs
-    from e2c.models import resolve_model
 
     for k, v in cpu_engine_env().items():
         os.environ.setdefault(k, v)

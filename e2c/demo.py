@@ -12,15 +12,15 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from e2c.argtypes import ANY_TEXT, ModelRef, at_least, probability, whole
-from e2c.budget import PhaseBudget
 from e2c.chain import FORMATS, ChainFormat, get_format
-from e2c.cli import quiet_libraries
-from e2c.errors import UserError
-from e2c.flags import add_setting_flags, from_flags, setting
+from e2c.chain.budget import PhaseBudget
+from e2c.commandline.argtypes import ANY_TEXT, ModelRef, at_least, probability, whole
+from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import quiet_libraries
+from e2c.core.errors import UserError
+from e2c.core.models import RELEASED_REPO, ResolvedModel, default_subfolder, resolve_model
 from e2c.generation import BACKENDS, generate_chains, make_generator, pick_backend
 from e2c.generation.base import check_fits, context_length
-from e2c.models import RELEASED_REPO, ResolvedModel, default_subfolder, resolve_model
 from e2c.rewards import grade
 
 CLOSED_FOR_MODEL = {
@@ -44,7 +44,7 @@ PAPER_DEFAULTS = {"max_tokens": 2048, "explore_budget": 0, "opener": ""}
 @dataclass(frozen=True)
 class GenerationSettings:
     """The demo flags: the paper's (``--model --subfolder --max-tokens --temperature``; its underscore
-    spellings such as ``--model_path`` are accepted, :data:`e2c.cli.FLAG_ALIASES`) plus ours. The defaults
+    spellings such as ``--model_path`` are accepted, :data:`e2c.commandline.parsing.FLAG_ALIASES`) plus ours. The defaults
     that depend on the model are None here and filled by :func:`fill_defaults`."""
 
     model: str = field(
@@ -159,8 +159,8 @@ def fill_defaults(s: GenerationSettings) -> GenerationSettings:
     released or user checkpoint, :data:`SMALL_DEFAULTS` for embedded/tiny); flags given stay."""
     model = s.model
     if model == "auto":
-        from e2c.devices import gpu_count
-        from e2c.models import hub_reachable
+        from e2c.core.models import hub_reachable
+        from e2c.launch.devices import gpu_count
 
         gpus = gpu_count()
         model, note = auto_model(gpus, bool(gpus) and hub_reachable())
@@ -196,7 +196,7 @@ def check_prompt(gen: Any, demo: Demo, problem: str) -> None:
 def prepare(args: argparse.Namespace) -> Demo:
     """The demo's settings from its parsed flags, the model-dependent defaults filled, the flags checked
     together and the model resolved (a local folder's config, weights and tokenizer checked): every refusal
-    before :func:`e2c.entry.checks_done`."""
+    before :func:`e2c.commandline.entry.checks_done`."""
     s = fill_defaults(from_flags(args, GenerationSettings))
     budget = check_budget(s)
     pick_backend(s.backend)  # vllm asked for and not installed: one line now, not after the checks
@@ -231,7 +231,7 @@ def solve_and_show(
 ) -> dict[str, Any]:
     """Generate one chain for ``problem``, print it with its answer and token counts; return a summary.
 
-    Raises :class:`~e2c.errors.UserError` (nothing printed) when the problem does not fit in the context.
+    Raises :class:`~e2c.core.errors.UserError` (nothing printed) when the problem does not fit in the context.
     """
     s = demo.settings
     fmt: ChainFormat = get_format(s.format)

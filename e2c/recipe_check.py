@@ -20,7 +20,7 @@ each it runs
   algorithm sections and, for SFT, on the sections ``verl.trainer.sft_trainer`` converts (engine, optim,
   checkpoint, profiler), plus :func:`e2c.rl.settings.e2c_settings`.
 
-A failure is one :class:`~e2c.errors.UserError` line naming the stage, the setting, the numbers and a value that
+A failure is one :class:`~e2c.core.errors.UserError` line naming the stage, the setting, the numbers and a value that
 works. No worker, ray or GPU is started.
 
 Time estimates (a model, not a measurement; nothing here has been timed at the paper's scale)::
@@ -60,8 +60,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import MODEL, TEXT, Number, ValueType, positive, probability, whole
-from e2c.batch_shapes import (  # noqa: F401  (re-exported: the recipe check's public names)
+from e2c.commandline.argtypes import MODEL, TEXT, Number, ValueType, positive, probability, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, flag_field, from_flags
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.launch.batch_shapes import (  # noqa: F401  (re-exported: the recipe check's public names)
     ALGO_NAMES,
     Cluster,
     RlShape,
@@ -77,12 +81,8 @@ from e2c.batch_shapes import (  # noqa: F401  (re-exported: the recipe check's p
     stage_label,
     world_fix,
 )
-from e2c.cli import ArgumentParser
-from e2c.devices import MAX_NODES
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.flags import add_setting_flags, flag_field, from_flags
-from e2c.launch_checks import first_line, verl_rl_checks, verl_sft_checks
+from e2c.launch.checks import first_line, verl_rl_checks, verl_sft_checks
+from e2c.launch.devices import MAX_NODES
 from e2c.rl.settings import e2c_settings
 
 # ------------------------------------------------------------------------------------------------ constants
@@ -152,8 +152,8 @@ class Assumptions:
 def sft_config(cluster: Cluster, model: str, overrides: Sequence[str] = (), steps: int | None = None) -> Any:
     """The composed ``configs/e2c_sft.yaml`` as :func:`e2c.sft.launch.hydra_overrides` writes it for a GPU
     plan of ``cluster`` (the launcher's placeholder data path; nothing is read)."""
-    from e2c.launch_checks import compose_checked
-    from e2c.paths import configs_dir, project_root
+    from e2c.core.paths import configs_dir, project_root
+    from e2c.launch.checks import compose_checked
     from e2c.sft.launch import CONFIG_NAME, Plan, hydra_overrides
 
     # Plan's fields as the launcher's make_plan fills them for GPUs (``ranks``: processes per node, where
@@ -182,8 +182,8 @@ def rl_config(
     """The composed ``configs/e2c_<algo>.yaml`` with ``e2c_stage=stage<stage>`` and the overrides
     :func:`e2c.rl.launch.build_overrides` gives a launch on ``cluster`` (its flags parsed by the launcher's own
     :func:`~e2c.rl.launch.parse_args`)."""
-    from e2c.launch_checks import compose_checked
-    from e2c.paths import configs_dir
+    from e2c.core.paths import configs_dir
+    from e2c.launch.checks import compose_checked
     from e2c.rl.launch import (
         build_overrides,
         config_name,
@@ -299,7 +299,7 @@ def file_rows(path: str | Path) -> int | None:
     """Rows of a local parquet file from its footer (nothing else is read); None when there is none."""
     p = Path(path)
     if not p.is_absolute():
-        from e2c.paths import project_root
+        from e2c.core.paths import project_root
 
         p = project_root() / p
     if not p.is_file():
@@ -555,9 +555,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def resolve_gpus(value: str | int) -> int:
-    """``--gpus``: a count, or ``auto``: the GPUs a launcher would use (:mod:`e2c.devices`; 0 with none)."""
+    """``--gpus``: a count, or ``auto``: the GPUs a launcher would use (:mod:`e2c.launch.devices`; 0 with none)."""
     if value == "auto":
-        from e2c.devices import gpu_count, requested_gpus
+        from e2c.launch.devices import gpu_count, requested_gpus
 
         n = gpu_count()
         return requested_gpus(n) if n else 0

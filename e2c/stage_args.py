@@ -15,10 +15,10 @@ import argparse
 import os
 from dataclasses import dataclass, field
 
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,8 @@ def check_rl(stage: StageScript, args: list[str]) -> None:
 
 
 def check_sft(stage: StageScript, args: list[str]) -> None:
+    from e2c.launch.tracking import tracker_names
     from e2c.sft import run
-    from e2c.tracking import tracker_names
 
     ns, _ = run.parse([stage.flag or "", stage.value or "", *args])
     tracker_names(ns.logger)
@@ -103,10 +103,10 @@ def check_sft(stage: StageScript, args: list[str]) -> None:
 
 
 def check_curriculum(stage: StageScript, args: list[str]) -> None:
-    from e2c.lora import lora_overrides
-    from e2c.paths import configs_dir
+    from e2c.core.paths import configs_dir
+    from e2c.launch.lora import lora_overrides
+    from e2c.launch.tracking import tracker_names
     from e2c.rl import curriculum
-    from e2c.tracking import tracker_names
 
     ns, lora = curriculum.parse(args)
     tracker_names(ns.logger)

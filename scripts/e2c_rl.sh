@@ -32,7 +32,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 # Whole numbers, named here: past this point the error would name the flag, not the variable.
 source "$(dirname "${BASH_SOURCE[0]}")/_launch_checks.sh"
 e2c_check_whole TOTAL_TRAINING_STEPS 1
-e2c_check_whole NNODES 1 4096  # e2c.devices.MAX_NODES
+e2c_check_whole NNODES 1 4096  # e2c.launch.devices.MAX_NODES
 e2c_check_whole N_GPUS 0
 ALGO="${E2C_ALGO:-grpo}"
 ARGS=(--algo "$ALGO")

@@ -21,13 +21,13 @@
 #   NNODES, NODE_RANK, MASTER_ADDR, MASTER_PORT   multi-node torchrun rendezvous (default: 1 node)
 # Extra arguments are Hydra overrides for configs/e2c_sft.yaml (e.g. optim.lr=1e-5 data.max_length=16384)
 # or flags of python -m e2c.sft.run (--help). The result, models/checkpoints/sft/final, loads with
-# transformers, e2c.models.resolve_model, scripts/eval.sh --model and the RL scripts.
+# transformers, e2c.core.models.resolve_model, scripts/eval.sh --model and the RL scripts.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/_venv.sh"
 # Whole numbers, named here: past this point the error would name the flag, not the variable.
 source "$(dirname "${BASH_SOURCE[0]}")/_launch_checks.sh"
 e2c_check_whole TOTAL_TRAINING_STEPS 1
-e2c_check_whole NNODES 1 4096  # e2c.devices.MAX_NODES
+e2c_check_whole NNODES 1 4096  # e2c.launch.devices.MAX_NODES
 e2c_check_whole NODE_RANK 0
 e2c_check_whole N_GPUS 0
 # Run from the caller's folder, so relative paths (TRAIN_DATA, OUTPUT_DIR, --model) mean what they say there;

@@ -146,7 +146,7 @@ fi
 if [ "$PASS_RATE_FILTER" = 1 ]; then  # the filter runs after SFT: its band is checked now, not then
   "$PY" -c 'import sys
 from e2c.data.bands import parse_band
-from e2c.errors import UserError, fail
+from e2c.core.errors import UserError, fail
 try:
     parse_band(sys.argv[1], "PASS_RATE_BAND")
 except UserError as e:
@@ -169,7 +169,7 @@ run() {
 rl_model() {
   if [ "$DRY_RUN" = 1 ]; then echo "$RL2_DIR/global_step_LATEST/actor/huggingface"; return; fi
   # latest_hf_checkpoint also merges a LoRA run's adapter into that folder.
-  "$PY" -c 'import sys; from e2c.errors import UserError, fail; from e2c.rl.launch import latest_hf_checkpoint
+  "$PY" -c 'import sys; from e2c.core.errors import UserError, fail; from e2c.rl.launch import latest_hf_checkpoint
 from pathlib import Path
 try: print(latest_hf_checkpoint(Path(sys.argv[1])))
 except UserError as e: fail(str(e))' "$RL2_DIR"

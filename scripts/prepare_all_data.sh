@@ -83,8 +83,8 @@ fi
 # Refuse bad filter settings now, not after the whole preparation: the model too (a folder is checked for
 # config, weights and tokenizer; an HF id is fetched when the filter runs).
 "$PY" -c 'import sys
-from e2c.argtypes import MODEL
-from e2c.errors import UserError, fail
+from e2c.commandline.argtypes import MODEL
+from e2c.core.errors import UserError, fail
 from e2c.data.bands import parse_band
 from e2c.generation import ALIASES, BACKENDS
 args = dict(zip(sys.argv[2::2], sys.argv[3::2]))
@@ -108,9 +108,9 @@ if [[ "${E2C_CHECK_ONLY:-}" =~ ^(1|[Tt]rue|TRUE|[Yy]es|YES|[Oo]n|ON)$ ]]; then
   exec "$PY" -m e2c.data.prepare "${PREP_ARGS[@]}"
 fi
 
-# prepare's --out default: data/processed of the project (e2c.paths), as e2c.data.prepare resolves it
+# prepare's --out default: data/processed of the project (e2c.core.paths), as e2c.data.prepare resolves it
 if [ -z "$OUT_DIR" ]; then
-  OUT_DIR="$("$PY" -c 'from e2c.paths import data_dir; print(data_dir() / "processed")')"
+  OUT_DIR="$("$PY" -c 'from e2c.core.paths import data_dir; print(data_dir() / "processed")')"
 fi
 started="$(date +%s)"
 status=0

@@ -174,12 +174,12 @@ def run(
 def run_in_process(
     target: str, argv: list[str], env: dict[str, str], stdin: str | None = None, replace_env: bool = False
 ) -> subprocess.CompletedProcess:
-    """``python -m target argv`` (or ``python target argv`` for a file) as :func:`e2c.entry.run_main` runs it,
+    """``python -m target argv`` (or ``python target argv`` for a file) as :func:`e2c.commandline.entry.run_main` runs it,
     in this process (:func:`entry_fuzz.call_main`); the exit status, stdout and stderr as a finished process
     gives them."""
     from entry_fuzz import call_main, load
 
-    from e2c.cli import resume_command
+    from e2c.commandline.parsing import resume_command
 
     mod = load(target)
     if not hasattr(mod, "main"):  # a package run with -m: its __main__ module

@@ -1,5 +1,5 @@
 """The bad values the generated bad-input test (:mod:`test_entry_fuzz_cpu`) tries on each flag, by the
-flag's declared value type (:mod:`e2c.argtypes` and the types entry points declare themselves).
+flag's declared value type (:mod:`e2c.commandline.argtypes` and the types entry points declare themselves).
 
 A type with no family here gets the base one (an empty text and one that is not UTF-8); a new type that
 takes more (numbers, paths, lists) adds its family to :data:`FAMILIES`, keyed by the class's module and
@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from e2c.argtypes import Number, PathType, ValueType
+from e2c.commandline.argtypes import Number, PathType, ValueType
 
 # What a command line holds for an argument that is not UTF-8 (Python decodes argv with surrogateescape).
 NON_UTF8 = os.fsdecode(b"\xff\xfe")
@@ -59,13 +59,18 @@ def path(t: PathType, ctx: BadValueContext) -> list[str]:
 
 
 FAMILIES: dict[str, Callable[..., list[str]]] = {
-    "e2c.argtypes.Number": number,
-    "e2c.argtypes.PathType": path,
-    "e2c.argtypes.AnyText": lambda t, ctx: [NON_UTF8],
-    "e2c.argtypes.NameList": lambda t, ctx: ["", NON_UTF8, ",", f"{t.choices[0]},no-such-{t.noun}"],
-    "e2c.argtypes.Choice": lambda t, ctx: ["", NON_UTF8, f"no-such-{t.noun}", f" {t.names()[0]}"],
+    "e2c.commandline.argtypes.Number": number,
+    "e2c.commandline.argtypes.PathType": path,
+    "e2c.commandline.argtypes.AnyText": lambda t, ctx: [NON_UTF8],
+    "e2c.commandline.argtypes.NameList": lambda t, ctx: [
+        "",
+        NON_UTF8,
+        ",",
+        f"{t.choices[0]},no-such-{t.noun}",
+    ],
+    "e2c.commandline.argtypes.Choice": lambda t, ctx: ["", NON_UTF8, f"no-such-{t.noun}", f" {t.names()[0]}"],
     "e2c.data.bands.BandSpec": lambda t, ctx: ["", NON_UTF8, "learnabel", "(0,1", "0,2", "(0.5,0.5]"],
-    "e2c.argtypes.ModelRef": lambda t, ctx: [
+    "e2c.commandline.argtypes.ModelRef": lambda t, ctx: [
         "",
         NON_UTF8,
         ctx.file,
@@ -74,7 +79,7 @@ FAMILIES: dict[str, Callable[..., list[str]]] = {
         "no such model",
     ],
     # The last two pass this type; the launcher's file checks refuse them before anything starts.
-    "e2c.launch_checks.DataFiles": lambda t, ctx: [
+    "e2c.launch.checks.DataFiles": lambda t, ctx: [
         "",
         ",",
         " , ",
@@ -99,7 +104,7 @@ FAMILIES: dict[str, Callable[..., list[str]]] = {
     "e2c.eval.run.GpuSpec": lambda t, ctx: ["", NON_UTF8, "0", "-1", "x", "1.5", "0,x", ",", "9" * 40],
     "e2c.eval.run.ShardSpec": lambda t, ctx: ["", NON_UTF8, "x", "1/1", "2/1", "-1/2", "0/0"],
     "e2c.recipe_check.GpusOrAuto": lambda t, ctx: number(t.count, ctx),
-    "e2c.tracking.ResultTrackers": lambda t, ctx: [
+    "e2c.launch.tracking.ResultTrackers": lambda t, ctx: [
         NON_UTF8,
         "no-such-tracker",
         "tensorboard,no-such-tracker",

@@ -15,7 +15,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from e2c.paths import benchmarks_dir
+from e2c.core.paths import benchmarks_dir
 
 REAL = benchmarks_dir()
 ROWS = 60  # more than any test's --limit

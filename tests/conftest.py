@@ -28,7 +28,7 @@ os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 @pytest.fixture(scope="session")
 def tiny_path() -> str:
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     return resolve_model("tiny").path
 
@@ -42,7 +42,7 @@ def tiny_tok(tiny_path: str):
 
 @pytest.fixture(scope="session")
 def embedded_path() -> str:
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     return resolve_model("embedded").path
 

@@ -27,8 +27,8 @@ from types import ModuleType
 
 from bad_values import NON_UTF8, BadValueContext, bad_values_of
 
-from e2c.argtypes import ValueType
-from e2c.entry import CHECK_ONLY_ENV, guarded
+from e2c.commandline.argtypes import ValueType
+from e2c.commandline.entry import CHECK_ONLY_ENV, guarded
 
 ROOT = Path(__file__).resolve().parents[1]
 NOT_A_CHOICE = "no-such-choice"

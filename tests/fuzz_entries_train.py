@@ -63,7 +63,9 @@ ENTRIES: dict[str, Entry] = {
     ),
     "e2c.rl.health": Entry("e2c.rl.health.__main__", (str(RUN),)),
     "e2c.rl.plugin": Entry("e2c.rl.plugin", ()),
-    "e2c.cluster": Entry("e2c.cluster", ("--address", "127.0.0.1:6379", "--nodes", "2", "--timeout", "1")),
+    "e2c.launch.cluster": Entry(
+        "e2c.launch.cluster", ("--address", "127.0.0.1:6379", "--nodes", "2", "--timeout", "1")
+    ),
     "e2c.recipe_check": Entry("e2c.recipe_check", ("--gpus", "8", "--nnodes", "2"), env=CPU),
     "e2c.stage_args": Entry("e2c.stage_args", ("grpo", "--stage", "1", "--model", "tiny")),
 }

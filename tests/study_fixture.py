@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from e2c.files import atomic_write_json
+from e2c.core.files import atomic_write_json
 
 # A study on the tiny model: an SFT start, an RL arm and its equal-token continuation, two seeds.
 STUDY = """

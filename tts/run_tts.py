@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from e2c.cli import ArgumentParser
-from e2c.entry import run_main
+from e2c.commandline.entry import run_main
+from e2c.commandline.parsing import ArgumentParser
 from e2c.tts.__main__ import build_parser as _build_parser
 from e2c.tts.__main__ import load_config, out_root, set_value
 from e2c.tts.__main__ import main as _main

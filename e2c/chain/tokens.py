@@ -15,7 +15,7 @@ def tag_token_ids(tokenizer: Any, fmt: ChainTags) -> dict[str, int]:
     """Look up the token id of every tag of a special-token format.
 
     Raises ``ValueError`` naming the tag when a tag is not a single token of this tokenizer (use
-    :func:`e2c.models.ensure_chain_tokens` to add them).
+    :func:`e2c.core.models.ensure_chain_tokens` to add them).
     """
     ids: dict[str, int] = {}
     for tag in fmt.tags:
@@ -23,7 +23,7 @@ def tag_token_ids(tokenizer: Any, fmt: ChainTags) -> dict[str, int]:
         if len(enc) != 1:
             raise ValueError(
                 f"tag {tag!r} is not a single token of this tokenizer (encodes to {len(enc)} ids); "
-                "add the chain tokens with e2c.models.ensure_chain_tokens"
+                "add the chain tokens with e2c.core.models.ensure_chain_tokens"
             )
         ids[tag] = int(enc[0])
     return ids

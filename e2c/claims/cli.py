@@ -35,9 +35,9 @@ from e2c.claims.stages import (
     stage_tts,
     stage_weighting,
 )
-from e2c.cli import ArgumentParser
-from e2c.entry import run_main
-from e2c.errors import UserError
+from e2c.commandline.entry import run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
 from e2c.quickstart.progress import Reporter
 from e2c.quickstart.runner import (
     Pipeline,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from e2c.argtypes import OUTPUT_DIR, Choice, at_least, positive, probability, whole
-from e2c.paths import default_run_folder
+from e2c.commandline.argtypes import OUTPUT_DIR, Choice, at_least, positive, probability, whole
+from e2c.core.paths import default_run_folder
 from e2c.quickstart.config import BACKEND, FAMILY
 from e2c.quickstart.config import Config as QuickstartConfig
 from e2c.quickstart.settings import StageSettings, knob

@@ -12,8 +12,8 @@ from typing import Any
 from e2c.claims import stats as st
 from e2c.claims.config import CLAIM_METHOD, REFERENCE_METHOD
 from e2c.claims.stages import ClaimsContext, arm_name, data_stats
+from e2c.core.files import atomic_write_json, atomic_write_text, read_records
 from e2c.eval.compare import per_problem_scores
-from e2c.files import atomic_write_json, atomic_write_text, read_records
 from e2c.quickstart.context import read_done
 from e2c.quickstart.report import system_info
 from e2c.tts import METHODS, methods_with, traits
@@ -52,7 +52,7 @@ def needed_scale(ci: Sequence[float], delta: float) -> float:
 # ------------------------------------------------------------------------------------------------ claim 1
 def predictions(cc: ClaimsContext, path: str) -> dict[str, float]:
     """``{problem id: score}`` of an evaluation's predictions (a path relative to the claims folder)."""
-    from e2c.errors import UserError
+    from e2c.core.errors import UserError
 
     full = cc.out / path
     scores = per_problem_scores(full)

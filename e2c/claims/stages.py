@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from e2c.claims.config import ClaimsConfig, quickstart_config
-from e2c.errors import UserError
-from e2c.files import atomic_write_json
-from e2c.paths import project_root
+from e2c.core.errors import UserError
+from e2c.core.files import atomic_write_json
+from e2c.core.paths import project_root
 from e2c.quickstart.config import Config as QuickstartConfig
 from e2c.quickstart.context import Context, read_done, rel, shell_line
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, run_logged, step_parser, tts_parser
@@ -174,7 +174,7 @@ def arm_name(coef: float, seed: int) -> str:
 def rl_metrics(run_dir: Path) -> list[dict[str, Any]]:
     """Per step of an RL run's ``metrics.jsonl``: the reward, the E2C segment metrics and the health
     metrics (``critic/score/mean``, ``e2c/*``, ``health/*``, ``response_length/mean``), step order."""
-    from e2c.checkpoints import step_metrics
+    from e2c.launch.checkpoints import step_metrics
 
     rows = []
     for step, data in step_metrics(run_dir).items():
@@ -303,10 +303,10 @@ def adapt_data(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     held-out problems (``eval/synthetic.parquet``)."""
     from transformers import AutoTokenizer
 
+    from e2c.core.models import resolve_model
     from e2c.data import efsft
     from e2c.data.io import write_parquet
     from e2c.data.synthetic.generate import eval_row, generate, sft_row
-    from e2c.models import resolve_model
     from e2c.quickstart.config import SPLIT_FRACTIONS
     from e2c.quickstart.data import keep_sample
 

@@ -14,7 +14,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from e2c.stats import Z95, wilson_interval
+from e2c.core.stats import Z95, wilson_interval
 
 SUPPORTED = "supported"
 NOT_SUPPORTED = "not supported"

@@ -11,8 +11,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from e2c.argtypes import ValueType
-from e2c.errors import UserError
+from e2c.commandline.argtypes import ValueType
+from e2c.core.errors import UserError
 
 
 @dataclass(frozen=True)

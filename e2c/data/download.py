@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from e2c import progress
-from e2c.argtypes import OUTPUT_DIR, TEXT
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.files import atomic_write_text, check_output_dir
-from e2c.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.argtypes import OUTPUT_DIR, TEXT
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core import progress
+from e2c.core.errors import UserError
+from e2c.core.files import atomic_write_text, check_output_dir
 
 DATA_REPO = "TingheOliver/Explore-Execute-Chain-Datasets"
 OFFICIAL = "https://huggingface.co"

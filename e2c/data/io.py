@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from e2c.errors import UserError
-from e2c.files import atomic_write, temp_sibling
+from e2c.core.errors import UserError
+from e2c.core.files import atomic_write, temp_sibling
 
 ROW_SUFFIXES = (".jsonl", ".json", ".parquet")
 
@@ -170,7 +170,7 @@ def write_table(table: Any, path: str | Path) -> Path:
 
 
 def write_jsonl(rows: Iterable[dict[str, Any]], path: str | Path) -> Path:
-    """Write rows as JSONL atomically (see :func:`e2c.files.atomic_write`).
+    """Write rows as JSONL atomically (see :func:`e2c.core.files.atomic_write`).
 
     A failure (no space, no permission) raises UserError and leaves an existing ``path`` as it was.
     backslashreplace: a lone surrogate (model output can carry one) is written as its JSON escape, which

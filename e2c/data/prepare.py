@@ -31,21 +31,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c import progress
-from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, probability, whole
 from e2c.chain import E2C
-from e2c.cli import ArgumentParser
+from e2c.commandline.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, probability, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, flag_fields, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core import progress
+from e2c.core.errors import UserError
+from e2c.core.files import check_output_dir
+from e2c.core.models import ModelSpecError
+from e2c.core.paths import data_dir
 from e2c.data import code_sets, efsft, paper, registry
 from e2c.data.download import DATA_REPO, download, endpoint, hf_token
 from e2c.data.io import read_rows, write_parquet
 from e2c.data.schema import validate_file
 from e2c.data.synthetic.generate import generate, rows_by_split
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.files import check_output_dir
-from e2c.flags import add_setting_flags, flag_fields, setting
-from e2c.models import ModelSpecError
-from e2c.paths import data_dir
 from e2c.rewards.kinds import prompt_format
 
 # The paper's README spells the processed files it passes as TRAIN_DATA with hyphens (its
@@ -288,7 +288,7 @@ def load_tokenizer(spec: str) -> Any:
     naming ``--tokenizer`` otherwise."""
     from transformers import AutoTokenizer
 
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     try:
         path = resolve_model(spec).path

@@ -40,6 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from e2c.core.errors import UserError
+from e2c.core.models import hub_unreachable
+from e2c.core.paths import data_dir as project_data_dir
 from e2c.data import code_sets
 from e2c.data.io import ROW_SUFFIXES, read_rows
 
@@ -58,9 +61,6 @@ from e2c.data.records import (  # noqa: F401
     row_choices,
     to_record,
 )
-from e2c.errors import UserError
-from e2c.models import hub_unreachable
-from e2c.paths import data_dir as project_data_dir
 from e2c.rewards.kinds import DEFAULT_KIND, Kind
 
 DATA_DIR_ENV = "E2C_DATA_DIR"

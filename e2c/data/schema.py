@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
+from e2c.core.errors import UserError
 from e2c.data.io import read_rows
-from e2c.errors import UserError
 from e2c.rewards.kinds import find_kind, kind_names, option_letters
 
 SCHEMAS = ("eval", "sft", "ef_sft", "rl")

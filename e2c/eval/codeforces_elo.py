@@ -46,9 +46,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import EXISTING_FILE, TEXT, whole
-from e2c.errors import UserError
-from e2c.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.argtypes import EXISTING_FILE, TEXT, whole
+from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.core.errors import UserError
 
 LOW, HIGH = 0.0, 4000.0
 SCALE = 400.0
@@ -303,7 +303,7 @@ class EloSettings:
 
 
 def build_parser() -> Any:
-    from e2c.cli import ArgumentParser
+    from e2c.commandline.parsing import ArgumentParser
 
     p = ArgumentParser(prog="cf_elo_calc.py", description=__doc__.splitlines()[0])
     add_setting_flags(p, EloSettings)
@@ -311,7 +311,7 @@ def build_parser() -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from e2c.entry import checks_done
+    from e2c.commandline.entry import checks_done
 
     args = from_flags(build_parser().parse_args(argv), EloSettings)
     dist = read_distribution(args.ratings_distribution) if args.ratings_distribution else None

@@ -18,14 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import OUTPUT_DIR, TEXT
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.files import read_records
-from e2c.flags import add_setting_flags, from_flags, setting
-from e2c.results import read_results
-from e2c.stats import align_scores, paired_difference, wilson_interval
+from e2c.commandline.argtypes import OUTPUT_DIR, TEXT
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.core.files import read_records
+from e2c.core.results import read_results
+from e2c.core.stats import align_scores, paired_difference, wilson_interval
 
 
 def per_problem_counts(predictions: Path) -> dict[str, tuple[int, int]]:

@@ -25,7 +25,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-from e2c.argtypes import (
+from e2c.chain import FORMATS
+from e2c.commandline.argtypes import (
     OUTPUT_DIR,
     TEXT,
     ValueType,
@@ -33,11 +34,10 @@ from e2c.argtypes import (
     probability,
     whole,
 )
-from e2c.chain import FORMATS
-from e2c.cli import ArgumentParser
-from e2c.entry import run_main
-from e2c.errors import UserError
-from e2c.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.entry import run_main
+from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
 
 TRUE = ("true", "1", "yes")
 FALSE = ("false", "0", "no")
@@ -175,7 +175,7 @@ def translate(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Translate, show the translated command, run it: :mod:`e2c.eval.run` checks the rest of the inputs
-    (and calls :func:`e2c.entry.checks_done`) before any work."""
+    (and calls :func:`e2c.commandline.entry.checks_done`) before any work."""
     from e2c.eval import run
 
     args = translate(list(sys.argv[1:] if argv is None else argv))

@@ -69,7 +69,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import ANY_TEXT, EXISTING_FILE, MODEL, OUTPUT_FILE, TEXT, positive, probability, whole
+from e2c.commandline.argtypes import (
+    ANY_TEXT,
+    EXISTING_FILE,
+    MODEL,
+    OUTPUT_FILE,
+    TEXT,
+    positive,
+    probability,
+    whole,
+)
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, flag_values, setting
+from e2c.core.errors import UserError
+from e2c.core.files import RecordFile, read_file_bytes, read_records
+from e2c.core.run_folder import check_lock, hold_lock, identity_diff
 from e2c.data.bands import (
     BAND,
     DEFAULT_BAND,
@@ -82,12 +96,7 @@ from e2c.data.bands import (
     pass_rate,
     reward_varies,
 )
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.files import RecordFile, read_file_bytes, read_records
-from e2c.flags import add_setting_flags, flag_values, setting
 from e2c.rewards.shape import DEFAULT_REWARD_SHAPE, REWARD_SHAPES
-from e2c.run_folder import check_lock, hold_lock, identity_diff
 
 DEFAULT_K = 8
 DEFAULT_MODEL = "models/checkpoints/sft/final"  # the RL configs' start model
@@ -122,7 +131,7 @@ def rl_response_length() -> int:
     try:
         import yaml
 
-        from e2c.paths import configs_dir
+        from e2c.core.paths import configs_dir
 
         data = yaml.safe_load((configs_dir() / "e2c_common.yaml").read_text(encoding="utf-8"))
         value = data["data"]["max_response_length"]
@@ -140,7 +149,7 @@ def _format_names() -> tuple[str, ...]:
 @dataclass
 class FilterConfig:
     """Settings of one filter run. A field with a flag in its metadata is a flag of ``python -m
-    e2c.eval.passrate`` (:func:`e2c.flags.add_setting_flags`): its spelling, ``--help`` line, type and
+    e2c.eval.passrate`` (:func:`e2c.commandline.flags.add_setting_flags`): its spelling, ``--help`` line, type and
     command-line default live here, and the parser checks it; the run trusts a config built from them."""
 
     model: str = field(
@@ -262,7 +271,7 @@ class FilterConfig:
     def from_flags(cls, args: argparse.Namespace, backend: str) -> FilterConfig:
         """The run's settings from parsed flags: the subfolder and the batch size resolved for the model and
         the backend."""
-        from e2c.models import default_subfolder
+        from e2c.core.models import default_subfolder
 
         values = flag_values(args, cls)
         return cls(
@@ -289,7 +298,7 @@ class PassRateFiles:
     samples: Path  # X.passrate.jsonl: per-prompt results, appended as batches finish (resume)
     report: Path  # X.passrate.json
     plot: Path  # X.passrate.png
-    lock: Path  # X.passrate.lock: held by the filter that writes these files (e2c.run_folder.hold_lock)
+    lock: Path  # X.passrate.lock: held by the filter that writes these files (e2c.core.run_folder.hold_lock)
 
     @classmethod
     def of(cls, output: str | Path) -> PassRateFiles:
@@ -323,8 +332,8 @@ def default_output(input_path: str | Path) -> Path:
 def check_paths(input_path: str | Path, output_path: str | Path) -> PassRateFiles:
     """Refuse, before any work, an input that is not an RL parquet in verl's schema, and outputs that would
     overwrite the input or cannot be written. Returns the run's files."""
-    from e2c.files import check_output_file
-    from e2c.launch_checks import check_data_file
+    from e2c.core.files import check_output_file
+    from e2c.launch.checks import check_data_file
 
     src, out = Path(input_path), Path(output_path)
     if src.is_dir():
@@ -514,8 +523,8 @@ def filter_prompts(
     :class:`UserError` for bad input and when no prompt is left in the band; then nothing but the samples
     file (which a rerun with another band reuses) is written.
     """
-    from e2c import progress
     from e2c.chain import get_format
+    from e2c.core import progress
     from e2c.eval.cost import batch_call, usage_mark, usage_since
     from e2c.generation.base import Sampling, check_fits, context_length, derive_seed
 
@@ -624,7 +633,7 @@ def filter_prompts(
         report = build_report(cfg, band, input_path, files, results, counts, keep, gen)
         report["mix"] = family_mix(rows[:read], results, keep)
         write_rl_table(out_table, files.output)
-        from e2c.files import atomic_write_json
+        from e2c.core.files import atomic_write_json
 
         atomic_write_json(files.report, report)
         plot_histogram(report, files.plot)
@@ -645,7 +654,7 @@ def build_report(
     """The report's content (see the module docstring). Its ``usage`` and ``seconds`` are the cost of the
     ``results`` lines (:func:`samples_cost`), not of this process's generator: a rerun that generates
     nothing reports what the samples cost."""
-    from e2c.runinfo import git_commit
+    from e2c.core.runinfo import git_commit
 
     kept = set(keep)
     rates = [r["pass_rate"] for r in results]
@@ -748,8 +757,8 @@ def write_rl_table(table: Any, path: Path) -> None:
 
 def plot_histogram(report: dict[str, Any], path: Path) -> None:
     """Prompts per number of correct samples, the bins the band keeps coloured; written atomically."""
+    from e2c.core.files import temp_sibling
     from e2c.eval.plots import pyplot
-    from e2c.files import temp_sibling
 
     plt = pyplot()
     bins = report["histogram"]
@@ -803,7 +812,7 @@ def _backend_choices() -> tuple[str, ...]:
 
 
 def _dtypes() -> tuple[str, ...]:
-    from e2c.cli import DTYPES
+    from e2c.commandline.parsing import DTYPES
 
     return tuple(DTYPES)
 
@@ -868,7 +877,7 @@ OLD_SPELLINGS = ("--require-format",)
 def build_parser() -> argparse.ArgumentParser:
     """The run's flags: what it keeps (:class:`FilterConfig`) and how it runs (:class:`RunControl`), each
     declared once in its dataclass; and ``--require-format``, an older spelling of ``--reward-shape gate``."""
-    from e2c.cli import ArgumentParser
+    from e2c.commandline.parsing import ArgumentParser
 
     p = ArgumentParser(prog="python -m e2c.eval.passrate", description=__doc__.split("\n\n")[0])
     add_setting_flags(p, FilterConfig)
@@ -886,9 +895,9 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     """Check every input, then load the model and filter; returns the report."""
     from e2c.chain import FORMATS
-    from e2c.cli import quiet_libraries
+    from e2c.commandline.parsing import quiet_libraries
+    from e2c.core.models import resolve_model
     from e2c.generation import pick_backend, run_generator
-    from e2c.models import resolve_model
 
     quiet_libraries()
     backend = pick_backend(args.backend)
@@ -926,7 +935,7 @@ def one_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from e2c.cli import count_lines, exit_interrupted, interrupt_on_sigterm, resume_command
+    from e2c.commandline.parsing import count_lines, exit_interrupted, interrupt_on_sigterm, resume_command
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)

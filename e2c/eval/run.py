@@ -39,9 +39,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import INT_MAX, OUTPUT_DIR, TEXT, ValueType, whole
 from e2c.chain import FORMATS
-from e2c.cli import (
+from e2c.commandline.argtypes import INT_MAX, OUTPUT_DIR, TEXT, ValueType, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, flag_values, setting
+from e2c.commandline.parsing import (
     DTYPES,
     ArgumentParser,
     count_lines,
@@ -52,10 +54,12 @@ from e2c.cli import (
     resume_command,
     slug,
 )
+from e2c.core.errors import UserError
+from e2c.core.files import check_output_dir
+from e2c.core.models import default_subfolder, model_context, resolve_model
+from e2c.core.progress import evaluation_line
+from e2c.core.run_folder import FORCE_HELP
 from e2c.data.registry import load_benchmarks, resolve_names
-from e2c.devices import gpu_count
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
 from e2c.eval.runner import (
     EvalConfig,
     check_resume,
@@ -66,15 +70,11 @@ from e2c.eval.runner import (
     run_eval,
     tracker_payload,
 )
-from e2c.files import check_output_dir
-from e2c.flags import add_setting_flags, flag_values, setting
-from e2c.models import default_subfolder, model_context, resolve_model
-from e2c.progress import evaluation_line
+from e2c.launch.devices import gpu_count
+from e2c.launch.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.rewards.kinds import runs_programs
-from e2c.run_folder import FORCE_HELP
 from e2c.sandbox import SANDBOX_HELP, Sandbox, use
 from e2c.sandbox import setting as sandbox_setting
-from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 
 # The paper's evaluation folder; each model and setting gets its own run folder inside it (resume needs that).
 EVAL_ROOT = Path("evaluation") / "e2c-eval"
@@ -496,7 +496,7 @@ def evaluate(
     interrupted run). With several data-parallel workers (:func:`plan_workers`) this process starts them
     (with ``segments``, the command line's evaluations), merges and reports; a worker has no results.
 
-    Everything that can be refused is refused before :func:`e2c.entry.checks_done`, for every evaluation,
+    Everything that can be refused is refused before :func:`e2c.commandline.entry.checks_done`, for every evaluation,
     so a bad command costs no model load and changes no file."""
     quiet_libraries()
     sandboxes: dict[str, Sandbox] = {}

@@ -35,28 +35,28 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c import progress
-from e2c.argtypes import ANY_TEXT, EXISTING_DIR, MODEL, TEXT, at_least, probability, whole
-from e2c.budget import FLAG_NAMES, PhaseBudget
 from e2c.chain import FORMATS, MEDICAL_PROMPT_SUFFIX, MEDICAL_SYSTEM_PROMPT, ChainFormat, get_format
+from e2c.chain.budget import FLAG_NAMES, PhaseBudget
+from e2c.commandline.argtypes import ANY_TEXT, EXISTING_DIR, MODEL, TEXT, at_least, probability, whole
+from e2c.commandline.flags import setting
+from e2c.core import progress
+from e2c.core.errors import UserError
+from e2c.core.files import RecordFile, atomic_write_json, json_kind, read_records
+from e2c.core.models import RELEASED_REPO
+from e2c.core.run_folder import RunFolder
+from e2c.core.runinfo import git_commit, versions
 from e2c.data.registry import Record, get_spec, options_of, question_text
-from e2c.errors import UserError
 from e2c.eval.compare import run_summary
 from e2c.eval.cost import add_costs, batch_call, total_cost, usage_mark, usage_since
 from e2c.eval.metrics import summarize
-from e2c.files import RecordFile, atomic_write_json, json_kind, read_records
-from e2c.flags import setting
 from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
 from e2c.generation.base import check_fits, context_length, derive_seed
 from e2c.generation.chains import ChainResult, generate_chains
-from e2c.models import RELEASED_REPO
+from e2c.launch.tracking import SAMPLE_CHAINS
 from e2c.rewards.grader import grade_many
 from e2c.rewards.kinds import prompt_format, runs_programs
-from e2c.run_folder import RunFolder
-from e2c.runinfo import git_commit, versions
 from e2c.sandbox import Sandbox
-from e2c.tracking import SAMPLE_CHAINS
 
 # Settings that change what is generated: a resumed run must use the same ones.
 GENERATION_FIELDS = (
@@ -98,7 +98,7 @@ def chunk_size_for(backend: str, batch_size: int) -> int:
 @dataclass
 class EvalConfig:
     """Settings of one evaluation run. A field with a flag in its metadata is a flag of ``scripts/eval.sh``
-    (:func:`e2c.flags.add_setting_flags`): its spelling, ``--help`` line and command-line default live here."""
+    (:func:`e2c.commandline.flags.add_setting_flags`): its spelling, ``--help`` line and command-line default live here."""
 
     model: str = field(
         metadata=setting(
@@ -154,7 +154,7 @@ class EvalConfig:
         ),
     )
     explore_budget: int | None = field(
-        default=None,  # set: two-phase generation (e2c.budget)
+        default=None,  # set: two-phase generation (e2c.chain.budget)
         metadata=setting(
             "two-phase: exploration budget in tokens (default: off)", flag="--explore-budget", value=whole(1)
         ),
@@ -735,7 +735,7 @@ def format_table(metrics: dict[str, dict[str, Any]]) -> str:
 def tracker_payload(
     results: dict[str, Any], save_path: Path, per_dataset: int = SAMPLE_CHAINS
 ) -> tuple[dict[str, float], list[tuple[str, str, float]]]:
-    """What a finished eval run sends to trackers (:func:`e2c.tracking.log_results`): every numeric metric
+    """What a finished eval run sends to trackers (:func:`e2c.launch.tracking.log_results`): every numeric metric
     as ``eval/<dataset>/<metric>`` (and ``eval/average/...``), and the first sample of the first
     ``per_dataset`` problems of each dataset as ``(label, response, correct)``."""
     scalars = {

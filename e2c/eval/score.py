@@ -33,14 +33,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import OUTPUT_FILE, TEXT, positive, whole
 from e2c.chain import FORMATS, get_format
-from e2c.cli import ArgumentParser
+from e2c.commandline.argtypes import OUTPUT_FILE, TEXT, positive, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.core.files import check_output_file
 from e2c.data.io import json_type, read_rows, write_jsonl
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.files import check_output_file
-from e2c.flags import add_setting_flags, from_flags, setting
 from e2c.rewards.grader import GradeResult, as_options, grade_many
 from e2c.rewards.kinds import ANSWER_KINDS, DEFAULT_KIND, Kind, find_kind, kind_names, runs_programs
 from e2c.sandbox import SANDBOX_HELP, Sandbox, use

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat
-from e2c.devices import gpu_count
-from e2c.errors import UserError
+from e2c.core.errors import UserError
+from e2c.core.models import ResolvedModel, load_model_and_tokenizer, resolve_model
 from e2c.generation.base import Completion, Generator, Sampling, Usage, derive_seed
 from e2c.generation.chains import ChainResult, chain_prompts, generate_chains
-from e2c.models import ResolvedModel, load_model_and_tokenizer, resolve_model
+from e2c.launch.devices import gpu_count
 
 BACKENDS = ("auto", "vllm", "hf")
 ALIASES = {"transformers": "hf"}
@@ -68,10 +68,10 @@ def make_generator(
     gpu_memory_utilization: float = 0.9,
     seed_scope: str = "request",
 ) -> tuple[Any, ResolvedModel]:
-    """Build a generator for a model spec (see :mod:`e2c.models`); returns it and where the model came
+    """Build a generator for a model spec (see :mod:`e2c.core.models`); returns it and where the model came
     from. ``seed_scope`` is the vLLM backend's (:data:`e2c.generation.vllm.SEED_SCOPES`); the transformers
     backend always seeds per call. Raises :class:`UserError` (bad backend) or
-    :class:`~e2c.models.ModelSpecError` (bad model)."""
+    :class:`~e2c.core.models.ModelSpecError` (bad model)."""
     which = pick_backend(backend)
     if which == "vllm":
         from e2c.generation.vllm import VLLMGenerator

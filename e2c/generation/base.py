@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 
 
 @dataclass(frozen=True)

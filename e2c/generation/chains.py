@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from e2c.budget import PhaseBudget
 from e2c.chain import CLOSED_FOR_MODEL, E2C, ChainFormat, exploration_stop
+from e2c.chain.budget import PhaseBudget
 from e2c.generation.base import Completion, Generator, Sampling, derive_seed, tokens_until
 
 
@@ -98,7 +98,7 @@ def generate_chains(
 ) -> list[list[ChainResult]]:
     """Per problem, ``n`` chains (see the module docstring).
 
-    ``budget`` (:class:`e2c.budget.PhaseBudget`, checked where it was built): two-phase mode when it has an
+    ``budget`` (:class:`e2c.chain.budget.PhaseBudget`, checked where it was built): two-phase mode when it has an
     exploration budget, otherwise one call of its ``max_tokens``. ``opener`` is written for the model at the
     start of its exploration (e.g. "I need to make a step-by-step plan.") and steers models never
     trained on the format.

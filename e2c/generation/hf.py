@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from e2c.devices import cpu_has_bf16
+from e2c.core.models import model_context
 from e2c.generation.base import (
     DEFAULT_SAMPLING,
     Completion,
@@ -30,7 +30,7 @@ from e2c.generation.base import (
     finish,
     split_stops,
 )
-from e2c.models import model_context
+from e2c.launch.devices import cpu_has_bf16
 
 
 def resolve_cpu_dtype(dtype: str) -> str:

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from e2c.cli import libraries_quiet
+from e2c.commandline.parsing import libraries_quiet
 from e2c.generation.base import (
     DEFAULT_SAMPLING,
     Completion,

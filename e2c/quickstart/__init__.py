@@ -23,7 +23,7 @@ in the stage it was in: verl resumes SFT and RL from their checkpoints, evaluati
 records. ``--fast`` runs the same stages on the tiny test model at tiny sizes (a few minutes).
 
 Modules: :mod:`~e2c.quickstart.config` (settings and presets), :mod:`~e2c.quickstart.plan` (which stages
-run), :mod:`~e2c.stats` (Wilson intervals, paired differences), :mod:`~e2c.quickstart.progress`
+run), :mod:`~e2c.core.stats` (Wilson intervals, paired differences), :mod:`~e2c.quickstart.progress`
 (subprocesses with progress and ETA), :mod:`~e2c.quickstart.stages` (the stages),
 :mod:`~e2c.quickstart.report` (report and plots), :mod:`~e2c.quickstart.cli` (the command line).
 """

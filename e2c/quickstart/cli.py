@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from e2c.cli import ArgumentParser
-from e2c.entry import run_main
+from e2c.commandline.entry import run_main
+from e2c.commandline.parsing import ArgumentParser
 from e2c.quickstart.config import (
     DEPENDS,
     ETA_SECONDS,

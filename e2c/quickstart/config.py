@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from e2c.argtypes import (
+from e2c.commandline.argtypes import (
     EXISTING_DIR,
     MODEL,
     OUTPUT_DIR,
@@ -16,12 +16,12 @@ from e2c.argtypes import (
     probability,
     whole,
 )
-from e2c.cli import DTYPES
+from e2c.commandline.parsing import DTYPES
+from e2c.core.paths import benchmarks_dir, default_run_folder
 from e2c.data.bands import BAND
 from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
 from e2c.generation.hf import resolve_cpu_dtype as resolve_dtype  # noqa: F401 (the quickstart's name)
-from e2c.paths import benchmarks_dir, default_run_folder
 from e2c.quickstart.settings import StageSettings, knob
 from e2c.rewards.shape import REWARD_SHAPES
 

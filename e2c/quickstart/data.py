@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from e2c.errors import UserError
-from e2c.files import atomic_write_json, atomic_write_text
+from e2c.core.errors import UserError
+from e2c.core.files import atomic_write_json, atomic_write_text
 from e2c.quickstart.config import RL_SIGNAL_FAMILIES, SPLIT_FRACTIONS, Config
 from e2c.quickstart.context import Context, rel
 from e2c.quickstart.progress import Reporter
@@ -53,10 +53,10 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
 
+    from e2c.core.models import ModelSpecError, resolve_model
     from e2c.data.io import write_parquet
     from e2c.data.synthetic.families import family_names
     from e2c.data.synthetic.generate import eval_row, generate, rl_row, sft_row
-    from e2c.models import ModelSpecError, resolve_model
 
     hf_logging.disable_progress_bar()  # the one-time model conversion would print bars between our lines
     cfg = ctx.cfg
@@ -168,9 +168,9 @@ def write_rl_pool(ctx: Context, path: Path, rep: Reporter) -> dict[str, Any]:
     """The RL prompt pool (:func:`rl_pool`) written to ``path`` as verl RL rows; returns its counts."""
     from transformers import AutoTokenizer
 
+    from e2c.core.models import resolve_model
     from e2c.data.io import write_parquet
     from e2c.data.synthetic.generate import rl_row
-    from e2c.models import resolve_model
 
     cfg = ctx.cfg
     count = token_counter(AutoTokenizer.from_pretrained(resolve_model(cfg.model).path))
@@ -243,8 +243,8 @@ def copy_gsm8k(bench_dir: Path, target: Path, n: int) -> dict[str, Any]:
     the returned ``note`` says which (the report shows it), or why none."""
     import json
 
+    from e2c.core.models import hub_unreachable
     from e2c.data.registry import find_local, get_spec, read_rows, search_dirs
-    from e2c.models import hub_unreachable
 
     if n <= 0:
         target.unlink(missing_ok=True)

@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
+from e2c.core.run_folder import identity_diff
 from e2c.quickstart.config import DEPENDS, REQUIRES, STAGES
-from e2c.run_folder import identity_diff
 
 ACTIONS = ("skip", "run", "redo", "missing")
 
@@ -45,7 +45,7 @@ def check_stage_name(name: str, flag: str = "--from", stages: Sequence[str] = ST
 
 
 def settings_diff(before: Mapping[str, Any], now: Mapping[str, Any]) -> str:
-    """``key old -> new`` for every setting that differs (:func:`e2c.run_folder.identity_diff`, the one
+    """``key old -> new`` for every setting that differs (:func:`e2c.core.run_folder.identity_diff`, the one
     definition of the same run), joined with commas; '' for the same settings."""
     return ", ".join(identity_diff(dict(before), dict(now)))
 

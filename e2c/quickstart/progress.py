@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from e2c.errors import Interrupted
-from e2c.files import RecordFile
-from e2c.paths import project_root
-from e2c.progress import EVALUATION_RE
+from e2c.core.errors import Interrupted
+from e2c.core.files import RecordFile
+from e2c.core.paths import project_root
+from e2c.core.progress import EVALUATION_RE
 
 HEARTBEAT_S = 60.0  # a line at least this often while a subprocess runs without visible progress
 TAIL_LINES = 25
@@ -94,7 +94,7 @@ def step_parser(total_steps: int, what: str = "step") -> Callable[[str], tuple[s
 def eval_parser(totals: dict[str, int], passes: int = 1) -> Callable[[str], tuple[str, float] | None]:
     """The eval runner's ``<dataset>: k/n problems, ...`` lines -> problems done over all datasets and
     ``passes`` evaluations of one command (``--then``), which says where each starts
-    (:func:`e2c.progress.evaluation_line`): a resumed evaluation that is already complete prints no problem
+    (:func:`e2c.core.progress.evaluation_line`): a resumed evaluation that is already complete prints no problem
     line, and its start still counts it done.
 
     >>> parse = eval_parser({"a": 4}, passes=2)

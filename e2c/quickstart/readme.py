@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import EXISTING_FILE
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
+from e2c.commandline.argtypes import EXISTING_FILE
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, flag_values, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.core.paths import project_root
 from e2c.eval.compare import pct
-from e2c.flags import add_setting_flags, flag_values, setting
-from e2c.paths import project_root
 from e2c.quickstart.progress import fmt_seconds
 from e2c.quickstart.report import interval_cell
 from e2c.study.reproduce_report import interval_cell as accuracy_cell

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from e2c.core.stats import align_scores, mean_interval, paired_difference
 from e2c.eval.compare import pct, per_problem_counts, per_problem_scores, run_summary
 from e2c.eval.metrics import pass_at_k_curve
 from e2c.quickstart.config import STAGES
@@ -23,7 +24,6 @@ from e2c.quickstart.context import Context, read_done, rel
 from e2c.quickstart.pages import quickstart_pages
 from e2c.quickstart.plots import EVAL_STAGES, STAGE_LABEL, write_plots
 from e2c.quickstart.stages import rl_curve, sampled_dir, sft_losses, tts_results
-from e2c.stats import align_scores, mean_interval, paired_difference
 from e2c.view import page_lines, write_pages
 
 
@@ -56,7 +56,7 @@ def kind_scores(predictions: Path) -> dict[str, dict[str, list[int]]]:
     """``{kind: {problem id: [correct of each sample]}}`` from an eval predictions file (each record carries
     its problem's answer kind; empty when the file does not exist). A code sample is correct when its
     program passes every test, public and hidden."""
-    from e2c.files import read_records
+    from e2c.core.files import read_records
 
     out: dict[str, dict[str, list[int]]] = {}
     if not predictions.is_file():
@@ -176,7 +176,7 @@ def paired(
 def trend(values: Sequence[float]) -> dict[str, Any] | None:
     """Least-squares slope per step with its standard error and 95% interval (normal approximation; the
     per-step values are treated as independent), and the means of the first and second halves of a curve."""
-    from e2c.stats import Z95
+    from e2c.core.stats import Z95
 
     n = len(values)
     if n == 0:
@@ -203,8 +203,8 @@ def trend(values: Sequence[float]) -> dict[str, Any] | None:
 
 def system_info() -> dict[str, Any]:
     """The machine: CPU model, cores, torch threads, native bf16, OS, Python, package versions."""
-    from e2c.devices import cpu_has_bf16
-    from e2c.runinfo import git_commit, versions
+    from e2c.core.runinfo import git_commit, versions
+    from e2c.launch.devices import cpu_has_bf16
 
     cpu = platform.processor() or platform.machine()
     try:
@@ -683,7 +683,7 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
 
 def write_report(ctx: Context) -> dict[str, Any]:
     """Collect, plot and write ``report.json`` and ``report.md``; returns the report's outputs."""
-    from e2c.files import atomic_write_json, atomic_write_text
+    from e2c.core.files import atomic_write_json, atomic_write_text
 
     rep = collect(ctx)
     folder = ctx.dir("report")

@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import TEXT
-from e2c.cli import interrupt_on_sigterm
-from e2c.entry import checks_done
-from e2c.errors import UserError, fail
-from e2c.files import atomic_write_json, check_output_dir
-from e2c.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.argtypes import TEXT
+from e2c.commandline.entry import checks_done
+from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import interrupt_on_sigterm
+from e2c.core.errors import UserError, fail
+from e2c.core.files import atomic_write_json, check_output_dir
+from e2c.core.run_folder import RunFolder
 from e2c.quickstart.context import read_done, read_started
 from e2c.quickstart.plan import StageState, check_inputs, check_stage_name, select_stages
 from e2c.quickstart.progress import Reporter, StageFailed, fmt_seconds
-from e2c.run_folder import RunFolder
 
 REPORT_FILES = ("report.md", "report.json")
 
@@ -290,7 +290,7 @@ def main_of(
     run: Callable[[Any, str | None, bool], dict[str, Any]],
 ) -> int:
     """A pipeline tool's ``main``: parse, run, print the summary as the last line (one JSON object); bad
-    input (raised to the entry guard, :func:`e2c.entry.run_main`), a failed stage and an interrupt each end
+    input (raised to the entry guard, :func:`e2c.commandline.entry.run_main`), a failed stage and an interrupt each end
     with one line and their exit status (2, 1, 130)."""
     args = parser.parse_args(argv)
     flags = from_flags(args, RunFlags)
@@ -302,7 +302,7 @@ def main_of(
 def run_resumable(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``work()``'s summary; a failed stage ends the process with one line saying the same command resumes
     (exit 1). Shared by the pipeline tools (quickstart, claims, study). A SIGTERM is an interrupt here as
-    Ctrl-C is: the stage's child is stopped, and the entry guard (:func:`e2c.entry.guarded`) prints the
+    Ctrl-C is: the stage's child is stopped, and the entry guard (:func:`e2c.commandline.entry.guarded`) prints the
     command that resumes (exit 130, or 143 for SIGTERM)."""
     interrupt_on_sigterm()
     try:

@@ -2,7 +2,7 @@
 a ``--fast`` preset over the defaults, and the settings each stage's result depends on.
 
 A stage runner's settings class (:class:`e2c.quickstart.config.Config`, :class:`e2c.claims.config.ClaimsConfig`)
-declares each setting once, as a field with :func:`e2c.flags.setting` metadata (its help line, its value
+declares each setting once, as a field with :func:`e2c.commandline.flags.setting` metadata (its help line, its value
 type, its ``--help`` section); the command line, the check of a whole config (a preset's values, a study
 file's) and the ``--help`` text all come from that one declaration.
 """
@@ -14,8 +14,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import asdict, fields, replace
 from typing import Any
 
-from e2c.argtypes import ValueType
-from e2c.flags import SettingFlag, add_setting_flags, check_settings, flag_field, flag_fields
+from e2c.commandline.argtypes import ValueType
+from e2c.commandline.flags import SettingFlag, add_setting_flags, check_settings, flag_field, flag_fields
 
 
 def shown(value: Any) -> str:
@@ -24,7 +24,7 @@ def shown(value: Any) -> str:
 
 
 def knob(default: Any, help: str, value: ValueType | None = None, section: str = "") -> Any:
-    """A setting that is the flag ``--<its name>``, declared once (:func:`e2c.flags.setting`): its default
+    """A setting that is the flag ``--<its name>``, declared once (:func:`e2c.commandline.flags.setting`): its default
     (or a function making it when a config is made), its help line, its value type, its ``--help`` section."""
     return flag_field(default, help, value, section=section)
 

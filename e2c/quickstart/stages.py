@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from e2c.core.errors import UserError
+from e2c.core.paths import project_root
 from e2c.data.bands import format_histogram
-from e2c.errors import UserError
 from e2c.eval.passrate import PassRateFiles
-from e2c.paths import project_root
 from e2c.quickstart.config import RL_SAVE_EVERY, SFT_SAVE_EVERY, Config, resolve_dtype
 
 # quickstart/trained.py imports Context and read_done from this module too.
@@ -270,7 +270,7 @@ def rl_memory_check(cfg: Config) -> None:
     the stage starts)."""
     import os
 
-    from e2c.devices import gpu_count
+    from e2c.launch.devices import gpu_count
     from e2c.rl import memory
 
     if cfg.rl_steps <= 0 or gpu_count() > 0 or memory.check_disabled() or os.environ.get("RAY_ADDRESS"):
@@ -304,7 +304,7 @@ def local_model_folder(spec: str) -> Path | None:
     """The folder of the quickstart's base model (the SFT model RL starts from has its shape): the tiny and
     embedded models (built into the cache if they are not there yet, as the data stage would) and a local
     folder; None for an HF id (not downloaded for a check)."""
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     if spec in ("tiny", "embedded"):
         return Path(resolve_model(spec).path)
@@ -492,7 +492,7 @@ ACC_KEYS = ("health/train_acc", "reward_extra_info/acc/mean", "e2c/acc_mean", "c
 def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
     """Per step of the RL run's ``metrics.jsonl``: reward (verl's ``critic/score/mean``), accuracy and the
     E2C segment metrics when logged."""
-    from e2c.checkpoints import step_metrics
+    from e2c.launch.checkpoints import step_metrics
 
     out = []
     for step, data in step_metrics(run_dir).items():

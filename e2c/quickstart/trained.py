@@ -13,12 +13,12 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2c.argtypes import TEXT
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.flags import add_setting_flags, from_flags, setting
-from e2c.paths import project_root
+from e2c.commandline.argtypes import TEXT
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.core.paths import project_root
 from e2c.quickstart.config import Config
 
 

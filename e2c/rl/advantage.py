@@ -33,7 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 from e2c.chain import exploration_token_mask
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 
 # A weighting rule: (advantages, explore_mask, response_mask, *, explore_adv_coef, execute_adv_coef) ->
 # weighted advantages, every tensor (B, T). explore_mask is boolean (exploration tokens, never padding);
@@ -66,7 +66,7 @@ def explore_adv_rule_names() -> tuple[str, ...]:
 
 
 def get_explore_adv_rule(name: str) -> ExploreAdvRule:
-    """The rule registered as ``name``; an unknown name is one :class:`~e2c.errors.UserError` line that lists
+    """The rule registered as ``name``; an unknown name is one :class:`~e2c.core.errors.UserError` line that lists
     the registered rules.
 
     >>> get_explore_adv_rule("paper") is paper_rule

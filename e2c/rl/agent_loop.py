@@ -35,8 +35,8 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopOutput, register
 from verl.utils.profiler import simple_timer
 
-from e2c.budget import PhaseBudget, from_config
 from e2c.chain import get_format, written_after_exploration
+from e2c.chain.budget import PhaseBudget, from_config
 from e2c.generation.base import eos_ids  # also imported from here by e2c.rl.reward
 from e2c.rl import registry
 from e2c.rl.settings import e2c_settings

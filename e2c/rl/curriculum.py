@@ -25,14 +25,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import EXISTING_FILE, INT_MAX, MODEL, OUTPUT_DIR, TEXT, at_least, whole
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.flags import add_setting_flags, from_flags, setting
-from e2c.launch_checks import DATA_FILES
-from e2c.lora import LoraSettings, add_lora_args, lora_flags, lora_overrides
-from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_names
+from e2c.commandline.argtypes import EXISTING_FILE, INT_MAX, MODEL, OUTPUT_DIR, TEXT, at_least, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.launch.checks import DATA_FILES
+from e2c.launch.lora import LoraSettings, add_lora_args, lora_flags, lora_overrides
+from e2c.launch.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_names
 
 DONE = "CURRICULUM_DONE"
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -403,11 +403,11 @@ def check_inputs(cur: Curriculum, args: CurriculumSettings) -> tuple[list[dict],
     """Everything a later stage would trip over, checked before stage 1 writes or trains anything: the
     data files, every stage's band (it has training rows), the start model, every stage's overrides
     (composed as that stage's launch will) and the output folder. Returns the training and validation rows."""
+    from e2c.core.files import check_output_dir
+    from e2c.core.paths import configs_dir
     from e2c.data.io import read_rows
-    from e2c.devices import gpu_count
-    from e2c.files import check_output_dir
-    from e2c.launch_checks import check_data_file, compose_checked
-    from e2c.paths import configs_dir
+    from e2c.launch.checks import check_data_file, compose_checked
+    from e2c.launch.devices import gpu_count
     from e2c.rl.launch import DATA_SUFFIXES, cpu_overrides, resolve_model_path
     from e2c.rl.settings import e2c_settings
 
@@ -496,7 +496,7 @@ def run_curriculum(
 
 @dataclass(frozen=True)
 class CurriculumSettings:
-    """The curriculum's command line but LoRA's (:class:`e2c.lora.LoraSettings`): each field is one flag."""
+    """The curriculum's command line but LoRA's (:class:`e2c.launch.lora.LoraSettings`): each field is one flag."""
 
     config: str | None = field(
         default=None,
@@ -551,8 +551,8 @@ class CurriculumSettings:
 
 
 def with_defaults(args: CurriculumSettings) -> CurriculumSettings:
-    """The folders the command line left out, under the project folder (:mod:`e2c.paths`)."""
-    from e2c.paths import configs_dir, data_dir, project_root
+    """The folders the command line left out, under the project folder (:mod:`e2c.core.paths`)."""
+    from e2c.core.paths import configs_dir, data_dir, project_root
     from e2c.rl.launch import default_sft_model
 
     rl_data = data_dir() / "processed" / "rl"
@@ -567,7 +567,7 @@ def with_defaults(args: CurriculumSettings) -> CurriculumSettings:
 
 
 def build_parser() -> ArgumentParser:
-    """The curriculum's command line; every valued flag has its type (:mod:`e2c.argtypes`)."""
+    """The curriculum's command line; every valued flag has its type (:mod:`e2c.commandline.argtypes`)."""
     p = ArgumentParser(prog="e2c_curriculum", description=__doc__.splitlines()[0])
     add_setting_flags(p, CurriculumSettings)
     add_lora_args(p)

@@ -13,20 +13,20 @@ that make the same config run here:
 
 Before verl starts, the launcher composes the config with every override in-process, verl's own fields
 users set most (learning rates, temperatures, lengths, batch sizes, clip ratios: each by its value type,
-:data:`e2c.launch_checks.VERL_FIELDS`) included, and checks the data files (the rl schema) and the model
-folder (config, weight headers, a tokenizer that loads, a chat template; :mod:`e2c.launch_checks`), the
+:data:`e2c.launch.checks.VERL_FIELDS`) included, and checks the data files (the rl schema) and the model
+folder (config, weight headers, a tokenizer that loads, a chat template; :mod:`e2c.launch.checks`), the
 ``e2c`` settings group with each key's declared type (:mod:`e2c.rl.settings`: a Hydra override of an
 ``e2c.*`` key is checked like its flag), that the config runs the algorithm and stage asked for and an
-advantage estimator verl has, the batch arithmetic (:mod:`e2c.batch_shapes`), the output folder (:func:`e2c.files.check_output_dir`; created when the stage
+advantage estimator verl has, the batch arithmetic (:mod:`e2c.launch.batch_shapes`), the output folder (:func:`e2c.core.files.check_output_dir`; created when the stage
 starts) and, on CPU, that the run fits in this machine's memory (:mod:`e2c.rl.memory`; ``--no-memory-check``
 skips it): bad input is one ``error:`` line and exit 2 (``E2C_CHECK_ONLY=1``: stop there, "checks passed"),
 never a traceback from inside verl minutes later. Paths go into the overrides quoted where Hydra would not
-read them plainly (a space, an accented letter: :func:`e2c.launch_checks.hydra_value`). Hydra's own files go
+read them plainly (a space, an accented letter: :func:`e2c.launch.checks.hydra_value`). Hydra's own files go
 to ``<output-dir>/hydra/<time>``.
 
 Ray's temp folder: when verl starts its own ray (no ``RAY_ADDRESS``), the launcher gives it a fresh folder
 under a parent of mode 0700 (``+ray_kwargs.ray_init._temp_dir=/tmp/e2c-ray-XXXXXXXX/ray``,
-:func:`e2c.cluster.private_ray_dir`), so that a program a code reward runs, as another user, cannot reach the
+:func:`e2c.launch.cluster.private_ray_dir`), so that a program a code reward runs, as another user, cannot reach the
 trainer's sockets; it is removed when the stage succeeds and kept (its logs) when it fails. A cluster's ray
 (``scripts/slurm_e2c.sbatch``) has its own; a ``ray_kwargs.ray_init._temp_dir`` override is the user's.
 
@@ -54,8 +54,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import MODEL, OUTPUT_DIR, TEXT, whole
-from e2c.checkpoints import (
+from e2c.commandline.argtypes import MODEL, OUTPUT_DIR, TEXT, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, setting
+from e2c.commandline.parsing import ArgumentParser, interrupt_on_sigterm
+from e2c.core.errors import UserError
+from e2c.core.files import check_output_dir, ensure_output_dir
+from e2c.core.paths import configs_dir, project_root
+from e2c.core.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
+from e2c.launch.checkpoints import (
     METRICS,
     STEPS_KEY,
     TRACKER,
@@ -66,25 +73,26 @@ from e2c.checkpoints import (
     step_metrics,
     trained_to,
 )
-from e2c.cli import ArgumentParser, interrupt_on_sigterm
-from e2c.cluster import private_ray_dir, remove_private_ray_dir
-from e2c.devices import MAX_NODES, cpu_note, cpu_ranks, cpu_train_dtype, env_count, gpu_count, requested_gpus
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.files import check_output_dir, ensure_output_dir
-from e2c.flags import add_setting_flags, setting
-from e2c.fork import fork_refusal, run_module
-from e2c.launch_checks import DATA_FILES, hydra_list, hydra_value, verl_rl_checks
-from e2c.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
-from e2c.paths import configs_dir, project_root
-from e2c.presets import cpu_preset
+from e2c.launch.checks import DATA_FILES, hydra_list, hydra_value, verl_rl_checks
+from e2c.launch.cluster import private_ray_dir, remove_private_ray_dir
+from e2c.launch.devices import (
+    MAX_NODES,
+    cpu_note,
+    cpu_ranks,
+    cpu_train_dtype,
+    env_count,
+    gpu_count,
+    requested_gpus,
+)
+from e2c.launch.fork import fork_refusal, run_module
+from e2c.launch.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
+from e2c.launch.presets import cpu_preset
+from e2c.launch.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
 from e2c.rewards.verl_score import CODE_REWARD_KEY, CODE_REWARDS, code_reward_mode
 from e2c.rl.memory import allocator_line, worker_allocator_env
 from e2c.rl.settings import GROUP, ON_POLICY_LOSS, E2CSettings, e2c_settings, setting_flags
-from e2c.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
 from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, WORKERS_ENV, SandboxSpec, ready, workers_setting
 from e2c.sandbox import setting as sandbox_setting
-from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
 from e2c.verl_cpu import plain_attention_config
 from e2c.verl_cpu.hf_rollout import SYNC_LOG, SYNC_LOG_ENV
 
@@ -110,7 +118,7 @@ NODES = whole(1, MAX_NODES)  # --nnodes and NNODES
 # The CPU set-up (a size preset, then what verl needs without an accelerator), under configs_dir().
 
 
-# The dtype the actor (and a reference model) compute in on a CPU: e2c.devices.cpu_train_dtype.
+# The dtype the actor (and a reference model) compute in on a CPU: e2c.launch.devices.cpu_train_dtype.
 TRAIN_DTYPE_KEYS = tuple(
     f"++actor_rollout_ref.{part}.fsdp_config.mixed_precision.param_dtype" for part in ("actor", "ref")
 )
@@ -167,7 +175,7 @@ def default_sft_model() -> Path:
 def latest_hf_checkpoint(run_dir: Path) -> Path:
     """The HF folder of the latest complete checkpoint of a verl run folder.
 
-    verl writes its tracker file (:data:`e2c.checkpoints.TRACKER`) after a checkpoint is complete; its
+    verl writes its tracker file (:data:`e2c.launch.checkpoints.TRACKER`) after a checkpoint is complete; its
     step's ``actor/huggingface`` folder must hold a config and weights. Raises :class:`UserError` otherwise.
     """
     if not run_dir.is_dir():
@@ -194,7 +202,7 @@ def latest_hf_checkpoint(run_dir: Path) -> Path:
 def plain_checkpoint(step: Path) -> int:
     """A checkpoint's ``actor/huggingface`` as a plain model any loader reads: the training-only attention
     dropped from its config (:func:`e2c.verl_cpu.plain_attention_config`) and, for a LoRA run, the adapter
-    merged into the weights verl saved with PEFT's parameter names (:func:`e2c.lora.merge_peft_folder`).
+    merged into the weights verl saved with PEFT's parameter names (:func:`e2c.launch.lora.merge_peft_folder`).
     Returns the number of merged weights; 0 for a full fine-tuning checkpoint or one already merged."""
     hf = step / "actor" / "huggingface"
     plain_attention_config(hf)
@@ -212,7 +220,7 @@ def plain_checkpoints(run_dir: Path) -> None:
 
 def resolve_model_path(spec: str) -> str:
     """tiny | embedded | a folder | an HF id -> a loadable folder (one line on failure)."""
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     # Absolute: verl runs in the project folder, not the caller's.
     path = os.path.abspath(resolve_model(spec).path)
@@ -224,7 +232,7 @@ def check_policy_folder(folder: Path) -> None:
     """A start model verl can load, checked before ray starts (inside its workers a broken folder is pages
     of ray output): config, weight headers, a tokenizer that loads, and the chat template the RL dataset
     and the agent loop apply to every prompt."""
-    from e2c.models import check_model_folder
+    from e2c.core.models import check_model_folder
 
     check_model_folder(folder, chat_template=True)
     try:
@@ -270,14 +278,14 @@ DYNAMIC_KEY = "actor_rollout_ref.actor.use_dynamic_bsz"
 
 def cpu_micro_batches(cfg: Any, named: set[str]) -> dict[str, str]:
     """The CPU preset's micro-batches fitted to this run. Keys the user set (``named``) are left to the user
-    and to :func:`e2c.batch_shapes.check_rl`. Returns only the keys that change.
+    and to :func:`e2c.launch.batch_shapes.check_rl`. Returns only the keys that change.
 
     With dynamic batch sizes (the preset's), a micro-batch holds up to ``ppo_max_token_len_per_gpu`` tokens
     and verl asserts that one sequence fits: the budget is raised to the longest sequence (prompt +
     response) when that is longer. With them turned off (``use_dynamic_bsz=false``), each micro-batch size
     is shrunk to divide each rank's share: with ``R`` ranks a rank holds ``ppo_mini_batch_size * n / R``
     samples per update and its share of the step's (padded) samples for the log-prob passes
-    (:func:`e2c.batch_shapes.padded_samples`).
+    (:func:`e2c.launch.batch_shapes.padded_samples`).
 
     >>> from omegaconf import OmegaConf
     >>> cfg = OmegaConf.create({"trainer": {"n_gpus_per_node": 4, "nnodes": 1},
@@ -293,7 +301,7 @@ def cpu_micro_batches(cfg: Any, named: set[str]) -> dict[str, str]:
     """
     from omegaconf import OmegaConf
 
-    from e2c.batch_shapes import longest_sequence, padded_samples
+    from e2c.launch.batch_shapes import longest_sequence, padded_samples
 
     if bool(OmegaConf.select(cfg, DYNAMIC_KEY, default=False)):
         budget = OmegaConf.select(cfg, TOKEN_BUDGET_KEY)
@@ -325,7 +333,7 @@ def planned_cpu_config(user_overrides: list[str], algo: str = "grpo", stage: int
     launch, by a tool that will start it (the quickstart's memory check)."""
     from omegaconf import OmegaConf
 
-    from e2c.launch_checks import compose_checked
+    from e2c.launch.checks import compose_checked
 
     cpu = {
         **cpu_overrides(),
@@ -403,7 +411,7 @@ def data_files(value: Any) -> list[str]:
 
 def check_data(cfg: Any) -> None:
     """The data files the composed config names exist and fit the rl schema (remote ones are verl's)."""
-    from e2c.launch_checks import check_data_file
+    from e2c.launch.checks import check_data_file
 
     for key, what, flag in (
         ("train_files", "training data", "--train-data (TRAIN_DATA)"),
@@ -432,7 +440,7 @@ def setting_overrides(args: argparse.Namespace, cls: type = E2CSettings) -> dict
 @dataclass(frozen=True)
 class LaunchSettings:
     """The launcher's own flags: which algorithm and stages, where it reads and writes, how the run is set up
-    (the E2C flags are :class:`~e2c.rl.settings.E2CSettings`, the LoRA flags :class:`~e2c.lora.LoraSettings`).
+    (the E2C flags are :class:`~e2c.rl.settings.E2CSettings`, the LoRA flags :class:`~e2c.launch.lora.LoraSettings`).
     Each field is its flag, declared here once; the parsed flags keep the fields' names."""
 
     algo: str = field(
@@ -652,7 +660,7 @@ def check_code_reward(cfg: Any) -> None:
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    """Flags that contradict each other (each flag's own values are checked by its type, e2c.argtypes)."""
+    """Flags that contradict each other (each flag's own values are checked by its type, e2c.commandline.argtypes)."""
     if args.stage1_dir and args.stages != (2,):
         raise UserError(
             "--stage1-dir is the start of --stage 2 alone; stage 1 (and both stages) start from --model "
@@ -764,7 +772,7 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     overrides = build_overrides(args, gpus)
     from omegaconf import OmegaConf
 
-    from e2c.launch_checks import compose_checked
+    from e2c.launch.checks import compose_checked
 
     cfg = compose_checked(
         configs_dir(), config_name(args.algo), [f"e2c_stage=stage{stage}", *overrides], args.overrides
@@ -779,7 +787,7 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     # e2c.explore_adv_rule or chain format stops here, not inside a ray worker.
     settings = e2c_settings(cfg, SETTINGS)
     check_algorithm(cfg, settings, args.algo, stage)
-    # Every size and count is a whole number >= 1 (compose_checked: e2c.launch_checks.VERL_FIELDS), so the
+    # Every size and count is a whole number >= 1 (compose_checked: e2c.launch.checks.VERL_FIELDS), so the
     # CPU preset's micro-batches can be fitted to the batch.
     if gpus == 0:
         named = {o.partition("=")[0].lstrip("+~") for o in args.overrides}
@@ -932,7 +940,7 @@ def check_algorithm(cfg: Any, settings: E2CSettings, algo: str, stage: int) -> N
         return
     known = adv_estimators()
     if str(estimator) not in known:
-        from e2c.launch_checks import closest_key
+        from e2c.launch.checks import closest_key
 
         near = closest_key(str(estimator), known)
         hint = f" (did you mean {near}?)" if near else ""
@@ -944,7 +952,7 @@ def check_algorithm(cfg: Any, settings: E2CSettings, algo: str, stage: int) -> N
 def adv_estimators() -> list[str]:
     """The advantage estimators verl has registered (``verl.trainer.ppo.core_algos``), with those of the
     verl plugins its import loads; its import prints warnings, which are kept off the terminal."""
-    from e2c.launch_checks import _quiet_fds
+    from e2c.launch.checks import _quiet_fds
 
     with _quiet_fds():
         from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
@@ -953,8 +961,8 @@ def adv_estimators() -> list[str]:
 
 def check_shape(cfg: Any, args: argparse.Namespace, stage: int) -> None:
     """The batch arithmetic verl asserts only inside its workers, at this run's ranks and nodes
-    (:func:`e2c.batch_shapes.check_rl`, the GPU recipe's own check): one line before ray starts."""
-    from e2c.batch_shapes import Cluster, check_rl
+    (:func:`e2c.launch.batch_shapes.check_rl`, the GPU recipe's own check): one line before ray starts."""
+    from e2c.launch.batch_shapes import Cluster, check_rl
 
     cluster = Cluster(int(cfg.trainer.n_gpus_per_node), int(cfg.trainer.nnodes))
     check_rl(cfg, shape_label(cfg, args, stage), cluster)
@@ -996,7 +1004,7 @@ def check_memory(cfg: Any, model_folder: Path, label: str) -> None:
 
 def shape_label(cfg: Any, args: argparse.Namespace, stage: int) -> str:
     """How an error line names the run: ``GRPO stage 1 at 1x1 GPUs``."""
-    from e2c.batch_shapes import Cluster, stage_label
+    from e2c.launch.batch_shapes import Cluster, stage_label
 
     cluster = Cluster(int(cfg.trainer.n_gpus_per_node), int(cfg.trainer.nnodes))
     return stage_label(f"rl{stage}", args.algo, cluster)
@@ -1052,7 +1060,7 @@ def stage_env(gpus: int, env: Mapping[str, str] | None = None) -> dict[str, str]
 
 
 def run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
-    """Run one stage's verl command, holding its folder (:class:`e2c.run_folder.RunFolder`); keep its
+    """Run one stage's verl command, holding its folder (:class:`e2c.core.run_folder.RunFolder`); keep its
     metrics, merge LoRA adapters and link ``final``."""
     ensure_output_dir(args.output_dir, "output folder")
     with args.run_folder.claim():
@@ -1063,7 +1071,7 @@ RAY_TEMP_KEY = "ray_kwargs.ray_init._temp_dir"
 
 
 def ray_temp_dir(overrides: list[str], env: Mapping[str, str] | None = None) -> Path | None:
-    """A private temp folder for the ray verl starts (:func:`e2c.cluster.private_ray_dir`); None when verl
+    """A private temp folder for the ray verl starts (:func:`e2c.launch.cluster.private_ray_dir`); None when verl
     joins a cluster (``RAY_ADDRESS``: the cluster's folder is its own) or the user's overrides name one."""
     env = os.environ if env is None else env
     named = any(o.lstrip("+~").partition("=")[0] == RAY_TEMP_KEY for o in overrides)
@@ -1082,7 +1090,7 @@ def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
         cmd = [*cmd, f"+{RAY_TEMP_KEY}={hydra_value(str(ray_temp))}"]
     rc = 1
     try:
-        # A CPU run forks verl's driver from this process, which imported verl for its checks (e2c.fork).
+        # A CPU run forks verl's driver from this process, which imported verl for its checks (e2c.launch.fork).
         if args.gpus == 0 and (why := fork_refusal()):
             print(
                 f"[e2c-rl] verl's driver starts in a new interpreter, not forked from this one: {why}",
@@ -1128,7 +1136,7 @@ def _run_stage(args: argparse.Namespace, cmd: list[str]) -> int:
 
 def stop_ray() -> None:
     """Shut down the ray this process started (what ray's own exit handler does; a forked driver has not got it,
-    :mod:`e2c.fork`)."""
+    :mod:`e2c.launch.fork`)."""
     ray = sys.modules.get("ray")
     if ray is not None and ray.is_initialized():
         ray.shutdown()
@@ -1160,8 +1168,8 @@ def main(argv: list[str] | None = None) -> int:
             if cmd is not None:
                 print(shlex.join(cmd))  # quoted: ${now:...} and [a,b] survive a paste into a shell
         return 0
-    # A SIGTERM to this launcher alone stops verl's driver too (e2c.fork.stop_child), releases the run's lock
-    # and names the command that resumes (e2c.entry); its default action would leave the driver running.
+    # A SIGTERM to this launcher alone stops verl's driver too (e2c.launch.fork.stop_child), releases the run's lock
+    # and names the command that resumes (e2c.commandline.entry); its default action would leave the driver running.
     interrupt_on_sigterm()
     rc = run_stage(args, first)
     if rc != 0 or not both:

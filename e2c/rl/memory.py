@@ -81,8 +81,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2c.env import env_switch
-from e2c.errors import UserError
+from e2c.core.env import env_switch
+from e2c.core.errors import UserError
 from e2c.verl_cpu.rollout_engine import ROLLOUT_KV_CACHE_GIB
 
 GIB = 2**30
@@ -289,9 +289,9 @@ def _select(cfg: Any, key: str, default: Any = None) -> Any:
 
 
 def plan_from_config(cfg: Any, rollout_engine: str = "vllm", rollout_bytes: int = 2) -> RunPlan:
-    """The :class:`RunPlan` of a composed RL config (what :func:`e2c.launch_checks.compose_checked`
-    returns, sizes checked there; the batch split checked by :func:`e2c.batch_shapes.check_rl`)."""
-    from e2c.batch_shapes import longest_sequence, padded_samples
+    """The :class:`RunPlan` of a composed RL config (what :func:`e2c.launch.checks.compose_checked`
+    returns, sizes checked there; the batch split checked by :func:`e2c.launch.batch_shapes.check_rl`)."""
+    from e2c.launch.batch_shapes import longest_sequence, padded_samples
 
     actor = "actor_rollout_ref.actor"
     world = int(_select(cfg, "trainer.n_gpus_per_node", 1)) * int(_select(cfg, "trainer.nnodes", 1))

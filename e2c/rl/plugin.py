@@ -31,7 +31,7 @@ import logging
 from collections.abc import Callable
 
 from e2c import verl_cpu
-from e2c.entry import checks_done, run_main
+from e2c.commandline.entry import checks_done, run_main
 
 logger = logging.getLogger(__name__)
 
@@ -105,7 +105,7 @@ def require() -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """``python -m e2c.rl.plugin``: no flags, only ``--help``."""
-    from e2c.cli import ArgumentParser
+    from e2c.commandline.parsing import ArgumentParser
 
     return ArgumentParser(
         prog="python -m e2c.rl.plugin",

@@ -14,7 +14,7 @@ line. :func:`setting_flags` reads them, and ``python -m e2c.rl.launch`` builds i
 overrides (``e2c.<key>=<value>``) from it, so a new setting is one field here (and its line in
 ``configs/e2c_common.yaml``, which a test holds equal to this dataclass). TRL's ``GRPOConfig`` is the model:
 one dataclass that is the config, the command line and the docs. A flag's other spellings come from the one
-alias table, :data:`e2c.cli.FLAG_ALIASES` (``--explore-coef`` for ``--explore-adv-coef``).
+alias table, :data:`e2c.commandline.parsing.FLAG_ALIASES` (``--explore-coef`` for ``--explore-adv-coef``).
 
 >>> from omegaconf import OmegaConf
 >>> s = e2c_settings(OmegaConf.create({"e2c": {"explore_adv_coef": 2, "rollout": {"explore_budget": 512}}}))
@@ -31,12 +31,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from e2c import flags
-from e2c.argtypes import INT_MAX, TEXT, Number, finite, whole
-from e2c.budget import RL_NAMES, PhaseBudget, from_config
 from e2c.chain import FORMATS
-from e2c.errors import UserError
-from e2c.flags import SettingFlag, check_settings, setting, setting_choices
+from e2c.chain.budget import RL_NAMES, PhaseBudget, from_config
+from e2c.commandline import flags
+from e2c.commandline.argtypes import INT_MAX, TEXT, Number, finite, whole
+from e2c.commandline.flags import SettingFlag, check_settings, setting, setting_choices
+from e2c.core.errors import UserError
 from e2c.rl.advantage import DEFAULT_RULE, explore_adv_rule_names
 
 # verl policy loss registered by e2c.rl.trainer: vanilla PPO with the old log-probs taken as the update's own,
@@ -261,7 +261,7 @@ def e2c_settings(config: Any, cls: type[E2CSettings] = E2CSettings) -> E2CSettin
     """The ``e2c`` group of a composed config (an OmegaConf node or a dict) as :class:`E2CSettings` (or
     ``cls``, a subclass with more settings).
 
-    Raises :class:`~e2c.errors.UserError` (one line) for an unknown key, naming every valid one, for a value
+    Raises :class:`~e2c.core.errors.UserError` (one line) for an unknown key, naming every valid one, for a value
     of the wrong type, and for a value outside a setting's choices (an unregistered
     ``e2c.explore_adv_rule``), naming the valid ones.
     """
@@ -283,7 +283,7 @@ def e2c_settings(config: Any, cls: type[E2CSettings] = E2CSettings) -> E2CSettin
 
 
 def check_rollout_budgets(rollout: RolloutSettings) -> None:
-    """The elastic budgets through the one budget rule (:class:`e2c.budget.PhaseBudget`), read as the agent
+    """The elastic budgets through the one budget rule (:class:`e2c.chain.budget.PhaseBudget`), read as the agent
     loop reads them: 0 is off, an execution budget needs an exploration budget. One line, before verl starts
     (the agent loop would raise inside a rollout worker)."""
     for name, value in (

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 from e2c.sandbox.base import (
     BACKENDS,
     SANDBOX_ENV,

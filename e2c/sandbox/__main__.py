@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from e2c.argtypes import TEXT, Number, whole
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.flags import add_setting_flags, from_flags
-from e2c.flags import setting as declare
+from e2c.commandline.argtypes import TEXT, Number, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, from_flags
+from e2c.commandline.flags import setting as declare
+from e2c.commandline.parsing import ArgumentParser
 from e2c.sandbox import SANDBOX_HELP, ready, setting
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 
 SANDBOX_ENV = "E2C_SANDBOX"
 WORKERS_ENV = "E2C_SANDBOX_WORKERS"
@@ -114,7 +114,7 @@ def workers_setting(value: str | None = None) -> int:
     >>> workers_setting("many")
     Traceback (most recent call last):
     ...
-    e2c.errors.UserError: $E2C_SANDBOX_WORKERS 'many' is not a positive whole number of concurrent programs (1 to 4096; unset: the CPU count)
+    e2c.core.errors.UserError: $E2C_SANDBOX_WORKERS 'many' is not a positive whole number of concurrent programs (1 to 4096; unset: the CPU count)
     """
     v = os.environ.get(WORKERS_ENV) if value is None else value
     if not v:

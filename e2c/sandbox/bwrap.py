@@ -25,7 +25,7 @@ import os
 import shutil
 import subprocess
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 from e2c.sandbox.base import Limits
 from e2c.sandbox.local import Isolation, LocalSandbox, existing_private_dirs, limit_args, probe_isolation
 

@@ -159,7 +159,7 @@ def probe_isolation() -> Isolation:
     namespace with tmpfs as root)."""
     prlimit, setpriv, unshare, mount = _tool("prlimit"), _tool("setpriv"), _tool("unshare"), _tool("mount")
     if prlimit is None or setpriv is None:
-        from e2c.errors import UserError
+        from e2c.core.errors import UserError
 
         raise UserError("the local sandbox needs prlimit and setpriv (Debian: apt-get install util-linux)")
     private = existing_private_dirs()
@@ -282,7 +282,7 @@ def interpreter(root: bool) -> str:
     for cand in PYTHON_CANDIDATES:
         if world_reachable(cand):
             return cand
-    from e2c.errors import UserError
+    from e2c.core.errors import UserError
 
     raise UserError(
         f"the sandbox's user cannot execute {sys.executable} (a folder on its path is private) and there "

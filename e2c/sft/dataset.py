@@ -45,7 +45,7 @@ import torch
 from verl.utils.dataset.multiturn_sft_dataset import MultiTurnSFTDataset
 
 from e2c.chain import ChainFormat, get_format
-from e2c.files import atomic_write_json
+from e2c.core.files import atomic_write_json
 from e2c.sft.masks import SCOPES, boundary_token_id, scope_loss_mask
 
 OVERLONG = ("skip", "error", "truncate")

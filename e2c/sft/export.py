@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from e2c.errors import UserError
-from e2c.files import atomic_replace_dir, atomic_write_json
-from e2c.lora import LORA_META, merge_adapter_folder, merge_checkpoint_folder
-from e2c.paths import project_root
+from e2c.core.errors import UserError
+from e2c.core.files import atomic_replace_dir, atomic_write_json
+from e2c.core.paths import project_root
+from e2c.launch.lora import LORA_META, merge_adapter_folder, merge_checkpoint_folder
 from e2c.verl_cpu import plain_attention_config
 
 META = "e2c_sft.json"
@@ -41,7 +41,7 @@ def export_final(ckpt: Path, final_dir: Path, meta: dict[str, Any]) -> Path:
     verl already wrote the weights under ``huggingface/`` when ``checkpoint.save_contents`` includes
     ``hf_model``; otherwise verl's model merger turns the FSDP shards into safetensors (bf16). A LoRA
     run's adapter is merged into the weights (and kept in ``lora_adapter/``). The folder
-    is built next to ``final_dir`` and swapped in (:func:`e2c.files.atomic_replace_dir`), so a killed
+    is built next to ``final_dir`` and swapped in (:func:`e2c.core.files.atomic_replace_dir`), so a killed
     export leaves the old one.
     """
 
@@ -77,7 +77,7 @@ def check_tags(folder: Path) -> None:
     """The exported tokenizer must still carry the E2C tags (one line if not)."""
     from transformers import AutoTokenizer
 
-    from e2c.models import missing_chain_tokens
+    from e2c.core.models import missing_chain_tokens
 
     missing = missing_chain_tokens(AutoTokenizer.from_pretrained(folder))
     if missing:

@@ -13,9 +13,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2c.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, Choice, whole
-from e2c.checkpoints import STEPS_KEY, keep_metrics, restore_metrics
-from e2c.devices import (
+from e2c.commandline.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, Choice, whole
+from e2c.commandline.flags import flag_fields, setting
+from e2c.core.errors import UserError
+from e2c.core.files import RecordFile
+from e2c.core.paths import configs_dir, project_root
+from e2c.core.run_folder import identity_diff
+from e2c.launch.checkpoints import STEPS_KEY, keep_metrics, restore_metrics
+from e2c.launch.checks import DATA_FILES, DATA_FILES_OR_NONE, hydra_list, hydra_value
+from e2c.launch.devices import (
     MAX_CPU_RANKS,
     MAX_NODES,
     cpu_note,
@@ -25,17 +31,11 @@ from e2c.devices import (
     gpu_count,
     requested_gpus,
 )
-from e2c.errors import UserError
-from e2c.files import RecordFile
-from e2c.flags import flag_fields, setting
-from e2c.launch_checks import DATA_FILES, DATA_FILES_OR_NONE, hydra_list, hydra_value
-from e2c.paths import configs_dir, project_root
-from e2c.presets import cpu_preset, preset_path
-from e2c.run_folder import identity_diff
+from e2c.launch.presets import cpu_preset, preset_path
+from e2c.launch.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override
 from e2c.sft.export import META
 from e2c.sft.metrics import METRICS, PATH_ENV, MetricsTail, watch
 from e2c.sft.tagging import TaggedModel, plan_tagged_model
-from e2c.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override
 
 CONFIG_NAME = "e2c_sft"
 GPU_MODEL = "Qwen/Qwen3-8B"
@@ -210,7 +210,7 @@ class Plan:
         return self.output_dir / "sft_data_stats.json"
 
 
-# The dtype verl's FSDP engine computes in (master weights and AdamW states stay fp32): e2c.devices.cpu_train_dtype.
+# The dtype verl's FSDP engine computes in (master weights and AdamW states stay fp32): e2c.launch.devices.cpu_train_dtype.
 TRAIN_DTYPE_KEY = "++engine.mixed_precision.param_dtype"
 
 
@@ -226,7 +226,7 @@ def _existing(paths: list[str], what: str) -> list[str]:
         if not path.is_absolute():
             path = (Path.cwd() / path) if (Path.cwd() / path).exists() else project_root() / path
         if not path.is_file():
-            from e2c.launch_checks import not_released
+            from e2c.launch.checks import not_released
 
             raise UserError(f"{what} file not found: {p}{not_released(path)}")
         out.append(str(path.resolve()))
@@ -279,8 +279,8 @@ def make_plan(args: SFTSettings, overrides: list[str]) -> Plan:
         val = _existing([_default_file(val_default)], "validation data")  # type: ignore[list-item]
     else:
         val = []
-    from e2c.files import check_output_dir
-    from e2c.launch_checks import check_data_file, compose_checked, verl_sft_checks
+    from e2c.core.files import check_output_dir
+    from e2c.launch.checks import check_data_file, compose_checked, verl_sft_checks
 
     for f in train:
         check_data_file(f, "training data", schema, DATA_SUFFIXES, "--train-data (TRAIN_DATA)")
@@ -294,7 +294,7 @@ def make_plan(args: SFTSettings, overrides: list[str]) -> Plan:
         + ([f"{k}={v}" for k, v in cpu_overrides().items()] if gpus == 0 else []),
         overrides,
     )
-    from e2c.batch_shapes import Cluster, check_sft
+    from e2c.launch.batch_shapes import Cluster, check_sft
 
     # verl's batch arithmetic at this run's ranks and nodes (the GPU recipe's own check): one line now, not
     # a silently smaller batch or an assertion inside a rank.
@@ -316,7 +316,7 @@ def make_plan(args: SFTSettings, overrides: list[str]) -> Plan:
 
 def prepare(plan: Plan) -> None:
     """After the checks: the run folder, and the model's tagged copy when one is planned."""
-    from e2c.files import ensure_output_dir
+    from e2c.core.files import ensure_output_dir
 
     ensure_output_dir(plan.output_dir, "output folder")
     if plan.tagging is not None:
@@ -361,7 +361,7 @@ def cpu_default_steps() -> int | None:
 
 def hydra_overrides(plan: Plan, total_steps: int | None, trackers: list[str] | None = None) -> list[str]:
     """The Hydra overrides for verl's SFT trainer (``trackers``: ``trainer.logger``, see
-    :mod:`e2c.tracking`; None keeps the config's); the user's own come last and win."""
+    :mod:`e2c.launch.tracking`; None keeps the config's); the user's own come last and win."""
     cls = MODES[plan.mode][2]
     # Paths go in quotes where Hydra would not read them plainly (a space, an accented letter).
     ov = [

@@ -58,11 +58,11 @@ def scope_loss_mask(input_ids: Any, loss_mask: Any, scope: str, boundary_id: int
 
 def boundary_token_id(tokenizer: Any, boundary: str) -> int:
     """The single token id of the exploration boundary tag; ``ValueError`` if the tokenizer splits it
-    (add the tags with :func:`e2c.models.ensure_chain_tokens`)."""
+    (add the tags with :func:`e2c.core.models.ensure_chain_tokens`)."""
     ids = tokenizer.encode(boundary, add_special_tokens=False)
     if len(ids) != 1:
         raise ValueError(
             f"the exploration boundary {boundary!r} is not a single token of this tokenizer ({len(ids)} ids); "
-            "add the chain tokens with e2c.models.ensure_chain_tokens (the SFT scripts do this)"
+            "add the chain tokens with e2c.core.models.ensure_chain_tokens (the SFT scripts do this)"
         )
     return int(ids[0])

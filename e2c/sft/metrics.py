@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2c.checkpoints import METRICS, METRICS_HISTORY, step_metrics
+from e2c.launch.checkpoints import METRICS, METRICS_HISTORY, step_metrics
 
 # verl's FileLogger writes here when the variable is set (else to ./<project>/<experiment>.jsonl).
 PATH_ENV = "VERL_FILE_LOGGER_PATH"
@@ -63,7 +63,7 @@ class StepLosses:
 
 def read_losses(run_dir: Path) -> StepLosses:
     """The training and validation losses of a run folder, every launch of a resumed run
-    (:func:`e2c.checkpoints.step_metrics`; empty when there is none).
+    (:func:`e2c.launch.checkpoints.step_metrics`; empty when there is none).
 
     >>> import tempfile, pathlib
     >>> d = pathlib.Path(tempfile.mkdtemp())

@@ -7,7 +7,7 @@
 What it does, in order:
 
 1. checks the data (the processed ``sft`` / ``ef_sft`` schema), the Hydra overrides (composed in-process,
-   :mod:`e2c.launch_checks`), the output folder and the model (config, weight headers, a tokenizer that
+   :mod:`e2c.launch.checks`), the output folder and the model (config, weight headers, a tokenizer that
    loads, a chat template), each failure one line, exit 2, before anything is written
    (``E2C_CHECK_ONLY=1`` stops there: "checks passed"); paths go into the overrides quoted where Hydra
    would not read them plainly (a space, an accented letter);
@@ -15,7 +15,7 @@ What it does, in order:
    ``--tagged-dir`` (default ``models/base/<name>-e2c``) and reused;
 3. launches ``torchrun -m verl.trainer.sft_trainer --config-name e2c_sft`` (``configs/e2c_sft.yaml``) with
    the E2C dataset class (:mod:`e2c.sft.dataset`): full chains for ``sft``, exploration-only rows for
-   ``ef-sft``. GPUs are counted by :func:`e2c.devices.gpu_count` (``CUDA_VISIBLE_DEVICES``, else torch);
+   ``ef-sft``. GPUs are counted by :func:`e2c.launch.devices.gpu_count` (``CUDA_VISIBLE_DEVICES``, else torch);
    with none, one CPU process runs with the CPU preset ``configs/cpu/sft.yaml`` (FSDP2 on gloo, sdpa
    attention, small batches, 20 steps);
 4. converts verl's last checkpoint to a plain Hugging Face folder with verl's model merger and moves it
@@ -41,15 +41,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.checkpoints import STEPS_KEY, last_override, latest_checkpoint, trained_to
-from e2c.cli import ArgumentParser, exit_interrupted, interrupt_on_sigterm, quiet_libraries, resume_command
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError, fail
-from e2c.flags import add_setting_flags, setting
-from e2c.launch_checks import check_launcher_overrides
-from e2c.lora import add_lora_args, lora_overrides
-from e2c.paths import configs_dir
-from e2c.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, setting
+from e2c.commandline.parsing import (
+    ArgumentParser,
+    exit_interrupted,
+    interrupt_on_sigterm,
+    quiet_libraries,
+    resume_command,
+)
+from e2c.core.errors import UserError, fail
+from e2c.core.paths import configs_dir
+from e2c.core.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
+from e2c.launch.checkpoints import STEPS_KEY, last_override, latest_checkpoint, trained_to
+from e2c.launch.checks import check_launcher_overrides
+from e2c.launch.lora import add_lora_args, lora_overrides
+from e2c.launch.tracking import tracker_env, tracker_names
 from e2c.sft.export import export_final
 from e2c.sft.launch import (
     Plan,
@@ -64,7 +71,6 @@ from e2c.sft.launch import (
     train_log,
 )
 from e2c.sft.metrics import StepLosses, read_losses
-from e2c.tracking import tracker_env, tracker_names
 
 
 @dataclass(frozen=True)
@@ -138,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def sft_run_folder(plan: Plan, force: bool) -> RunFolder:
     """The run folder's claim: an SFT run is its mode, base model, data and the overrides that change
-    what it computes (:func:`e2c.run_folder.identity_overrides`; not the step count: a run may go on)."""
+    what it computes (:func:`e2c.core.run_folder.identity_overrides`; not the step count: a run may go on)."""
     identity = {
         "mode": plan.mode,
         "base_model": local_paths([plan.model])[0],

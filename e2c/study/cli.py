@@ -21,12 +21,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import EXISTING_FILE, OUTPUT_DIR, TEXT, whole
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.flags import add_setting_flags, flag_values, setting
-from e2c.paths import default_run_folder
+from e2c.commandline.argtypes import EXISTING_FILE, OUTPUT_DIR, TEXT, whole
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, flag_values, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.core.paths import default_run_folder
 from e2c.quickstart.progress import fmt_seconds
 from e2c.quickstart.runner import check_out, out_folder, run_resumable
 from e2c.study.spec import Study, load_study
@@ -383,7 +383,7 @@ def run_study(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from e2c.run_folder import RunFolder
+    from e2c.core.run_folder import RunFolder
 
     s = settings_from_args(argv)
     if s.study is None:

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from e2c.claims import stats as st
+from e2c.core.files import atomic_write_json, atomic_write_text
+from e2c.core.stats import mean_interval
 from e2c.eval.compare import pct, per_problem_scores
 from e2c.eval.metrics import pass_at_k_curve
-from e2c.files import atomic_write_json, atomic_write_text
-from e2c.stats import mean_interval
 from e2c.study.spec import BASE, EQUAL_TOKEN_KINDS, Study, settings_of
 from e2c.study.units import (
     CONFIRM,

@@ -21,11 +21,11 @@ import json
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from e2c.argtypes import OUTPUT_DIR, whole
-from e2c.cli import ArgumentParser
-from e2c.entry import run_main
-from e2c.flags import add_setting_flags, flag_values, setting
-from e2c.paths import configs_dir, default_run_folder
+from e2c.commandline.argtypes import OUTPUT_DIR, whole
+from e2c.commandline.entry import run_main
+from e2c.commandline.flags import add_setting_flags, flag_values, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.paths import configs_dir, default_run_folder
 from e2c.study.cli import StudySettings
 from e2c.study.cli import main as study_main
 from e2c.study.reproduce_report import write_reproduce_report

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from e2c.core.files import atomic_write_json, atomic_write_text
 from e2c.eval.compare import pct
-from e2c.files import atomic_write_json, atomic_write_text
 from e2c.study.report import ci_text
 from e2c.study.units import CONFIRM, read_json, train_key
 

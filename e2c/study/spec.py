@@ -48,9 +48,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import ValueType, probability, whole
-from e2c.errors import UserError
-from e2c.flags import setting
+from e2c.commandline.argtypes import ValueType, probability, whole
+from e2c.commandline.flags import setting
+from e2c.core.errors import UserError
 from e2c.quickstart.config import FAST, Config
 
 ARM_KINDS = ("sft", "rl", "sft_continue", "sft_matched")
@@ -465,7 +465,7 @@ def _coerce(value: Any, default: Any, what: str) -> Any:
     return value
 
 
-# Each Config field's value type, declared once with its quickstart flag (e2c.flags.setting).
+# Each Config field's value type, declared once with its quickstart flag (e2c.commandline.flags.setting).
 CONFIG_TYPES: dict[str, ValueType | None] = {f.name: f.metadata.get("value") for f in fields(Config)}
 
 
@@ -484,7 +484,7 @@ def check_config(cfg: Config, where: str) -> None:
     Its RL memory check is left to the run (:func:`e2c.study.cli.check_memory`): whether an arm fits depends
     on the machine and on which units still run, not on the file (``rl_steps`` 0 skips it here; an RL
     arm's steps are checked by :func:`parse_arm`)."""
-    from e2c.argtypes import MODEL
+    from e2c.commandline.argtypes import MODEL
     from e2c.quickstart.cli import validate
 
     try:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 from e2c.quickstart.config import Config
 from e2c.quickstart.plan import settings_diff
 from e2c.study.spec import BASE, EQUAL_TOKEN_KINDS, KIND_KEYS, Study

@@ -19,9 +19,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from e2c.errors import UserError
-from e2c.files import atomic_write_json
-from e2c.paths import project_root
+from e2c.core.errors import UserError
+from e2c.core.files import atomic_write_json
+from e2c.core.paths import project_root
 from e2c.quickstart.config import ETA_SECONDS, FAST, SFT_SAVE_EVERY, Config
 from e2c.quickstart.context import Context, rel, shell_line
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, fmt_seconds, run_logged, step_parser
@@ -93,7 +93,7 @@ def model_folder(model: str) -> str:
     """A model reference as a folder (the base model's name resolved)."""
     if Path(model).is_dir():
         return model
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     return resolve_model(model).path
 
@@ -275,9 +275,9 @@ def run_validation(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any
     and level beside."""
     from transformers import AutoTokenizer
 
+    from e2c.core.models import resolve_model
     from e2c.data.io import write_parquet
     from e2c.data.synthetic.generate import eval_row, generate, split_of
-    from e2c.models import resolve_model
     from e2c.quickstart.config import SPLIT_FRACTIONS
     from e2c.quickstart.data import keep_sample, levels_upto, mix_counts, token_counter
 
@@ -450,9 +450,9 @@ def _from(sc: StudyContext, arm: str, seed: int) -> str:
 
 
 def movement(start: str, model: Path) -> dict[str, Any]:
-    """:func:`e2c.weights.checkpoint_movement` of the trained model against its start (the numbers, or why
+    """:func:`e2c.launch.weights.checkpoint_movement` of the trained model against its start (the numbers, or why
     there are none)."""
-    from e2c.weights import checkpoint_movement
+    from e2c.launch.weights import checkpoint_movement
 
     try:
         m = checkpoint_movement(model_folder(start), model)

@@ -17,7 +17,7 @@ program's grading. It does not change results, so it is not part of a run's iden
 another sandbox.
 
 Run it with the package installed (``pip install -e .``); relative paths of the config (its ``output_dir``)
-are the project's (:func:`e2c.paths.project_root`). The methods, their ``--methods`` names and what the
+are the project's (:func:`e2c.core.paths.project_root`). The methods, their ``--methods`` names and what the
 runner does with each (whole chains, budget-free, nestable, needs an embedder) come from the registry
 (:func:`e2c.tts.base.register`).
 """
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import (
+from e2c.commandline.argtypes import (
     ANY_TEXT,
     EXISTING_DIR,
     EXISTING_FILE,
@@ -42,7 +42,9 @@ from e2c.argtypes import (
     ValueType,
     whole,
 )
-from e2c.cli import (
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, flag_fields, flag_values, setting
+from e2c.commandline.parsing import (
     DTYPES,
     ArgumentParser,
     count_lines,
@@ -53,18 +55,16 @@ from e2c.cli import (
     resume_command,
     slug,
 )
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.flags import add_setting_flags, flag_fields, flag_values, setting
+from e2c.core.errors import UserError
+from e2c.core.models import default_subfolder
+from e2c.core.paths import project_root
+from e2c.core.run_folder import FORCE_HELP
 from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
-from e2c.models import default_subfolder
-from e2c.paths import project_root
+from e2c.launch.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.rewards.kinds import runs_programs
-from e2c.run_folder import FORCE_HELP
 from e2c.sandbox import SANDBOX_HELP, Sandbox, SandboxSpec, use
 from e2c.sandbox import setting as sandbox_setting
-from e2c.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.tts.base import METHODS, methods_with
 
 PROG = "python -m e2c.tts"
@@ -350,13 +350,13 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
     """The TTS run; ``prog`` and ``entry`` (what follows the interpreter in the printed resume command)
     name the command the user typed: ``python -m e2c.tts`` here, ``tts/run_tts.py`` through the shim.
 
-    Everything that can be refused is refused before :func:`e2c.entry.checks_done`: the flags by their
+    Everything that can be refused is refused before :func:`e2c.commandline.entry.checks_done`: the flags by their
     types, the config's values by the same ones, the data, the output folder, the model folder and an
     earlier run in the folder with other settings; then the model loads."""
+    from e2c.core.files import check_output_dir
+    from e2c.core.models import resolve_model
     from e2c.data.registry import load_benchmark
-    from e2c.files import check_output_dir
     from e2c.generation import make_generator, pick_backend
-    from e2c.models import resolve_model
     from e2c.tts.run import (
         check_methods,
         check_run_folder,

@@ -22,11 +22,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from e2c.argtypes import ANY_TEXT, TEXT, at_least, probability, whole
-from e2c.budget import TTS_NAMES, PhaseBudget
 from e2c.chain import E2C, ChainFormat
+from e2c.chain.budget import TTS_NAMES, PhaseBudget
+from e2c.commandline.argtypes import ANY_TEXT, TEXT, at_least, probability, whole
+from e2c.commandline.flags import setting
 from e2c.data.registry import Record, question_text
-from e2c.flags import setting
 from e2c.generation.base import DEFAULT_SAMPLING, Completion, Generator, Sampling, Usage, derive_seed
 from e2c.generation.chains import chain_prompts
 from e2c.rewards import code_judge
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 class TTSSettings:
     """Sampling and budget settings shared by every method (defaults: the E2C paper's TTS set-up).
 
-    Each field declares the values it takes (``setting(..., value=...)``, :mod:`e2c.argtypes`): a config
+    Each field declares the values it takes (``setting(..., value=...)``, :mod:`e2c.commandline.argtypes`): a config
     file's ``settings`` and ``--set key=value`` are checked with those types
     (:func:`e2c.tts.run.settings_from`), the way the command line checks its flags."""
 
@@ -95,7 +95,7 @@ class TTSSettings:
 
     @property
     def phase_budget(self) -> PhaseBudget:
-        """The two-phase chain's budget (e2c.budget's one rule): an exploration of ``explore_budget``, then an
+        """The two-phase chain's budget (e2c.chain.budget's one rule): an exploration of ``explore_budget``, then an
         execution of ``execute_budget``; ``cot_tokens`` is the whole-chain limit of one-call methods."""
         return PhaseBudget(self.cot_tokens, self.explore_budget, self.execute_budget, names=TTS_NAMES)
 

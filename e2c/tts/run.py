@@ -29,16 +29,16 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any
 
-from e2c import progress
-from e2c.argtypes import ValueType
+from e2c.commandline.argtypes import ValueType
+from e2c.core import progress
+from e2c.core.errors import UserError
+from e2c.core.files import RecordFile, atomic_write_json, drop_cut_line, read_records
+from e2c.core.run_folder import RunFolder
 from e2c.data.registry import Record
-from e2c.errors import UserError
-from e2c.files import RecordFile, atomic_write_json, drop_cut_line, read_records
 from e2c.generation.base import check_fits, context_length
 from e2c.generation.batching import SharedGenerator, SharedHandle
-from e2c.run_folder import RunFolder
+from e2c.launch.tracking import SAMPLE_CHAINS
 from e2c.sandbox import Sandbox
-from e2c.tracking import SAMPLE_CHAINS
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.base import canonical_settings, traits
 
@@ -84,7 +84,7 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-# Each TTS setting's default and its type (the field's ``setting(value=...)``, e2c.argtypes).
+# Each TTS setting's default and its type (the field's ``setting(value=...)``, e2c.commandline.argtypes).
 SETTING_DEFAULTS: dict[str, Any] = {
     f.name: f.default for f in fields(TTSSettings) if f.default is not MISSING
 }
@@ -93,7 +93,7 @@ SETTING_TYPES: dict[str, ValueType] = {f.name: f.metadata["value"] for f in fiel
 
 def check_setting(name: str, value: Any) -> Any:
     """One TTS setting's value, checked with the type its field declares (the one rule of a flag's value,
-    :mod:`e2c.argtypes`) and returned as that type gives it (``1`` for a float setting is ``1.0``); one
+    :mod:`e2c.commandline.argtypes`) and returned as that type gives it (``1`` for a float setting is ``1.0``); one
     line naming the setting otherwise. A config file's number for a text setting is refused, not turned
     into text."""
     what = f"TTS setting {name}"
@@ -568,7 +568,7 @@ def selected_results(
 def tracker_payload(
     rows: list[dict[str, Any]], results: list[dict[str, Any]], per_method: int = SAMPLE_CHAINS
 ) -> tuple[dict[str, float], list[tuple[str, str, float]]]:
-    """What a finished TTS run sends to trackers (:func:`e2c.tracking.log_results`): each summary row's
+    """What a finished TTS run sends to trackers (:func:`e2c.launch.tracking.log_results`): each summary row's
     numbers as ``tts/<method>/K<budget>/<metric>``, and the chosen chains of the first ``per_method``
     problems of each method at its largest budget as ``(label, response, correct)``."""
     scalars = {

@@ -55,7 +55,7 @@ def plain_attention_config(folder: Path) -> bool:
     :data:`e2c.verl_cpu.attention.NAME` loads only in a process that registered it; without the key a loader
     takes its own default. Other attentions (``flash_attention_2`` on a GPU) are left as verl wrote them.
     """
-    from e2c.files import atomic_write_json
+    from e2c.core.files import atomic_write_json
     from e2c.verl_cpu.attention import NAME
 
     path = Path(folder) / "config.json"

@@ -20,7 +20,7 @@ provides the same three pieces for plain transformers, registered under the roll
 Every sync is a line of ``rollout_sync.jsonl`` (:func:`record_sync`) with how far the weights have moved
 from the first ones this server was sent (the start checkpoint, or the checkpoint a resumed launch starts
 from: ``start_global_steps``): ``weight_rel_l2`` and ``weight_bf16_changed_share``
-(:func:`e2c.weights.weight_movement`). The server keeps one copy of those first weights, in the dtype they
+(:func:`e2c.launch.weights.weight_movement`). The server keeps one copy of those first weights, in the dtype they
 arrive in (fp32 weights of a 135M model: about 0.5 GB); ``E2C_ROLLOUT_WEIGHT_MOVEMENT=0`` turns this off.
 The line also says what the server decoded since the previous one (``gen_*``: the step's rollout).
 """
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from e2c.generation.base import eos_ids
-from e2c.lora import AdapterSync
+from e2c.launch.lora import AdapterSync
 from e2c.verl_cpu.shared_weights import Manifest, SharedWeightsReader
 
 logger = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ class HFRolloutServer:
 
         Without ``peft_config`` these are full weights. With it (LoRA, verl's adapter sync) they are the base
         weights under PEFT's names (``base_sync_done=False``) or the adapter, merged here into the base
-        (:class:`e2c.lora.AdapterSync`), so the engine always serves plain weights. ``timing`` (from the
+        (:class:`e2c.launch.lora.AdapterSync`), so the engine always serves plain weights. ``timing`` (from the
         trainer's adapter): ``gather_s``, its seconds collecting the tensors, and ``sent_at``, when it sent
         them; the sync line then says where the sync's seconds went (:func:`sync_seconds`) and, in
         ``sync_via``, how the tensors came (``ray``, or ``shm``: :meth:`update_weights_shared`).
@@ -350,7 +350,7 @@ class HFRolloutServer:
 
 class WeightMovementLog:
     """The first weights a rollout is sent (kept once, in their own dtype) and, for each later sync, how far
-    the weights are from them (:func:`e2c.weights.weight_movement`: ``weight_rel_l2``,
+    the weights are from them (:func:`e2c.launch.weights.weight_movement`: ``weight_rel_l2``,
     ``weight_bf16_changed_share``; ``start_global_steps`` names the start)."""
 
     def __init__(self) -> None:
@@ -359,7 +359,7 @@ class WeightMovementLog:
 
     def update(self, state_dict: dict[str, Any], global_steps: int | None) -> dict[str, Any]:
         """The movement fields of this sync's log line; empty (and a warning) when they cannot be computed."""
-        from e2c.weights import BF16_CHANGED, REL_L2, weight_movement
+        from e2c.launch.weights import BF16_CHANGED, REL_L2, weight_movement
 
         try:
             if self.start is None:
@@ -426,7 +426,7 @@ def record_sync(record: dict[str, Any]) -> None:
     weights are from the base, so a run shows that its rollout samples from the trained adapter."""
     path = os.environ.get(SYNC_LOG_ENV)
     if path:
-        from e2c.files import RecordFile
+        from e2c.core.files import RecordFile
 
         with RecordFile(path) as f:
             f.write([{"time": round(time.time(), 3), **record}])
@@ -437,7 +437,7 @@ def rollout_dtype(name: str | None = None) -> Any:
     CPU with native bf16 units, else fp32, which is also what a GPU-less machine without them runs fastest)."""
     import torch
 
-    from e2c.devices import cpu_has_bf16
+    from e2c.launch.devices import cpu_has_bf16
 
     name = (name or os.environ.get("E2C_ROLLOUT_DTYPE", "auto")).strip().lower()
     if name not in ROLLOUT_DTYPES:

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2c.errors import UserError
-from e2c.files import atomic_write
+from e2c.core.errors import UserError
+from e2c.core.files import atomic_write
 from e2c.view.load import compare_payload, left_out_line, load_run, single_payload
 from e2c.view.page import build_html, extract_json
 

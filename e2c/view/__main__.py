@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2c.argtypes import EXISTING_DIR, OUTPUT_FILE, TEXT
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
-from e2c.files import check_output_file
-from e2c.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.argtypes import EXISTING_DIR, OUTPUT_FILE, TEXT
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
+from e2c.core.files import check_output_file
 from e2c.view import default_labels, left_out_line, view_payload, write_page
 
 

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from e2c.chain import E2C, ChainFormat, get_format
+from e2c.core.errors import UserError
+from e2c.core.files import read_file_bytes, read_records
+from e2c.core.results import read_results
+from e2c.core.stats import paired_difference
 from e2c.data.registry import load_benchmark
-from e2c.errors import UserError
-from e2c.files import read_file_bytes, read_records
-from e2c.results import read_results
 from e2c.rewards.code_tests import extract_code
-from e2c.stats import paired_difference
 
 __all__ = [
     "compare_payload",

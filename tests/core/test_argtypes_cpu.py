@@ -1,4 +1,4 @@
-"""The one set of value types (e2c/argtypes.py): each accepts exactly what a plain reference rule accepts,
+"""The one set of value types (e2c/commandline/argtypes.py): each accepts exactly what a plain reference rule accepts,
 refuses its own bad values, and is named by flag in the toolkit's one-line errors."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from bad_values import NON_UTF8, BadValueContext, bad_values_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from e2c.argtypes import (
+from e2c.commandline.argtypes import (
     EXISTING_DIR,
     EXISTING_FILE,
     INT_MAX,
@@ -28,9 +28,9 @@ from e2c.argtypes import (
     probability,
     whole,
 )
-from e2c.cli import ArgumentParser
-from e2c.errors import UserError
-from e2c.flags import check_settings, setting
+from e2c.commandline.flags import check_settings, setting
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
 
 
 def reference_accepts(t: Number, text: str) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from e2c.claims.config import ClaimsConfig
-from e2c.paths import BASE_DIR_ENV, default_run_folder
+from e2c.core.paths import BASE_DIR_ENV, default_run_folder
 from e2c.quickstart.config import Config
 from e2c.study.cli import default_out
 
@@ -40,7 +40,7 @@ def test_a_base_folder_holds_every_pipeline_runs_default_cpu(
 
 
 def test_help_names_the_folder_the_run_would_use_cpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    from e2c.flags import setting_flags
+    from e2c.commandline.flags import setting_flags
 
     monkeypatch.setenv(BASE_DIR_ENV, str(tmp_path))
     flag = next(f for f in setting_flags(Config) if f.key == "out")

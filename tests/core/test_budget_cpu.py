@@ -1,4 +1,4 @@
-"""The one phase-budget rule (e2c.budget) against the plain rules each caller used to write for itself."""
+"""The one phase-budget rule (e2c.chain.budget) against the plain rules each caller used to write for itself."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from e2c.budget import FLAG_NAMES, BudgetError, PhaseBudget, from_config
-from e2c.errors import UserError
+from e2c.chain.budget import FLAG_NAMES, BudgetError, PhaseBudget, from_config
+from e2c.core.errors import UserError
 
 sizes = st.integers(min_value=1, max_value=10_000)
 maybe = st.none() | sizes

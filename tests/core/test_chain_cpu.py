@@ -161,7 +161,7 @@ def test_masks_on_real_tokenizers(tok_name: str, request: pytest.FixtureRequest)
 
 
 def test_tag_ids_missing_is_clear() -> None:
-    from e2c.models import build_tiny_tokenizer
+    from e2c.core.models import build_tiny_tokenizer
 
     plain_tok = build_tiny_tokenizer(THINK)  # a tokenizer without the E2C tags
     with pytest.raises(ValueError, match="not a single token"):

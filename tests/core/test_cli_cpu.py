@@ -123,7 +123,7 @@ def test_quiet_libraries_settings() -> None:
     """What quieting sets, in a fresh process: vLLM's level, torch's C++ level, the 'vllm' logger; nothing
     under E2C_VERBOSE=1; a vLLM level of the user's own stands."""
     code = (
-        "import logging, os; from e2c.cli import quiet_libraries, libraries_quiet; quiet_libraries(); "
+        "import logging, os; from e2c.commandline.parsing import quiet_libraries, libraries_quiet; quiet_libraries(); "
         "print(os.environ.get('VLLM_LOGGING_LEVEL'), os.environ.get('TORCH_CPP_LOG_LEVEL'), "
         "logging.getLogger('vllm').level, libraries_quiet())"
     )

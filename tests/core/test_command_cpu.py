@@ -23,8 +23,8 @@ from entry_fuzz import (
 )
 from fuzz_entries import ENTRIES
 
-from e2c import cli, command
-from e2c.command import BY_NAME, COMMANDS, command_flags, completion_script
+from e2c.commandline import command, parsing
+from e2c.commandline.command import BY_NAME, COMMANDS, command_flags, completion_script
 
 # Which registered entry point each command runs (the generated bad-input cases of that entry point).
 ENTRY_OF = {
@@ -114,13 +114,13 @@ def test_bad_flag_values_keep_the_contract_through_the_command(name: str, tmp_pa
 
 def test_resume_command_names_the_e2c_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("E2C_BASE_DIR", raising=False)
-    with cli.command_prog("e2c tts", ["/venv/bin/e2c", "tts"]):
-        line = cli.resume_command(["-m", "e2c.tts"], ["--config", "a b.yaml"])
+    with parsing.command_prog("e2c tts", ["/venv/bin/e2c", "tts"]):
+        line = parsing.resume_command(["-m", "e2c.tts"], ["--config", "a b.yaml"])
     assert line.endswith("&& /venv/bin/e2c tts --config 'a b.yaml'")
-    assert cli.resume_command(["-m", "e2c.tts"], []).endswith(f"&& {sys.executable} -m e2c.tts")
+    assert parsing.resume_command(["-m", "e2c.tts"], []).endswith(f"&& {sys.executable} -m e2c.tts")
     # the base folder that decided where the run's folder is goes with it
     monkeypatch.setenv("E2C_BASE_DIR", "/runs/my base")
-    line = cli.resume_command(["-m", "e2c.study.reproduce"], [])
+    line = parsing.resume_command(["-m", "e2c.study.reproduce"], [])
     assert line.endswith(f"&& E2C_BASE_DIR='/runs/my base' {sys.executable} -m e2c.study.reproduce")
 
 

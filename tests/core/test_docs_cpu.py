@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
-from e2c.command import BY_NAME
+from e2c.commandline.command import BY_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -198,7 +198,7 @@ def command_problems(words: list[str], cwd: Path) -> list[str]:
             and not PLACEHOLDER.search(operand)
             and operand not in (*BY_NAME, "completion")
         ):
-            problems.append(f"e2c {operand}: no such command (e2c/command.py)")
+            problems.append(f"e2c {operand}: no such command (e2c/commandline/command.py)")
     elif name == "cd":
         if operand is None or not (cwd / operand).is_dir():
             problems.append(f"cd {operand}: no such folder")

@@ -16,7 +16,13 @@ PACKAGE = Path(e2c.__file__).parent
 # Extras a module may need that a CPU install can lack: such a module is skipped, any other import error fails.
 OPTIONAL = {"vllm", "sglang", "flash_attn", "megatron", "matplotlib"}
 # Modules known to carry examples: the scan below must find them (a scan that finds nothing checks nothing).
-MUST_HAVE = {"e2c.files", "e2c.devices", "e2c.checkpoints", "e2c.cli", "e2c.rewards.grader"}
+MUST_HAVE = {
+    "e2c.core.files",
+    "e2c.launch.devices",
+    "e2c.launch.checkpoints",
+    "e2c.commandline.parsing",
+    "e2c.rewards.grader",
+}
 
 
 def modules_with_examples() -> list[str]:

@@ -1,4 +1,4 @@
-"""The on/off environment switches (e2c.env): one reader, the same words for every switch."""
+"""The on/off environment switches (e2c.core.env): one reader, the same words for every switch."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from e2c.env import SWITCH_OFF, SWITCH_ON, env_switch
+from e2c.core.env import SWITCH_OFF, SWITCH_ON, env_switch
 
 
 @pytest.mark.parametrize("word", [*SWITCH_ON, " TRUE ", "On", "yes\n"])
@@ -30,9 +30,9 @@ def test_anything_else_is_unset_and_never_raises_cpu(text: str) -> None:
 
 def test_every_reader_takes_the_same_words_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     """The toolkit's switches all read through env_switch: "Yes" turns each on, "off" each off."""
-    from e2c import progress
-    from e2c.cli import verbose_env
-    from e2c.models import hub_offline
+    from e2c.commandline.parsing import verbose_env
+    from e2c.core import progress
+    from e2c.core.models import hub_offline
     from e2c.rl.memory import CHECK_ENV, check_disabled
 
     for word, on in (("Yes", True), ("off", False)):

@@ -1,4 +1,4 @@
-"""Settings dataclasses are their command lines (e2c.flags): eval's flags come from EvalConfig's fields."""
+"""Settings dataclasses are their command lines (e2c.commandline.flags): eval's flags come from EvalConfig's fields."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from e2c.argtypes import whole
-from e2c.cli import ArgumentParser
-from e2c.flags import add_setting_flags, flag_fields, flag_values, setting, setting_flags
+from e2c.commandline.argtypes import whole
+from e2c.commandline.flags import add_setting_flags, flag_fields, flag_values, setting, setting_flags
+from e2c.commandline.parsing import ArgumentParser
 
 
 @dataclass
@@ -96,7 +96,7 @@ def _launcher_parsers() -> dict[str, tuple]:
     from e2c.eval import passrate
     from e2c.eval import run as eval_run
     from e2c.eval.runner import EvalConfig
-    from e2c.lora import LoraSettings
+    from e2c.launch.lora import LoraSettings
     from e2c.rl import launch
     from e2c.rl.settings import GROUP
     from e2c.sft import run as sft_run
@@ -120,12 +120,13 @@ def _launcher_parsers() -> dict[str, tuple]:
 
 def _command_parsers() -> dict[str, tuple]:
     """The smaller commands: one settings dataclass each."""
-    from e2c import cluster, demo, recipe_check, stage_args
+    from e2c import demo, recipe_check, stage_args
     from e2c.claims import cli as claims
     from e2c.claims.config import ClaimsConfig
     from e2c.data import download
     from e2c.eval import codeforces_elo, compare, elastic, score
-    from e2c.lora import LoraSettings
+    from e2c.launch import cluster
+    from e2c.launch.lora import LoraSettings
     from e2c.quickstart import cli as qs
     from e2c.quickstart import trained
     from e2c.quickstart.config import Config
@@ -182,15 +183,15 @@ def test_a_launchers_flags_are_its_dataclasses_fields_cpu(name: str) -> None:
 
 
 def test_no_flag_is_declared_by_hand_in_the_package_cpu() -> None:
-    """Outside the parser itself (e2c/cli.py) and the declarations (e2c/flags.py), no module of the package
-    adds an argument by hand, but the one older spelling listed in OLD_SPELLINGS."""
+    """Outside the parser itself (e2c/commandline/parsing.py) and the declarations (e2c/commandline/flags.py),
+    no module of the package adds an argument by hand, but the one older spelling listed in OLD_SPELLINGS."""
     import e2c
 
     root = Path(e2c.__file__).parent
     hand = {  # any use: a call, or the method kept in a name (a = p.add_argument)
         str(p.relative_to(root)): len(re.findall(r"\badd_argument\b", p.read_text(encoding="utf-8")))
         for p in root.rglob("*.py")
-        if p.name not in ("cli.py", "flags.py") or p.parent != root
+        if p.relative_to(root).as_posix() not in ("commandline/parsing.py", "commandline/flags.py")
     }
     assert {k: v for k, v in hand.items() if v} == {"eval/passrate.py": 1}
 

@@ -1,4 +1,4 @@
-"""``e2c.fork.run_module``: a module run as ``python -m`` would run it, in a child forked from this process
+"""``e2c.launch.fork.run_module``: a module run as ``python -m`` would run it, in a child forked from this process
 where that is safe (it then has the parent's imports), else in a new interpreter. Each case runs in a fresh
 driver process: the test runner's own threads (pytest-xdist) would make every fork fall back."""
 
@@ -50,7 +50,7 @@ def _drive(tmp_path: Path, how: str, prelude: str = "", env: str = "same") -> di
         marker_parent.SET_IN_PARENT = True
         atexit.register(lambda: open({str(tmp_path / "parent.atexit")!r}, "a").write("x"))
         {prelude}
-        from e2c.fork import run_module
+        from e2c.launch.fork import run_module
         env = dict(os.environ)
         if {env!r} == "other":
             env["FORK_TEST_ENV"] = "given"
@@ -132,7 +132,7 @@ def test_the_child_waits_for_its_threads_before_it_leaves_cpu(tmp_path: Path) ->
     flag = tmp_path / "thread_done"
     code = (
         f"import os, sys; sys.path.insert(0, {str(tmp_path)!r})\n"
-        "from e2c.fork import run_module\n"
+        "from e2c.launch.fork import run_module\n"
         f"print('RC', run_module('threaded', [{str(flag)!r}], {str(tmp_path)!r}, dict(os.environ)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT)
@@ -143,7 +143,7 @@ def test_the_child_waits_for_its_threads_before_it_leaves_cpu(tmp_path: Path) ->
 def test_fork_refusal_names_what_makes_a_fork_unsafe_cpu() -> None:
     code = (
         "import threading, time\n"
-        "from e2c.fork import fork_refusal\n"
+        "from e2c.launch.fork import fork_refusal\n"
         "print(fork_refusal())\n"
         "threading.Thread(target=time.sleep, args=(30,), daemon=True).start()\n"
         "print(fork_refusal())\n"
@@ -174,9 +174,9 @@ def test_a_sigterm_to_the_parent_stops_the_child_through_its_finally_cpu(tmp_pat
     driver = textwrap.dedent(
         f"""
         import os, signal, sys
-        from e2c.cli import interrupt_on_sigterm
-        from e2c.errors import Interrupted
-        from e2c.fork import run_module
+        from e2c.commandline.parsing import interrupt_on_sigterm
+        from e2c.core.errors import Interrupted
+        from e2c.launch.fork import run_module
         interrupt_on_sigterm()
         def ready(*_):  # the SIGTERM once the child runs its try (a slow start under load is waited for)
             if os.path.exists({str(mark)!r} + ".pid"):

@@ -1,4 +1,4 @@
-"""``e2c.launch_checks.hydra_value``: whatever text it is given, Hydra reads the override back as that same
+"""``e2c.launch.checks.hydra_value``: whatever text it is given, Hydra reads the override back as that same
 string (paths, environment variables for ray), including texts Hydra would otherwise read as a number, a
 bool or null."""
 
@@ -11,8 +11,8 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from e2c.errors import UserError
-from e2c.launch_checks import hydra_value
+from e2c.core.errors import UserError
+from e2c.launch.checks import hydra_value
 
 PARSER = OverridesParser.create()
 

@@ -4,9 +4,9 @@ Every import counts: the ones inside functions (an import moved into a function 
 cycle: it only fails later) and the ones under ``if TYPE_CHECKING:`` (a type that must be imported from
 above says the type lives on the wrong floor).
 
-The floors, lowest first (:data:`FLOORS`): the ground (errors, chain tags, budgets, files, flags, models:
-the modules at the package's top), data and the grader, generation, eval and TTS, the CPU backends of verl,
-SFT and RL, then the whole-pipeline commands (quickstart, claims, the recipe check).
+The floors, lowest first (:data:`FLOORS`, one per package): the ground (``e2c.core``, the chain format), the
+command line, data, the sandbox and the grader, what the launchers share, generation, eval and TTS, the CPU
+backends of verl, SFT and RL, then the whole-pipeline commands (quickstart, claims, study, the recipe check).
 """
 
 from __future__ import annotations
@@ -131,37 +131,40 @@ def test_no_import_cycles_in_e2c_cpu() -> None:
     assert not found, "\n".join(lines)
 
 
-# The pipeline's floors: a module may import its own floor and the ones below. A package's floor covers its
-# modules; a module at the package's top is on the ground floor unless named here.
+# The pipeline's floors, one per package: a module may import its own floor and the ones below. The few
+# modules loose at the package's top (:data:`LOOSE`) are named here too.
 FLOORS: dict[str, int] = {
-    "e2c.data": 1,
-    "e2c.rewards": 1,
-    "e2c.launch_checks": 1,  # checks a launcher's data files (e2c.data.schema) before verl starts
-    "e2c.generation": 2,
-    "e2c.eval": 3,
-    "e2c.tts": 3,
-    "e2c.view": 2,  # one HTML page of an eval or TTS run (reads their folders; eval and tts --view write it)
-    "e2c.demo": 3,  # the interactive and one-problem demos: generate and grade
-    "e2c.verl_cpu": 4,  # verl's CPU rollout and engine: what RL runs on without a GPU
-    "e2c.sft": 5,
-    "e2c.rl": 5,
-    "e2c.quickstart": 6,
-    "e2c.claims": 6,
-    "e2c.study": 6,  # ablations built from the quickstart's and the claims' pieces
-    "e2c.recipe_check": 6,  # sizes SFT and RL recipes from both launchers
-    "e2c.stage_args": 6,  # reads a Slurm stage's arguments with its launcher's own parser
-    "e2c.command": 7,  # the e2c command: the front door to every stage's entry point (imported by name)
-    "e2c.__main__": 7,  # python -m e2c: the same command
+    "e2c.core": 0,  # errors, environment switches, paths, files, progress, run folders, stats, model names
+    "e2c.chain": 0,  # the chain format and its budgets (model names read the format's tags: same floor)
+    "e2c.commandline": 1,  # value types, settings and flags, the parser, the guard, the e2c command
+    "e2c.sandbox": 2,  # runs programs apart (code answers, execution traces)
+    "e2c.data": 2,
+    "e2c.rewards": 2,
+    "e2c.launch": 3,  # what the launchers share: checks of their data files (e2c.data.schema), devices, ...
+    "e2c.cluster": 3,  # door: python -m e2c.cluster runs e2c.launch.cluster
+    "e2c.generation": 4,
+    "e2c.view": 4,  # one HTML page of an eval or TTS run (reads their folders; eval and tts --view write it)
+    "e2c.eval": 5,
+    "e2c.tts": 5,
+    "e2c.demo": 5,  # the interactive and one-problem demos: generate and grade
+    "e2c.verl_cpu": 6,  # verl's CPU rollout and engine: what RL runs on without a GPU
+    "e2c.sft": 7,
+    "e2c.rl": 7,
+    "e2c.quickstart": 8,
+    "e2c.claims": 8,
+    "e2c.study": 8,  # ablations built from the quickstart's and the claims' pieces
+    "e2c.recipe_check": 8,  # sizes SFT and RL recipes from both launchers
+    "e2c.stage_args": 8,  # reads a Slurm stage's arguments with its launcher's own parser
+    "e2c.__main__": 9,  # python -m e2c: the e2c command, which imports every stage's entry point by name
 }
+# The modules at the package's top: the package, python -m e2c, two commands that need both launchers, the
+# demos the example scripts share, and a door where a module moved.
+LOOSE = {"e2c", "e2c.__main__", "e2c.recipe_check", "e2c.stage_args", "e2c.demo", "e2c.cluster"}
 
 
 def floor_of(module: str) -> int:
-    """The floor of an ``e2c`` module: its longest prefix in :data:`FLOORS`, else the ground (0)."""
-    parts = module.split(".")
-    for n in range(len(parts), 1, -1):
-        if ".".join(parts[:n]) in FLOORS:
-            return FLOORS[".".join(parts[:n])]
-    return 0
+    """The floor of an ``e2c`` module: the floor of its package (or its own, loose at the top)."""
+    return FLOORS[".".join(module.split(".")[:2])]
 
 
 def upward_imports(graph: dict[str, dict[str, int]]) -> list[str]:
@@ -174,9 +177,17 @@ def upward_imports(graph: dict[str, dict[str, int]]) -> list[str]:
 
 
 def test_floors_cpu() -> None:
-    assert floor_of("e2c.errors") == 0 and floor_of("e2c.rl.health") == 5 and floor_of("e2c.eval") == 3
+    assert floor_of("e2c.core.errors") == 0 and floor_of("e2c.rl.health") == 7 and floor_of("e2c.eval") == 5
     graph = {"e2c.data.io": {"e2c.eval.run": 3}, "e2c.eval.run": {"e2c.data.io": 1}}
-    assert upward_imports(graph) == ["e2c.data.io:3 (floor 1) imports e2c.eval.run (floor 3)"]
+    assert upward_imports(graph) == ["e2c.data.io:3 (floor 2) imports e2c.eval.run (floor 5)"]
+
+
+def test_every_module_is_in_a_package_with_a_floor_cpu() -> None:
+    modules = set(module_files())
+    loose = {m for m in modules if m.count(".") <= 1 and not any(n.startswith(m + ".") for n in modules)}
+    assert loose | {"e2c"} == LOOSE, sorted(loose ^ LOOSE)
+    assert len(LOOSE) <= 6
+    assert {".".join(m.split(".")[:2]) for m in modules if m != "e2c"} == set(FLOORS)
 
 
 def test_no_module_imports_a_higher_floor_cpu() -> None:
@@ -186,9 +197,11 @@ def test_no_module_imports_a_higher_floor_cpu() -> None:
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("ground", ["e2c.errors", "e2c.budget", "e2c.chain.parse", "e2c.chain.tokens"])
+@pytest.mark.parametrize(
+    "ground", ["e2c.core.errors", "e2c.chain.budget", "e2c.chain.parse", "e2c.chain.tokens"]
+)
 def test_ground_floor_modules_import_no_higher_layer_cpu(ground: str) -> None:
-    allowed = {"e2c.errors", "e2c.chain.tags"}
+    allowed = {"e2c.core.errors", "e2c.chain.tags"}
     assert set(import_graph()[ground]) <= allowed
 
 
@@ -213,7 +226,7 @@ SCRIPT_IMPORT = re.compile(r"from (e2c(?:\.\w+)*) import ([\w ,]+)")
 
 def test_python_inside_shell_scripts_imports_names_that_exist() -> None:
     """The shell scripts run Python of their own (heredocs, ``-c``); a name moved to another module (as
-    ``UserError`` moved to ``e2c.errors``) breaks them only when that line runs, so check every one now."""
+    ``UserError`` moved to ``e2c.core.errors``) breaks them only when that line runs, so check every one now."""
     root = PACKAGE.parent
     scripts = sorted([*root.glob("scripts/*.sh"), *root.glob("scripts/*.sbatch"), *root.glob("tts/**/*.sh")])
     problems, seen = [], 0

@@ -16,7 +16,7 @@ import e2c
 
 PROBE = """
 import json, e2c
-from e2c import paths
+from e2c.core import paths
 from e2c.data import registry
 print(json.dumps({
     "package": e2c.__file__,

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from e2c.chain import E2C, THINK, tag_token_ids
-from e2c.errors import UserError
-from e2c.files import atomic_replace_dir
-from e2c.models import (
+from e2c.core.errors import UserError
+from e2c.core.files import atomic_replace_dir
+from e2c.core.models import (
     ModelSpecError,
     build_tiny_model,
     build_tiny_tokenizer,
@@ -122,7 +122,7 @@ def test_hub_probe_answers_at_once_without_a_hub(monkeypatch: pytest.MonkeyPatch
     import time
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
-    from e2c import models
+    from e2c.core import models
 
     monkeypatch.setattr(models, "_HUB_PROBES", {})
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)

@@ -1,4 +1,4 @@
-"""Progress bars (e2c.progress): drawn on a terminal or with E2C_PROGRESS=1, never in logs; eval and TTS
+"""Progress bars (e2c.core.progress): drawn on a terminal or with E2C_PROGRESS=1, never in logs; eval and TTS
 show samples/runs with rates on the bar, and keep their plain log lines when the bar is off."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from e2c import progress
+from e2c.core import progress
 from e2c.data.registry import Record
 from e2c.eval.runner import EvalConfig, run_eval
 from e2c.generation.scripted import ScriptedGenerator

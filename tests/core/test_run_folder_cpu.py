@@ -1,4 +1,4 @@
-"""A run owns its folder (:mod:`e2c.run_folder`) and never leaves half a line (:class:`e2c.files.RecordFile`):
+"""A run owns its folder (:mod:`e2c.core.run_folder`) and never leaves half a line (:class:`e2c.core.files.RecordFile`):
 the lock against a live process and a killed one, the identity check and ``--force``, and whole records on
 a full disk."""
 
@@ -17,13 +17,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from small_disk import small_disk
 
-from e2c.errors import UserError
-from e2c.files import RecordFile, read_records
-from e2c.run_folder import IDENTITY_NAME, LOCK_NAME, RunFolder, identity_diff, identity_overrides, local_paths
+from e2c.core.errors import UserError
+from e2c.core.files import RecordFile, read_records
+from e2c.core.run_folder import (
+    IDENTITY_NAME,
+    LOCK_NAME,
+    RunFolder,
+    identity_diff,
+    identity_overrides,
+    local_paths,
+)
 
 HOLD = """
 import sys, time
-from e2c.run_folder import RunFolder
+from e2c.core.run_folder import RunFolder
 with RunFolder(sys.argv[1], "eval", {"seed": 0}).claim(log=lambda s: None):
     print("held", flush=True)
     time.sleep(60)
@@ -230,7 +237,7 @@ def test_the_lock_is_not_inherited_by_the_commands_children_cpu(tmp_path: Path) 
     out = tmp_path / "run"
     code = (
         "import subprocess, sys, time\n"
-        "from e2c.run_folder import RunFolder\n"
+        "from e2c.core.run_folder import RunFolder\n"
         "with RunFolder(sys.argv[1], 'sft', {}).claim(log=lambda s: None):\n"
         "    child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
         "    print(child.pid, flush=True)\n"

@@ -1,4 +1,4 @@
-"""The one reader of verl's per-step metrics (e2c.checkpoints.step_metrics): every launch of a resumed run,
+"""The one reader of verl's per-step metrics (e2c.launch.checkpoints.step_metrics): every launch of a resumed run,
 a later launch's step replacing an earlier one's, and any bytes in either file read without an error."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from e2c.checkpoints import METRICS, METRICS_HISTORY, keep_metrics, step_metrics
+from e2c.launch.checkpoints import METRICS, METRICS_HISTORY, keep_metrics, step_metrics
 
 
 def _line(step: int, **data: float) -> str:
@@ -50,7 +50,7 @@ def test_any_bytes_read_without_error_and_whole_records_survive_cpu(
 def test_a_run_at_its_last_checkpoint_is_trained_to_it_only_when_verl_would_resume_cpu(
     tmp_path: Path,
 ) -> None:
-    from e2c.checkpoints import TRACKER, resumes, trained_to
+    from e2c.launch.checkpoints import TRACKER, resumes, trained_to
 
     assert trained_to(tmp_path, 3, []) is None  # no checkpoint
     (tmp_path / TRACKER).write_text("2\n")
@@ -64,7 +64,7 @@ def test_a_run_at_its_last_checkpoint_is_trained_to_it_only_when_verl_would_resu
 
 
 def test_a_checkpoint_without_its_metrics_record_rewinds_to_the_one_before_cpu(tmp_path: Path) -> None:
-    from e2c.checkpoints import TRACKER, latest_step, rewind_unlogged
+    from e2c.launch.checkpoints import TRACKER, latest_step, rewind_unlogged
 
     for n in (4, 8, 12):
         (tmp_path / f"global_step_{n}").mkdir()

@@ -64,7 +64,7 @@ def test_the_hostile_row_is_one_line_naming_the_record_in_bounded_memory(tmp_pat
         "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
         "from pathlib import Path\n"
         "from e2c.data import registry\n"
-        "from e2c.errors import UserError\n"
+        "from e2c.core.errors import UserError\n"
         "t = time.perf_counter()\n"
         "try:\n"
         "    registry.load_benchmark('livecodebench', Path(sys.argv[1]))\n"

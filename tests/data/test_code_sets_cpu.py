@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from e2c.core.errors import UserError
 from e2c.data import code_sets as cs
 from e2c.data import registry
 from e2c.data.code_sets import CodeSetError
 from e2c.data.io import read_rows, write_parquet
 from e2c.data.schema import check_row, validate_rows
-from e2c.errors import UserError
 from e2c.rewards.code_tests import parse_tests
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from e2c.chain import E2C
+from e2c.core.errors import UserError
 from e2c.data import efsft, paper
 from e2c.data.io import write_parquet
 from e2c.data.schema import SchemaError, check_row, validate_file, validate_rows
-from e2c.errors import UserError
 
 CHAIN = "<EXPLORATION>1. add: add them</EXPLORATION><EXECUTION>Step 1: add. 2+2=\\boxed{4}</EXECUTION>"
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from e2c.core.errors import UserError
 from e2c.data import registry
 from e2c.data.registry import REGISTRY, get_spec, load_benchmark, question_text, resolve_names, to_record
-from e2c.errors import UserError
 
 # name -> (rows, first answer) in ../shared/data/benchmarks
 LOCAL = {

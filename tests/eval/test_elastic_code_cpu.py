@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 from e2c.eval import elastic
 
 E1 = ["--output-dir", "D", "--tp", "4", "--e1-mode", "True", "--e1-thinking-length", "1024",

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from e2c.core.stats import wilson_interval
 from e2c.data.registry import Record
 from e2c.eval.compare import compare_runs, format_comparison, per_problem_scores, run_summary
 from e2c.eval.runner import EvalConfig, run_eval
 from e2c.generation.scripted import ScriptedGenerator
-from e2c.stats import wilson_interval
 
 
 def chain(answer: str) -> str:

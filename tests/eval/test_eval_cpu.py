@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from reference_impls import tensorboard_scalars, tensorboard_texts
 
+from e2c.core.errors import UserError
 from e2c.data.registry import Record
-from e2c.errors import UserError
 from e2c.eval.runner import EvalConfig, chunk_problems, read_predictions, run_eval
 from e2c.generation.scripted import ScriptedGenerator
 
@@ -228,8 +228,8 @@ def test_cli_killed_mid_run_resumes_to_the_same_result(bench_dir: Path, tmp_path
 
 
 def test_subfolder_default_is_for_the_release_only() -> None:
+    from e2c.core.models import RELEASED_REPO
     from e2c.eval.run import default_subfolder
-    from e2c.models import RELEASED_REPO
 
     assert default_subfolder(RELEASED_REPO, None) == "8B"
     assert default_subfolder(RELEASED_REPO, "4B") == "4B"

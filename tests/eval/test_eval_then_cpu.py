@@ -11,8 +11,8 @@ from subprocess import PIPE, STDOUT
 import pytest
 from eval.test_eval_cpu import cli, tiny_args
 
+from e2c.core.progress import EVALUATION_RE, evaluation_line
 from e2c.eval.run import SHARED_FLAGS, THEN, build_parser, parse_evaluations, split_then
-from e2c.progress import EVALUATION_RE, evaluation_line
 
 
 def _lines(folder: Path) -> list[dict]:

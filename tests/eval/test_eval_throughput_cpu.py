@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from e2c.paths import project_root
+from e2c.core.paths import project_root
 
 BENCH = project_root() / "bench" / "eval_throughput.py"
 

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from killed_run import Killed
 
 from e2c.chain import E2C
+from e2c.commandline.entry import guarded
+from e2c.core.errors import UserError
 from e2c.data.bands import BANDS, Band, histogram, in_band, kept_indices, parse_band, pass_rate, pass_rates
 from e2c.data.io import write_parquet
-from e2c.entry import guarded
-from e2c.errors import UserError
 from e2c.eval.passrate import FilterConfig, PassRateFiles, build_parser, filter_prompts, main
 from e2c.generation.scripted import ScriptedGenerator
 
@@ -400,11 +400,13 @@ def test_bad_input_is_one_line_and_writes_nothing(case: str, rl_file: Path, tmp_
 def test_cli_no_prompt_in_the_band_is_one_line(
     rl_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
+    import e2c.core.models
     import e2c.generation
-    import e2c.models
-    from e2c.models import ResolvedModel
+    from e2c.core.models import ResolvedModel
 
-    monkeypatch.setattr(e2c.models, "resolve_model", lambda *a, **k: ResolvedModel("m", "local", "scripted"))
+    monkeypatch.setattr(
+        e2c.core.models, "resolve_model", lambda *a, **k: ResolvedModel("m", "local", "scripted")
+    )
     monkeypatch.setattr(e2c.generation, "make_generator", lambda *a, **k: (ScriptedGenerator(script), None))
     out = tmp_path / "out.parquet"
     # "tiny": a model reference the parser accepts without building anything (resolve_model is scripted)
@@ -491,7 +493,7 @@ def recipe_commands(**env: str) -> list[list[str]]:
 
 @pytest.mark.slow  # two GPU-recipe dry runs, each composing every training config (15 s or more on 2 cores)
 def test_gpu_recipe_filters_before_stage_1_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
-    from e2c import argtypes
+    from e2c.commandline import argtypes
 
     # The dry run names the SFT model and the prepared data, which earlier steps make: the filter checks
     # that they exist when it runs; here its parser reads the printed flags.

@@ -17,9 +17,9 @@ import pytest
 from release_text import CHAIN, OLD_SUFFIX, SUFFIX
 
 from e2c.chain import E2C, ChainFormat
+from e2c.core.errors import UserError
 from e2c.data import efsft, paper, registry
 from e2c.data.io import write_parquet
-from e2c.errors import UserError
 from e2c.eval.runner import EvalConfig, run_eval
 from e2c.generation.scripted import ScriptedGenerator
 
@@ -91,7 +91,7 @@ def test_paper_data_gets_the_release_suffix_once(carried: str) -> None:
 # ----------------------------------------------------------------------------------- 2. the prefill
 def _qwen3_tokenizer():
     """The tiny test vocabulary with Qwen3's real chat template (tests/fixtures/qwen3_chat_template.jinja)."""
-    from e2c.models import build_tiny_tokenizer
+    from e2c.core.models import build_tiny_tokenizer
 
     tok = build_tiny_tokenizer()
     tok.chat_template = (FIXTURES / "qwen3_chat_template.jinja").read_text()
@@ -270,13 +270,13 @@ def test_sft_on_the_tiny_model_trains_on_the_inference_text(tmp_path: Path, tiny
 
 
 def test_sft_on_the_embedded_model_trains_on_the_inference_text(tmp_path: Path) -> None:
-    from e2c.models import EMBEDDED_VERSION, cache_dir
+    from e2c.core.models import EMBEDDED_VERSION, cache_dir
 
     if not any((cache_dir() / "models").glob(f"{EMBEDDED_VERSION}-*/config.json")):
         pytest.skip("the embedded model is not built in the cache yet")
     from transformers import AutoTokenizer
 
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     _check_sft_equals_inference(AutoTokenizer.from_pretrained(resolve_model("embedded").path), tmp_path)
 

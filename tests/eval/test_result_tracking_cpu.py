@@ -1,4 +1,4 @@
-"""Eval and TTS results to trackers (e2c.tracking.log_results): what each run sends, read back from
+"""Eval and TTS results to trackers (e2c.launch.tracking.log_results): what each run sends, read back from
 tensorboard's event files, and the --logger flag's bad input."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from e2c.data.registry import Record
 from e2c.eval.runner import EvalConfig, run_eval
 from e2c.eval.runner import tracker_payload as eval_payload
 from e2c.generation.scripted import ScriptedGenerator
-from e2c.tracking import log_results, result_trackers
+from e2c.launch.tracking import log_results, result_trackers
 from e2c.tts.run import tracker_payload as tts_payload
 
 

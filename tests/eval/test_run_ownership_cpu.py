@@ -19,8 +19,8 @@ import pytest
 from conftest import BENCH_DIR
 from small_disk import small_disk
 
-from e2c.errors import UserError
-from e2c.run_folder import LOCK_NAME
+from e2c.core.errors import UserError
+from e2c.core.run_folder import LOCK_NAME
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "E2C_PROGRESS": "0"}
 PROBLEMS, SAMPLES = 12, 2

@@ -27,7 +27,7 @@ class CountingModel:
 
 @pytest.fixture(scope="module")
 def tiny(tiny_path: str):
-    from e2c.models import load_model_and_tokenizer
+    from e2c.core.models import load_model_and_tokenizer
 
     model, tok, _ = load_model_and_tokenizer(tiny_path, None, dtype="float32")
     return model.eval(), tok

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from e2c.budget import PhaseBudget
 from e2c.chain import E2C, PLAIN, THINK
-from e2c.errors import UserError
+from e2c.chain.budget import PhaseBudget
+from e2c.core.errors import UserError
 from e2c.generation import generate_chains, make_generator, pick_backend
 from e2c.generation.base import Sampling, derive_seed, finish, split_stops
 from e2c.generation.scripted import ScriptedGenerator, ScriptTokenizer

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from e2c.budget import PhaseBudget
 from e2c.chain import E2C, PLAIN, THINK, ChainFormat
+from e2c.chain.budget import PhaseBudget
 from e2c.generation import generate_chains
 from e2c.generation.base import (
     DEFAULT_SAMPLING,

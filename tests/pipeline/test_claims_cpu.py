@@ -47,7 +47,7 @@ def test_seed_problem_difference_matches_a_plain_loop_cpu() -> None:
 
 
 def test_seed_problem_difference_se_is_the_paired_se_of_seed_averaged_problems_cpu() -> None:
-    from e2c.stats import paired_difference
+    from e2c.core.stats import paired_difference
 
     rng = random.Random(2)
     a = {s: {f"p{i}": rng.random() for i in range(40)} for s in range(2)}

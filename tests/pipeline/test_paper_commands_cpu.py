@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import arithmetic_rl_rows
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 from e2c.rl import launch
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,7 +111,7 @@ def test_n_gpus_on_a_cpu_machine_says_so_cpu(tmp_path: Path, rl_data: Path) -> N
 
 
 def test_requested_gpus_cpu() -> None:
-    from e2c.devices import cpu_note, cpu_ranks, requested_gpus
+    from e2c.launch.devices import cpu_note, cpu_ranks, requested_gpus
 
     assert requested_gpus(8, {}) == 8
     assert requested_gpus(8, {"N_GPUS": "4"}) == 4
@@ -275,6 +275,7 @@ def test_tts_requirements_and_download_script_exist_and_work_offline_cpu(tmp_pat
 def test_demo_model_defaults_follow_the_paper_cpu(tmp_path: Path) -> None:
     import argparse
 
+    from e2c.commandline.flags import from_flags
     from e2c.demo import (
         PAPER_DEFAULTS,
         SMALL_DEFAULTS,
@@ -283,7 +284,6 @@ def test_demo_model_defaults_follow_the_paper_cpu(tmp_path: Path) -> None:
         auto_model,
         fill_defaults,
     )
-    from e2c.flags import from_flags
 
     assert auto_model(1, True) == ("TingheOliver/Explore-Execute-Chain-Qwen", None)
     for gpus, hub, why in ((0, True, "no GPU"), (8, False, "no hub")):

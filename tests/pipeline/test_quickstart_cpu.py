@@ -18,8 +18,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from e2c.errors import UserError
-from e2c.progress import evaluation_line
+from e2c.core.errors import UserError
+from e2c.core.progress import evaluation_line
+from e2c.core.stats import align_scores, paired_difference, wilson_interval
 from e2c.quickstart.cli import build_parser, config_from_args
 from e2c.quickstart.config import STAGES, Config
 from e2c.quickstart.context import Context
@@ -28,7 +29,6 @@ from e2c.quickstart.plan import StageState, check_inputs, select_stages, startab
 from e2c.quickstart.progress import eta_seconds, eval_parser, fmt_seconds, step_parser, tts_parser
 from e2c.quickstart.report import trend
 from e2c.quickstart.stages import rl_curve, sft_losses, tts_command
-from e2c.stats import align_scores, paired_difference, wilson_interval
 from e2c.view.page import extract_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -582,7 +582,7 @@ def test_gsm8k_lookup_with_no_hub_is_one_short_probe(monkeypatch: pytest.MonkeyP
     import socket
     import time
 
-    from e2c import models
+    from e2c.core import models
     from e2c.data import registry
     from e2c.quickstart.data import copy_gsm8k
 

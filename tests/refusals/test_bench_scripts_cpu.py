@@ -19,7 +19,7 @@ from bad_input import assert_one_line_error, run, snapshot, touch
 from entry_fuzz import contract_broken, load, make_context, run_in_process, valued_flags
 from fuzz_entries_bench import BENCH, ENTRIES
 
-from e2c.argtypes import Number
+from e2c.commandline.argtypes import Number
 
 # A refusal is a parse: seconds, even for the scripts that import torch. A hang is a failure, not a stall.
 LIMIT_S = 120

@@ -134,7 +134,7 @@ def test_eval_resume_names_a_bad_run_file_and_changes_nothing(
 ) -> None:
     save = Path(shutil.copytree(finished_eval, tmp_path / "run"))
     preds = save / "predictions" / "gsm8k.jsonl"
-    if damage == "record a list":  # what made the run (e2c.run_folder); config.json is only for reports
+    if damage == "record a list":  # what made the run (e2c.core.run_folder); config.json is only for reports
         bad, needle = save / "e2c-run.json", "is not a run record (got a list); move the run folder away"
         bad.write_text("[1, 2]\n")
     else:

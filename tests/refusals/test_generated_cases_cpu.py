@@ -30,8 +30,8 @@ from entry_fuzz import (
 )
 from fuzz_entries import ENTRIES, NOT_ENTRY_POINTS
 
-from e2c.argtypes import ValueType
-from e2c.cli import ArgumentParser
+from e2c.commandline.argtypes import ValueType
+from e2c.commandline.parsing import ArgumentParser
 
 MAIN_GUARD = re.compile(r'^if __name__ == "__main__":\n(.*)', re.M)
 
@@ -72,11 +72,13 @@ def test_every_entry_point_is_registered_and_guarded_cpu() -> None:
 
 @pytest.mark.parametrize("name", sorted(ENTRIES))
 def test_every_valued_flag_declares_its_values_cpu(name: str) -> None:
-    """A flag that takes a value has choices or a type from :mod:`e2c.argtypes` (or is named free text)."""
+    """A flag that takes a value has choices or a type from :mod:`e2c.commandline.argtypes` (or is named free text)."""
     entry = ENTRIES[name]
     mod = load(entry.target)
     parser = mod.build_parser()
-    assert isinstance(parser, ArgumentParser), f"{name}: build_parser() must return e2c.cli.ArgumentParser"
+    assert isinstance(parser, ArgumentParser), (
+        f"{name}: build_parser() must return e2c.commandline.parsing.ArgumentParser"
+    )
     untyped = [
         flag
         for flag, action in valued_flags(parser)

@@ -1,4 +1,4 @@
-"""The one guard around every entry point (e2c/entry.py), run as a user runs a command: a user error is one
+"""The one guard around every entry point (e2c/commandline/entry.py), run as a user runs a command: a user error is one
 line and exit 2, a bug is one line naming the log file that holds its traceback (exit 1), an interrupt is one
 line naming the command that reruns it, and E2C_CHECK_ONLY stops a command once its inputs are checked."""
 
@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = textwrap.dedent(
     """
     import sys, time
-    from e2c.entry import checks_done, run_main
-    from e2c.errors import UserError
+    from e2c.commandline.entry import checks_done, run_main
+    from e2c.core.errors import UserError
 
     def main():
         what = sys.argv[1]
@@ -98,7 +98,7 @@ def test_sigterm_is_one_line_naming_the_rerun(program: Path) -> None:
         [
             sys.executable,
             "-c",
-            f"import signal, runpy, sys; from e2c.cli import interrupt_on_sigterm; "
+            f"import signal, runpy, sys; from e2c.commandline.parsing import interrupt_on_sigterm; "
             f"interrupt_on_sigterm(); sys.argv = [{str(program)!r}, 'wait']; runpy.run_path(sys.argv[0], run_name='__main__')",
         ],
         stdout=subprocess.PIPE,

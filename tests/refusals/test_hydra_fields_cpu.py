@@ -1,12 +1,12 @@
 """The generated bad-input cases of verl's own fields: for each training launcher (``e2c.sft.run``,
-``e2c.rl.launch``), every field of :data:`e2c.launch_checks.VERL_FIELDS` in the config the launcher composes,
+``e2c.rl.launch``), every field of :data:`e2c.launch.checks.VERL_FIELDS` in the config the launcher composes,
 every bad value of the field's type (``tests/bad_values.py``), given as the Hydra override ``KEY=BAD``, is
 refused by the contract: exit 2, exactly one ``error:`` line, no traceback.
 
 Composing costs the RL launcher about a second, so each bad value is checked against the config the launcher
 composed (captured once from its good command line, ``tests/fuzz_entries_train.py``): the override parsed as
-compose_checked parses it (:func:`e2c.launch_checks.parse_overrides`), its value put in place of the key's,
-then :func:`e2c.launch_checks.check_fields`, the check compose_checked runs, about a millisecond. Per table
+compose_checked parses it (:func:`e2c.launch.checks.parse_overrides`), its value put in place of the key's,
+then :func:`e2c.launch.checks.check_fields`, the check compose_checked runs, about a millisecond. Per table
 row and launcher, one case runs through the launcher itself in process (:func:`entry_fuzz.run_in_process`,
 check-only; the whole file takes about 70 s on 2 cores): the rows of one type take its bad values in turn,
 so that the launcher sees text, non-finite numbers and values out of range alike, each refused by whichever
@@ -28,10 +28,10 @@ from bad_values import bad_values_of
 from entry_fuzz import contract_broken, fill, load, make_context, run_in_process
 from fuzz_entries_train import ENTRIES
 
-from e2c import launch_checks
-from e2c.argtypes import Number
-from e2c.errors import UserError
-from e2c.launch_checks import (
+from e2c.commandline.argtypes import Number
+from e2c.core.errors import UserError
+from e2c.launch import checks as launch_checks
+from e2c.launch.checks import (
     TRAINERS,
     VERL_FIELDS,
     check_fields,

@@ -6,7 +6,7 @@ nothing written.
    chat template), for SFT, RL and RL stage 2's start checkpoint;
 2. numbers that parse but make no sense: nan/inf for the exploration-advantage coefficients given as Hydra
    overrides, zero workers or batch sizes, the curriculum's validation factor nan, a huge node count, and
-   ``python -m e2c.cluster --timeout nan`` (which waited forever);
+   ``python -m e2c.launch.cluster --timeout nan`` (which waited forever);
 3. names that are not choices (a rollout format, an advantage estimator, an algorithm or stage that
    contradicts the script) and an empty ``CUDA_VISIBLE_DEVICES=``;
 4. paths with a space and a non-ASCII letter, quoted into the Hydra overrides (they used to fail inside
@@ -24,10 +24,10 @@ import pytest
 from bad_input import ROOT, assert_one_line_error, run, snapshot
 from conftest import arithmetic_rl_rows
 
-from e2c.checkpoints import TRACKER
+from e2c.core.models import build_tiny_model
 from e2c.data.io import write_parquet
 from e2c.data.synthetic.generate import generate, rows_by_split
-from e2c.models import build_tiny_model
+from e2c.launch.checkpoints import TRACKER
 
 # The launchers pick GPUs from the environment: every case runs the CPU set-up, on one node.
 CPU = {"E2C_FORCE_CPU": "1", "CUDA_VISIBLE_DEVICES": "", "N_GPUS": "", "NNODES": "", "NODE_RANK": ""}
@@ -216,7 +216,7 @@ def test_cluster_wait_refuses_bad_numbers_at_once_cpu(args: list[str], needle: s
     base = {"--address": "127.0.0.1:1", "--timeout": "1"}
     base.update(dict(zip(args[::2], args[1::2], strict=True)))
     argv = [x for kv in base.items() for x in kv]
-    assert_one_line_error(run("-m", "e2c.cluster", *argv, timeout=30), needle)
+    assert_one_line_error(run("-m", "e2c.launch.cluster", *argv, timeout=30), needle)
 
 
 @pytest.mark.parametrize(
@@ -316,7 +316,7 @@ def _read_back(overrides: dict[str, str]) -> dict[str, object]:
 
 
 def test_sft_takes_paths_with_a_space_and_an_accent_cpu(d: dict[str, Path]) -> None:
-    from e2c.launch_checks import compose_checked
+    from e2c.launch.checks import compose_checked
 
     out = d["odd"] / "sft ö run"
     env = _env(MODEL_PATH="tiny", TRAIN_DATA=d["odd_sft"], VAL_DATA="none", OUTPUT_DIR=out)
@@ -339,7 +339,7 @@ def test_sft_takes_paths_with_a_space_and_an_accent_cpu(d: dict[str, Path]) -> N
 
 def test_rl_takes_paths_with_a_space_and_an_accent_cpu(d: dict[str, Path]) -> None:
     """Hydra can quote values: they are no longer refused ("Hydra cannot take ...")."""
-    from e2c.launch_checks import compose_checked
+    from e2c.launch.checks import compose_checked
 
     out = d["odd"] / "rl ö run"
     files = f"{d['odd_rl']},{d['rl']}"  # several files: a Hydra list, not a sweep

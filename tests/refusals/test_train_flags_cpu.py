@@ -358,8 +358,8 @@ def test_hydra_files_go_to_the_run_folder(script: str, files: dict[str, Path], t
 def test_overrides_composed_in_process(override: str, message: str) -> None:
     """The checks behind the launchers' one-line refusals (in-process: the scripts' cases above cover the
     path from the command line)."""
-    from e2c.errors import UserError
-    from e2c.launch_checks import compose_checked
+    from e2c.core.errors import UserError
+    from e2c.launch.checks import compose_checked
 
     with pytest.raises(UserError) as err:
         compose_checked(ROOT / "configs", "e2c_grpo", ["e2c_stage=stage1"], [override])
@@ -367,8 +367,8 @@ def test_overrides_composed_in_process(override: str, message: str) -> None:
 
 
 def test_valid_overrides_pass_and_launcher_paths_hydra_cannot_take_are_named() -> None:
-    from e2c.errors import UserError
-    from e2c.launch_checks import compose_checked
+    from e2c.core.errors import UserError
+    from e2c.launch.checks import compose_checked
 
     cfg = compose_checked(
         ROOT / "configs",

@@ -23,7 +23,7 @@ RECIPE = ROOT / "scripts" / "gpu_recipe.sh"
 # check of a value (numbers, choices, text, output paths) still applies.
 CHECK = r"""
 import argparse, json, runpy, sys
-from e2c import argtypes
+from e2c.commandline import argtypes
 
 def made_by_an_earlier_step(original):
     def parse(self, text):

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from conftest import arithmetic_rl_rows
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 from e2c.rl import memory
 from e2c.rl.memory import GIB, Limit, ModelShape, RunPlan
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The embedded SmolLM2-135M with the four chain tags (what e2c.models builds).
+# The embedded SmolLM2-135M with the four chain tags (what e2c.core.models builds).
 SMOLLM2 = ModelShape(
     params=134_517_312,
     vocab=49_156,

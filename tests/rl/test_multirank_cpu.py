@@ -9,7 +9,7 @@ gloo) and several ray nodes, through the scripts users run.
   log-probs of the sampled tokens agree with the unsharded rollout model's; the checkpoint is sharded.
   (2 ranks, so that the step can share the machine with another test; ``bench/multirank.py`` compares 4.)
 - Two ray nodes on this machine, started by ``scripts/slurm_e2c.sbatch --nodes 2`` as on a cluster (head,
-  worker, ``python -m e2c.cluster`` waiting for both, the driver joining through ``RAY_ADDRESS``), running a
+  worker, ``python -m e2c.launch.cluster`` waiting for both, the driver joining through ``RAY_ADDRESS``), running a
   GRPO step whose 4 ranks and 4 rollout replicas need both nodes' GPUs; its checkpoint is sharded 4 ways.
 - The 4-rank SFT run killed once its first sharded checkpoint is written resumes from it and ends with the
   same weights as the run that was not killed.
@@ -34,7 +34,7 @@ import torch
 from conftest import arithmetic_rl_rows, kill_tree
 from safetensors.torch import load_file
 
-from e2c.checkpoints import latest_checkpoint
+from e2c.launch.checkpoints import latest_checkpoint
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -363,7 +363,7 @@ def test_two_ray_nodes_run_one_grpo_step_cpu(tmp_path: Path) -> None:
     assert "--num-gpus=2" in log
     _check_grpo_step(out, 4)
     gone = subprocess.run(
-        [PY, "-m", "e2c.cluster", "--address", "127.0.0.1:6393", "--timeout", "0"],
+        [PY, "-m", "e2c.launch.cluster", "--address", "127.0.0.1:6393", "--timeout", "0"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,7 +1,7 @@
 """Ray's temp folder is private to the run: ray's default, ``/tmp/ray``, ends up ``drwxrwxrwx`` (ray chmods
 every folder it makes to 0777, the one it is given included), so a program a code reward runs could reach the
 trainer's sockets there. The toolkit gives ray ``<tmp>/e2c-ray-XXXXXXXX/ray`` instead, the parent made with
-mode 0700 (:func:`e2c.cluster.private_ray_dir`): the RL launcher for the ray verl starts, and
+mode 0700 (:func:`e2c.launch.cluster.private_ray_dir`): the RL launcher for the ray verl starts, and
 ``scripts/slurm_e2c.sbatch`` on every node.
 
 Ray itself is not started here (seconds of start-up): the folder is made as the launcher makes it and ray's
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from e2c.cluster import RAY_TEMP_MAX, private_ray_dir, remove_private_ray_dir
+from e2c.launch.cluster import RAY_TEMP_MAX, private_ray_dir, remove_private_ray_dir
 from e2c.sandbox import Limits, make
 
 # The longest socket path ray makes under its temp folder (a session is named by date, time, microseconds

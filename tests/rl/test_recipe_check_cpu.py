@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 from e2c.recipe_check import (
     Assumptions,
     Cluster,

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import e2c.sandbox as sandbox
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 from e2c.rewards.verl_score import compute_score
 from e2c.rl import health
 from e2c.sandbox import Limits, RunResult

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import arithmetic_rl_rows
 
-from e2c.errors import UserError
-from e2c.lora import lora_flags
+from e2c.core.errors import UserError
+from e2c.launch.lora import lora_flags
 from e2c.rl.agent_loop import row_budget
 from e2c.rl.curriculum import (
     Curriculum,
@@ -111,7 +111,9 @@ def test_launch_args_order_cpu(tmp_path: Path) -> None:
     tail = args[args.index("--") + 1 :]
     # padded size = validation budget; user overrides last so they win
     assert tail[0] == "data.max_response_length=16" and tail[-3:] == ["a=1", "b=2", "c=3"]
-    assert args[args.index("--logger") + 1] == "console,tensorboard"  # each stage's trackers (e2c.tracking)
+    assert (
+        args[args.index("--logger") + 1] == "console,tensorboard"
+    )  # each stage's trackers (e2c.launch.tracking)
     wandb = launch_args(cfg, st, "m", (tmp_path / "t", tmp_path / "v", 16), tmp_path / "o", 3, [], "wandb")
     assert wandb[wandb.index("--logger") + 1] == "wandb"
     # LoRA: the curriculum's flags reach every stage's launcher, before the Hydra overrides

@@ -22,7 +22,7 @@ def _launch_overrides(*flags: str) -> list[str]:
 
 @pytest.mark.parametrize(("flags", "norm"), [((), True), (("--dr-grpo",), False)])
 def test_dr_grpo_flag_reaches_the_composed_config(flags: tuple[str, ...], norm: bool) -> None:
-    from e2c.launch_checks import compose_checked
+    from e2c.launch.checks import compose_checked
 
     overrides = [o for o in _launch_overrides(*flags) if o.startswith("algorithm.")]
     cfg = compose_checked(ROOT / "configs", "e2c_grpo", ["e2c_stage=stage2", *overrides], [])

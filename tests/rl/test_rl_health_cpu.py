@@ -12,6 +12,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from e2c.launch.weights import checkpoint_movement, weight_movement
 from e2c.rl.health import (
     BF16_CHANGED_AFTER,
     REL_L2_AFTER,
@@ -27,7 +28,6 @@ from e2c.rl.health import (
     zero_variance_group_share,
 )
 from e2c.rl.health import __main__ as health_cli
-from e2c.weights import checkpoint_movement, weight_movement
 
 # ------------------------------------------------------------------------------------------ zero variance
 rewards_and_groups = st.lists(

@@ -15,12 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
+from e2c.core.stats import mean_interval
 from e2c.eval.metrics import pass_at_k_curve
 from e2c.rl import health
 from e2c.rl.launch import LOSS_MODE_KEY, epochs_for_steps, on_policy_overrides
 from e2c.rl.settings import ON_POLICY_LOSS
-from e2c.stats import mean_interval
 
 CHAIN_OK = "plan</EXPLORATION>\n<EXECUTION>2+2=4, so \\boxed{{{ans}}}</EXECUTION>"
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from reference_impls import weight_advantages_reference
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 from e2c.rl.advantage import (
     EXPLORE_ADV_RULES,
     explore_adv_rule_names,
@@ -260,7 +260,7 @@ def test_stage_configs_compose_with_paper_settings_cpu(algo: str) -> None:
 
 
 def test_rollout_dtype_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    from e2c.devices import cpu_has_bf16
+    from e2c.launch.devices import cpu_has_bf16
     from e2c.verl_cpu.hf_rollout import rollout_dtype
 
     assert rollout_dtype("float32") is torch.float32 and rollout_dtype("bfloat16") is torch.bfloat16
@@ -271,7 +271,7 @@ def test_rollout_dtype_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_metrics_survive_relaunches_cpu(tmp_path: Path) -> None:
-    from e2c.checkpoints import keep_metrics, merge_metric_lines, restore_metrics
+    from e2c.launch.checkpoints import keep_metrics, merge_metric_lines, restore_metrics
 
     line = lambda step, v: json.dumps({"step": step, "data": {"x": v}})  # noqa: E731
     assert merge_metric_lines([line(1, 0), line(2, 0)], [line(2, 1), '{"step": 3, "da']) == [
@@ -312,7 +312,7 @@ def test_cpu_overrides_come_from_the_configs_folder_cpu(tmp_path: Path) -> None:
 def test_tracker_names_are_verls_cpu() -> None:
     from verl.utils.tracking import Tracking
 
-    from e2c.tracking import TRACKERS
+    from e2c.launch.tracking import TRACKERS
 
     assert list(TRACKERS) == list(Tracking.supported_backend)
 
@@ -334,8 +334,8 @@ def test_logger_knob_always_keeps_the_metrics_file_cpu(tmp_path: Path) -> None:
 
 
 def test_output_folder_is_checked_then_created_cpu(tmp_path: Path) -> None:
-    from e2c.errors import UserError
-    from e2c.files import ensure_output_dir
+    from e2c.core.errors import UserError
+    from e2c.core.files import ensure_output_dir
 
     made = ensure_output_dir(tmp_path / "a" / "b", "output folder")
     assert made.is_dir()
@@ -354,8 +354,8 @@ def test_output_folder_is_checked_then_created_cpu(tmp_path: Path) -> None:
 
 
 def test_stage2_start_is_the_latest_complete_checkpoint_cpu(tmp_path: Path) -> None:
-    from e2c.checkpoints import TRACKER
-    from e2c.errors import UserError
+    from e2c.core.errors import UserError
+    from e2c.launch.checkpoints import TRACKER
     from e2c.rl.launch import latest_hf_checkpoint
 
     with pytest.raises(UserError, match="the folder does not exist"):

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from omegaconf import OmegaConf
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 from e2c.rl.settings import E2CSettings, RolloutSettings, e2c_settings, setting_keys
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,7 +145,7 @@ def test_e2c_flags_are_generated_from_the_dataclass_cpu() -> None:
     text = " ".join(build_parser().format_help().split())
     for flag, (_, help_line, _) in flags.items():
         assert help_line in text and flag in text
-    # One knob, one name: the old spelling is an alias (e2c.cli.FLAG_ALIASES), shown next to the flag.
+    # One knob, one name: the old spelling is an alias (e2c.commandline.parsing.FLAG_ALIASES), shown next to the flag.
     assert "--explore-adv-coef EXPLORE_ADV_COEF, --explore-coef EXPLORE_ADV_COEF" in text
 
 

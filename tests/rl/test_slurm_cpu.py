@@ -1,5 +1,5 @@
 """scripts/slurm_e2c.sbatch: the commands it runs on 1, 2 and 4 nodes (dry run), its bad input, the cluster
-wait of e2c.cluster, and real one-node runs on this machine (a ray head started by the script, the tiny
+wait of e2c.launch.cluster, and real one-node runs on this machine (a ray head started by the script, the tiny
 model's GRPO joining it; torchrun SFT)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from bad_input import assert_one_line_error, run
 
-from e2c.cluster import wait_for_nodes
+from e2c.launch.cluster import wait_for_nodes
 
 SBATCH = "scripts/slurm_e2c.sbatch"
 
@@ -46,7 +46,7 @@ def test_ray_stage_dry_run_starts_a_head_and_a_worker_per_other_node_cpu(nodes: 
     assert len(heads) == 1 and _node(heads[0]) == "node0"
     assert "--num-gpus=8" in heads[0] and "--port=6400" in heads[0]
     assert sorted(_node(c) for c in workers) == [f"node{i}" for i in range(1, nodes)]
-    waits = [c for c in cmds if "e2c.cluster" in c]
+    waits = [c for c in cmds if "e2c.launch.cluster" in c]
     assert waits[-1][waits[-1].index("--nodes") + 1] == str(nodes)
     stage = cmds[-1]
     assert _node(stage) == "node0"
@@ -132,7 +132,7 @@ def test_wait_for_nodes_cpu() -> None:
     assert wait_for_nodes(lambda: next(counts), 4, 60, every_s=0, say=said.append) == 4
     assert said == [f"[e2c-cluster] {n} of 4 node(s) up" for n in (0, 1, 3, 4)]
     assert wait_for_nodes(lambda: 1, 2, 0, every_s=0, say=said.append) == 1  # timed out: the caller fails
-    r = run("-m", "e2c.cluster", "--address", "127.0.0.1:1", "--nodes", "1", "--timeout", "1")
+    r = run("-m", "e2c.launch.cluster", "--address", "127.0.0.1:1", "--nodes", "1", "--timeout", "1")
     assert_one_line_error(r, "has 0 of 1 node(s) after 1s", code=1)
 
 

@@ -1,4 +1,4 @@
-"""The dtype CPU trainers compute in (e2c.devices.cpu_train_dtype): the CPU's fast one by default, passed to
+"""The dtype CPU trainers compute in (e2c.launch.devices.cpu_train_dtype): the CPU's fast one by default, passed to
 verl by both launchers, a bad value refused in one line before anything starts."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from e2c import devices
-from e2c.errors import UserError
-from e2c.paths import project_root
+from e2c.core.errors import UserError
+from e2c.core.paths import project_root
+from e2c.launch import devices
 
 ROOT = project_root()
 

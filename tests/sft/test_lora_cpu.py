@@ -1,4 +1,4 @@
-"""LoRA merging (e2c.lora) against PEFT's own merge and a plain loop, the rollout's adapter sync, the folder
+"""LoRA merging (e2c.launch.lora) against PEFT's own merge and a plain loop, the rollout's adapter sync, the folder
 conversions of verl's LoRA outputs, and the LoRA flags of the launchers."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from bad_input import assert_one_line_error, run
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from e2c.core.errors import UserError
 from e2c.data.io import write_parquet
 from e2c.data.synthetic.generate import generate, rows_by_split
-from e2c.errors import UserError
-from e2c.lora import (
+from e2c.launch.lora import (
     ADAPTER_DIR,
     AdapterSync,
     LoraConfig,

@@ -18,7 +18,7 @@ from safetensors.torch import load_file
 
 from e2c.data.io import write_parquet
 from e2c.data.synthetic.generate import generate, rows_by_split
-from e2c.lora import ADAPTER_CONFIG, ADAPTER_DIR
+from e2c.launch.lora import ADAPTER_CONFIG, ADAPTER_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")

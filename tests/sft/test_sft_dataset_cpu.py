@@ -129,7 +129,7 @@ def test_overlong_rows_skip_error_truncate(tmp_path: Path, tiny_tok) -> None:
 
 def test_a_tokenizer_without_the_tags_is_refused(tmp_path: Path) -> None:
     from e2c.chain import THINK
-    from e2c.models import build_tiny_tokenizer
+    from e2c.core.models import build_tiny_tokenizer
 
     tok = build_tiny_tokenizer(THINK)  # the tiny vocabulary without the E2C tags
     p = write_parquet([_row(FULL, "full")], tmp_path / "x.parquet")

@@ -22,12 +22,12 @@ import torch
 from conftest import descendants, ended, kill_tree
 from reference_impls import tensorboard_scalars
 
-from e2c import presets
+from e2c.core.paths import configs_dir
 from e2c.data import efsft
 from e2c.data.io import write_parquet
 from e2c.data.synthetic.generate import generate, rows_by_split
-from e2c.devices import gpu_count
-from e2c.paths import configs_dir
+from e2c.launch import presets
+from e2c.launch.devices import gpu_count
 from e2c.sft import launch, tagging
 from e2c.sft import run as sft_run
 
@@ -121,7 +121,7 @@ def test_final_folders_load_with_the_tags_and_trained_weights(runs: dict, tiny_p
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from e2c.chain import tag_token_ids
-    from e2c.models import resolve_model
+    from e2c.core.models import resolve_model
 
     base = AutoModelForCausalLM.from_pretrained(tiny_path, dtype=torch.float32)
     for r in runs.values():
@@ -255,7 +255,7 @@ def test_cpu_preset_comes_from_configs_and_reaches_the_command(data, tmp_path: P
 
 
 def test_a_broken_cpu_preset_is_one_line(tmp_path: Path) -> None:
-    from e2c.errors import UserError
+    from e2c.core.errors import UserError
 
     bad = tmp_path / "sft.yaml"
     for text, message in [
@@ -289,7 +289,7 @@ def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from e2c.chain import THINK
-    from e2c.models import build_tiny_tokenizer, missing_chain_tokens
+    from e2c.core.models import build_tiny_tokenizer, missing_chain_tokens
 
     tok = build_tiny_tokenizer(THINK)
     model = AutoModelForCausalLM.from_pretrained(tiny_path)
@@ -307,7 +307,7 @@ def test_a_base_model_without_tags_gets_a_tagged_copy_once(tmp_path: Path, tiny_
     emb = AutoModelForCausalLM.from_pretrained(folder).get_input_embeddings().weight.detach()
     assert emb.shape[0] == n_base + 16  # no resize was needed
     from e2c.chain import E2C
-    from e2c.models import tag_init_rows
+    from e2c.core.models import tag_init_rows
 
     want = tag_init_rows(emb, [tok.encode(t, add_special_tokens=False) for t in E2C.tags], n_base)
     assert torch.allclose(emb[n_base : n_base + 4], want, atol=1e-5)

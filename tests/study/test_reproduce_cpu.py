@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from process_tree import alive, descendants
 
-from e2c.paths import BASE_DIR_ENV, configs_dir
+from e2c.core.paths import BASE_DIR_ENV, configs_dir
 from e2c.study.reproduce import CONTROL_ARM, RL_ARM, STUDY_FILE, ReproduceSettings, study_argv
 from e2c.study.spec import SFT_KEYS, load_study
 
@@ -177,7 +177,7 @@ def test_reproduce_fast_end_to_end_and_found_again_through_the_base_folder_slow(
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
     rl_dir = killed / "arms" / RL_ARM / "seed0"
     # verl logs a step after it saves the step's checkpoint: wait for both (a kill between the two trains the
-    # step again, e2c.checkpoints.rewind_unlogged)
+    # step again, e2c.launch.checkpoints.rewind_unlogged)
     deadline = time.monotonic() + 900
     while not ((rl_dir / "latest_checkpointed_iteration.txt").is_file() and _steps(rl_dir / "metrics.jsonl")):
         assert proc.poll() is None, (tmp_path / "killed.log").read_text()[-3000:]
@@ -222,6 +222,6 @@ def test_reproduce_fast_end_to_end_and_found_again_through_the_base_folder_slow(
 
 def _steps(metrics: Path) -> list[int]:
     """The steps verl's file logger recorded (a line cut by a kill skipped)."""
-    from e2c.checkpoints import step_metrics
+    from e2c.launch.checkpoints import step_metrics
 
     return list(step_metrics(metrics.parent)) if metrics.is_file() else []

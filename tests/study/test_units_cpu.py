@@ -11,7 +11,7 @@ import pytest
 from entry_fuzz import call_main, contract_broken
 from study_fixture import STUDY, fabricate_work, write_study
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 from e2c.study import work
 from e2c.study.cli import main, with_backend
 from e2c.study.spec import parse_study, toml_module

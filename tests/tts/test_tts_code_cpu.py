@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from e2c.core.errors import UserError
 from e2c.data.registry import Record
-from e2c.errors import UserError
 from e2c.generation.scripted import ASSISTANT, ScriptedGenerator
 from e2c.rewards import code_judge
 from e2c.rewards.code_tests import parse_tests

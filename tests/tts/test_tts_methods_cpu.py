@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from e2c.core.errors import UserError
 from e2c.data.registry import Record
-from e2c.errors import UserError
 from e2c.generation.scripted import ASSISTANT, ScriptedGenerator
 from e2c.tts import METHODS, TTSSettings, run_method
 from e2c.tts.base import Candidate, canonical_settings, weighted_vote

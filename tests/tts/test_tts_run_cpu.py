@@ -385,8 +385,8 @@ def test_context_check_sizes_a_registered_method_by_its_chains_trait_cpu(
     probe_methods: dict[str, list[tuple[int, bool]]],
 ) -> None:
     """Whole-chain methods are checked against ``cot_tokens``; the others against explore + execute."""
+    from e2c.core.errors import UserError
     from e2c.data.registry import Record
-    from e2c.errors import UserError
     from e2c.generation.scripted import ScriptedGenerator
     from e2c.tts import TTSSettings
     from e2c.tts.run import check_context

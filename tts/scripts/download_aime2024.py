@@ -17,10 +17,10 @@ from pathlib import Path
 # Run from tts/ with the checkout not installed: its e2c is the one next to this folder.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from e2c.argtypes import OUTPUT_DIR
-from e2c.cli import ArgumentParser
-from e2c.entry import checks_done, run_main
-from e2c.errors import UserError
+from e2c.commandline.argtypes import OUTPUT_DIR
+from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.core.errors import UserError
 
 NAME = "aime24"
 
@@ -38,9 +38,9 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from e2c.core.files import check_output_dir
     from e2c.data.io import write_parquet
     from e2c.data.registry import get_spec, hub_records, project_eval_dir
-    from e2c.files import check_output_dir
 
     args = build_parser().parse_args(argv)
     out = args.out or project_eval_dir()

@@ -35,8 +35,8 @@ and after exploration weighting are ``e2c/adv_abs_before|after``, the exploratio
 ``e2c/explore_token_share``.
 
 Weight movement: the CPU rollout (:mod:`e2c.verl_cpu.hf_rollout`) keeps the first weights it is sent (the
-start checkpoint, in their own dtype) and logs, per sync, :func:`e2c.weights.weight_movement` against them in
-``rollout_sync.jsonl``; :func:`e2c.weights.checkpoint_movement` computes the same numbers from two HF folders (GPU runs,
+start checkpoint, in their own dtype) and logs, per sync, :func:`e2c.launch.weights.weight_movement` against them in
+``rollout_sync.jsonl``; :func:`e2c.launch.weights.checkpoint_movement` computes the same numbers from two HF folders (GPU runs,
 whose vLLM rollout is not ours). :func:`health_table` joins both files per step and :func:`signal_verdict`
 says in one line whether the run had signal.
 
@@ -51,9 +51,9 @@ from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from e2c.checkpoints import step_metrics
-from e2c.files import read_records
-from e2c.weights import BF16_CHANGED, REL_L2, checkpoint_movement
+from e2c.core.files import read_records
+from e2c.launch.checkpoints import step_metrics
+from e2c.launch.weights import BF16_CHANGED, REL_L2, checkpoint_movement
 
 if TYPE_CHECKING:
     from torch import Tensor

@@ -14,7 +14,7 @@ from pathlib import Path
 # Run as a file from anywhere: the toolkit is three folders up.
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
-from e2c.entry import run_main
+from e2c.commandline.entry import run_main
 from e2c.eval.codeforces_elo import main
 
 if __name__ == "__main__":

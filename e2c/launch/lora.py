@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from e2c.argtypes import TEXT, whole
-from e2c.errors import UserError
-from e2c.flags import add_setting_flags, setting
+from e2c.commandline.argtypes import TEXT, whole
+from e2c.commandline.flags import add_setting_flags, setting
+from e2c.core.errors import UserError
 
 if TYPE_CHECKING:  # torch is imported where weights are touched: the launchers import this module for flags
     import torch

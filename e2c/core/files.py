@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 
 
 def atomic_write(path: str | Path, write: Callable[[IO[str]], None], *, errors: str = "strict") -> Path:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 
 __all__ = [
     "FLAG_NAMES",

@@ -1,6 +1,6 @@
 """The batch arithmetic verl asserts only inside its workers, checked at a cluster's shape before anything
 starts: the SFT and RL launchers call it at their run's ranks and nodes, and the GPU recipe's check
-(:mod:`e2c.recipe_check`) at the recipe's. A split that cannot work is one :class:`~e2c.errors.UserError`
+(:mod:`e2c.recipe_check`) at the recipe's. A split that cannot work is one :class:`~e2c.core.errors.UserError`
 line naming the setting, the numbers and values that would work.
 """
 
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 
 ALGO_NAMES = {"grpo": "GRPO", "dapo": "DAPO"}
 
@@ -112,7 +112,7 @@ def cfg_int(cfg: Any, key: str, default: int | None = None) -> int | None:
 
 def check_sft(cfg: Any, label: str, cluster: Cluster) -> SftShape:
     """The batch arithmetic of verl's SFT trainer (``verl.trainer.sft_trainer``) on ``cfg``, a config
-    :func:`e2c.launch_checks.compose_checked` returned (every size and count a whole number >= 1, checked
+    :func:`e2c.launch.checks.compose_checked` returned (every size and count a whole number >= 1, checked
     there); raises UserError naming the setting."""
     world = int(cfg.trainer.n_gpus_per_node) * int(cfg.trainer.nnodes)
     sp = cfg_int(cfg, "engine.ulysses_sequence_parallel_size", 1) or 1
@@ -219,7 +219,7 @@ def padded_samples(samples: int, dp: int, mini_samples: int) -> int:
 
 def check_rl(cfg: Any, label: str, cluster: Cluster) -> RlShape:
     """The batch arithmetic verl's RL workers assert at run time, on ``cfg``, a config
-    :func:`e2c.launch_checks.compose_checked` returned (every size and count a whole number >= 1, checked
+    :func:`e2c.launch.checks.compose_checked` returned (every size and count a whole number >= 1, checked
     there); raises UserError naming the setting."""
     world = int(cfg.trainer.n_gpus_per_node) * int(cfg.trainer.nnodes)
     gpus_per_node = int(cfg.trainer.n_gpus_per_node)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from e2c.argtypes import ANY_TEXT, ValueType
-from e2c.errors import UserError
+from e2c.commandline.argtypes import ANY_TEXT, ValueType
+from e2c.core.errors import UserError
 
 DEFAULT_LOGGERS = "console,tensorboard"
 METRICS_LOGGER = "file"
@@ -123,8 +123,8 @@ def tracker_env(names: list[str], output_dir: Path) -> dict[str, str]:
 
 
 class ResultTrackers(ValueType):
-    """Comma-separated trackers a finished eval or TTS run sends its results to (:mod:`e2c.tracking`);
-    the text is kept as given (``e2c.tracking.result_trackers`` reads it)."""
+    """Comma-separated trackers a finished eval or TTS run sends its results to (:mod:`e2c.launch.tracking`);
+    the text is kept as given (``e2c.launch.tracking.result_trackers`` reads it)."""
 
     @property
     def name(self) -> str:  # type: ignore[override]

@@ -6,7 +6,7 @@ offers it, the flag's spelling, ``--help`` line and default); :func:`add_setting
 to a parser and :func:`flag_values` reads the parsed values back as field values. A new setting is then
 one field: the RL launcher's E2C flags (:class:`e2c.rl.settings.E2CSettings`) and eval's
 (:class:`e2c.eval.runner.EvalConfig`) are both built this way. A flag's other spellings come from the one
-alias table, :data:`e2c.cli.FLAG_ALIASES`, which the toolkit's parser adds to every flag.
+alias table, :data:`e2c.commandline.parsing.FLAG_ALIASES`, which the toolkit's parser adds to every flag.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, TypeVar
 
-from e2c.argtypes import ValueType
+from e2c.commandline.argtypes import ValueType
 
 __all__ = [
     "FIELD_DEFAULT",
@@ -87,7 +87,7 @@ def setting(
         required: the command refuses to run without it (argparse's ``required``; the field's default is
             then never used by the command line). A ``flag`` without dashes is a positional argument, which
             is always required (unless ``nargs`` says otherwise).
-        value: the values it takes, as one of :mod:`e2c.argtypes`' types (``whole(1)``): the flag parses
+        value: the values it takes, as one of :mod:`e2c.commandline.argtypes`' types (``whole(1)``): the flag parses
             with it and a value from elsewhere (a Hydra override, a config) is checked with it
             (:func:`check_settings`). A list or tuple field's items are each checked with it. A boolean
             field with a ``value`` type takes its value as text (Elastic's ``--e1-mode True``) instead of
@@ -141,7 +141,7 @@ class SettingFlag:
     help: str  # its --help line
     type: type  # the value's type: int, float, str or bool (a list field: its items')
     default: Any  # its value when not given
-    value: ValueType | None  # the values it takes (e2c.argtypes); None: any value of its type
+    value: ValueType | None  # the values it takes (e2c.commandline.argtypes); None: any value of its type
     choices: tuple[str, ...] | None
     nargs: str | None = None
     negate: bool = False
@@ -307,7 +307,7 @@ def from_flags(args: argparse.Namespace, cls: type[T]) -> T:
 
 def check_settings(obj: Any, prefix: str = "", *, by_flag: bool = False, skip: Collection[str] = ()) -> None:
     """Check every field of a settings dataclass (nested ones too) that declares its values (``value=``)
-    with that type: one :class:`e2c.errors.UserError` line naming the key (``prefix`` + the dotted
+    with that type: one :class:`e2c.core.errors.UserError` line naming the key (``prefix`` + the dotted
     field path; with ``by_flag``, a field's flag where it has one), however the value arrived (a flag, a
     Hydra override, a config file, a preset). A list or tuple's items are checked one by one; the fields
     named in ``skip`` are not (paths, checked where they are used, before any work)."""

@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from e2c.argtypes import ValueType
-from e2c.env import env_switch
-from e2c.errors import Interrupted, UserError, fail
-from e2c.paths import BASE_DIR_ENV
+from e2c.commandline.argtypes import ValueType
+from e2c.core.env import env_switch
+from e2c.core.errors import Interrupted, UserError, fail
+from e2c.core.paths import BASE_DIR_ENV
 
 # canonical flag -> the other spellings it also accepts (the paper's scripts use underscores).
 FLAG_ALIASES: dict[str, tuple[str, ...]] = {
@@ -72,7 +72,7 @@ def _with_aliases(group):  # an argparse group: its flags get their aliases too
     return group
 
 
-# Set while the ``e2c`` command runs one of its subcommands (e2c.command): the name parsers show, and a
+# Set while the ``e2c`` command runs one of its subcommands (e2c.commandline.command): the name parsers show, and a
 # function that sees each parser before it parses (how ``e2c completion`` reads a command's flags).
 _COMMAND_PROG: str | None = None
 _COMMAND_WORDS: tuple[str, ...] = ()
@@ -128,7 +128,7 @@ class ArgumentParser(argparse.ArgumentParser):
         return _with_aliases(super().add_mutually_exclusive_group(**kwargs))
 
     def _get_value(self, action: argparse.Action, arg_string: str):  # type: ignore[override]
-        """A value of a declared type (:mod:`e2c.argtypes`) is refused as ``--flag must be ..., got ...``."""
+        """A value of a declared type (:mod:`e2c.commandline.argtypes`) is refused as ``--flag must be ..., got ...``."""
         if isinstance(action.type, ValueType):
             try:
                 return action.type.parse(arg_string)

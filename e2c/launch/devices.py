@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from e2c.argtypes import Number
-from e2c.errors import UserError
+from e2c.commandline.argtypes import Number
+from e2c.core.errors import UserError
 
 # Nodes of one run: more than any cluster this recipe runs on, so a larger count is a typo (and a shell
 # or a C int would overflow on it before any clean message).
@@ -15,10 +15,10 @@ MAX_NODES = 4096
 
 def env_count(name: str, kind: Number, default: int, env: Mapping[str, str] | None = None) -> int:
     """A whole number from the environment variable ``name`` (``NNODES``, ``NODE_RANK``) checked by ``kind``
-    (:mod:`e2c.argtypes`), or ``default`` when it is unset or empty; a bad value is one line naming the
+    (:mod:`e2c.commandline.argtypes`), or ``default`` when it is unset or empty; a bad value is one line naming the
     variable: ``NNODES must be in [1, 4096], got 0``.
 
-    >>> from e2c.argtypes import whole
+    >>> from e2c.commandline.argtypes import whole
     >>> env_count("NNODES", whole(1, MAX_NODES), 1, {"NNODES": "2"}), env_count("NNODES", whole(1), 1, {})
     (2, 1)
     """

@@ -3,7 +3,7 @@
 verl's trainers take their settings as Hydra overrides and read the data in worker processes, so a typo in
 an override or a wrong column ends, minutes later, in pages of traceback that do not name the culprit.
 These checks compose the same config in-process (about a second, without importing verl) and read the data
-files up front; every problem becomes one :class:`~e2c.errors.UserError` line naming the key or the file.
+files up front; every problem becomes one :class:`~e2c.core.errors.UserError` line naming the key or the file.
 verl's own fields that users set most (learning rates, temperatures, lengths, batch sizes, clip ratios...) are
 checked by the toolkit's value types, as flags are: :data:`VERL_FIELDS`, one table. Last, verl's own
 dataclasses and validators (:func:`verl_rl_checks`, :func:`verl_sft_checks`) check the composed config as the
@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2c.argtypes import Number, ValueType, at_least, finite, positive, probability, whole
-from e2c.errors import UserError
+from e2c.commandline.argtypes import Number, ValueType, at_least, finite, positive, probability, whole
+from e2c.core.errors import UserError
 
 VERL_PKG_CONFIG = "pkg://verl.trainer.config"
 _TYPE_NAMES = {bool: "a boolean (true/false)", int: "an integer", float: "a float"}

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from e2c.errors import UserError
-from e2c.paths import configs_dir
+from e2c.core.errors import UserError
+from e2c.core.paths import configs_dir
 
 
 def preset_path(name: str) -> Path:

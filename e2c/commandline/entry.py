@@ -3,7 +3,7 @@
 Every command of the toolkit (``python -m e2c.*``, the scripts' Python underneath, ``bench/``, the demos)
 ends its module with ``run_main(main)``. The guard turns what ``main`` raises into the toolkit's contract:
 
-- a :class:`e2c.errors.UserError` (a flag, a file, a model folder; its kin ``BudgetError`` and
+- a :class:`e2c.core.errors.UserError` (a flag, a file, a model folder; its kin ``BudgetError`` and
   ``ModelSpecError`` too): one ``error:`` line on stderr, exit 2;
 - an interrupt that ``main`` did not handle itself (eval and TTS name what was saved and the command that
   resumes): one line, exit 130 (Ctrl-C) or 143 (SIGTERM);
@@ -27,10 +27,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
-from e2c.cli import resume_command
-from e2c.env import env_switch
-from e2c.errors import Interrupted, UserError
-from e2c.paths import cache_dir
+from e2c.commandline.parsing import resume_command
+from e2c.core.env import env_switch
+from e2c.core.errors import Interrupted, UserError
+from e2c.core.paths import cache_dir
 
 __all__ = ["CHECK_ONLY_ENV", "DEBUG_ENV", "checks_done", "error_log_dir", "guarded", "run_main"]
 

@@ -1,7 +1,7 @@
 """The ``e2c`` command: one front door to every stage of the pipeline.
 
 ``e2c <command> [flags]`` runs the same ``main`` as ``python -m e2c.<module>`` with the same parser, the
-same one-line errors and exit codes (:mod:`e2c.entry`); only the name in ``--help`` and in error lines
+same one-line errors and exit codes (:mod:`e2c.commandline.entry`); only the name in ``--help`` and in error lines
 reads ``e2c <command>``. The bash scripts (``scripts/*.sh``, the paper's interface) and the ``python -m``
 forms keep working: they are other doors to the same code.
 
@@ -17,10 +17,10 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from e2c import cli
-from e2c.argtypes import Choice
-from e2c.entry import guarded
-from e2c.errors import UserError
+from e2c.commandline import parsing
+from e2c.commandline.argtypes import Choice
+from e2c.commandline.entry import guarded
+from e2c.core.errors import UserError
 
 __all__ = ["COMMANDS", "Command", "command_flags", "completion_script", "main"]
 
@@ -114,7 +114,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "cluster",
-        "e2c.cluster",
+        "e2c.launch.cluster",
         "wait for a ray cluster to have its nodes (the Slurm script's step)",
         "set-up",
     ),
@@ -156,7 +156,7 @@ def usage() -> str:
 class _Parsed(Exception):
     """Raised from inside a command's parser to hand the parser out without running the command."""
 
-    def __init__(self, parser: cli.ArgumentParser) -> None:
+    def __init__(self, parser: parsing.ArgumentParser) -> None:
         super().__init__()
         self.parser = parser
 
@@ -167,13 +167,13 @@ def command_flags(name: str) -> list[str]:
     The command runs up to its first ``parse_args`` and stops there: nothing is checked or written.
     """
     target = importlib.import_module(BY_NAME[name].module)
-    caught: list[cli.ArgumentParser] = []
+    caught: list[parsing.ArgumentParser] = []
 
-    def hand_out(parser: cli.ArgumentParser) -> None:
+    def hand_out(parser: parsing.ArgumentParser) -> None:
         caught.append(parser)
         raise _Parsed(parser)
 
-    with cli.parse_hook(hand_out), contextlib.suppress(_Parsed, SystemExit):
+    with parsing.parse_hook(hand_out), contextlib.suppress(_Parsed, SystemExit):
         target.main([])
     if not caught:
         return []
@@ -236,8 +236,8 @@ def _run(name: str, args: list[str]) -> int:
     saved = sys.argv[:]
     sys.argv[:] = [prog, *args]
     try:
-        with cli.command_prog(prog, words):
-            rerun = cli.resume_command((), args)
+        with parsing.command_prog(prog, words):
+            rerun = parsing.resume_command((), args)
             return guarded(lambda: target.main(args), prog, rerun)
     finally:
         sys.argv[:] = saved

@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from e2c.errors import UserError
-from e2c.files import atomic_write_json, json_kind
+from e2c.core.errors import UserError
+from e2c.core.files import atomic_write_json, json_kind
 
 LOCK_NAME = ".e2c-run.lock"
 IDENTITY_NAME = "e2c-run.json"
@@ -257,7 +257,7 @@ class RunFolder:
     # ---------------------------------------------------------------- read-only checks before any work
     def check(self, lock: bool = True) -> list[str]:
         """Refuse, creating and changing nothing, a folder in use by a live process, or holding another
-        run (unless ``force``). Run before :func:`e2c.entry.checks_done`; :meth:`claim` checks again
+        run (unless ``force``). Run before :func:`e2c.commandline.entry.checks_done`; :meth:`claim` checks again
         under the lock (``lock=False``: a worker of the command that holds it). Returns ``["--force"]``
         when ``force`` will move the folder's files aside, else []."""
         if lock:
@@ -339,7 +339,7 @@ class RunFolder:
         log(f"{self.command}: --force: the old run's files are now in {aside}")
 
     def _record(self) -> None:
-        from e2c.runinfo import git_commit
+        from e2c.core.runinfo import git_commit
 
         record = read_identity(self.folder)
         if record is not None and not identity_diff(record["identity"], self.identity):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 
 __all__ = [
     "ANY_TEXT",
@@ -296,7 +296,7 @@ class PathType(ValueType):
         return _PATH_NAMES[self.mode]
 
     def parse(self, text: str) -> Path:
-        from e2c.files import check_output_dir, check_output_file
+        from e2c.core.files import check_output_dir, check_output_file
 
         s = str(text)
         if not s.strip():
@@ -324,14 +324,14 @@ class PathType(ValueType):
 @dataclass(frozen=True, repr=False)
 class ModelRef(ValueType):
     """A model reference: ``tiny``, ``embedded``, an HF id ``owner/name``, or a local model folder (its
-    config, weight headers and tokenizer are checked now: :func:`e2c.models.check_model_folder`). A
+    config, weight headers and tokenizer are checked now: :func:`e2c.core.models.check_model_folder`). A
     folder with no ``config.json`` may hold the model in a ``--subfolder``: it is checked at resolution."""
 
     name = "a model: 'tiny', 'embedded', a local model folder or an HF id 'owner/name'"
     extra: tuple[str, ...] = ()  # more names this entry point resolves itself ("auto")
 
     def parse(self, text: str) -> str:
-        from e2c.models import SPEC_FORMS, check_model_folder, is_hub_id
+        from e2c.core.models import SPEC_FORMS, check_model_folder, is_hub_id
 
         s = str(text)
         if not s.strip():

@@ -9,8 +9,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from e2c.errors import UserError
-from e2c.files import json_kind, read_file_bytes
+from e2c.core.errors import UserError
+from e2c.core.files import json_kind, read_file_bytes
 
 # The metrics of one dataset in results.json that a summary reads (e2c.eval.metrics.summarize writes them).
 SUMMARY_METRICS = (

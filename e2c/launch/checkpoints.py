@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from e2c.files import atomic_write_text, read_records
+from e2c.core.files import atomic_write_text, read_records
 
 # verl writes this file in a run's checkpoint folder after a checkpoint is complete.
 TRACKER = "latest_checkpointed_iteration.txt"

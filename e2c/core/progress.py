@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Any
 
-from e2c.env import env_switch
+from e2c.core.env import env_switch
 
 ENV = "E2C_PROGRESS"
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from e2c import progress
 from e2c.chain import E2C, ChainFormat
-from e2c.env import env_switch
-from e2c.errors import UserError
-from e2c.files import atomic_replace_dir
-from e2c.paths import cache_dir
+from e2c.core import progress
+from e2c.core.env import env_switch
+from e2c.core.errors import UserError
+from e2c.core.files import atomic_replace_dir
+from e2c.core.paths import cache_dir
 
 RELEASED_REPO = "TingheOliver/Explore-Execute-Chain-Qwen"
 
@@ -509,7 +509,7 @@ def save_model(out: Path, model: Any, tok: Any) -> Path:
 
 
 def _save(model: Any, tok: Any, extra: dict[str, Any] | None = None) -> Callable[[Path], None]:
-    """What :func:`e2c.files.atomic_replace_dir` fills a model folder with (a killed build leaves none)."""
+    """What :func:`e2c.core.files.atomic_replace_dir` fills a model folder with (a killed build leaves none)."""
 
     def fill(folder: Path) -> None:
         model.save_pretrained(folder)

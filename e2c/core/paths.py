@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from e2c.errors import UserError
+from e2c.core.errors import UserError
 
 MARKER = Path("configs") / "e2c_common.yaml"
 BASE_DIR_ENV = "E2C_BASE_DIR"
