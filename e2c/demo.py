@@ -18,9 +18,10 @@ from e2c.commandline.argtypes import ANY_TEXT, ModelRef, at_least, probability, 
 from e2c.commandline.flags import add_setting_flags, from_flags, setting
 from e2c.commandline.parsing import quiet_libraries
 from e2c.core.errors import UserError
-from e2c.core.models import RELEASED_REPO, ResolvedModel, default_subfolder, resolve_model
+from e2c.core.models import RELEASED_REPO, ResolvedModel, default_subfolder, hub_reachable, resolve_model
 from e2c.generation import BACKENDS, generate_chains, make_generator, pick_backend
 from e2c.generation.base import check_fits, context_length
+from e2c.launch.devices import gpu_count
 from e2c.rewards import grade
 
 CLOSED_FOR_MODEL = {
@@ -159,9 +160,6 @@ def fill_defaults(s: GenerationSettings) -> GenerationSettings:
     released or user checkpoint, :data:`SMALL_DEFAULTS` for embedded/tiny); flags given stay."""
     model = s.model
     if model == "auto":
-        from e2c.core.models import hub_reachable
-        from e2c.launch.devices import gpu_count
-
         gpus = gpu_count()
         model, note = auto_model(gpus, bool(gpus) and hub_reachable())
         if note:

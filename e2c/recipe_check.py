@@ -65,6 +65,8 @@ from e2c.commandline.entry import checks_done, run_main
 from e2c.commandline.flags import add_setting_flags, flag_field, from_flags
 from e2c.commandline.parsing import ArgumentParser
 from e2c.core.errors import UserError
+from e2c.core.paths import configs_dir, project_root
+from e2c.data.registry import get_spec, resolve_names
 from e2c.launch.batch_shapes import (  # noqa: F401  (re-exported: the recipe check's public names)
     ALGO_NAMES,
     Cluster,
@@ -81,9 +83,11 @@ from e2c.launch.batch_shapes import (  # noqa: F401  (re-exported: the recipe ch
     stage_label,
     world_fix,
 )
-from e2c.launch.checks import first_line, verl_rl_checks, verl_sft_checks
-from e2c.launch.devices import MAX_NODES
+from e2c.launch.checks import compose_checked, first_line, verl_rl_checks, verl_sft_checks
+from e2c.launch.devices import MAX_NODES, gpu_count, requested_gpus
+from e2c.rl.launch import build_overrides, config_name, default_output_dir, default_sft_model, parse_args
 from e2c.rl.settings import e2c_settings
+from e2c.sft.launch import CONFIG_NAME, Plan, hydra_overrides
 
 # ------------------------------------------------------------------------------------------------ constants
 # Peak dense bf16 tensor-core throughput of one H100 SXM (NVIDIA's datasheet, without sparsity).
@@ -152,9 +156,6 @@ class Assumptions:
 def sft_config(cluster: Cluster, model: str, overrides: Sequence[str] = (), steps: int | None = None) -> Any:
     """The composed ``configs/e2c_sft.yaml`` as :func:`e2c.sft.launch.hydra_overrides` writes it for a GPU
     plan of ``cluster`` (the launcher's placeholder data path; nothing is read)."""
-    from e2c.core.paths import configs_dir, project_root
-    from e2c.launch.checks import compose_checked
-    from e2c.sft.launch import CONFIG_NAME, Plan, hydra_overrides
 
     # Plan's fields as the launcher's make_plan fills them for GPUs (``ranks``: processes per node, where
     # this version of the launcher has it).
@@ -182,15 +183,6 @@ def rl_config(
     """The composed ``configs/e2c_<algo>.yaml`` with ``e2c_stage=stage<stage>`` and the overrides
     :func:`e2c.rl.launch.build_overrides` gives a launch on ``cluster`` (its flags parsed by the launcher's own
     :func:`~e2c.rl.launch.parse_args`)."""
-    from e2c.core.paths import configs_dir
-    from e2c.launch.checks import compose_checked
-    from e2c.rl.launch import (
-        build_overrides,
-        config_name,
-        default_output_dir,
-        default_sft_model,
-        parse_args,
-    )
 
     argv = ["--algo", algo, "--stage", str(stage), "--nnodes", str(cluster.nnodes)]
     if steps is not None:
@@ -299,8 +291,6 @@ def file_rows(path: str | Path) -> int | None:
     """Rows of a local parquet file from its footer (nothing else is read); None when there is none."""
     p = Path(path)
     if not p.is_absolute():
-        from e2c.core.paths import project_root
-
         p = project_root() / p
     if not p.is_file():
         return None
@@ -316,7 +306,6 @@ def eval_tokens(
     datasets: str, samples: int, fraction: float, max_tokens: int | None
 ) -> tuple[float | None, str]:
     """Generated tokens of an evaluation: ``problems x samples x f x max_new_tokens`` per set."""
-    from e2c.data.registry import get_spec, resolve_names
 
     try:
         names = resolve_names(datasets)
@@ -557,8 +546,6 @@ def build_parser() -> argparse.ArgumentParser:
 def resolve_gpus(value: str | int) -> int:
     """``--gpus``: a count, or ``auto``: the GPUs a launcher would use (:mod:`e2c.launch.devices`; 0 with none)."""
     if value == "auto":
-        from e2c.launch.devices import gpu_count, requested_gpus
-
         n = gpu_count()
         return requested_gpus(n) if n else 0
     try:

@@ -19,6 +19,11 @@ from e2c.commandline.entry import checks_done, run_main
 from e2c.commandline.flags import add_setting_flags, from_flags, setting
 from e2c.commandline.parsing import ArgumentParser
 from e2c.core.errors import UserError
+from e2c.core.paths import configs_dir
+from e2c.launch.lora import lora_overrides
+from e2c.launch.tracking import tracker_names
+from e2c.rl import curriculum, launch
+from e2c.sft import run
 
 
 @dataclass(frozen=True)
@@ -80,7 +85,6 @@ def _before_overrides(args: list[str]) -> list[str]:
 
 
 def check_rl(stage: StageScript, args: list[str]) -> None:
-    from e2c.rl import launch
 
     os.environ.pop("NNODES", None)  # the sbatch sets the stage's own; the caller's is not this check's
     ns = launch.parse_args([stage.flag or "", stage.value or "", *args])
@@ -91,8 +95,6 @@ def check_rl(stage: StageScript, args: list[str]) -> None:
 
 
 def check_sft(stage: StageScript, args: list[str]) -> None:
-    from e2c.launch.tracking import tracker_names
-    from e2c.sft import run
 
     ns, _ = run.parse([stage.flag or "", stage.value or "", *args])
     tracker_names(ns.logger)
@@ -103,10 +105,6 @@ def check_sft(stage: StageScript, args: list[str]) -> None:
 
 
 def check_curriculum(stage: StageScript, args: list[str]) -> None:
-    from e2c.core.paths import configs_dir
-    from e2c.launch.lora import lora_overrides
-    from e2c.launch.tracking import tracker_names
-    from e2c.rl import curriculum
 
     ns, lora = curriculum.parse(args)
     tracker_names(ns.logger)

@@ -38,6 +38,8 @@ from e2c.claims.stages import (
 from e2c.commandline.entry import run_main
 from e2c.commandline.parsing import ArgumentParser
 from e2c.core.errors import UserError
+from e2c.data.synthetic.families import FAMILIES
+from e2c.quickstart.config import DEFAULT_FAMILIES
 from e2c.quickstart.progress import Reporter
 from e2c.quickstart.runner import (
     Pipeline,
@@ -82,8 +84,6 @@ def config_from_args(args: argparse.Namespace) -> ClaimsConfig:
 def validate(cfg: ClaimsConfig) -> None:
     """One UserError line for a setting out of range: every field by its declared value type (the flags' own
     rule, for the preset's values too), then what one value cannot say alone."""
-    from e2c.data.synthetic.families import FAMILIES
-    from e2c.quickstart.config import DEFAULT_FAMILIES
 
     cfg.check_values()
     if len(cfg.weight_coefs) < 2 or len(set(cfg.weight_coefs)) != len(cfg.weight_coefs):

@@ -11,7 +11,7 @@ from e2c.core.paths import default_run_folder
 from e2c.quickstart.config import BACKEND, FAMILY
 from e2c.quickstart.config import Config as QuickstartConfig
 from e2c.quickstart.settings import StageSettings, knob
-from e2c.tts import methods_with
+from e2c.tts import METHODS, methods_with
 
 STAGES = ("start", "weighting", "adapt", "tts", "report")
 REQUIRES: dict[str, tuple[str, ...]] = {
@@ -83,7 +83,6 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
 
 
 def _tts_methods() -> tuple[str, ...]:
-    from e2c.tts import METHODS
 
     return tuple(sorted(METHODS))
 

@@ -11,7 +11,9 @@ from typing import Any
 
 from e2c.claims import stats as st
 from e2c.claims.config import CLAIM_METHOD, REFERENCE_METHOD
+from e2c.claims.plots import write_plots
 from e2c.claims.stages import ClaimsContext, arm_name, data_stats
+from e2c.core.errors import UserError
 from e2c.core.files import atomic_write_json, atomic_write_text, read_records
 from e2c.eval.compare import per_problem_scores
 from e2c.quickstart.context import read_done
@@ -52,7 +54,6 @@ def needed_scale(ci: Sequence[float], delta: float) -> float:
 # ------------------------------------------------------------------------------------------------ claim 1
 def predictions(cc: ClaimsContext, path: str) -> dict[str, float]:
     """``{problem id: score}`` of an evaluation's predictions (a path relative to the claims folder)."""
-    from e2c.core.errors import UserError
 
     full = cc.out / path
     scores = per_problem_scores(full)
@@ -530,7 +531,6 @@ def _needed(scale: float | None, what: str) -> list[str]:
 
 
 def write_report(cc: ClaimsContext) -> dict[str, Any]:
-    from e2c.claims.plots import write_plots
 
     rep = collect(cc)
     plots = write_plots(rep, cc.out / "plots")

@@ -18,10 +18,31 @@ from typing import Any
 from e2c.claims.config import ClaimsConfig, quickstart_config
 from e2c.core.errors import UserError
 from e2c.core.files import atomic_write_json
+from e2c.core.models import resolve_model
 from e2c.core.paths import project_root
+from e2c.data import efsft
+from e2c.data.io import write_parquet
+from e2c.data.synthetic.generate import eval_row, generate, sft_row
+from e2c.generation import pick_backend
+from e2c.launch.checkpoints import step_metrics
+from e2c.quickstart.cli import run as run_quickstart
+from e2c.quickstart.config import SPLIT_FRACTIONS, STAGES
 from e2c.quickstart.config import Config as QuickstartConfig
 from e2c.quickstart.context import Context, read_done, rel, shell_line
+from e2c.quickstart.data import keep_sample
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, run_logged, step_parser, tts_parser
+from e2c.quickstart.runner import add_attempt, attempt_seconds
+from e2c.quickstart.stages import (
+    eval_command,
+    rl_command,
+    rl_model,
+    rl_pool_file,
+    sft_model,
+    sft_overrides,
+    tts_run_command,
+)
+from e2c.rl.health import health_table, signal_verdict
+from e2c.rl.launch import latest_hf_checkpoint
 
 # The rollout seed verl uses when none is given (actor_rollout_ref.rollout.seed): seed s runs with
 # 42 + 1000 s, so seed 0 is the quickstart's own RL run. The rollout reseeds each batch with seed + batch index:
@@ -47,7 +68,6 @@ class ClaimsContext:
 
 
 def make_context(cfg: ClaimsConfig, out: Path) -> ClaimsContext:
-    from e2c.generation import pick_backend
 
     q = quickstart_config(cfg, str(out / "quickstart"))
     return ClaimsContext(cfg, out, replace(q, backend=pick_backend(q.backend)))
@@ -55,7 +75,6 @@ def make_context(cfg: ClaimsConfig, out: Path) -> ClaimsContext:
 
 def unit(folder: Path, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run ``work`` unless ``folder/DONE.json`` holds its result already; write it (with the seconds) after."""
-    from e2c.quickstart.runner import add_attempt, attempt_seconds
 
     done = read_done(folder)
     if done is not None:
@@ -75,8 +94,6 @@ def unit(folder: Path, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ start
 def stage_start(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     """The quickstart run every experiment starts from (its finished stages are reused)."""
-    from e2c.quickstart.cli import run as run_quickstart
-    from e2c.quickstart.stages import rl_model, sft_model
 
     q = cc.quickstart
     rep.say(
@@ -111,7 +128,6 @@ def stage_start(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
 def first_changed(q: Context) -> str | None:
     """The first quickstart stage that finished with other settings than the claims ask for (e.g. another
     --rl-steps): the quickstart redoes it and what follows, instead of refusing."""
-    from e2c.quickstart.config import STAGES
 
     for stage in STAGES:
         done = read_done(q.dir(stage))
@@ -133,7 +149,6 @@ def evaluate(
     """Greedy evaluation of ``model`` on ``data_dir/synthetic.parquet`` into ``save`` (the quickstart's eval
     settings; ``max_tokens`` replaces its new-token limit); resumes a half-done folder; returns where its
     results are."""
-    from e2c.quickstart.stages import eval_command
 
     def work() -> dict[str, Any]:
         cmd = eval_command(cc.quickstart, model, save, ["synthetic"])
@@ -174,7 +189,6 @@ def arm_name(coef: float, seed: int) -> str:
 def rl_metrics(run_dir: Path) -> list[dict[str, Any]]:
     """Per step of an RL run's ``metrics.jsonl``: the reward, the E2C segment metrics and the health
     metrics (``critic/score/mean``, ``e2c/*``, ``health/*``, ``response_length/mean``), step order."""
-    from e2c.launch.checkpoints import step_metrics
 
     rows = []
     for step, data in step_metrics(run_dir).items():
@@ -193,9 +207,6 @@ def run_arm(cc: ClaimsContext, rep: Reporter, coef: float, seed: int) -> dict[st
     """One weighting arm: GRPO stage 2 from the SFT model with exploration coefficient ``coef`` and ``seed``
     (data order and rollout sampling), then its evaluation. Arm (the quickstart's coefficient, seed 0) is
     the quickstart's own RL run, reused."""
-    from e2c.quickstart.stages import rl_command
-    from e2c.rl.health import health_table, signal_verdict
-    from e2c.rl.launch import latest_hf_checkpoint
 
     q = cc.quickstart
     name = arm_name(coef, seed)
@@ -250,7 +261,6 @@ def stage_weighting(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
 
 # ------------------------------------------------------------------------------------------------ TTS
 def tts_command(cc: ClaimsContext, model: str) -> list[str]:
-    from e2c.quickstart.stages import tts_run_command
 
     c = cc.cfg
     sets = {
@@ -278,7 +288,6 @@ def tts_command(cc: ClaimsContext, model: str) -> list[str]:
 
 def stage_tts(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     """Claim 2: the TTS methods at every budget on held-out problems with the RL model (arm 2.0, seed 0)."""
-    from e2c.quickstart.stages import rl_model
 
     model = rl_model(cc.quickstart)
     if model is None:
@@ -302,13 +311,6 @@ def adapt_data(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     chains (``sft.parquet``), the same problems as EF-SFT rows (``ef_sft.parquet``) and ``adapt_eval``
     held-out problems (``eval/synthetic.parquet``)."""
     from transformers import AutoTokenizer
-
-    from e2c.core.models import resolve_model
-    from e2c.data import efsft
-    from e2c.data.io import write_parquet
-    from e2c.data.synthetic.generate import eval_row, generate, sft_row
-    from e2c.quickstart.config import SPLIT_FRACTIONS
-    from e2c.quickstart.data import keep_sample
 
     c, d = cc.cfg, cc.dir("adapt") / "data"
     tok = AutoTokenizer.from_pretrained(resolve_model(cc.qcfg.model).path)
@@ -370,8 +372,6 @@ def old_ids(q: Context) -> set[str]:
     of the problem text)."""
     import pandas as pd
 
-    from e2c.quickstart.stages import rl_pool_file
-
     ids = {str(x) for x in pd.read_parquet(q.eval_dir / "synthetic.parquet", columns=["id"])["id"]}
     pool = rl_pool_file(q)  # written by the filter stage, so absent before it ran
     for path in (q.data_dir / "sft.parquet", q.data_dir / "rl.parquet", *([pool] if pool.is_file() else [])):
@@ -383,7 +383,6 @@ def old_ids(q: Context) -> set[str]:
 def adapt_sft(cc: ClaimsContext, rep: Reporter, method: str, model: Path) -> dict[str, Any]:
     """One adaptation run from the RL model: ``ef_sft`` (scripts/ef-sft.sh on the EF-SFT rows) or ``full_sft``
     (scripts/e2c_sft.sh on the full chains of the same problems), same steps, batch and learning rate."""
-    from e2c.quickstart.stages import sft_overrides
 
     c = cc.cfg
     d = cc.dir("adapt") / method
@@ -428,7 +427,6 @@ def data_stats(path: Path) -> dict[str, Any]:
 def stage_adapt(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     """Claim 3: EF-SFT, full E2C SFT and nothing, from the RL model, on a family held out of SFT and RL;
     accuracy on the new family and on the old held-out problems (forgetting); trained-token share."""
-    from e2c.quickstart.stages import rl_model
 
     q = cc.quickstart
     rl = rl_model(q)

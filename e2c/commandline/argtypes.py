@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from e2c.core.errors import UserError
+from e2c.core.files import check_output_dir, check_output_file
+from e2c.core.models import SPEC_FORMS, check_model_folder, is_hub_id
 
 __all__ = [
     "ANY_TEXT",
@@ -296,7 +298,6 @@ class PathType(ValueType):
         return _PATH_NAMES[self.mode]
 
     def parse(self, text: str) -> Path:
-        from e2c.core.files import check_output_dir, check_output_file
 
         s = str(text)
         if not s.strip():
@@ -331,7 +332,6 @@ class ModelRef(ValueType):
     extra: tuple[str, ...] = ()  # more names this entry point resolves itself ("auto")
 
     def parse(self, text: str) -> str:
-        from e2c.core.models import SPEC_FORMS, check_model_folder, is_hub_id
 
         s = str(text)
         if not s.strip():

@@ -37,6 +37,7 @@ from typing import Any
 
 from e2c.core.errors import UserError
 from e2c.core.files import atomic_write_json, json_kind
+from e2c.core.runinfo import git_commit
 
 LOCK_NAME = ".e2c-run.lock"
 IDENTITY_NAME = "e2c-run.json"
@@ -339,7 +340,6 @@ class RunFolder:
         log(f"{self.command}: --force: the old run's files are now in {aside}")
 
     def _record(self) -> None:
-        from e2c.core.runinfo import git_commit
 
         record = read_identity(self.folder)
         if record is not None and not identity_diff(record["identity"], self.identity):

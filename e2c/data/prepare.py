@@ -39,7 +39,7 @@ from e2c.commandline.parsing import ArgumentParser
 from e2c.core import progress
 from e2c.core.errors import UserError
 from e2c.core.files import check_output_dir
-from e2c.core.models import ModelSpecError
+from e2c.core.models import ModelSpecError, resolve_model
 from e2c.core.paths import data_dir
 from e2c.data import code_sets, efsft, paper, registry
 from e2c.data.download import DATA_REPO, download, endpoint, hf_token
@@ -287,8 +287,6 @@ def load_tokenizer(spec: str) -> Any:
     every text into no tokens, and EF-SFT data built with it would say "trained tokens 0 of 0". UserError
     naming ``--tokenizer`` otherwise."""
     from transformers import AutoTokenizer
-
-    from e2c.core.models import resolve_model
 
     try:
         path = resolve_model(spec).path

@@ -47,8 +47,12 @@ from pathlib import Path
 from typing import Any
 
 from e2c.commandline.argtypes import EXISTING_FILE, TEXT, whole
+from e2c.commandline.entry import checks_done
 from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import ArgumentParser
 from e2c.core.errors import UserError
+from e2c.data.registry import load_benchmark
+from e2c.eval.runner import read_predictions
 
 LOW, HIGH = 0.0, 4000.0
 SCALE = 400.0
@@ -154,7 +158,6 @@ def run_folder(path: Path) -> Path:
 
 def predictions_by_problem(path: Path) -> dict[str, list[bool]]:
     """``{problem id: [correct per sample]}`` from one predictions file (samples in order)."""
-    from e2c.eval.runner import read_predictions
 
     out: dict[str, list[bool]] = {}
     for _, lines in sorted(read_predictions(path, repair=False).items()):
@@ -213,7 +216,6 @@ def estimate_run(
     distribution: dict[float, int] | None = None,
 ) -> Estimate:
     """The rating estimate of one run folder's Codeforces predictions (see the module's text)."""
-    from e2c.data.registry import load_benchmark
 
     folder = run_folder(Path(results_path))
     name = pick_dataset(folder, dataset)
@@ -303,7 +305,6 @@ class EloSettings:
 
 
 def build_parser() -> Any:
-    from e2c.commandline.parsing import ArgumentParser
 
     p = ArgumentParser(prog="cf_elo_calc.py", description=__doc__.splitlines()[0])
     add_setting_flags(p, EloSettings)
@@ -311,7 +312,6 @@ def build_parser() -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from e2c.commandline.entry import checks_done
 
     args = from_flags(build_parser().parse_args(argv), EloSettings)
     dist = read_distribution(args.ratings_distribution) if args.ratings_distribution else None

@@ -26,6 +26,7 @@ from e2c.core.errors import UserError
 from e2c.core.files import read_records
 from e2c.core.results import read_results
 from e2c.core.stats import align_scores, paired_difference, wilson_interval
+from e2c.eval.plots import plot_accuracy, plot_tokens
 
 
 def per_problem_counts(predictions: Path) -> dict[str, tuple[int, int]]:
@@ -187,8 +188,6 @@ def main(argv: list[str] | None = None) -> int:
     checks_done()
     print(format_comparison(cmp))
     if args.plot_dir is not None:
-        from e2c.eval.plots import plot_accuracy, plot_tokens
-
         plots = Path(args.plot_dir)
         plot_accuracy(cmp["runs"], plots / "accuracy.png", "Accuracy per run")
         plot_tokens(cmp["runs"], plots / "tokens.png", "Exploration and execution tokens per run")

@@ -38,6 +38,8 @@ from e2c.commandline.entry import run_main
 from e2c.commandline.flags import add_setting_flags, from_flags, setting
 from e2c.commandline.parsing import ArgumentParser
 from e2c.core.errors import UserError
+from e2c.data.registry import resolve_names
+from e2c.eval import run
 
 TRUE = ("true", "1", "yes")
 FALSE = ("false", "0", "no")
@@ -150,7 +152,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def translate(argv: list[str]) -> list[str]:
     """Elastic Reasoning's flags -> the arguments of ``python -m e2c.eval.run`` (raises UserError)."""
-    from e2c.data.registry import resolve_names
 
     ns, rest = build_parser().parse_known_args(argv)
     args = from_flags(ns, ElasticSettings)
@@ -176,7 +177,6 @@ def translate(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Translate, show the translated command, run it: :mod:`e2c.eval.run` checks the rest of the inputs
     (and calls :func:`e2c.commandline.entry.checks_done`) before any work."""
-    from e2c.eval import run
 
     args = translate(list(sys.argv[1:] if argv is None else argv))
     print(f"[eval_model] python -m e2c.eval.run {shlex.join(args)}", flush=True)

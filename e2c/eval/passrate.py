@@ -69,6 +69,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from e2c.chain import FORMATS, get_format
 from e2c.commandline.argtypes import (
     ANY_TEXT,
     EXISTING_FILE,
@@ -81,9 +82,29 @@ from e2c.commandline.argtypes import (
 )
 from e2c.commandline.entry import checks_done, run_main
 from e2c.commandline.flags import add_setting_flags, flag_values, setting
+from e2c.commandline.parsing import (
+    DTYPES,
+    ArgumentParser,
+    count_lines,
+    exit_interrupted,
+    interrupt_on_sigterm,
+    quiet_libraries,
+    resume_command,
+)
+from e2c.core import progress
 from e2c.core.errors import UserError
-from e2c.core.files import RecordFile, read_file_bytes, read_records
+from e2c.core.files import (
+    RecordFile,
+    atomic_write_json,
+    check_output_file,
+    read_file_bytes,
+    read_records,
+    temp_sibling,
+)
+from e2c.core.models import default_subfolder, resolve_model
+from e2c.core.paths import configs_dir
 from e2c.core.run_folder import check_lock, hold_lock, identity_diff
+from e2c.core.runinfo import git_commit
 from e2c.data.bands import (
     BAND,
     DEFAULT_BAND,
@@ -96,7 +117,16 @@ from e2c.data.bands import (
     pass_rate,
     reward_varies,
 )
+from e2c.data.io import write_table
+from e2c.data.schema import validate_rows
+from e2c.eval.cost import batch_call, total_cost, usage_mark, usage_since
+from e2c.eval.plots import pyplot
+from e2c.eval.run import parse_gpus
+from e2c.generation import ALIASES, BACKENDS, pick_backend, run_generator
+from e2c.generation.base import Sampling, check_fits, context_length, derive_seed
+from e2c.launch.checks import check_data_file
 from e2c.rewards.shape import DEFAULT_REWARD_SHAPE, REWARD_SHAPES
+from e2c.rewards.verl_score import compute_score
 
 DEFAULT_K = 8
 DEFAULT_MODEL = "models/checkpoints/sft/final"  # the RL configs' start model
@@ -131,8 +161,6 @@ def rl_response_length() -> int:
     try:
         import yaml
 
-        from e2c.core.paths import configs_dir
-
         data = yaml.safe_load((configs_dir() / "e2c_common.yaml").read_text(encoding="utf-8"))
         value = data["data"]["max_response_length"]
         return int(value) if isinstance(value, int) and value > 0 else FALLBACK_RESPONSE_LENGTH
@@ -141,7 +169,6 @@ def rl_response_length() -> int:
 
 
 def _format_names() -> tuple[str, ...]:
-    from e2c.chain import FORMATS
 
     return tuple(FORMATS)
 
@@ -271,7 +298,6 @@ class FilterConfig:
     def from_flags(cls, args: argparse.Namespace, backend: str) -> FilterConfig:
         """The run's settings from parsed flags: the subfolder and the batch size resolved for the model and
         the backend."""
-        from e2c.core.models import default_subfolder
 
         values = flag_values(args, cls)
         return cls(
@@ -332,8 +358,6 @@ def default_output(input_path: str | Path) -> Path:
 def check_paths(input_path: str | Path, output_path: str | Path) -> PassRateFiles:
     """Refuse, before any work, an input that is not an RL parquet in verl's schema, and outputs that would
     overwrite the input or cannot be written. Returns the run's files."""
-    from e2c.core.files import check_output_file
-    from e2c.launch.checks import check_data_file
 
     src, out = Path(input_path), Path(output_path)
     if src.is_dir():
@@ -397,7 +421,6 @@ def grade_samples(
     and the RL run's ``reward_kwargs`` (they win over the row's, as verl binds them): ``correct`` is the
     evaluation's correctness (``answer_correct``: the answer, whatever its chain's form), ``reward`` the
     score GRPO would see (the overlong penalty aside: the filter's samples stop at the run's length)."""
-    from e2c.rewards.verl_score import compute_score
 
     gold = (row.get("reward_model") or {}).get("ground_truth")
     info = {**(row.get("extra_info") or {}), **(reward_kwargs or {})}
@@ -490,7 +513,6 @@ def samples_cost(results: Sequence[dict[str, Any]]) -> dict[str, Any]:
     however its lines were written (a batch cut by a kill and finished by a later call included). A line
     without its batch's ``"call"`` (an older toolkit's) gives its tokens and sequences; its batch is
     unknown (the batch size is not a recorded setting), so calls, prompt tokens and seconds are partial."""
-    from e2c.eval.cost import total_cost
 
     return total_cost(
         results,
@@ -523,10 +545,6 @@ def filter_prompts(
     :class:`UserError` for bad input and when no prompt is left in the band; then nothing but the samples
     file (which a rerun with another band reuses) is written.
     """
-    from e2c.chain import get_format
-    from e2c.core import progress
-    from e2c.eval.cost import batch_call, usage_mark, usage_since
-    from e2c.generation.base import Sampling, check_fits, context_length, derive_seed
 
     band = parse_band(cfg.band)
     files = check_paths(input_path, output_path)
@@ -633,7 +651,6 @@ def filter_prompts(
         report = build_report(cfg, band, input_path, files, results, counts, keep, gen)
         report["mix"] = family_mix(rows[:read], results, keep)
         write_rl_table(out_table, files.output)
-        from e2c.core.files import atomic_write_json
 
         atomic_write_json(files.report, report)
         plot_histogram(report, files.plot)
@@ -654,7 +671,6 @@ def build_report(
     """The report's content (see the module docstring). Its ``usage`` and ``seconds`` are the cost of the
     ``results`` lines (:func:`samples_cost`), not of this process's generator: a rerun that generates
     nothing reports what the samples cost."""
-    from e2c.core.runinfo import git_commit
 
     kept = set(keep)
     rates = [r["pass_rate"] for r in results]
@@ -748,8 +764,6 @@ def with_pass_rates(table: Any, keep: Sequence[int], rates: Sequence[float]) -> 
 def write_rl_table(table: Any, path: Path) -> None:
     """Check the rows against the rl schema, then write the table (:func:`e2c.data.io.write_table`,
     atomically)."""
-    from e2c.data.io import write_table
-    from e2c.data.schema import validate_rows
 
     validate_rows(table.to_pylist(), "rl", str(path))
     write_table(table, path)
@@ -757,8 +771,6 @@ def write_rl_table(table: Any, path: Path) -> None:
 
 def plot_histogram(report: dict[str, Any], path: Path) -> None:
     """Prompts per number of correct samples, the bins the band keeps coloured; written atomically."""
-    from e2c.core.files import temp_sibling
-    from e2c.eval.plots import pyplot
 
     plt = pyplot()
     bins = report["histogram"]
@@ -806,13 +818,11 @@ def default_batch_size(backend: str, k: int) -> int:
 
 
 def _backend_choices() -> tuple[str, ...]:
-    from e2c.generation import ALIASES, BACKENDS
 
     return (*BACKENDS, *ALIASES)
 
 
 def _dtypes() -> tuple[str, ...]:
-    from e2c.commandline.parsing import DTYPES
 
     return tuple(DTYPES)
 
@@ -877,7 +887,6 @@ OLD_SPELLINGS = ("--require-format",)
 def build_parser() -> argparse.ArgumentParser:
     """The run's flags: what it keeps (:class:`FilterConfig`) and how it runs (:class:`RunControl`), each
     declared once in its dataclass; and ``--require-format``, an older spelling of ``--reward-shape gate``."""
-    from e2c.commandline.parsing import ArgumentParser
 
     p = ArgumentParser(prog="python -m e2c.eval.passrate", description=__doc__.split("\n\n")[0])
     add_setting_flags(p, FilterConfig)
@@ -894,10 +903,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     """Check every input, then load the model and filter; returns the report."""
-    from e2c.chain import FORMATS
-    from e2c.commandline.parsing import quiet_libraries
-    from e2c.core.models import resolve_model
-    from e2c.generation import pick_backend, run_generator
 
     quiet_libraries()
     backend = pick_backend(args.backend)
@@ -908,8 +913,6 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> dict[str, Any]:
     check_lock(files.lock, str(files.samples), "--output")
     gpus = None
     if args.gpus is not None:
-        from e2c.eval.run import parse_gpus
-
         gpus = parse_gpus(args.gpus)
     # The model after the data: a bad input is named before minutes of model loading.
     res = resolve_model(args.model, cfg.subfolder, fmt=FORMATS[cfg.format])
@@ -935,7 +938,6 @@ def one_line(message: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from e2c.commandline.parsing import count_lines, exit_interrupted, interrupt_on_sigterm, resume_command
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)

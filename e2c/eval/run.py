@@ -62,19 +62,26 @@ from e2c.core.run_folder import FORCE_HELP
 from e2c.data.registry import load_benchmarks, resolve_names
 from e2c.eval.runner import (
     EvalConfig,
+    check_context,
     check_resume,
     chunk_size_for,
+    dataset_budget,
     eval_run_folder,
     format_table,
+    merge_shards,
     note,
+    read_predictions,
     run_eval,
     tracker_payload,
+    write_config,
 )
+from e2c.generation import pick_backend, run_generator
 from e2c.launch.devices import gpu_count
 from e2c.launch.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.rewards.kinds import runs_programs
 from e2c.sandbox import SANDBOX_HELP, Sandbox, use
 from e2c.sandbox import setting as sandbox_setting
+from e2c.view import write_view
 
 # The paper's evaluation folder; each model and setting gets its own run folder inside it (resume needs that).
 EVAL_ROOT = Path("evaluation") / "e2c-eval"
@@ -404,8 +411,6 @@ def report(run: Planned) -> None:
         f"{plural(cost['calls'], 'generation call')}, {cost['seconds']:.1f}s of generation{partial})"
     )
     if run.args.view:  # after the results are written: a page that cannot be built loses nothing of the run
-        from e2c.view import write_view
-
         try:
             write_view([save], save / "view.html")
             print(f"view: {save / 'view.html'}")
@@ -442,7 +447,6 @@ def plan(args: argparse.Namespace, where: dict[str, Path], sandboxes: dict[str, 
     """Check one evaluation's inputs (the flags by their types already, then the settings together, the run
     folder, the model folder, the data, an earlier run in the folder and the GPUs) without loading a model
     or changing a file. ``sandboxes``: the ones built so far, by setting (one per command and setting)."""
-    from e2c.generation import pick_backend
 
     trackers = result_trackers(args.logger)
     backend = pick_backend(args.backend)
@@ -530,8 +534,6 @@ def run_checked(
     """The evaluations in this process, once every check passed: the model loads once; every evaluation's
     prompts are checked against its context before the first runs; each claims its folder in
     :func:`run_eval` and goes to ``finished`` when it has its results (none in a data-parallel worker)."""
-    from e2c.eval.runner import check_context, dataset_budget
-    from e2c.generation import run_generator
 
     first = planned[0]
     args = first.args
@@ -601,8 +603,6 @@ def run_workers(
     import subprocess
     from contextlib import ExitStack
 
-    from e2c.eval.runner import write_config
-
     groups = planned[0].groups
     world = len(groups)
     log = (lambda s: None) if planned[0].args.quiet else note
@@ -658,8 +658,6 @@ def run_workers(
 def merge_workers(p: Planned, world: int, log: Any) -> dict:
     """One evaluation's worker files merged, checked complete, graded and reported (its folder held)."""
     import types
-
-    from e2c.eval.runner import merge_shards, read_predictions
 
     for name, recs in p.data.items():
         merge_shards(p.save, name)

@@ -49,6 +49,7 @@ from e2c.data.registry import Record, get_spec, options_of, question_text
 from e2c.eval.compare import run_summary
 from e2c.eval.cost import add_costs, batch_call, total_cost, usage_mark, usage_since
 from e2c.eval.metrics import summarize
+from e2c.eval.plots import plot_accuracy, plot_tokens
 from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
 from e2c.generation.base import check_fits, context_length, derive_seed
@@ -692,8 +693,6 @@ def write_run_plots(save_path: Path, log: Callable[[str], None]) -> None:
 
     The results are already written: a plot that cannot be drawn is one log line, never a failed run."""
     try:
-        from e2c.eval.plots import plot_accuracy, plot_tokens
-
         runs = {save_path.name or "run": run_summary(save_path)}
         plot_accuracy(runs, save_path / "accuracy.png", "Accuracy per dataset")
         plot_tokens(runs, save_path / "tokens.png", "Exploration and execution tokens per dataset")

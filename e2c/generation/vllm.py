@@ -27,6 +27,7 @@ from e2c.generation.base import (
     split_stops,
 )
 from e2c.generation.batching import Call
+from e2c.generation.hf import resolve_cpu_dtype
 
 
 def completion_from_vllm(
@@ -69,7 +70,6 @@ def engine_kwargs(on_cpu: bool, dtype: str, enforce_eager: bool | None) -> dict[
     engine start from 13 s to 90-126 s for no throughput gain (32 prompts x 128 tokens: 383 greedy / 228
     sampled tok/s eager, 470 / 254 compiled).
     """
-    from e2c.generation.hf import resolve_cpu_dtype
 
     if on_cpu:
         dtype = resolve_cpu_dtype(dtype)

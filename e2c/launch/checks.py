@@ -32,6 +32,7 @@ from typing import Any
 
 from e2c.commandline.argtypes import Number, ValueType, at_least, finite, positive, probability, whole
 from e2c.core.errors import UserError
+from e2c.data.schema import SchemaError, validate_file
 
 VERL_PKG_CONFIG = "pkg://verl.trainer.config"
 _TYPE_NAMES = {bool: "a boolean (true/false)", int: "an integer", float: "a float"}
@@ -632,7 +633,6 @@ def not_released(path: Path) -> str:
 def check_data_file(path: str, what: str, schema: str, suffixes: Sequence[str], flag: str) -> None:
     """A data file the trainer will read: it exists, has a suffix the trainer reads, and fits ``schema``
     (e2c.data.schema's check); a missing column is named as such. ``flag`` picks another file."""
-    from e2c.data.schema import SchemaError, validate_file
 
     p = Path(path).expanduser()
     if p.is_dir():

@@ -18,6 +18,7 @@ from typing import Any
 
 from e2c.commandline.entry import run_main
 from e2c.commandline.parsing import ArgumentParser
+from e2c.generation import pick_backend
 from e2c.quickstart.config import (
     DEPENDS,
     ETA_SECONDS,
@@ -86,7 +87,6 @@ def config_from_args(args: argparse.Namespace) -> Config:
     cfg = Config.from_flags(args)
     validate(cfg)
     # Resolved now, so each stage records the backend it actually used (auto changes with the install).
-    from e2c.generation import pick_backend
 
     return replace(cfg, backend=pick_backend(cfg.backend))
 

@@ -19,11 +19,13 @@ from e2c.commandline.argtypes import (
 from e2c.commandline.parsing import DTYPES
 from e2c.core.paths import benchmarks_dir, default_run_folder
 from e2c.data.bands import BAND
+from e2c.data.synthetic.families import family_names
 from e2c.generation import ALIASES as BACKEND_ALIASES
 from e2c.generation import BACKENDS
 from e2c.generation.hf import resolve_cpu_dtype as resolve_dtype  # noqa: F401 (the quickstart's name)
 from e2c.quickstart.settings import StageSettings, knob
 from e2c.rewards.shape import REWARD_SHAPES
+from e2c.tts import METHODS
 
 STAGES = (
     "data",
@@ -182,13 +184,11 @@ STAGE_KEYS: dict[str, tuple[str, ...]] = {
 
 
 def _families() -> tuple[str, ...]:
-    from e2c.data.synthetic.families import family_names
 
     return tuple(family_names())
 
 
 def _tts_methods() -> tuple[str, ...]:
-    from e2c.tts import METHODS
 
     return tuple(METHODS)
 

@@ -12,6 +12,11 @@ from typing import Any
 
 from e2c.core.errors import UserError
 from e2c.core.files import atomic_write_json, atomic_write_text
+from e2c.core.models import ModelSpecError, hub_unreachable, resolve_model
+from e2c.data.io import write_parquet
+from e2c.data.registry import find_local, get_spec, read_rows, search_dirs
+from e2c.data.synthetic.families import LEVELS, family_names
+from e2c.data.synthetic.generate import eval_row, generate, rl_row, sft_row
 from e2c.quickstart.config import RL_SIGNAL_FAMILIES, SPLIT_FRACTIONS, Config
 from e2c.quickstart.context import Context, rel
 from e2c.quickstart.progress import Reporter
@@ -27,7 +32,6 @@ def generation_count(cfg: Config, length_keep: float = 0.8) -> int:
 
 def levels_upto(max_level: int) -> tuple[int, ...]:
     """The generator's levels 1..``max_level`` (at least level 1)."""
-    from e2c.data.synthetic.families import LEVELS
 
     return tuple(lv for lv in LEVELS if lv <= max(max_level, 1))
 
@@ -52,11 +56,6 @@ def stage_data(ctx: Context, rep: Reporter) -> dict[str, Any]:
     """Synthetic SFT / RL / held-out eval sets (disjoint), and the first GSM8K problems."""
     from transformers import AutoTokenizer
     from transformers.utils import logging as hf_logging
-
-    from e2c.core.models import ModelSpecError, resolve_model
-    from e2c.data.io import write_parquet
-    from e2c.data.synthetic.families import family_names
-    from e2c.data.synthetic.generate import eval_row, generate, rl_row, sft_row
 
     hf_logging.disable_progress_bar()  # the one-time model conversion would print bars between our lines
     cfg = ctx.cfg
@@ -168,10 +167,6 @@ def write_rl_pool(ctx: Context, path: Path, rep: Reporter) -> dict[str, Any]:
     """The RL prompt pool (:func:`rl_pool`) written to ``path`` as verl RL rows; returns its counts."""
     from transformers import AutoTokenizer
 
-    from e2c.core.models import resolve_model
-    from e2c.data.io import write_parquet
-    from e2c.data.synthetic.generate import rl_row
-
     cfg = ctx.cfg
     count = token_counter(AutoTokenizer.from_pretrained(resolve_model(cfg.model).path))
     pool, generated = rl_pool(cfg, count, rep)
@@ -204,7 +199,6 @@ def rl_pool(cfg: Config, count: Callable[[str], int], rep: Reporter) -> tuple[li
     held-out problems of the same seed, however many are drawn: the pool is as large as asked, drawn in its
     own generation (the SFT and held-out sets are those of the main one, unchanged by the pool's size).
     """
-    from e2c.data.synthetic.generate import generate
 
     families, level = rl_families(cfg), rl_max_level(cfg)
     n = math.ceil(cfg.rl_prompts / (SPLIT_FRACTIONS[1] * 0.8)) + 50
@@ -242,9 +236,6 @@ def copy_gsm8k(bench_dir: Path, target: Path, n: int) -> dict[str, Any]:
     ``data/processed/eval``, else the hub copy (``openai/gsm8k``, test split) where the hub is reachable;
     the returned ``note`` says which (the report shows it), or why none."""
     import json
-
-    from e2c.core.models import hub_unreachable
-    from e2c.data.registry import find_local, get_spec, read_rows, search_dirs
 
     if n <= 0:
         target.unlink(missing_ok=True)

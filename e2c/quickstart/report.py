@@ -16,14 +16,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from e2c.core.stats import align_scores, mean_interval, paired_difference
+from e2c.core.files import atomic_write_json, atomic_write_text, read_records
+from e2c.core.runinfo import git_commit, versions
+from e2c.core.stats import Z95, align_scores, mean_interval, paired_difference
 from e2c.eval.compare import pct, per_problem_counts, per_problem_scores, run_summary
 from e2c.eval.metrics import pass_at_k_curve
+from e2c.launch.devices import cpu_has_bf16
 from e2c.quickstart.config import STAGES
 from e2c.quickstart.context import Context, read_done, rel
 from e2c.quickstart.pages import quickstart_pages
 from e2c.quickstart.plots import EVAL_STAGES, STAGE_LABEL, write_plots
-from e2c.quickstart.stages import rl_curve, sampled_dir, sft_losses, tts_results
+from e2c.quickstart.progress import fmt_seconds
+from e2c.quickstart.stages import rl_curve, sampled_dir, sft_losses, sft_model, tts_results
+from e2c.rl.health import format_warning, health_table, signal_verdict
 from e2c.view import page_lines, write_pages
 
 
@@ -56,7 +61,6 @@ def kind_scores(predictions: Path) -> dict[str, dict[str, list[int]]]:
     """``{kind: {problem id: [correct of each sample]}}`` from an eval predictions file (each record carries
     its problem's answer kind; empty when the file does not exist). A code sample is correct when its
     program passes every test, public and hidden."""
-    from e2c.core.files import read_records
 
     out: dict[str, dict[str, list[int]]] = {}
     if not predictions.is_file():
@@ -176,7 +180,6 @@ def paired(
 def trend(values: Sequence[float]) -> dict[str, Any] | None:
     """Least-squares slope per step with its standard error and 95% interval (normal approximation; the
     per-step values are treated as independent), and the means of the first and second halves of a curve."""
-    from e2c.core.stats import Z95
 
     n = len(values)
     if n == 0:
@@ -203,8 +206,6 @@ def trend(values: Sequence[float]) -> dict[str, Any] | None:
 
 def system_info() -> dict[str, Any]:
     """The machine: CPU model, cores, torch threads, native bf16, OS, Python, package versions."""
-    from e2c.core.runinfo import git_commit, versions
-    from e2c.launch.devices import cpu_has_bf16
 
     cpu = platform.processor() or platform.machine()
     try:
@@ -378,12 +379,10 @@ def collect(ctx: Context) -> dict[str, Any]:
 def rl_health(ctx: Context) -> dict[str, Any] | None:
     """The RL run's per-step health table and its one-line verdict (:mod:`e2c.rl.health`); weight movement
     from the rollout's syncs, and for the last step from its checkpoint against the SFT model."""
-    from e2c.quickstart.stages import sft_model
 
     run = ctx.dir("rl")
     if not (run / "metrics.jsonl").is_file():
         return None
-    from e2c.rl.health import format_warning, health_table, signal_verdict
 
     start = sft_model(ctx)
     rows = health_table(run, start if start.is_dir() else None)
@@ -525,7 +524,6 @@ def health_lines(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> lis
 
 def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
     """report.md from the collected numbers."""
-    from e2c.quickstart.progress import fmt_seconds
 
     cfg, sysi, data = rep["config"], rep["system"], rep["data"] or {}
     base = (rep["eval"].get("baseline") or {}).get("synthetic") or {}
@@ -683,7 +681,6 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
 
 def write_report(ctx: Context) -> dict[str, Any]:
     """Collect, plot and write ``report.json`` and ``report.md``; returns the report's outputs."""
-    from e2c.core.files import atomic_write_json, atomic_write_text
 
     rep = collect(ctx)
     folder = ctx.dir("report")

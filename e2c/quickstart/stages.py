@@ -16,14 +16,22 @@ from pathlib import Path
 from typing import Any
 
 from e2c.core.errors import UserError
+from e2c.core.models import resolve_model
 from e2c.core.paths import project_root
 from e2c.data.bands import format_histogram
 from e2c.eval.passrate import PassRateFiles
+from e2c.launch.checkpoints import step_metrics
+from e2c.launch.devices import gpu_count
 from e2c.quickstart.config import RL_SAVE_EVERY, SFT_SAVE_EVERY, Config, resolve_dtype
 
 # quickstart/trained.py imports Context and read_done from this module too.
 from e2c.quickstart.context import Context, read_done, rel, shell_line
+from e2c.quickstart.data import write_rl_pool
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, run_logged, step_parser, tts_parser
+from e2c.rewards.shape import reward_shape
+from e2c.rl import memory
+from e2c.rl.launch import latest_hf_checkpoint, planned_cpu_config
+from e2c.sft.metrics import read_losses
 
 
 # ------------------------------------------------------------------------------------------------ eval
@@ -148,7 +156,6 @@ def sft_model(ctx: Context) -> Path:
 
 def rl_model(ctx: Context) -> Path | None:
     """The RL model (HF folder of the run's latest checkpoint), or None when RL was skipped (0 steps)."""
-    from e2c.rl.launch import latest_hf_checkpoint
 
     done = read_done(ctx.dir("rl"))
     if done is not None and done.get("skipped"):
@@ -217,7 +224,6 @@ def stage_sft(ctx: Context, rep: Reporter) -> dict[str, Any]:
 def sft_losses(sft_dir: Path) -> dict[int, float]:
     """Training loss per step from the SFT run's ``metrics.jsonl`` (verl's file logger, every launch of a
     resumed run; a step logged again keeps its last value); ``final/e2c_sft.json`` as fallback."""
-    from e2c.sft.metrics import read_losses
 
     losses = read_losses(sft_dir).train
     if not losses:
@@ -270,9 +276,6 @@ def rl_memory_check(cfg: Config) -> None:
     the stage starts)."""
     import os
 
-    from e2c.launch.devices import gpu_count
-    from e2c.rl import memory
-
     if cfg.rl_steps <= 0 or gpu_count() > 0 or memory.check_disabled() or os.environ.get("RAY_ADDRESS"):
         return
     folder = local_model_folder(cfg.model)
@@ -293,8 +296,6 @@ def rl_memory_check(cfg: Config) -> None:
 def planned_rl_run(overrides: tuple[str, ...], ranks: str) -> Any:
     """The :class:`e2c.rl.memory.RunPlan` of the RL stage with these overrides, composed once per settings
     (the study checks every arm's settings; ``ranks``, ``$N_GPUS``, is part of the key)."""
-    from e2c.rl import memory
-    from e2c.rl.launch import planned_cpu_config
 
     engine, weight_bytes = memory.cpu_rollout()
     return memory.plan_from_config(planned_cpu_config(list(overrides)), engine, weight_bytes)
@@ -304,7 +305,6 @@ def local_model_folder(spec: str) -> Path | None:
     """The folder of the quickstart's base model (the SFT model RL starts from has its shape): the tiny and
     embedded models (built into the cache if they are not there yet, as the data stage would) and a local
     folder; None for an HF id (not downloaded for a check)."""
-    from e2c.core.models import resolve_model
 
     if spec in ("tiny", "embedded"):
         return Path(resolve_model(spec).path)
@@ -318,7 +318,6 @@ def reward_shape_overrides(name: str) -> list[str]:
     >>> reward_shape_overrides("gate")[0]
     'reward.custom_reward_function.reward_kwargs.require_format=true'
     """
-    from e2c.rewards.shape import reward_shape
 
     kwargs = reward_shape(name).reward_kwargs()
     return [
@@ -395,7 +394,6 @@ def rl_prompts_needed(cfg: Config) -> int:
 def stage_filter(ctx: Context, rep: Reporter) -> dict[str, Any]:
     """Keep the RL prompts whose pass rate under the SFT model is in the band (default strictly between 0
     and 1): a group of samples that all score the same gives GRPO no advantage, so such prompts only cost."""
-    from e2c.quickstart.data import write_rl_pool
 
     cfg, d = ctx.cfg, ctx.dir("filter")
     pool = write_rl_pool(ctx, rl_pool_file(ctx), rep)
@@ -492,7 +490,6 @@ ACC_KEYS = ("health/train_acc", "reward_extra_info/acc/mean", "e2c/acc_mean", "c
 def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
     """Per step of the RL run's ``metrics.jsonl``: reward (verl's ``critic/score/mean``), accuracy and the
     E2C segment metrics when logged."""
-    from e2c.launch.checkpoints import step_metrics
 
     out = []
     for step, data in step_metrics(run_dir).items():

@@ -20,11 +20,11 @@ from e2c.commandline.parsing import ArgumentParser
 from e2c.core.errors import UserError
 from e2c.core.paths import project_root
 from e2c.quickstart.config import Config
+from e2c.quickstart.stages import Context, read_done, rl_model, sft_model
 
 
 def trained_model(out: Path) -> tuple[Path, str] | None:
     """``(model folder, "rl" | "sft")`` of the last finished training stage under ``out``, or None."""
-    from e2c.quickstart.stages import Context, read_done, rl_model, sft_model
 
     ctx = Context(Config(), out)
     rl = read_done(ctx.dir("rl"))

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from e2c.chain import ChainFormat
+from e2c.rewards.code_judge import judge
+from e2c.rewards.code_tests import CodeTestsError, extract_code, parse_tests
 from e2c.rewards.countdown import check as countdown_check
 from e2c.rewards.countdown import parse_reference as countdown_reference
 from e2c.rewards.extract import extract_answer, reference_answer
@@ -159,7 +161,6 @@ CODE_PROMPT_SUFFIX = (
 
 def _code_reference(gold: Any, options: Options) -> str | None:
     """The tests as canonical JSON text; None when they do not fit the schema (``unparseable_gold``)."""
-    from e2c.rewards.code_tests import CodeTestsError, parse_tests
 
     try:
         return parse_tests(gold).dumps()
@@ -168,7 +169,6 @@ def _code_reference(gold: Any, options: Options) -> str | None:
 
 
 def _code_extract(region: str, options: Options, fallback_number: bool) -> tuple[str | None, str]:
-    from e2c.rewards.code_tests import extract_code
 
     return extract_code(region)
 
@@ -180,8 +180,6 @@ def _code_check(
     sandbox failed: an error, never a wrong answer)."""
     if pred is None or ref is None:
         return False, ""
-    from e2c.rewards.code_judge import judge
-    from e2c.rewards.code_tests import parse_tests
 
     v = judge(pred, parse_tests(ref), sandbox(), stop_on_fail=stop_on_fail)
     if v.status == "error":

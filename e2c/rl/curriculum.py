@@ -30,9 +30,22 @@ from e2c.commandline.entry import checks_done, run_main
 from e2c.commandline.flags import add_setting_flags, from_flags, setting
 from e2c.commandline.parsing import ArgumentParser
 from e2c.core.errors import UserError
-from e2c.launch.checks import DATA_FILES
+from e2c.core.files import check_output_dir
+from e2c.core.paths import configs_dir, data_dir, project_root
+from e2c.data.io import read_rows, write_parquet
+from e2c.launch.checks import DATA_FILES, check_data_file, compose_checked
+from e2c.launch.devices import gpu_count
 from e2c.launch.lora import LoraSettings, add_lora_args, lora_flags, lora_overrides
 from e2c.launch.tracking import DEFAULT_LOGGERS, LOGGER_HELP, tracker_names
+from e2c.rl.launch import (
+    DATA_SUFFIXES,
+    cpu_overrides,
+    default_sft_model,
+    latest_hf_checkpoint,
+    resolve_model_path,
+)
+from e2c.rl.launch import main as launch_main
+from e2c.rl.settings import e2c_settings
 
 DONE = "CURRICULUM_DONE"
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
@@ -358,7 +371,6 @@ def stage_data(
     cur: Curriculum, stage: Stage, train: list[dict], val: list[dict], out: Path
 ) -> tuple[Path, Path, int]:
     """Write a stage's training rows (its band, its budget) and validation rows (every row, factor x budget)."""
-    from e2c.data.io import write_parquet
 
     picked = stage_rows(cur, stage, train)
     val_budget = cur.val_budget(stage)
@@ -403,13 +415,6 @@ def check_inputs(cur: Curriculum, args: CurriculumSettings) -> tuple[list[dict],
     """Everything a later stage would trip over, checked before stage 1 writes or trains anything: the
     data files, every stage's band (it has training rows), the start model, every stage's overrides
     (composed as that stage's launch will) and the output folder. Returns the training and validation rows."""
-    from e2c.core.files import check_output_dir
-    from e2c.core.paths import configs_dir
-    from e2c.data.io import read_rows
-    from e2c.launch.checks import check_data_file, compose_checked
-    from e2c.launch.devices import gpu_count
-    from e2c.rl.launch import DATA_SUFFIXES, cpu_overrides, resolve_model_path
-    from e2c.rl.settings import e2c_settings
 
     rows: list[list[dict]] = []
     for value, what, flag in (
@@ -457,8 +462,6 @@ def run_curriculum(
     lora: list[str] | None = None,
 ) -> list[Path]:
     """Run every stage in order (skipping finished ones) on the checked rows; returns the stage run folders."""
-    from e2c.rl.launch import latest_hf_checkpoint
-    from e2c.rl.launch import main as launch_main
 
     launch = launch or launch_main
     runs = []
@@ -552,8 +555,6 @@ class CurriculumSettings:
 
 def with_defaults(args: CurriculumSettings) -> CurriculumSettings:
     """The folders the command line left out, under the project folder (:mod:`e2c.core.paths`)."""
-    from e2c.core.paths import configs_dir, data_dir, project_root
-    from e2c.rl.launch import default_sft_model
 
     rl_data = data_dir() / "processed" / "rl"
     return replace(

@@ -60,8 +60,10 @@ from e2c.commandline.flags import add_setting_flags, setting
 from e2c.commandline.parsing import ArgumentParser, interrupt_on_sigterm
 from e2c.core.errors import UserError
 from e2c.core.files import check_output_dir, ensure_output_dir
+from e2c.core.models import check_model_folder, resolve_model
 from e2c.core.paths import configs_dir, project_root
 from e2c.core.run_folder import FORCE_HELP, RunFolder, identity_overrides, local_paths
+from e2c.launch.batch_shapes import Cluster, check_rl, longest_sequence, padded_samples, stage_label
 from e2c.launch.checkpoints import (
     METRICS,
     STEPS_KEY,
@@ -73,7 +75,16 @@ from e2c.launch.checkpoints import (
     step_metrics,
     trained_to,
 )
-from e2c.launch.checks import DATA_FILES, hydra_list, hydra_value, verl_rl_checks
+from e2c.launch.checks import (
+    DATA_FILES,
+    _quiet_fds,
+    check_data_file,
+    closest_key,
+    compose_checked,
+    hydra_list,
+    hydra_value,
+    verl_rl_checks,
+)
 from e2c.launch.cluster import private_ray_dir, remove_private_ray_dir
 from e2c.launch.devices import (
     MAX_NODES,
@@ -88,13 +99,16 @@ from e2c.launch.fork import fork_refusal, run_module
 from e2c.launch.lora import LORA_META, add_lora_args, lora_overrides, merge_checkpoint_folder
 from e2c.launch.presets import cpu_preset
 from e2c.launch.tracking import DEFAULT_LOGGERS, LOGGER_HELP, logger_override, tracker_env, tracker_names
+from e2c.rewards.shape import overlong_problem
 from e2c.rewards.verl_score import CODE_REWARD_KEY, CODE_REWARDS, code_reward_mode
-from e2c.rl.memory import allocator_line, worker_allocator_env
+from e2c.rl import memory
+from e2c.rl.memory import allocator_line, check_disabled, worker_allocator_env
 from e2c.rl.settings import GROUP, ON_POLICY_LOSS, E2CSettings, e2c_settings, setting_flags
 from e2c.sandbox import SANDBOX_ENV, SANDBOX_HELP, WORKERS_ENV, SandboxSpec, ready, workers_setting
 from e2c.sandbox import setting as sandbox_setting
 from e2c.verl_cpu import plain_attention_config
-from e2c.verl_cpu.hf_rollout import SYNC_LOG, SYNC_LOG_ENV
+from e2c.verl_cpu.hf_rollout import SYNC_LOG, SYNC_LOG_ENV, rollout_dtype, sync_via
+from e2c.verl_cpu.rollout_engine import rollout_engine
 
 ALGOS = ("grpo", "dapo")
 # What verl's RL dataset reads (verl.utils.dataset.rl_dataset).
@@ -220,7 +234,6 @@ def plain_checkpoints(run_dir: Path) -> None:
 
 def resolve_model_path(spec: str) -> str:
     """tiny | embedded | a folder | an HF id -> a loadable folder (one line on failure)."""
-    from e2c.core.models import resolve_model
 
     # Absolute: verl runs in the project folder, not the caller's.
     path = os.path.abspath(resolve_model(spec).path)
@@ -232,7 +245,6 @@ def check_policy_folder(folder: Path) -> None:
     """A start model verl can load, checked before ray starts (inside its workers a broken folder is pages
     of ray output): config, weight headers, a tokenizer that loads, and the chat template the RL dataset
     and the agent loop apply to every prompt."""
-    from e2c.core.models import check_model_folder
 
     check_model_folder(folder, chat_template=True)
     try:
@@ -301,8 +313,6 @@ def cpu_micro_batches(cfg: Any, named: set[str]) -> dict[str, str]:
     """
     from omegaconf import OmegaConf
 
-    from e2c.launch.batch_shapes import longest_sequence, padded_samples
-
     if bool(OmegaConf.select(cfg, DYNAMIC_KEY, default=False)):
         budget = OmegaConf.select(cfg, TOKEN_BUDGET_KEY)
         longest = longest_sequence(cfg)
@@ -332,8 +342,6 @@ def planned_cpu_config(user_overrides: list[str], algo: str = "grpo", stage: int
     the user's overrides, the micro-batches fitted as :func:`command` fits them. For checks made before the
     launch, by a tool that will start it (the quickstart's memory check)."""
     from omegaconf import OmegaConf
-
-    from e2c.launch.checks import compose_checked
 
     cpu = {
         **cpu_overrides(),
@@ -411,7 +419,6 @@ def data_files(value: Any) -> list[str]:
 
 def check_data(cfg: Any) -> None:
     """The data files the composed config names exist and fit the rl schema (remote ones are verl's)."""
-    from e2c.launch.checks import check_data_file
 
     for key, what, flag in (
         ("train_files", "training data", "--train-data (TRAIN_DATA)"),
@@ -639,8 +646,6 @@ def check_overlong(cfg: Any) -> None:
     line here, naming what to change, not a reward worker that dies inside ray."""
     from omegaconf import OmegaConf
 
-    from e2c.rewards.shape import overlong_problem
-
     kwargs = OmegaConf.to_container(cfg.reward.get("reward_kwargs", None) or {}, resolve=True)
     if why := overlong_problem(kwargs):
         raise UserError(
@@ -728,9 +733,6 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
     gpus = gpu_count()
     if gpus == 0:
         # Read inside the CPU rollout's ray actor, where a bad value would end in a traceback: check it here.
-        from e2c.verl_cpu.hf_rollout import rollout_dtype, sync_via
-        from e2c.verl_cpu.rollout_engine import rollout_engine
-
         try:
             rollout_engine()
             rollout_dtype()
@@ -771,8 +773,6 @@ def command(args: argparse.Namespace, stage: int | None = None, start: str | Non
             setattr(args, attr, ",".join(files))
     overrides = build_overrides(args, gpus)
     from omegaconf import OmegaConf
-
-    from e2c.launch.checks import compose_checked
 
     cfg = compose_checked(
         configs_dir(), config_name(args.algo), [f"e2c_stage=stage{stage}", *overrides], args.overrides
@@ -940,8 +940,6 @@ def check_algorithm(cfg: Any, settings: E2CSettings, algo: str, stage: int) -> N
         return
     known = adv_estimators()
     if str(estimator) not in known:
-        from e2c.launch.checks import closest_key
-
         near = closest_key(str(estimator), known)
         hint = f" (did you mean {near}?)" if near else ""
         raise UserError(
@@ -952,7 +950,6 @@ def check_algorithm(cfg: Any, settings: E2CSettings, algo: str, stage: int) -> N
 def adv_estimators() -> list[str]:
     """The advantage estimators verl has registered (``verl.trainer.ppo.core_algos``), with those of the
     verl plugins its import loads; its import prints warnings, which are kept off the terminal."""
-    from e2c.launch.checks import _quiet_fds
 
     with _quiet_fds():
         from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
@@ -962,7 +959,6 @@ def adv_estimators() -> list[str]:
 def check_shape(cfg: Any, args: argparse.Namespace, stage: int) -> None:
     """The batch arithmetic verl asserts only inside its workers, at this run's ranks and nodes
     (:func:`e2c.launch.batch_shapes.check_rl`, the GPU recipe's own check): one line before ray starts."""
-    from e2c.launch.batch_shapes import Cluster, check_rl
 
     cluster = Cluster(int(cfg.trainer.n_gpus_per_node), int(cfg.trainer.nnodes))
     check_rl(cfg, shape_label(cfg, args, stage), cluster)
@@ -972,7 +968,6 @@ def memory_checked(args: argparse.Namespace, env: Mapping[str, str] | None = Non
     """Whether this launch checks its memory (:func:`check_memory`): not with ``--no-memory-check`` or
     ``E2C_MEMORY_CHECK=0``, not for ``--dry-run`` (it runs nothing), and not when the driver joins a ray
     cluster (``RAY_ADDRESS``: the workers run on its machines, not this one)."""
-    from e2c.rl.memory import check_disabled
 
     env = os.environ if env is None else env
     if getattr(args, "no_memory_check", False) or getattr(args, "dry_run", False) or env.get("RAY_ADDRESS"):
@@ -984,7 +979,6 @@ def check_memory(cfg: Any, model_folder: Path, label: str) -> None:
     """A CPU run that cannot fit in this machine's memory is one line here (the estimate, what this machine
     can give it, what to change: :mod:`e2c.rl.memory`), not ray's memory monitor killing a worker minutes
     in; one that fits says its estimate. GPU runs are not checked (:mod:`e2c.rl.memory`)."""
-    from e2c.rl import memory
 
     model = memory.model_shape(model_folder)
     if model is None:
@@ -1004,7 +998,6 @@ def check_memory(cfg: Any, model_folder: Path, label: str) -> None:
 
 def shape_label(cfg: Any, args: argparse.Namespace, stage: int) -> str:
     """How an error line names the run: ``GRPO stage 1 at 1x1 GPUs``."""
-    from e2c.launch.batch_shapes import Cluster, stage_label
 
     cluster = Cluster(int(cfg.trainer.n_gpus_per_node), int(cfg.trainer.nnodes))
     return stage_label(f"rl{stage}", args.algo, cluster)

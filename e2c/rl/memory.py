@@ -83,7 +83,9 @@ from typing import Any
 
 from e2c.core.env import env_switch
 from e2c.core.errors import UserError
-from e2c.verl_cpu.rollout_engine import ROLLOUT_KV_CACHE_GIB
+from e2c.launch.batch_shapes import longest_sequence, padded_samples
+from e2c.verl_cpu.hf_rollout import rollout_dtype
+from e2c.verl_cpu.rollout_engine import ROLLOUT_KV_CACHE_GIB, rollout_engine
 
 GIB = 2**30
 MIB = 2**20
@@ -291,7 +293,6 @@ def _select(cfg: Any, key: str, default: Any = None) -> Any:
 def plan_from_config(cfg: Any, rollout_engine: str = "vllm", rollout_bytes: int = 2) -> RunPlan:
     """The :class:`RunPlan` of a composed RL config (what :func:`e2c.launch.checks.compose_checked`
     returns, sizes checked there; the batch split checked by :func:`e2c.launch.batch_shapes.check_rl`)."""
-    from e2c.launch.batch_shapes import longest_sequence, padded_samples
 
     actor = "actor_rollout_ref.actor"
     world = int(_select(cfg, "trainer.n_gpus_per_node", 1)) * int(_select(cfg, "trainer.nnodes", 1))
@@ -529,8 +530,6 @@ def launcher_changes(plan: RunPlan, batch: int, n: int) -> list[str]:
 def cpu_rollout() -> tuple[str, int]:
     """(engine, bytes per weight) of the CPU rollout this machine would run (``E2C_ROLLOUT_ENGINE``,
     ``E2C_ROLLOUT_DTYPE``); their values are checked by the launcher before this is asked."""
-    from e2c.verl_cpu.hf_rollout import rollout_dtype
-    from e2c.verl_cpu.rollout_engine import rollout_engine
 
     try:
         engine, dtype = rollout_engine(), rollout_dtype()

@@ -32,6 +32,8 @@ from collections.abc import Callable
 
 from e2c import verl_cpu
 from e2c.commandline.entry import checks_done, run_main
+from e2c.commandline.parsing import ArgumentParser
+from e2c.rl import registry
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +45,6 @@ _busy = False  # register() is running (a provider finishing inside it calls it 
 
 
 def _recipe() -> list[str] | None:
-    from e2c.rl import registry
 
     return registry.register_all()
 
@@ -105,7 +106,6 @@ def require() -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """``python -m e2c.rl.plugin``: no flags, only ``--help``."""
-    from e2c.commandline.parsing import ArgumentParser
 
     return ArgumentParser(
         prog="python -m e2c.rl.plugin",

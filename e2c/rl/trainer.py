@@ -404,7 +404,7 @@ class E2CTrainer(PPOTrainerSync):
 
     def _e2c_hf_servers(self) -> list[Any]:
         """The rollout servers when every replica is the ``hf`` rollout's; else empty."""
-        from e2c.verl_cpu.hf_verl import HFReplica
+        from e2c.verl_cpu.hf_verl import HFReplica  # imports ray, torch and verl: only with the hf rollout
 
         replicas = list(getattr(getattr(self, "checkpoint_manager", None), "replicas", None) or [])
         if not replicas or not all(isinstance(r, HFReplica) for r in replicas):

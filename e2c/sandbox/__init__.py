@@ -37,6 +37,9 @@ from e2c.sandbox.base import (
     parse_spec,
     workers_setting,
 )
+from e2c.sandbox.bwrap import BwrapSandbox
+from e2c.sandbox.fusion import FusionSandbox
+from e2c.sandbox.local import LocalSandbox
 
 __all__ = [
     "BACKENDS",
@@ -66,14 +69,9 @@ def make(spec: SandboxSpec | str | None = None) -> Sandbox:
     if not isinstance(spec, SandboxSpec):
         spec = parse_spec(spec)
     if spec.backend == "local":
-        from e2c.sandbox.local import LocalSandbox
-
         return LocalSandbox()
     if spec.backend == "bwrap":
-        from e2c.sandbox.bwrap import BwrapSandbox
-
         return BwrapSandbox()
-    from e2c.sandbox.fusion import FusionSandbox
 
     return FusionSandbox(spec.url)
 

@@ -55,6 +55,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from e2c.core.errors import UserError
 from e2c.sandbox.base import Limits, RunResult
 
 STDERR_TAIL = 4096
@@ -159,8 +160,6 @@ def probe_isolation() -> Isolation:
     namespace with tmpfs as root)."""
     prlimit, setpriv, unshare, mount = _tool("prlimit"), _tool("setpriv"), _tool("unshare"), _tool("mount")
     if prlimit is None or setpriv is None:
-        from e2c.core.errors import UserError
-
         raise UserError("the local sandbox needs prlimit and setpriv (Debian: apt-get install util-linux)")
     private = existing_private_dirs()
     root = os.geteuid() == 0
@@ -282,7 +281,6 @@ def interpreter(root: bool) -> str:
     for cand in PYTHON_CANDIDATES:
         if world_reachable(cand):
             return cand
-    from e2c.core.errors import UserError
 
     raise UserError(
         f"the sandbox's user cannot execute {sys.executable} (a folder on its path is private) and there "

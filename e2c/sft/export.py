@@ -11,6 +11,7 @@ from typing import Any
 
 from e2c.core.errors import UserError
 from e2c.core.files import atomic_replace_dir, atomic_write_json
+from e2c.core.models import missing_chain_tokens
 from e2c.core.paths import project_root
 from e2c.launch.lora import LORA_META, merge_adapter_folder, merge_checkpoint_folder
 from e2c.verl_cpu import plain_attention_config
@@ -76,8 +77,6 @@ def export_final(ckpt: Path, final_dir: Path, meta: dict[str, Any]) -> Path:
 def check_tags(folder: Path) -> None:
     """The exported tokenizer must still carry the E2C tags (one line if not)."""
     from transformers import AutoTokenizer
-
-    from e2c.core.models import missing_chain_tokens
 
     missing = missing_chain_tokens(AutoTokenizer.from_pretrained(folder))
     if missing:

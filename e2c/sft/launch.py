@@ -16,11 +16,21 @@ from pathlib import Path
 from e2c.commandline.argtypes import EXISTING_DIR, MODEL, OUTPUT_DIR, TEXT, Choice, whole
 from e2c.commandline.flags import flag_fields, setting
 from e2c.core.errors import UserError
-from e2c.core.files import RecordFile
+from e2c.core.files import RecordFile, check_output_dir, ensure_output_dir
 from e2c.core.paths import configs_dir, project_root
 from e2c.core.run_folder import identity_diff
+from e2c.launch.batch_shapes import Cluster, check_sft
 from e2c.launch.checkpoints import STEPS_KEY, keep_metrics, restore_metrics
-from e2c.launch.checks import DATA_FILES, DATA_FILES_OR_NONE, hydra_list, hydra_value
+from e2c.launch.checks import (
+    DATA_FILES,
+    DATA_FILES_OR_NONE,
+    check_data_file,
+    compose_checked,
+    hydra_list,
+    hydra_value,
+    not_released,
+    verl_sft_checks,
+)
 from e2c.launch.devices import (
     MAX_CPU_RANKS,
     MAX_NODES,
@@ -226,8 +236,6 @@ def _existing(paths: list[str], what: str) -> list[str]:
         if not path.is_absolute():
             path = (Path.cwd() / path) if (Path.cwd() / path).exists() else project_root() / path
         if not path.is_file():
-            from e2c.launch.checks import not_released
-
             raise UserError(f"{what} file not found: {p}{not_released(path)}")
         out.append(str(path.resolve()))
     return out
@@ -279,8 +287,6 @@ def make_plan(args: SFTSettings, overrides: list[str]) -> Plan:
         val = _existing([_default_file(val_default)], "validation data")  # type: ignore[list-item]
     else:
         val = []
-    from e2c.core.files import check_output_dir
-    from e2c.launch.checks import check_data_file, compose_checked, verl_sft_checks
 
     for f in train:
         check_data_file(f, "training data", schema, DATA_SUFFIXES, "--train-data (TRAIN_DATA)")
@@ -294,7 +300,6 @@ def make_plan(args: SFTSettings, overrides: list[str]) -> Plan:
         + ([f"{k}={v}" for k, v in cpu_overrides().items()] if gpus == 0 else []),
         overrides,
     )
-    from e2c.launch.batch_shapes import Cluster, check_sft
 
     # verl's batch arithmetic at this run's ranks and nodes (the GPU recipe's own check): one line now, not
     # a silently smaller batch or an assertion inside a rank.
@@ -316,7 +321,6 @@ def make_plan(args: SFTSettings, overrides: list[str]) -> Plan:
 
 def prepare(plan: Plan) -> None:
     """After the checks: the run folder, and the model's tagged copy when one is planned."""
-    from e2c.core.files import ensure_output_dir
 
     ensure_output_dir(plan.output_dir, "output folder")
     if plan.tagging is not None:

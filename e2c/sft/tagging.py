@@ -10,6 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from e2c.core.errors import UserError
+from e2c.core.files import check_output_dir
+from e2c.core.models import (
+    check_model_folder,
+    ensure_chain_tokens,
+    missing_chain_tokens,
+    resolve_model,
+    save_model,
+)
 from e2c.core.paths import project_root
 
 
@@ -39,7 +47,6 @@ def plan_tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None =
     """Resolve ``spec`` and read its tokenizer (the checks); nothing is written. A tokenizer without the
     E2C tags plans a copy at ``tagged_dir`` (default ``models/base/<name>-e2c``), or reuses one made
     before."""
-    from e2c.core.models import check_model_folder, missing_chain_tokens, resolve_model
 
     res = resolve_model(spec, subfolder)
     path = os.path.abspath(res.path)  # the trainer runs in the repository, not in the caller's folder
@@ -55,7 +62,6 @@ def plan_tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None =
                 f"{out} exists but its tokenizer lacks the E2C tags; remove it or pick --tagged-dir"
             )
         return TaggedModel(str(out), f"tagged copy {out} (reused)")
-    from e2c.core.files import check_output_dir
 
     check_output_dir(out, "--tagged-dir")
     return TaggedModel(str(out), f"tagged copy {out} of {res.description} (made now)", source=path)
@@ -83,8 +89,6 @@ def _tokenizer(path: str) -> Any:
 
 def _make_tagged_copy(path: str, out: Path) -> None:
     from transformers import AutoModelForCausalLM
-
-    from e2c.core.models import ensure_chain_tokens, save_model
 
     tok = _tokenizer(path)
     print(f"adding the E2C tags to {path} -> {out}", flush=True)

@@ -27,8 +27,12 @@ from e2c.commandline.flags import add_setting_flags, flag_values, setting
 from e2c.commandline.parsing import ArgumentParser
 from e2c.core.errors import UserError
 from e2c.core.paths import default_run_folder
+from e2c.core.run_folder import RunFolder
+from e2c.generation import pick_backend
 from e2c.quickstart.progress import fmt_seconds
 from e2c.quickstart.runner import check_out, out_folder, run_resumable
+from e2c.quickstart.stages import rl_memory_check
+from e2c.study.report import write_report
 from e2c.study.spec import Study, load_study
 from e2c.study.units import (
     ACTIONS,
@@ -158,7 +162,6 @@ def settings_from_args(argv: list[str] | None) -> StudySettings:
 
 def with_backend(study: Study) -> Study:
     """The study with ``auto`` backends resolved, so every unit records the backend it used."""
-    from e2c.generation import pick_backend
 
     base = replace(study.base, backend=pick_backend(study.base.backend))
     arms = {
@@ -206,7 +209,6 @@ def check_memory(study: Study, units: list[Unit], actions: dict[str, str]) -> No
     """The quickstart's RL memory check (:func:`e2c.quickstart.stages.rl_memory_check`: one line when a run
     cannot fit in this machine's free memory) for every RL arm with a unit still to run, each distinct
     recipe once, before anything starts."""
-    from e2c.quickstart.stages import rl_memory_check
 
     seen: list[Any] = []  # Configs (not hashable: their extra is a dict)
     for u in units:
@@ -293,8 +295,6 @@ def run_study(
     (``selected``; ``units`` are theirs) the choice and the confirmation stay among those arms; the report
     reads every arm's files."""
     import time
-
-    from e2c.study.report import write_report
 
     s = sc.study
     t0 = time.monotonic()
@@ -383,7 +383,6 @@ def run_study(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from e2c.core.run_folder import RunFolder
 
     s = settings_from_args(argv)
     if s.study is None:

@@ -23,6 +23,8 @@ from e2c.core.files import atomic_write_json, atomic_write_text
 from e2c.core.stats import mean_interval
 from e2c.eval.compare import pct, per_problem_scores
 from e2c.eval.metrics import pass_at_k_curve
+from e2c.quickstart.stages import rl_curve, sft_losses
+from e2c.rl.health import ENTROPY, WELL_FORMED, health_table, signal_verdict
 from e2c.study.spec import BASE, EQUAL_TOKEN_KINDS, Study, settings_of
 from e2c.study.units import (
     CONFIRM,
@@ -34,6 +36,7 @@ from e2c.study.units import (
     train_key,
     validation_settings,
 )
+from e2c.view import Page, page_lines, write_pages
 
 # The verdict on "the arm is better than what it is compared with", in one word.
 WORD = {st.SUPPORTED: "gain", st.NOT_SUPPORTED: "no-gain", st.UNRESOLVED: "unresolved"}
@@ -67,9 +70,6 @@ def training_summary(out: Path, kind: str, seed_dir: Path) -> dict[str, Any] | N
         "movement_error": mv.get("error"),
     }
     if kind == "rl":
-        from e2c.quickstart.stages import rl_curve
-        from e2c.rl.health import ENTROPY, WELL_FORMED, health_table, signal_verdict
-
         curve = rl_curve(seed_dir)
         rows = health_table(seed_dir)
         well = [r.get(WELL_FORMED, r.get("e2c/well_formed_share")) for r in rows]
@@ -82,8 +82,6 @@ def training_summary(out: Path, kind: str, seed_dir: Path) -> dict[str, Any] | N
             health=signal_verdict(rows).split(":")[0] if rows else None,
         )
     else:
-        from e2c.quickstart.stages import sft_losses
-
         losses = sft_losses(seed_dir)
         row.update(
             steps=done.get("steps", len(losses)),
@@ -401,8 +399,6 @@ def render(rep: Mapping[str, Any]) -> str:
         L.append("")
         L.append("No confirmation was run (--screen-only, or screening is not complete).")
     if rep.get("pages"):
-        from e2c.view import page_lines
-
         L += ["", *page_lines(rep["pages"])]
     return "\n".join(L) + "\n"
 
@@ -487,7 +483,6 @@ def _phase_section(rep: Mapping[str, Any], phase: str, avg: str) -> list[str]:
 def study_pages(study: Study, out: Path, comps: Sequence[Mapping[str, Any]]) -> list[Any]:
     """The chain viewer's pages of the confirmation: each compared pair (an arm against its start or an
     equal-token SFT arm) on the first seed both ran, sampled where sampled, gained and lost problems first."""
-    from e2c.view import Page
 
     sampled = study.base.eval_samples > 0
     how = "sampled" if sampled else "greedy"
@@ -510,7 +505,6 @@ def write_report(
 ) -> dict[str, Any]:
     """Write ``study.json`` and ``study.md`` (and the confirmation's pages under ``pages/``); returns the
     report's numbers."""
-    from e2c.view import write_pages
 
     rep = build_report(study, out, chosen, how, confirmed)
     rep["pages"] = write_pages(study_pages(study, out, rep["comparisons"][CONFIRM]), out / "pages", out)

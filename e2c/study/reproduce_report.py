@@ -16,8 +16,14 @@ from typing import Any
 
 from e2c.core.files import atomic_write_json, atomic_write_text
 from e2c.eval.compare import pct
+from e2c.quickstart.plots import plot_curve, plot_health, plot_pass_at_k
+from e2c.quickstart.progress import fmt_seconds
+from e2c.quickstart.report import health_lines, system_info, trend
+from e2c.quickstart.stages import rl_curve, sft_losses
+from e2c.rl.health import format_warning, health_table, signal_verdict
 from e2c.study.report import ci_text
 from e2c.study.units import CONFIRM, read_json, train_key
+from e2c.view import page_lines
 
 # The kind of work each unit does, as the time table groups it.
 STAGE_OF_KIND = {
@@ -101,7 +107,6 @@ def roles(study_rep: Mapping[str, Any], rl_arm: str, control_arm: str) -> dict[s
 def rl_health(out: Path, rl_arm: str, seed: int) -> dict[str, Any] | None:
     """The RL run's per-step health and its verdict (:mod:`e2c.rl.health`), weight movement against its
     start; None when it did not run."""
-    from e2c.rl.health import format_warning, health_table, signal_verdict
 
     run = out / train_key(rl_arm, seed)
     done = read_json(run / "DONE.json")
@@ -115,8 +120,6 @@ def rl_health(out: Path, rl_arm: str, seed: int) -> dict[str, Any] | None:
 
 def collect(out: Path, study_rep: Mapping[str, Any], rl_arm: str, control_arm: str) -> dict[str, Any]:
     """Every number of the reproduction's report."""
-    from e2c.quickstart.report import system_info, trend
-    from e2c.quickstart.stages import rl_curve, sft_losses
 
     labels = roles(study_rep, rl_arm, control_arm)
     arms = study_rep["arms"]
@@ -177,8 +180,6 @@ def difference_line(c: Mapping[str, Any], labels: Mapping[str, str], measure: st
 
 def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
     """``report.md`` from the report's numbers."""
-    from e2c.quickstart.progress import fmt_seconds
-    from e2c.quickstart.report import health_lines
 
     sysi, st, proto = rep["system"], rep["study"], rep["study"]["protocol"]
     k = proto["samples"]
@@ -264,8 +265,6 @@ def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
     ]
     L.append("")
     if rep["pages"]:
-        from e2c.view import page_lines
-
         L += page_lines(rep["pages"])
     return "\n".join(L).rstrip() + "\n"
 
@@ -322,7 +321,6 @@ def _family_lines(rep: Mapping[str, Any]) -> list[str]:
 
 def write_plots(rep: Mapping[str, Any], out: Path) -> dict[str, str | None]:
     """The report's plots under ``<out>/report/``; ``{name: path relative to out, or None}``."""
-    from e2c.quickstart.plots import plot_curve, plot_health, plot_pass_at_k
 
     folder = out / PLOT_FOLDER
     folder.mkdir(parents=True, exist_ok=True)

@@ -48,9 +48,10 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from e2c.commandline.argtypes import ValueType, probability, whole
+from e2c.commandline.argtypes import MODEL, ValueType, probability, whole
 from e2c.commandline.flags import setting
 from e2c.core.errors import UserError
+from e2c.quickstart.cli import validate
 from e2c.quickstart.config import FAST, Config
 
 ARM_KINDS = ("sft", "rl", "sft_continue", "sft_matched")
@@ -484,8 +485,6 @@ def check_config(cfg: Config, where: str) -> None:
     Its RL memory check is left to the run (:func:`e2c.study.cli.check_memory`): whether an arm fits depends
     on the machine and on which units still run, not on the file (``rl_steps`` 0 skips it here; an RL
     arm's steps are checked by :func:`parse_arm`)."""
-    from e2c.commandline.argtypes import MODEL
-    from e2c.quickstart.cli import validate
 
     try:
         MODEL.check(cfg.model, "model")

@@ -32,6 +32,7 @@ from typing import Any
 from e2c.core.errors import UserError
 from e2c.quickstart.config import Config
 from e2c.quickstart.plan import settings_diff
+from e2c.quickstart.stages import rl_prompts_needed
 from e2c.study.spec import BASE, EQUAL_TOKEN_KINDS, KIND_KEYS, Study
 
 SCREEN, CONFIRM = "screen", "confirm"
@@ -143,7 +144,6 @@ def filter_settings(study: Study, arm: str, seed: int) -> dict[str, Any]:
 
 def prompts_needed(study: Study, arm: str) -> int:
     """The RL prompts arm ``arm``'s run draws from its filter (the quickstart's rule: one batch per step)."""
-    from e2c.quickstart.stages import rl_prompts_needed
 
     return rl_prompts_needed(study.arms[arm].cfg)
 

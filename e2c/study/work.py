@@ -19,17 +19,37 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from e2c.claims.stages import ROLLOUT_SEED, SEED_STRIDE
 from e2c.core.errors import UserError
 from e2c.core.files import atomic_write_json
+from e2c.core.models import resolve_model
 from e2c.core.paths import project_root
-from e2c.quickstart.config import ETA_SECONDS, FAST, SFT_SAVE_EVERY, Config
+from e2c.data.io import write_parquet
+from e2c.data.synthetic.generate import eval_row, generate, split_of
+from e2c.eval.passrate import PassRateFiles
+from e2c.launch.weights import checkpoint_movement
+from e2c.quickstart.config import ETA_SECONDS, FAST, SFT_SAVE_EVERY, SPLIT_FRACTIONS, Config
 from e2c.quickstart.context import Context, rel, shell_line
+from e2c.quickstart.data import keep_sample, levels_upto, mix_counts, stage_data, token_counter, write_rl_pool
 from e2c.quickstart.progress import Reporter, child_env, eval_parser, fmt_seconds, run_logged, step_parser
+from e2c.quickstart.runner import add_attempt, attempt_seconds
+from e2c.quickstart.stages import (
+    control_steps,
+    eval_command,
+    filter_command,
+    rl_command,
+    rl_curve,
+    rl_trained_tokens,
+    sft_losses,
+    sft_overrides,
+)
+from e2c.rl.launch import latest_hf_checkpoint
 from e2c.study.spec import BASE, EQUAL_TOKEN_KINDS, Study
 from e2c.study.units import (
     CONFIRM,
     SCREEN,
     Unit,
+    eval_key,
     read_json,
     sampling_seed,
     seeded,
@@ -93,7 +113,6 @@ def model_folder(model: str) -> str:
     """A model reference as a folder (the base model's name resolved)."""
     if Path(model).is_dir():
         return model
-    from e2c.core.models import resolve_model
 
     return resolve_model(model).path
 
@@ -118,7 +137,6 @@ def set_flag(cmd: list[str], flag: str, value: str) -> list[str]:
 def sft_command(sc: StudyContext, arm: str, seed: int, steps: int | None) -> tuple[list[str], dict[str, str]]:
     """``scripts/e2c_sft.sh`` (verl's SFT trainer) from the arm's start on the SFT split into the unit's
     folder; ``steps`` None (a continuation before its RL arm ran) shows a placeholder."""
-    from e2c.quickstart.stages import sft_overrides
 
     cfg = seeded(sc.study.arms[arm].cfg, seed)
     n = steps if steps is not None else SFT_SAVE_EVERY
@@ -137,7 +155,6 @@ def filter_cmd(sc: StudyContext, unit: Unit) -> list[str]:
     """``python -m e2c.eval.passrate`` on the unit's RL prompt pool with the RL arm's start model, sampling
     as its rollout will (the quickstart's filter command, the arm's seed as its sampling seed), until it has
     kept the unit's ``keep``: the largest need among the RL arms that read it."""
-    from e2c.quickstart.stages import filter_command
 
     arm, seed = unit.arm or "", unit.seed or 0
     cfg = seeded(sc.study.arms[arm].cfg, seed)
@@ -152,8 +169,6 @@ def filter_cmd(sc: StudyContext, unit: Unit) -> list[str]:
 def rl_cmd(sc: StudyContext, unit: Unit) -> list[str]:
     """``scripts/e2c_rl.sh --stage 2`` with the arm's RL settings from its start model on its filter's
     prompts; the rollout seed of seed k as the claims' arms draw it."""
-    from e2c.claims.stages import ROLLOUT_SEED, SEED_STRIDE
-    from e2c.quickstart.stages import rl_command
 
     arm, seed = unit.arm or "", unit.seed or 0
     cfg = seeded(sc.study.arms[arm].cfg, seed)
@@ -171,7 +186,6 @@ def rl_cmd(sc: StudyContext, unit: Unit) -> list[str]:
 def eval_cmd(sc: StudyContext, unit: Unit) -> list[str]:
     """``python -m e2c.eval.run`` as the quickstart's evaluations run it (greedy, or avg@k at the eval
     temperature), with the phase's sampling seed; screening reads the validation split."""
-    from e2c.quickstart.stages import eval_command
 
     arm, seed, phase = unit.arm or "", unit.seed or 0, unit.phase or SCREEN
     cfg = replace(sc.study.base, seed=sampling_seed(sc.study, phase, seed))
@@ -211,7 +225,6 @@ def unit_commands(sc: StudyContext, unit: Unit) -> list[str]:
 # ------------------------------------------------------------------------------------------------ work
 def run_data(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
     """The quickstart's data stage into ``data/``, with enough SFT rows for the largest arm's batch."""
-    from e2c.quickstart.data import stage_data
 
     sft_batch = max(a.cfg.sft_batch for a in sc.study.arms.values())
     return stage_data(Context(replace(sc.study.base, sft_batch=sft_batch), sc.out), rep)
@@ -275,12 +288,6 @@ def run_validation(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any
     and level beside."""
     from transformers import AutoTokenizer
 
-    from e2c.core.models import resolve_model
-    from e2c.data.io import write_parquet
-    from e2c.data.synthetic.generate import eval_row, generate, split_of
-    from e2c.quickstart.config import SPLIT_FRACTIONS
-    from e2c.quickstart.data import keep_sample, levels_upto, mix_counts, token_counter
-
     cfg, v = sc.study.base, validation_settings(sc.study)
     want, seed = int(v["problems"]), int(v["seed"])
     count = token_counter(AutoTokenizer.from_pretrained(resolve_model(cfg.model).path))
@@ -337,8 +344,6 @@ def run_filter(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
     held-out text), then the pass-rate filter on it with the arm's start model. Run again with a larger
     ``keep`` (``extend``), the filter resumes from its samples file: only prompts it has not sampled yet are
     sampled."""
-    from e2c.eval.passrate import PassRateFiles
-    from e2c.quickstart.data import write_rl_pool
 
     cfg = sc.study.arms[unit.arm or ""].cfg
     d = unit.folder(sc.out)
@@ -365,7 +370,6 @@ def continuation_steps(sc: StudyContext, arm: str, seed: int) -> int | None:
     """SFT steps of an equal-token arm: as many trained tokens as its RL arm's run of the same seed trained on
     (the quickstart's control rule), plus, for ``sft_matched``, the steps of the SFT arm that run started
     from; None before that run is complete."""
-    from e2c.quickstart.stages import control_steps, rl_trained_tokens
 
     a = sc.study.arms[arm]
     rl_dir = sc.out / train_key(a.of or "", seed)
@@ -385,16 +389,12 @@ def chain_tokens(sc: StudyContext) -> float:
 
 def run_train(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
     """An arm's training run for one seed, then how far its weights moved from its start."""
-    from e2c.quickstart.stages import sft_losses
 
     arm, seed = unit.arm or "", unit.seed or 0
     a = sc.study.arms[arm]
     d = unit.folder(sc.out)
     extra: dict[str, Any] = {}
     if a.kind == "rl":
-        from e2c.quickstart.stages import rl_curve
-        from e2c.rl.launch import latest_hf_checkpoint
-
         cmd, env = rl_cmd(sc, unit), None
         rep.say(
             f"GRPO stage 2 from {_from(sc, arm, seed)}: {a.cfg.rl_steps} steps x {a.cfg.rl_batch} prompts x {a.cfg.rl_n} samples"
@@ -411,8 +411,6 @@ def run_train(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
         if steps is None:
             raise UserError(f"{unit.key}: rl arm {a.of} seed {seed} is not complete; it runs first")
         if a.kind in EQUAL_TOKEN_KINDS:
-            from e2c.quickstart.stages import rl_trained_tokens
-
             rl_cfg = sc.study.arms[a.of or ""].cfg
             extra = {
                 "rl_trained_tokens": rl_trained_tokens(
@@ -452,7 +450,6 @@ def _from(sc: StudyContext, arm: str, seed: int) -> str:
 def movement(start: str, model: Path) -> dict[str, Any]:
     """:func:`e2c.launch.weights.checkpoint_movement` of the trained model against its start (the numbers, or why
     there are none)."""
-    from e2c.launch.weights import checkpoint_movement
 
     try:
         m = checkpoint_movement(model_folder(start), model)
@@ -508,7 +505,6 @@ def execute(
     sc: StudyContext, unit: Unit, action: str, index: int, total: int, estimate: float
 ) -> dict[str, Any]:
     """Run one unit (fresh, resumed or redone as ``action`` says) and write its DONE.json."""
-    from e2c.quickstart.runner import add_attempt, attempt_seconds
 
     d = unit.folder(sc.out)
     if action == "redo" and d.exists():
@@ -627,7 +623,6 @@ def best_by_screening(scores: Mapping[str, float | None]) -> str | None:
 def screen_scores(sc: StudyContext) -> dict[str, float | None]:
     """Each arm's screening score: its avg@k (greedy accuracy without samples) on the screening split,
     averaged over its seeds, from the evaluations' DONE.json; None when any seed's is missing."""
-    from e2c.study.units import eval_key
 
     sampled = sc.study.base.eval_samples > 0
     out: dict[str, float | None] = {}

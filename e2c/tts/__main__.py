@@ -56,16 +56,35 @@ from e2c.commandline.parsing import (
     slug,
 )
 from e2c.core.errors import UserError
-from e2c.core.models import default_subfolder
+from e2c.core.files import check_output_dir
+from e2c.core.models import default_subfolder, resolve_model
 from e2c.core.paths import project_root
 from e2c.core.run_folder import FORCE_HELP
+from e2c.data.registry import load_benchmark
 from e2c.generation import ALIASES as BACKEND_ALIASES
-from e2c.generation import BACKENDS
+from e2c.generation import BACKENDS, make_generator, pick_backend
 from e2c.launch.tracking import RESULT_TRACKERS, RESULTS_LOGGER_HELP, log_results, result_trackers
 from e2c.rewards.kinds import runs_programs
 from e2c.sandbox import SANDBOX_HELP, Sandbox, SandboxSpec, use
 from e2c.sandbox import setting as sandbox_setting
-from e2c.tts.base import METHODS, methods_with
+from e2c.tts import TTSSettings
+from e2c.tts.base import METHODS, SETTING_ALIASES, canonical_settings, methods_with
+from e2c.tts.run import (
+    SETTING_DEFAULTS,
+    check_budgets,
+    check_methods,
+    check_methods_list,
+    check_run_folder,
+    check_setting,
+    format_table,
+    load_embedder,
+    read_done,
+    run_tts,
+    selected_results,
+    settings_from,
+)
+from e2c.tts.run import tracker_payload as tts_payload
+from e2c.view import write_view
 
 PROG = "python -m e2c.tts"
 ENTRY = ("-m", "e2c.tts")  # what follows the interpreter in the command that resumes a run
@@ -98,8 +117,6 @@ class SettingValue(ValueType):
     name = "KEY=VALUE with a TTS setting"
 
     def parse(self, text: str) -> tuple[str, Any]:
-        from e2c.tts.base import SETTING_ALIASES
-        from e2c.tts.run import SETTING_DEFAULTS, check_setting
 
         s = str(text)
         if "=" not in s:
@@ -279,9 +296,6 @@ def load_config(args) -> dict:
     """The config file with the flags on top; every value checked before anything is loaded or written."""
     import yaml
 
-    from e2c.tts.base import canonical_settings
-    from e2c.tts.run import check_budgets, check_methods_list
-
     control = run_control(args)
     path = Path(control.config) if control.config else project_root() / "tts" / "config" / "tts.yaml"
     if not path.is_file():
@@ -330,8 +344,6 @@ def set_value(key: str, text: str):
     or ``no`` stays text)."""
     import yaml
 
-    from e2c.tts import TTSSettings
-
     if isinstance(getattr(TTSSettings, key, None), str):
         return text
     try:
@@ -353,21 +365,6 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
     Everything that can be refused is refused before :func:`e2c.commandline.entry.checks_done`: the flags by their
     types, the config's values by the same ones, the data, the output folder, the model folder and an
     earlier run in the folder with other settings; then the model loads."""
-    from e2c.core.files import check_output_dir
-    from e2c.core.models import resolve_model
-    from e2c.data.registry import load_benchmark
-    from e2c.generation import make_generator, pick_backend
-    from e2c.tts.run import (
-        check_methods,
-        check_run_folder,
-        format_table,
-        load_embedder,
-        read_done,
-        run_tts,
-        selected_results,
-        settings_from,
-    )
-    from e2c.tts.run import tracker_payload as tts_payload
 
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv, prog)
@@ -434,8 +431,6 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
         saved = f"{plural(n, 'result')} saved in {rec}" if n else "no results saved yet"
         exit_interrupted(e, saved, resume_command(list(entry), argv))
     if control.view:  # after the results are written: a page that cannot be built loses nothing of the run
-        from e2c.view import write_view
-
         write_view([out_dir], out_dir / "view.html")
         print(f"view: {out_dir / 'view.html'}")
     print(format_table(rows))

@@ -26,13 +26,15 @@ from e2c.chain import E2C, ChainFormat
 from e2c.chain.budget import TTS_NAMES, PhaseBudget
 from e2c.commandline.argtypes import ANY_TEXT, TEXT, at_least, probability, whole
 from e2c.commandline.flags import setting
-from e2c.data.registry import Record, question_text
+from e2c.data.registry import Record, options_of, question_text
 from e2c.generation.base import DEFAULT_SAMPLING, Completion, Generator, Sampling, Usage, derive_seed
 from e2c.generation.chains import chain_prompts
 from e2c.rewards import code_judge
+from e2c.rewards.code_tests import CodeTestsError, parse_tests
 from e2c.rewards.grader import GradeResult, grade
 from e2c.rewards.kinds import find_kind, prompt_format
 from e2c.rewards.vote import answer_classes, behaviour_classes, majority_class, program_key
+from e2c.sandbox import given_or_env
 
 if TYPE_CHECKING:
     from e2c.rewards.code_judge import CodeVerdict
@@ -225,7 +227,6 @@ class Context:
 
     def programs(self) -> Sandbox:
         """The sandbox programs run in (:attr:`sandbox`, else :func:`e2c.sandbox.from_env`)."""
-        from e2c.sandbox import given_or_env
 
         return given_or_env(self.sandbox)
 
@@ -235,7 +236,6 @@ class Context:
         for a problem that is not code or whose tests do not parse."""
         if not self.runs_programs:
             return None
-        from e2c.rewards.code_tests import CodeTestsError, parse_tests
 
         try:
             return parse_tests(self.record.answer)
@@ -315,7 +315,6 @@ class Context:
         return derive_seed(self.settings.seed, self.record.id, *keys)
 
     def options(self) -> dict[str, str] | None:
-        from e2c.data.registry import options_of
 
         return options_of(self.record)
 

@@ -40,7 +40,7 @@ from e2c.generation.batching import SharedGenerator, SharedHandle
 from e2c.launch.tracking import SAMPLE_CHAINS
 from e2c.sandbox import Sandbox
 from e2c.tts import METHODS, TTSSettings, run_method
-from e2c.tts.base import canonical_settings, traits
+from e2c.tts.base import Context, Meter, canonical_settings, traits
 
 SUMMARY_KEYS = (
     "method",
@@ -124,7 +124,6 @@ def check_context(gen: Any, records: Sequence[Record], settings: TTSSettings, me
     context = context_length(gen)
     if context is None or not records:
         return
-    from e2c.tts.base import Context, Meter
 
     needs = []  # (the longest chain a method may generate, the settings that set it)
     if any(traits(m).chains for m in methods):

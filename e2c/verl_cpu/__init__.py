@@ -20,11 +20,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from e2c.core.files import atomic_write_json
+from e2c.verl_cpu import platform
+from e2c.verl_cpu.hf_rollout import ROLLOUT_NAME
+
 
 def install_platform() -> list[str]:
     """Register and select the ``cpu`` platform when no accelerator is present; returns the registry entries
     (none on a machine with CUDA, where verl's own platforms apply)."""
-    from e2c.verl_cpu import platform
 
     return [f"platform:{platform.PLATFORM_NAME}"] if platform.install() else []
 
@@ -34,10 +37,8 @@ def register_rollout() -> list[str]:
     from verl.workers.rollout import base as rollout_base
     from verl.workers.rollout.replica import RolloutReplicaRegistry
 
-    from e2c.verl_cpu.hf_rollout import ROLLOUT_NAME
-
     def load_hf_replica() -> type:
-        from e2c.verl_cpu.hf_verl import HFReplica
+        from e2c.verl_cpu.hf_verl import HFReplica  # imports ray, torch and verl: only when verl builds it
 
         return HFReplica
 
@@ -55,8 +56,7 @@ def plain_attention_config(folder: Path) -> bool:
     :data:`e2c.verl_cpu.attention.NAME` loads only in a process that registered it; without the key a loader
     takes its own default. Other attentions (``flash_attention_2`` on a GPU) are left as verl wrote them.
     """
-    from e2c.core.files import atomic_write_json
-    from e2c.verl_cpu.attention import NAME
+    from e2c.verl_cpu.attention import NAME  # imports torch and transformers
 
     path = Path(folder) / "config.json"
     try:
@@ -72,6 +72,6 @@ def plain_attention_config(folder: Path) -> bool:
 
 def register_attention() -> list[str]:
     """Register the ``sdpa_varlen`` attention in transformers' registries (:mod:`e2c.verl_cpu.attention`)."""
-    from e2c.verl_cpu import attention
+    from e2c.verl_cpu import attention  # imports torch and transformers
 
     return attention.register()

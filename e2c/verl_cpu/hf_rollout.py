@@ -37,8 +37,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from e2c.core.files import RecordFile
 from e2c.generation.base import eos_ids
+from e2c.launch.devices import cpu_has_bf16
 from e2c.launch.lora import AdapterSync
+from e2c.launch.weights import BF16_CHANGED, REL_L2, weight_movement
+from e2c.verl_cpu.rollout_engine import build_engine, rollout_engine
 from e2c.verl_cpu.shared_weights import Manifest, SharedWeightsReader
 
 logger = logging.getLogger(__name__)
@@ -88,8 +92,6 @@ class HFRolloutServer:
         from transformers import AutoTokenizer
         from verl.utils.config import omega_conf_to_dataclass
         from verl.workers.config import HFModelConfig
-
-        from e2c.verl_cpu.rollout_engine import build_engine, rollout_engine
 
         self.config = omega_conf_to_dataclass(config)
         if not isinstance(model_config, HFModelConfig):
@@ -359,7 +361,6 @@ class WeightMovementLog:
 
     def update(self, state_dict: dict[str, Any], global_steps: int | None) -> dict[str, Any]:
         """The movement fields of this sync's log line; empty (and a warning) when they cannot be computed."""
-        from e2c.launch.weights import BF16_CHANGED, REL_L2, weight_movement
 
         try:
             if self.start is None:
@@ -426,8 +427,6 @@ def record_sync(record: dict[str, Any]) -> None:
     weights are from the base, so a run shows that its rollout samples from the trained adapter."""
     path = os.environ.get(SYNC_LOG_ENV)
     if path:
-        from e2c.core.files import RecordFile
-
         with RecordFile(path) as f:
             f.write([{"time": round(time.time(), 3), **record}])
 
@@ -436,8 +435,6 @@ def rollout_dtype(name: str | None = None) -> Any:
     """The rollout model's dtype: ``E2C_ROLLOUT_DTYPE`` (auto | bfloat16 | float32; default auto = bf16 on a
     CPU with native bf16 units, else fp32, which is also what a GPU-less machine without them runs fastest)."""
     import torch
-
-    from e2c.launch.devices import cpu_has_bf16
 
     name = (name or os.environ.get("E2C_ROLLOUT_DTYPE", "auto")).strip().lower()
     if name not in ROLLOUT_DTYPES:

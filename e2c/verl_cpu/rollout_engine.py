@@ -19,6 +19,9 @@ import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from e2c.generation.hf import decode_rows
+from e2c.generation.vllm import cpu_engine_env, engine_kwargs
+
 ROLLOUT_ENGINES = ("auto", "hf", "vllm")
 # GiB of KV cache for the rollout's vLLM engine: a CPU RL batch (16 x ~600 tokens) needs a few MiB; the
 # trainer's processes need the memory.
@@ -86,8 +89,6 @@ class TransformersEngine:
     ) -> Rows:
         import torch
 
-        from e2c.generation.hf import decode_rows
-
         if seed is not None:
             torch.manual_seed(seed)
         return decode_rows(
@@ -124,8 +125,6 @@ class VLLMEngine:
 
     def __init__(self, path: str, dtype: Any, max_model_len: int, seed: int = 0) -> None:
         import torch
-
-        from e2c.generation.vllm import cpu_engine_env, engine_kwargs
 
         on_cpu = not torch.cuda.is_available()
         if on_cpu:

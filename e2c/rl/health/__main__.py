@@ -12,7 +12,9 @@ from typing import Any
 from e2c.commandline.argtypes import EXISTING_DIR, TEXT
 from e2c.commandline.entry import checks_done, run_main
 from e2c.commandline.flags import add_setting_flags, from_flags, setting
+from e2c.commandline.parsing import ArgumentParser
 from e2c.core.errors import UserError, fail
+from e2c.core.models import safetensors_header_error
 from e2c.rl.health import format_table, format_warning, health_table, signal_verdict
 
 
@@ -36,7 +38,6 @@ class HealthSettings:
 
 def build_parser() -> Any:
     """The command line (:class:`HealthSettings`)."""
-    from e2c.commandline.parsing import ArgumentParser
 
     p = ArgumentParser(
         prog="python -m e2c.rl.health",
@@ -50,7 +51,6 @@ def build_parser() -> Any:
 def check_weights_folder(folder: Path, what: str) -> None:
     """A folder whose ``*.safetensors`` files this report reads: at least one, each with a header that
     parses and fits the file (one line before any tensor is read, instead of safetensors' traceback)."""
-    from e2c.core.models import safetensors_header_error
 
     files = sorted(folder.glob("*.safetensors"))
     if not files:
