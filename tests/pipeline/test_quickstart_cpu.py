@@ -584,13 +584,15 @@ def test_gsm8k_lookup_with_no_hub_is_one_short_probe(monkeypatch: pytest.MonkeyP
 
     from e2c.core import models
     from e2c.data import registry
+    from e2c.quickstart import data as quickstart_data
     from e2c.quickstart.data import copy_gsm8k
 
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(0)
     monkeypatch.setattr(models, "_HUB_PROBES", {})
-    monkeypatch.setattr(registry, "search_dirs", lambda data_dir=None: [tmp_path / "none"])
+    for holder in (registry, quickstart_data):
+        monkeypatch.setattr(holder, "search_dirs", lambda data_dir=None: [tmp_path / "none"])
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{silent.getsockname()[1]}")
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_DATASETS_OFFLINE", raising=False)

@@ -239,13 +239,13 @@ def test_new_problems_keep_only_texts_no_run_can_train_on_cpu() -> None:
 
 
 def test_the_memory_check_runs_once_per_rl_recipe_with_work_left_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
-    from e2c.quickstart import stages
+    from e2c.study import cli
     from e2c.study.cli import check_memory
 
     s = study(STUDY + '\n[arms.rl2]\nkind = "rl"\nstart = "sft"\nrl_steps = 2\nrl_n = 4\n')
     units = study_units(s)
     seen: list[tuple[int, int]] = []
-    monkeypatch.setattr(stages, "rl_memory_check", lambda cfg: seen.append((cfg.rl_batch, cfg.rl_n)))
+    monkeypatch.setattr(cli, "rl_memory_check", lambda cfg: seen.append((cfg.rl_batch, cfg.rl_n)))
     actions = {u.key: "run" for u in units}
     check_memory(s, units, actions)
     assert seen == [(2, 8), (2, 4)]  # one per recipe, not per seed
