@@ -256,7 +256,7 @@ def test_the_memory_check_runs_once_per_rl_recipe_with_work_left_cpu(monkeypatch
     def refuse(cfg):
         raise UserError("the RL stage needs about 9 GiB")
 
-    monkeypatch.setattr(stages, "rl_memory_check", refuse)
+    monkeypatch.setattr(cli, "rl_memory_check", refuse)
     with pytest.raises(UserError, match="arm rl: the RL stage needs about 9 GiB"):
         check_memory(s, units, actions)
 
