@@ -1,23 +1,15 @@
 """The Explore-Execute Chain format: the one place that knows about tags.
 
-An E2C response is a short *exploration* (a plan) followed by a long *execution*::
+An E2C response is a short exploration (a plan) followed by a long execution::
 
     <EXPLORATION> plan ... </EXPLORATION><EXECUTION> steps ... \\boxed{42} </EXECUTION>
 
-:class:`ChainFormat` describes one such format. Its default instance, :data:`E2C`, matches the released
-checkpoint (``TingheOliver/Explore-Execute-Chain-Qwen``): four added special tokens, a user-prompt suffix
-asking for a boxed answer, and an assistant turn prefilled with ``<EXPLORATION>``. Other formats (plain
-text labels, ``<think>``-style) are other instances, never other code.
-
-Everything else in the toolkit asks this module to build prompts, parse responses and map phases to
-tokens. Parsing never raises on model output: a malformed response becomes a :class:`ParsedChain` whose
-flags say what is wrong.
-
-This module is the format's public face: the parser (:mod:`e2c.chain.parse`) and the token-level helpers
-(:mod:`e2c.chain.tokens`) live beside it and are imported from here. It also holds the one rule of
-two-phase generation (eval's two-phase chains, the RL agent loop's elastic budgets, TTS's
-explore-then-execute): how an exploration ended (:func:`exploration_stop`) and what is written for the
-model after it (:func:`written_after_exploration`, :meth:`ChainFormat.close_exploration`).
+:class:`ChainFormat` describes one format (:data:`E2C` matches the released checkpoint; other formats are other
+instances, never other code). Every other module asks this one to build prompts, parse responses and map phases
+to tokens; parsing never raises on model output (a malformed response is a :class:`ParsedChain` whose flags say
+what is wrong). It also holds the one rule of two-phase generation: how an exploration ended
+(:func:`exploration_stop`) and what is written after it (:func:`written_after_exploration`).
+More: docs/chain-format-and-grader.md, "The chain format".
 """
 
 from __future__ import annotations

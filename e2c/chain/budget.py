@@ -1,17 +1,11 @@
 """The one rule that splits a chain's token budget into its two phases.
 
-Eval's two-phase chains, test-time scaling and the RL agent loop's elastic budgets all generate an
-exploration and then an execution. They share three numbers:
-
-- ``max_tokens``: the whole chain's tokens. It is the limit of a one-phase chain and, in two phases, the
-  budget the execution takes what the exploration leaves of.
-- ``explore``: the exploration's limit. ``None`` is *off*: one call generates the whole chain. This is the
-  only "off" value; RL's config writes off as ``0`` (a Hydra int) and :func:`from_config` turns it into
-  ``None`` at that boundary.
-- ``execute``: the execution's limit. ``None``: what the exploration leaves of ``max_tokens``.
-
-:class:`PhaseBudget` checks the three once, with the caller's own names for them (``--explore-budget`` on
-eval's command line, ``explore_budget`` in the library), and answers the two phase limits.
+Eval's two-phase chains, test-time scaling and the RL agent loop share three numbers: ``max_tokens`` (the
+whole chain), ``explore`` (the exploration's limit; ``None`` is off, one call for the whole chain, and the
+only "off" value: :func:`from_config` turns RL's Hydra ``0`` into it) and ``execute`` (the execution's
+limit; ``None``: what the exploration leaves of ``max_tokens``). :class:`PhaseBudget` checks the three once,
+with the caller's own names for them, and answers the two phase limits.
+More: docs/extending.md, "Budgets".
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """One set of value types for every flag, setting and override: a value's check is declared once.
 
-A type here is what argparse calls with the flag's text (``type=whole(1)``), what a settings dataclass
-declares in its field metadata (``setting(..., value=probability())``, so the RL launcher checks a Hydra
-override of that key with the same rule). The generated bad-input test derives the values each type must
-refuse from the type (``tests/bad_values.py``): a new flag with a type is covered by construction.
-
-- :func:`finite`, :func:`positive`, :func:`at_least`, :func:`probability`: floats (``nan`` and ``inf``
-  are refused everywhere);
-- :func:`whole`: an integer in a range, optionally with special values outside it (``-1``: never);
-- :data:`EXISTING_FILE`, :data:`EXISTING_DIR`, :data:`OUTPUT_DIR`, :data:`OUTPUT_FILE`: paths, checked
-  before any work and without writing anything that stays;
-- :data:`MODEL`: a model reference (``tiny``, ``embedded``, a folder, an HF id);
-- :data:`TEXT`: non-empty UTF-8 text; :data:`ANY_TEXT`: UTF-8 text that may be empty (an opener,
-  ``--answer ''``: do not grade, ``--subfolder ''``: none);
-- :class:`NameList`: comma-separated names from a set (``--arms sft,grpo``); :class:`Choice`: one name from a
-  set, or from a registry read when a value is checked (``--rl-reward-shape gate``, ``--families code``).
-
-Every check is a pure function of the text (and of the file system, for paths); errors are one line.
+A type here is what argparse calls with the flag's text (``type=whole(1)``) and what a settings dataclass
+declares in its field metadata (``setting(..., value=probability())``), so a Hydra override is checked by the
+flag's rule. Numbers: :func:`finite`, :func:`positive`, :func:`at_least`, :func:`probability`, :func:`whole`
+(``nan`` and ``inf`` refused everywhere); paths: :data:`EXISTING_FILE`, :data:`EXISTING_DIR`,
+:data:`OUTPUT_DIR`, :data:`OUTPUT_FILE` (checked before any work, writing nothing that stays); :data:`MODEL`;
+:data:`TEXT` / :data:`ANY_TEXT`; :class:`NameList` and :class:`Choice`. Every check is a pure function of the
+text (and of the file system, for paths); errors are one line. The bad-input test derives each type's bad
+values from the type (``tests/bad_values.py``), so a new flag with a type is covered by construction.
+More: docs/bad-input.md, "The contract, and how it is kept".
 """
 
 from __future__ import annotations

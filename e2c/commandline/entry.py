@@ -1,20 +1,13 @@
 """The one guard around every entry point's ``main``: what a user sees when a run cannot go on.
 
-Every command of the toolkit (``python -m e2c.*``, the scripts' Python underneath, ``bench/``, the demos)
-ends its module with ``run_main(main)``. The guard turns what ``main`` raises into the toolkit's contract:
-
-- a :class:`e2c.core.errors.UserError` (a flag, a file, a model folder; its kin ``BudgetError`` and
-  ``ModelSpecError`` too): one ``error:`` line on stderr, exit 2;
-- an interrupt that ``main`` did not handle itself (eval and TTS name what was saved and the command that
-  resumes): one line, exit 130 (Ctrl-C) or 143 (SIGTERM);
-- a closed pipe (``... | head``): exit quietly;
-- anything else, which is a bug of ours or of a library: one line naming the exception and the log file
-  that holds the full traceback, exit 1. ``E2C_DEBUG=1`` prints the traceback on the terminal too.
-
-``checks_done()`` marks the point where an entry point has checked every input and starts its work. With
-``E2C_CHECK_ONLY=1`` the command stops there (``checks passed``, exit 0): a long command's inputs can be
-checked in a second, and the generated bad-input test (``tests/refusals/test_generated_cases_cpu.py``) uses it so that a
-value that slips through the checks ends the run at once instead of starting a training.
+Every command ends its module with ``run_main(main)``, which turns what ``main`` raises into the contract: a
+:class:`e2c.core.errors.UserError` is one ``error:`` line, exit 2; an unhandled interrupt is one line, exit
+130 (Ctrl-C) or 143 (SIGTERM); a closed pipe exits quietly; anything else (a bug) is one line naming the
+exception and the log file holding its traceback, exit 1 (``E2C_DEBUG=1`` prints it too).
+``checks_done()`` marks where an entry point has checked every input; with ``E2C_CHECK_ONLY=1`` the command
+stops there (``checks passed``, exit 0), which the generated bad-input test uses so that a value that slips
+through the checks never starts a training.
+More: docs/bad-input.md, "The contract, and how it is kept".
 """
 
 from __future__ import annotations

@@ -1,20 +1,11 @@
 """Where the project's folders are: one answer for every module, inside a checkout or installed.
 
-The project folder holds ``configs/`` (the Hydra presets), ``data/`` (prepared data) and ``outputs/``
-(runs). It is, in order:
-
-1. ``$E2C_HOME``, when set;
-2. the nearest folder at or above the working directory that has ``configs/e2c_common.yaml`` (a checkout
-   you are working in);
-3. the checkout this package was imported from, when it is one (an editable install);
-4. the working directory.
-
-Nothing else in the package computes a path from ``__file__``.
-
-Runs made by the pipeline commands (the quickstart, the claims, studies, the reproduction) default to a
-folder under ``outputs/`` of the working directory, or under ``$E2C_BASE_DIR`` when it is set
-(:func:`default_run_folder`): a base folder outside the checkout lets a fresh checkout of the same commit
-resume or report those runs.
+The project folder (``configs/``, ``data/``, ``outputs/``) is, in order: ``$E2C_HOME``; the nearest folder at
+or above the working directory that has ``configs/e2c_common.yaml``; the checkout this package was imported
+from (an editable install); the working directory. Nothing else in the package computes a path from
+``__file__``. Pipeline runs default to ``outputs/<name>`` of the working directory, or
+``$E2C_BASE_DIR/<name>`` (:func:`default_run_folder`), so a fresh checkout can resume or report them.
+More: docs/configuration.md, "Where each default lives".
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
 """A run owns its folder: one lock for the run's lifetime, and a record of what made the run.
 
-Every command that writes a run folder (eval, TTS, SFT, each RL stage, the quickstart, the claims run, the
-pass-rate filter) goes through here:
-
-- **The lock.** :class:`RunClaim` takes an exclusive ``flock`` on ``<folder>/.e2c-run.lock`` and holds it
-  until the command ends. A second command on the folder refuses in one line naming the process that holds
-  it. The kernel drops the lock when its process dies (SIGKILL, OOM, a lost node), so a killed run never
-  leaves a stale lock: the next command takes it and says whose it was.
-- **The identity.** ``<folder>/e2c-run.json`` records the command, what made the run (model, data, the
-  settings that change results) and the toolkit's commit. :func:`identity_diff` is the one definition of
-  "the same run": a command whose identity differs from the recorded one refuses, before any work and
-  without touching a file (``use another --output-dir, or --force to start over``), so it never resumes
-  another run's files and never deletes them. ``--force`` moves the folder's files (another run's, or this
-  run's own, to do it again) into a sibling folder ``<folder>.replaced-<time>`` (nothing is deleted) and
-  starts over.
-
-What the lock protects against: two commands on one machine, or on machines sharing a file system whose
-``flock`` is real (local disks, NFSv4, Lustre with ``flock`` mounted). What it does not: file systems that
-ignore locks (some FUSE mounts, Lustre with ``localflock`` across nodes), and a process that writes the
-folder without going through a command of the toolkit.
+Every command that writes a run folder goes through here. :class:`RunClaim` holds an exclusive ``flock`` on
+``<folder>/.e2c-run.lock`` until the command ends; a second command refuses in one line, and a killed run
+leaves no stale lock (the kernel drops it). ``<folder>/e2c-run.json`` records the run's identity;
+:func:`identity_diff` is the one definition of "the same run": another identity refuses before any work and
+touches no file, and ``--force`` moves the old files to ``<folder>.replaced-<time>`` (nothing is deleted).
+The lock protects against two commands on one machine or on a file system whose ``flock`` is real; not
+against file systems that ignore locks, nor a process that writes the folder outside the toolkit's commands.
+More: docs/bad-input.md, "A run owns its folder".
 """
 
 from __future__ import annotations
