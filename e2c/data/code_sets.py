@@ -1,40 +1,11 @@
 """Code benchmarks and code RL data: every source's rows -> a problem statement and its tests (:class:`CodeTests`).
 
-Each source stores a problem's tests its own way; the converters here turn one row into a
-:class:`CodeProblem` (``id``, ``problem`` text, ``tests``, ``extra`` facts such as a Codeforces ``rating`` or a
-LiveCodeBench ``contest_date``). They are pure: nothing here runs a row's code (tests, reference solutions,
-doctests); the only parser of code is :mod:`ast`, and values come from :func:`ast.literal_eval` and
-:func:`json.loads`. A bad row raises :class:`CodeSetError`, one line naming the field.
-
-Shapes (found by :func:`detect_shape`, so a local folder of any of them loads like the hub copy):
-
-==============  ====================================================================================  ======
-shape           fields                                                                                mode
-==============  ====================================================================================  ======
-``humaneval``   task_id, prompt, entry_point, canonical_solution, test (``check(candidate)``)           assert
-``mbpp``        text | prompt, test_list, test_setup_code | test_imports; MBPP+ adds ``test`` (script)  assert
-``lcb``         question_content, starter_code, public/private_test_cases, metadata (func_name),       stdin |
-                contest_date (LiveCodeBench; private tests may be base64(zlib(pickle(json text))))     call
-``codeforces``  description, input_format, output_format, examples, official_tests, rating             stdin
-                (open-r1/codeforces)
-``deepcoder``   problem, tests (JSON: ``[{input, output, testtype}]`` or ``{inputs, outputs, fn_name}``),  stdin |
-                starter_code, metadata (DeepCoder-Preview: lcbv5, codeforces, primeintellect, taco)    call
-``taco``        question, input_output (JSON ``{inputs, outputs, fn_name?}``), starter_code (TACO/APPS)  stdin |
-                                                                                                      call
-``record``      id, problem, answer (the tests JSON), kind ``code``, extra (a processed eval file)       any
-==============  ====================================================================================  ======
-
-The statement says how the answer is run: a stdin problem's asks for a program reading standard input and
-writing standard output; a call problem's shows the starter code (or the function's name) to complete.
-
-LiveCodeBench releases (``livecodebench@<selector>``, :func:`parse_window`): ``release_v1`` .. ``release_v6``
-and ``release_latest`` are the cumulative sets, ``v2`` only what release 2 added, ``v2_v5`` releases 2 to 5,
-and ``2024-08-01..2025-02-01`` a contest-date window (either side may be empty; both ends inclusive), so a
-test set can start after a model's training cutoff. The release windows are the dataset card's (months):
-v1 May 2023 - Mar 2024 (400 problems), v2 to May 2024 (511), v3 to Jul 2024 (612), v4 to Sep 2024 (713),
-v5 to Jan 2025 (880), v6 to Apr 2025 (the card's line for v6 was not at hand; its month is the date the
-release's file was added). The hub copy is read release by release (``test.jsonl``, ``test2.jsonl``, ...),
-so a release tag there is exact; a local file holding every problem is cut by ``contest_date``.
+Each converter turns one row into a :class:`CodeProblem` (``id``, ``problem`` text, ``tests``, ``extra`` facts
+such as a ``rating`` or a ``contest_date``); :func:`detect_shape` tells the source by the row's fields, so a
+local folder loads like the hub copy; :func:`parse_window` reads a LiveCodeBench selection. Converters are pure:
+no row's code is run (the only parser of code is :mod:`ast`; values come from :func:`ast.literal_eval` and
+:func:`json.loads`), and a bad row raises :class:`CodeSetError`, one line naming the field.
+More: docs/data.md, "Code benchmarks".
 
 >>> t = taco_problem({"question": "Add.", "input_output": '{"inputs": ["1 2\\\\n"], "outputs": ["3\\\\n"]}'}, 0)
 >>> t.tests.mode, t.tests.compare, t.tests.tests[0].output

@@ -1,20 +1,12 @@
 """Convert the paper's released training data into the processed verl schemas.
 
-SFT (``e2c-sft.parquet``): columns ``question`` and ``solution`` (the whole tagged response); when
-``solution`` is not a tagged chain, ``exploration`` + ``execution`` are used instead. Each row becomes a
-chat whose assistant turn is the chain; rows whose chain is malformed are dropped and counted.
-
-RL (``e2c-rl.parquet`` / ``ef-rl.parquet``, ``*-valid``): either verl-style rows (``prompt`` chat list,
-``reward_model.ground_truth``) or plain ``question``/``problem`` + ``answer`` rows. The question is
-re-rendered with the chain format (so the prompt suffix is the release's), the ground truth is
-normalised, and difficulty is carried over when present. Multiple-choice rows (a medical data source,
-``extra_info.kind == "mcq"``, or an ``answer_idx`` answer mapping) are read as the benchmark registry reads
-them: the gold becomes a plain option letter, the options (from columns, the answer mapping or the
-question text) go to ``extra_info.options`` as ``{letter: text}`` so the reward credits an answer given as
-the option's text, and options that were only in a column are written into the question.
-
-Train/validation splits are made by hashing the normalised question, so a question (and its duplicates)
-never lands on both sides, and the split does not depend on row order.
+SFT (``e2c-sft.parquet``: ``question`` + ``solution``, or ``exploration`` + ``execution``): each row becomes a
+chat whose assistant turn is the chain; malformed chains are dropped and counted. RL (``e2c-rl.parquet``,
+``ef-rl.parquet``, ``*-valid``; verl-style or plain question + answer rows): the question is re-rendered with
+the chain format, the ground truth normalised, difficulty kept, and multiple-choice rows read as the
+benchmark registry reads them. Train/validation splits hash the normalised question, so duplicates never
+straddle the split and row order does not matter.
+More: docs/data.md, "Paper data".
 """
 
 from __future__ import annotations

@@ -1,25 +1,12 @@
 """Prepare every processed dataset: ``python -m e2c.data.prepare`` (``bash scripts/prepare_all_data.sh``).
 
-Steps (each prints what it wrote; a failed step is reported and the others still run):
-
-1. download the paper's data (``TingheOliver/Explore-Execute-Chain-Datasets``) into ``data/raw``
-   unless ``--skip-download`` (resumable and verified; ``--mirror`` for hf-mirror.com). Files already on
-   disk are found in either layout: ours (the hub's paths under ``data/raw``: ``e2c-sft.parquet``,
-   ``ef-rl*.parquet``, ``evaluation/``) or the release's download scripts' (``data/raw/sft/``,
-   ``data/raw/rl/`` with ``e2c-rl*.parquet``, and ``data/evaluation/`` next to ``data/raw``);
-2. convert the paper's SFT pairs and RL prompts (``data/processed/{sft,rl}/e2c_*``), with a
-   hash-based train/validation split;
-3. write the 16 benchmarks in the registry schema (``data/processed/eval/<name>.parquet``) from the
-   paper's evaluation files, ``--data-dir`` / ``$E2C_DATA_DIR``, or the hub;
-4. generate ``--synthetic N`` verified synthetic problems (``synthetic_*`` files in sft, rl, eval);
-5. build EF-SFT data from the paper's SFT (or the synthetic SFT when it is absent) and print the share
-   of trained tokens;
-6. with ``--code-rl SOURCE ...``: code RL prompts (``rl/code_rl_{train,val}.parquet``) from DeepCoder-style
-   rows (:mod:`e2c.data.code_sets`: DeepCoder-Preview, TACO/APPS, LiveCodeBench, Codeforces, MBPP shapes),
-   each ``reward_model.ground_truth`` the problem's tests as JSON and ``extra_info.kind`` ``code``;
-7. validate every written file against its schema.
-
-Exit status 0 when every requested step succeeded, 1 otherwise (what succeeded is kept).
+Steps, each printing what it wrote: download the paper's data into ``data/raw`` (unless ``--skip-download``;
+either the hub's layout or the release's download scripts' is found); convert its SFT pairs and RL prompts;
+write the 16 benchmarks in the registry schema; generate ``--synthetic N`` verified synthetic problems; build
+EF-SFT data; with ``--code-rl SOURCE ...``, code RL prompts; validate every written file against its schema.
+A failed step is reported and the others still run; exit 0 when every requested step succeeded, 1 otherwise
+(what succeeded is kept).
+More: docs/data.md.
 """
 
 from __future__ import annotations

@@ -1,34 +1,13 @@
-"""The evaluation-set registry: the paper's 16 benchmarks (plus the synthetic one) in one record schema.
+"""The evaluation-set registry: the paper's 16 benchmarks (plus the synthetic and code sets) in one record schema.
 
-Every benchmark, whatever its source, loads into :class:`Record`::
-
-    id, problem, answer, kind (a name of e2c.rewards.kinds: "math" | "mcq" | "countdown" | "code"),
-    choices (option texts, A.. order; empty unless the kind's answers are options), data_source (the
-    registry name), extra (facts kept beside the problem: a Codeforces rating, a contest date)
-
-The code sets (group ``code``; :mod:`e2c.data.code_sets` converts each source's rows) have kind ``code``:
-``answer`` is the problem's tests as JSON (:mod:`e2c.rewards.code_tests`). ``livecodebench`` (and
-``test_livecodebench``) take a selection after ``@``: a release (``livecodebench@release_v5``) or a
-contest-date window (``livecodebench@2024-08-01..2025-02-01``).
-
-For multiple choice ``answer`` is the option letter and ``problem`` is the stem only; use
-:func:`question_text` to get the text a model sees (stem plus lettered options).
-
-Sources, in order: a local folder (``--data-dir`` / ``$E2C_DATA_DIR``, then the project's
-``data/processed/eval``, then the paper's raw evaluation files where its download scripts put them,
-``data/evaluation`` and ``data/raw/evaluation``) holding ``<name>.jsonl|parquet|json`` (a few alternative
-file names are accepted, e.g. ``minerva_math``, ``math-algebra`` or the combined ``mmlu_medical`` file
-filtered by ``subject``), then the HF hub (dataset id, config and split below). Field names differ between
-copies of the same set; each spec names its hub fields and the loader falls back to the common
-alternatives, so the copies in ``../shared/data/benchmarks`` and the paper's release files load with the
-same code.
-
-The release's evaluation files: the question in ``question`` | ``Question`` | ``prompt`` (a string or a
-chat list), the answer in ``answer`` | ``Answer`` | ``response``; for the medical sets the answer is a
-mapping with an ``answer_idx`` letter (or a JSON string of one) and the options may be only in the
-question text (``A. ...`` / ``(A) ...`` / ``A: ...`` lines, or inline), where they are parsed from and
-left in place, so the model sees the question exactly as the release sends it. A prompt suffix the
-question already carries (any of the release's spellings) is removed; the chain format adds its own.
+Every benchmark loads into :class:`Record` (``id``, ``problem``, ``answer``, ``kind`` as named in
+:mod:`e2c.rewards.kinds`, ``choices``, ``data_source``, ``extra``). For multiple choice ``answer`` is the option
+letter and ``problem`` the stem only: :func:`question_text` gives the text a model sees. A code record's
+``answer`` is its tests as JSON (:mod:`e2c.rewards.code_tests`). Sources, in order: a local folder
+(``--data-dir`` / ``$E2C_DATA_DIR``, ``data/processed/eval``, the paper's raw evaluation files), then the HF
+hub; each spec names its hub fields and the loader falls back to the common alternatives, so every copy of a
+set loads with the same code. A prompt suffix the question already carries is removed.
+More: docs/data.md, "Benchmarks".
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
-"""The schemas of the processed files, and their validation.
+"""The schemas of the processed files (eval, sft, ef_sft, rl), and their validation.
 
-=========  =====================================================================================
-kind       columns
-=========  =====================================================================================
-eval       id, problem, answer, kind (a name of e2c.rewards.kinds: math|mcq|countdown|code), choices (list;
-           >= 2 for a kind whose answers are options, mcq, and then the answer is one of their letters),
-           data_source; optional extra (JSON text of an object: a code set's rating, contest_date)
-sft        messages (chat list ending with the assistant's tagged chain), data_source, extra_info
-ef_sft     sft columns + loss_scope (``exploration``: train up to and including the closing
-           exploration tag; ``full``: the whole chain)
-rl         prompt (chat list ending with the user turn), data_source, ability,
-           reward_model {style, ground_truth}, extra_info {index, kind, ...}
-=========  =====================================================================================
-
-The sft and rl layouts are verl 0.9.1's (``data.messages_key=messages`` for its multi-turn SFT dataset;
-``prompt`` / ``reward_model.ground_truth`` for its RL dataset). A bad row raises :class:`SchemaError`
-naming the file, the row and the field.
+Columns are those of the table in docs/data.md; eval's ``choices`` holds at least two options for a kind
+whose answers are options (mcq), and the answer is then one of their letters; ``extra`` is JSON text of an
+object. The sft and rl layouts are verl 0.9.1's (``data.messages_key=messages`` for its multi-turn SFT
+dataset; ``prompt`` / ``reward_model.ground_truth`` for RL). A bad row raises :class:`SchemaError` naming the
+file, the row and the field.
+More: docs/data.md.
 """
 
 from __future__ import annotations

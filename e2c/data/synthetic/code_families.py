@@ -1,21 +1,12 @@
 """The synthetic code family: write a small Python function, with its public examples shown and hidden tests.
 
-A task names a function (its signature and what it returns) and shows two public examples. Its reference
-program is the function's body as the task's steps, so the tracer runs it on the first public example
-(the example's arguments bound in the first line of ``solve()``) and the narrator tells that run; the
-execution then ends with the whole function in a fenced ``python`` block, the answer the ``code`` kind
-grades (:mod:`e2c.rewards.kinds`).
-
-The tests (``call`` mode, :mod:`e2c.rewards.code_tests`): the two public examples and six hidden ones (the
-spec's edge cases first: an empty list, one element, ..., then larger random inputs). Their expected
-outputs come from a second, independent implementation of each function (``reference``: the standard
-library or another formulation), never from the step lines: the generator keeps a sample only when the
-traced steps agree with it on the first example and the written function passes every test in the
-sandbox.
-
-Levels: 1, one line (sum of a list, max of two, reverse a string, palindrome); 2, a loop with a condition
-(count vowels, running maximum, filter evens, count above k); 3, two steps or a nested loop (pairs
-summing to a target, run-length encoding, second-largest distinct value).
+A task names a function and shows two public examples; its reference program is the function's body, which
+the tracer runs on the first example and the narrator tells; the execution ends with the whole function in a
+fenced ``python`` block, the answer the ``code`` kind grades. The tests (``call`` mode): the two public
+examples and six hidden ones, edge cases first, whose outputs come from a second, independent
+implementation (``reference``), never from the step lines. Levels 1-3: one line; a loop with a condition;
+two steps or a nested loop.
+More: docs/data.md, "Synthetic tasks".
 
 >>> t = code(random.Random("0:0"), 2)
 >>> tests = json.loads(t.gold)

@@ -1,16 +1,12 @@
 """Synthetic task families: a problem, its answer, a plan, and a reference program, at difficulty 1-3.
 
-Each family is a function ``(rng, level) -> Task``. The answer is computed here *independently* of the
-reference program (with the standard library: ``math.gcd``, ``pow``, ``math.comb``, direct formulas);
-the program is later run under the tracer and its result must agree, or the sample is dropped.
-
-The task's shape is in :mod:`e2c.data.synthetic.task`; the families are in
-:mod:`e2c.data.synthetic.word_families`, :mod:`e2c.data.synthetic.math_families` and
-:mod:`e2c.data.synthetic.code_families` (write a small Python function; graded by its tests).
-
-:data:`FAMILIES` are the default selection (all of them, in this order, when none are named);
-:data:`OPT_IN_FAMILIES` are drawn only when named. Task ``i`` is family ``i mod F`` over the selection, so a
-family added to :data:`FAMILIES` would change every default run's output: new families join the opt-in ones.
+Each family is a function ``(rng, level) -> Task`` (:mod:`e2c.data.synthetic.task`), defined in
+:mod:`~e2c.data.synthetic.word_families`, :mod:`~e2c.data.synthetic.math_families` and
+:mod:`~e2c.data.synthetic.code_families`. The answer is computed independently of the reference program; the
+program's traced result must agree, or the sample is dropped. :data:`FAMILIES` are the default selection;
+:data:`OPT_IN_FAMILIES` are drawn only when named. Task ``i`` is family ``i mod F``, so a family added to
+:data:`FAMILIES` would change every default run's output: new families join the opt-in ones.
+More: docs/data.md, "Synthetic tasks".
 """
 
 from __future__ import annotations

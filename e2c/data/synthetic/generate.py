@@ -1,18 +1,12 @@
 """Generate verified synthetic E2C samples and split them into SFT / RL / eval sets.
 
-Pipeline per task: a family makes the problem, the answer (computed independently) and a reference
-program; the program runs under the tracer in a limited subprocess (batched); the trace is narrated
-into the execution; the sample is kept only if the run succeeded, the program's value equals the
-independent answer, and the narrated execution's answer (its boxed answer; for the code family, the
-function in its last ``python`` block, run on the task's tests in the sandbox) grades correct against the
-reference with the project's grader. Everything else is dropped and counted by reason.
-
-Task ``i`` is drawn from ``random.Random(f"{seed}:{i}")``, family ``i mod F`` and level from ``i`` (over the
-F chosen families, by default those of ``FAMILIES``, opt-in ones such as ``code`` only when named, and the
-chosen levels): the output depends only on the seed, the count and that choice, never on batching or worker
-timing. The split of a
-problem is a hash of its text, so a problem can never land in two splits; variable-tracing questions are
-made only from SFT problems.
+Per task: a family makes the problem, the independent answer and a reference program; the program runs
+under the tracer in a limited subprocess; the trace is narrated into the execution. A sample is kept only if
+the run succeeded, its value equals the answer, and the narrated execution grades correct (for the code
+family, its function passes the task's tests in the sandbox); the rest are dropped and counted by reason.
+Task ``i`` draws from ``random.Random(f"{seed}:{i}")``, so the output depends only on the seed, the count and
+the chosen families and levels, never on batching or timing. Splits hash the problem text.
+More: docs/data.md, "Synthetic tasks".
 """
 
 from __future__ import annotations
