@@ -1,34 +1,12 @@
 """A Codeforces rating estimated from an evaluation run: pass@n per problem against the problems' ratings.
 
-Elastic Reasoning's README (after DeepCoder) ends its Codeforces evaluation with::
-
-    python scripts/deepcoder/benchmark/cf_elo_calc.py --results_path R --pass_n 8
-
-Here ``R`` is an evaluation run folder (``e2c.eval.run`` / ``scripts/eval/eval_model.sh`` output: its
-``predictions/<set>.jsonl`` hold one graded line per sample, with the problem's ``id`` and ``correct``), its
-``results.json``, or one predictions file. The problems' ratings come from the set's records (``extra["rating"]``:
-the ``codeforces`` and ``test_codeforces`` sets keep them), loaded again the way the run loaded them.
-
-Method. A problem rated ``r`` is treated as an opponent rated ``r``: by the Elo model a contestant rated ``R``
-solves it with probability ``P(R, r) = 1 / (1 + 10 ** ((r - R) / 400))``, the expected score against that
-opponent. The expected number of solved problems ``E(R) = sum_i P(R, r_i)`` rises with ``R``, so exactly one
-``R`` gives ``E(R) = S``, the observed number solved; ``S = sum_i pass@n_i`` counts each problem by its
-unbiased pass@n (the chance that one of ``n`` of its samples, drawn without replacement, is correct). ``R`` is
-found by bisection over [0, 4000] (to 1e-6); a model that solves nothing reads 0 and one that solves all 4000
-(the ends of the range). With a distribution of contestants' ratings (``--ratings-distribution``: JSON
-``{rating: count}``, as Codeforces' user ratings) the share of contestants rated below ``R`` is reported too.
-
-Assumptions (read the number with them):
-
-- problems are independent, and each is won or lost like one Elo game against its rating;
-- the logistic Elo curve with Codeforces' 400-point scale holds for a model as for a contestant;
-- pass@n is taken as the probability of solving the problem within ``n`` submissions (no time penalty, no
-  partial scores, no hacks; a sample that passes our tests counts as accepted);
-- the ratings are Codeforces' own problem ratings, as the data gives them.
-
-This differs from DeepCoder's ``cf_elo_calc.py`` (after QwenLM's CodeElo), which replays each contest against
-its live standings through Codeforces' API; that needs the network and the contests' participants, and this
-needs only the problems' ratings, so the two numbers are close in spirit, not equal.
+Accepts DeepCoder's ``cf_elo_calc.py --results_path R --pass_n 8``, where ``R`` is a run folder, its
+``results.json`` or one predictions file; the ratings come from the set's records (``extra["rating"]``). The
+rating is the ``R`` at which the Elo-expected number of solved problems, ``sum_i 1 / (1 + 10 ** ((r_i - R) /
+400))``, equals the sum of the problems' unbiased pass@n (bisection over [0, 4000]). It assumes independent
+problems, Codeforces' Elo curve for a model, pass@n as solving within n submissions, and Codeforces' own
+problem ratings; it does not replay contests against live standings as DeepCoder's script does.
+More: docs/generation-and-evaluation.md, "A Codeforces rating from a run".
 
 >>> round(estimate_rating([1.0, 0.0], [1500, 1500]), 3)
 1500.0

@@ -1,37 +1,15 @@
 """What a run cost, read from its records: generated and prompt tokens, generation calls, sequences, seconds.
 
-Tokens are the currency of a test-time-scaling claim, so a cost is a property of the run, not of the process
-that last touched its folder: a finished run rerun (which generates nothing) and a killed run resumed (which
-generates only what was missing) report the same cost as one uninterrupted run. Every record a resumable
-run appends therefore carries what its generation cost, and the totals are summed from the records the
-results rest on, never read off the generator's meter (:class:`~e2c.generation.base.Usage`) of the process
-that wrote the results.
-
-Records are written by generation **batches**: evaluation's chunk of problems (its resume unit,
-:func:`e2c.eval.runner.chunk_problems`) and the pass-rate filter's batch of prompts. A batch is one
-generation call per phase for many records at once, so a record cannot own a call; each record carries its
-batch's figures instead, under ``"call"`` (:func:`batch_call`)::
+A cost is a property of the run, not of the process that last touched its folder: a finished run rerun and a
+killed run resumed report the cost of one uninterrupted run. So every record a resumable run appends carries
+its generation batch's figures (:func:`batch_call`), and :func:`total_cost` sums the records the results rest
+on, never the generator's meter::
 
     "call": {"batch": 3, "calls": 2, "records": 8, "sequences": 16, "prompt_tokens": 1234, "seconds": 4.2}
 
-- ``batch``: the batch's id, fixed by the data order, so a batch sampled again after a kill has the same id
-  (the filter, whose batch size may change between launches, adds ``batch_size`` to it);
-- ``calls``: the ``generate`` calls the batch made (1; 2 for two-phase chains: explore, then execute);
-- ``records``: the records the batch wrote (eval: its samples; the filter: its prompts);
-- ``sequences``, ``prompt_tokens``, ``seconds``: what those calls generated, billed (prompt tokens once per
-  sequence, as :class:`~e2c.generation.base.Usage` counts them; None when the generator keeps no tally) and
-  took (wall seconds of the generation calls; grading is not in them).
-
-:func:`total_cost` sums them: generated tokens are each record's own, exactly; **calls** are counted once per
-distinct batch among the records (a batch sampled again after a kill counts once, as in one uninterrupted
-run), and sequences, prompt tokens and seconds are each record's share of its batch (the batch's figure /
-``records``), summed. Tokens, calls and sequences therefore equal an uninterrupted run's exactly, and so do
-prompt tokens whenever each batch's records came from one call (always for eval, which samples a cut chunk
-again whole); seconds are the seconds recorded: the generation a kill threw away is in none of them.
-
-Records written before these figures existed still load: what they can tell (their tokens; a caller may
-derive the rest, e.g. eval's batch from the data order) is counted, and the cost says it is ``partial``,
-naming the figures that leave records out.
+Generated tokens are each record's own; calls count once per distinct ``batch``; sequences, prompt tokens and
+seconds are each record's share of its batch. Records without these figures still load; the cost then says
+``partial``. More: docs/generation-and-evaluation.md, "Evaluation".
 """
 
 from __future__ import annotations

@@ -2,19 +2,12 @@
 
     ./scripts/eval/eval_model.sh --model M --datasets aime math amc minerva olympiad_bench \\
         --output-dir D --n 16 --tp 1 --e1-mode True --e1-thinking-length 1024 --e1-solution-length 1024
-    ./scripts/eval/eval_model.sh --model M --datasets aime --e1-mode False --max-length 32768
 
-E1-Code's commands run the same way on the code sets (``--datasets test_livecodebench`` or ``test_codeforces``,
-DeepCoder's test splits; then ``python scripts/deepcoder/benchmark/cf_elo_calc.py --results_path D --pass_n 8``
-for a Codeforces rating, :mod:`e2c.eval.codeforces_elo`).
-
-Mapping onto the toolkit: ``--datasets`` -> ``--dataset`` (aime is AIME 2024, math is MATH500, amc is AMC23);
-``--n`` -> ``--sample``; ``--tp`` -> ``--tp`` (GPUs per data-parallel worker); ``--e1-mode True`` -> the two-phase
-budgeted generation (thinking budget -> ``--explore-budget``, solution budget -> ``--execute-budget``, their
-sum -> ``--max-tokens``), ``--e1-mode False`` -> one call of ``--max-length`` tokens. Elastic's models think
-in ``<think>`` tags: ``--format think`` unless another is given. Every other flag goes to
-``e2c.eval.run`` as given (``--data-dir``, ``--limit``, ``--backend``, ...). The translated command is
-printed first.
+``--datasets`` -> ``--dataset``; ``--n`` -> ``--sample``; ``--e1-mode True`` -> two-phase generation (thinking
+length -> ``--explore-budget``, solution length -> ``--execute-budget``, their sum -> ``--max-tokens``);
+``--e1-mode False`` -> one call of ``--max-length`` tokens; ``--format think`` unless another is given. Every
+other flag goes to ``e2c.eval.run`` as given; the translated command is printed first.
+More: docs/generation-and-evaluation.md, "Elastic Reasoning's evaluation command".
 """
 
 from __future__ import annotations

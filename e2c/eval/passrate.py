@@ -1,58 +1,13 @@
 """Learnable RL prompts: keep the prompts the start model solves sometimes, but not always or never.
 
-    python -m e2c.eval.passrate --model models/checkpoints/sft/final \\
-        --input data/processed/rl/e2c_rl_train.parquet --k 8                       # GPUs: vLLM
-    python -m e2c.eval.passrate --model tiny --input rl.parquet --output rl.filtered.parquet \\
-        --k 4 --max-tokens 64 --backend hf                                          # CPU
-
-A group of GRPO samples that are all right or all wrong has zero advantage: it costs a rollout and teaches
-nothing. This filter samples ``k`` answers per candidate prompt from the model RL starts from, exactly as the
-RL rollout would (the row's chat prompt through the chat template, then the chain format's prefilled
-opener, as :mod:`e2c.rl.agent_loop` builds it; the RL rollout's temperature; the RL run's response length),
-grades each with the RL reward (:func:`e2c.rewards.verl_score.compute_score` with the row's
-``data_source``, ``reward_model.ground_truth`` and ``extra_info`` and the run's ``--reward-shape``), and keeps
-the prompts whose pass rate (the evaluation's correctness) lies in a band (default ``learnable``: 0 < p < 1)
-or, with ``--band varies``, whose reward varies. ``--keep N`` reads the input in order and stops once N
-prompts are kept.
-
-Bands (``--band``), each an interval of pass rates p (see :data:`e2c.data.bands.BANDS`):
-
-- names: ``learnable`` (0 < p < 1, the default), ``hard`` (0 < p <= 0.5), ``easy`` (0.5 <= p < 1),
-  ``not-solved`` (p < 1: drops the prompts solved every time), ``solvable`` (p > 0: drops the ones never
-  solved), ``all`` (every prompt: only measure);
-- ``varies``: the prompts whose RL reward differs across their samples (every kept group has a GRPO
-  advantage; with ``--reward-shape correct`` the same prompts as ``learnable``), the quickstart's choice;
-- intervals with both ends in [0, 1], written as in mathematics: ``(0,1)`` open, ``[0.2,0.8]`` closed,
-  ``(0,0.5]`` and ``[0.5,1)`` half-open; a bare ``LO,HI`` is the open interval ``(LO,HI)``. Quote brackets
-  in a shell: ``--band '(0,0.5]'``.
-
-Outputs, for ``--output X.parquet``:
-
-- ``X.parquet``: the kept rows, every column as in the input; each row's ``extra_info`` gains
-  ``pass_rate`` (verl and the rl schema ignore keys they do not read);
-- ``X.passrate.json``: settings, counts, the histogram of pass rates (one bin per number of correct samples,
-  0..k, and whether the band keeps it) and the pass rate of every input prompt;
-- ``X.passrate.png``: that histogram, the kept bins coloured;
-- ``X.passrate.jsonl``: per prompt, its samples' correctness, appended batch by batch as they finish. A
-  rerun with the same generation settings skips the prompts it holds, so a killed run resumes and another
-  ``--band`` costs no generation; other settings are refused (delete the file to start over). Each line
-  carries its batch's generation figures (``"call"``: :mod:`e2c.eval.cost`), and the report's ``usage`` and
-  ``seconds`` are summed from the lines of the prompts it covers: the cost of the samples the decision rests
-  on, the same for a rerun, a resumed run or another ``--band`` as for the run that drew them. Lines written
-  before they carried ``"call"`` give their tokens and sequences; the cost then says ``partial``.
-
-Bad input (a missing or malformed parquet, k < 2, an unknown band, an output that would overwrite the
-input, and no prompt left in the band, which names the histogram) is one ``error:`` line, exit 2, and no
-output written; an existing output is left as it was.
-
-Relation to DAPO's dynamic sampling (bounded here by ``e2c.max_num_gen_batches``,
-:class:`e2c.rl.trainer.BudgetedReplayBuffer`): that drops zero-variance groups online, judged by the current
-policy, at the price of extra generation each step; this drops them once, offline, judged by the start
-model, at the price of one k-sample pass. They combine: filtered data makes the refills rarer.
-
-Departures from the rollout: the filter samples each chain in one call (the RL run's default); it does not
-apply the elastic two-phase budgets (``e2c.rollout.explore_budget``) or a row's own
-``extra_info.max_response_tokens`` (the e3 curriculum sets those on its stage files, not on prepared data).
+For each prompt of an RL parquet it samples ``k`` answers from the model RL starts from, built as the RL
+rollout builds them, grades each with the RL reward, and keeps the prompts whose pass rate lies in ``--band``
+(:data:`e2c.data.bands.BANDS`; default ``learnable``, 0 < p < 1) or, with ``--band varies``, whose reward
+varies. Writes ``X.parquet`` (kept rows, ``extra_info.pass_rate`` added), ``X.passrate.json``,
+``X.passrate.png`` and ``X.passrate.jsonl`` (per-prompt samples, appended batch by batch: a killed run
+resumes, another ``--band`` costs no generation, and the reported cost is summed from its lines). Bad input,
+and a band that keeps no prompt, is one ``error:`` line, exit 2, with no output written.
+More: docs/data.md, "Learnable RL prompts: the pass-rate filter".
 """
 
 from __future__ import annotations

@@ -1,31 +1,15 @@
-"""Evaluate a model on math and medical benchmarks (``bash scripts/eval.sh`` wraps this).
+"""Evaluate a model on math, medical and code benchmarks (``bash scripts/eval.sh`` wraps this).
 
     python -m e2c.eval.run --model embedded --dataset gsm8k --limit 20 --sample 4 --max-tokens 256
-    python -m e2c.eval.run --dataset all --sample 8 --gpus 8          # the released 8B on 8 GPUs (vLLM),
-                                                                      # one data-parallel worker per GPU
+    python -m e2c.eval.run --model M --temperature 0 --output-dir greedy \\
+        --then --sample 8 --temperature 1 --output-dir avg8
 
-Defaults follow the paper's script: the released checkpoint (8B), temperature 1.0, 1 sample (its reported
-numbers: ``--sample 8``), the dataset's token
-budget (8,192 math, 1,500 medical), single-call generation. ``--explore-budget`` switches to two-phase
-generation with per-phase budgets. The prompt is the question plus the release's suffix with the assistant
-turn prefilled with ``<EXPLORATION>`` (as the release's RL and TTS do); ``--no-prefill`` sends the
-release's evaluation prompt exactly (no prefill), and ``--medical-prompt release`` adds the release's
-optional medical system prompt and suffix to the medical sets. Prints a table, the run's cost (summed from its
-prediction lines, so a rerun or a resume reports the same), and, as its last line, the results JSON's path and
-headline numbers as one JSON object. A killed run restarted with the same arguments resumes; Ctrl-C or
-SIGTERM stops a run with one line naming what was saved and the command that resumes it (exit 130 / 143).
-``--then`` chains evaluations of one loaded model, each with its own run folder, so a model is loaded once:
-
-    python -m e2c.eval.run --model M --temperature 0 --output-dir greedy --then --sample 8 --temperature 1 --output-dir avg8
-
-Each evaluation after a ``--then`` starts from the flags of the one before and changes what it names (a
-switch such as ``--no-prefill`` stays on; ``--force`` is each one's own); the flags that build the model
-(:data:`SHARED_FLAGS`) stay as the first sets them. Every evaluation is checked
-before the model loads; each prints its own table and last JSON line as soon as it finishes. In one process
-each of two or more starts with a line ``evaluation i/n: <run folder>`` on stderr (unless ``--quiet``;
-data-parallel workers write theirs into ``<run folder>/workers/rank*.log``).
-Bad settings, an unwritable --output-dir and a prompt that with its budget exceeds the model's context are
-refused in one line before anything is written.
+Defaults follow the paper's script. Prints a table, the run's cost, and as its last line one JSON object
+(the results file's path and headline numbers). A killed run restarted with the same arguments resumes;
+Ctrl-C or SIGTERM names what was saved (exit 130 / 143). ``--then`` chains evaluations of one loaded model,
+each from the flags of the one before, the model's flags (:data:`SHARED_FLAGS`) fixed by the first. Every
+evaluation is checked before the model loads; bad settings are refused in one line before anything is written.
+More: docs/generation-and-evaluation.md, "Evaluation".
 """
 
 from __future__ import annotations

@@ -1,28 +1,13 @@
 """Sample, grade and score benchmarks; resumable.
 
-Layout of a run folder (``--output-dir``, ``save_path`` here)::
-
-    config.json                 the generation settings; a restart must match them
-    predictions/<dataset>.jsonl one line per (problem, sample), appended as each chunk finishes
-    results.json                config, git commit, package versions, metrics and cost per dataset
-    accuracy.png, tokens.png    with several datasets: accuracy with 95% intervals, tokens per phase
-
-Work is cut into fixed chunks of problems (``chunk_size`` sequences each), chosen from the data order
-alone, and each chunk is sampled with a seed derived from (seed, dataset, chunk index). A killed run
-restarted with the same arguments skips the chunks it finished, re-samples an unfinished chunk with the
-same seed (same completions on the same machine and backend) and appends only the lines that are
-missing: nothing is lost, nothing is duplicated, and the final metrics equal those of an uninterrupted
-run. A line cut by the kill is dropped before resuming.
-
-The cost in ``results.json`` (``usage``: generated and prompt tokens, generation calls, sequences and
-seconds, in total and per dataset; ``seconds`` repeats its seconds) is summed from the prediction lines
-(:mod:`e2c.eval.cost`), never read off this process's generator: each line carries its chunk's figures
-under ``"call"`` (the chunk is its batch: ``calls`` 1, or 2 for two-phase chains; ``records`` its samples;
-its sequences, prompt tokens and generation seconds). A finished run restarted, or a killed one resumed,
-therefore reports the cost of one uninterrupted run: the same tokens, calls and sequences, and the seconds
-its lines recorded. Lines written before they carried ``"call"`` still count: their tokens, and their chunk
-and calls, which the data order and settings fix; their prompt tokens and seconds are unknown, and the cost
-says ``partial``.
+A run folder holds ``config.json`` (the generation settings; a restart must match them),
+``predictions/<dataset>.jsonl`` (one line per (problem, sample), appended as each chunk finishes),
+``results.json`` (config, commit, versions, metrics, cost) and, with several datasets, ``accuracy.png`` and
+``tokens.png``. Work is cut into fixed chunks chosen from the data order alone, each seeded from (seed,
+dataset, chunk index): a killed run restarted skips finished chunks, re-samples an unfinished one with the
+same seed and appends only missing lines, so its metrics equal an uninterrupted run's. The cost is summed from
+the prediction lines (:mod:`e2c.eval.cost`; a chunk is a batch), never read off this process's generator.
+More: docs/generation-and-evaluation.md, "Evaluation".
 """
 
 from __future__ import annotations

@@ -2,22 +2,13 @@
 
     python -m e2c.eval.score FILE --response-key K --answer-key K [--kind KIND]
 
-Keys may be dotted paths (``reward_model.ground_truth``), with list indices (``solution.0``). Every
-response must be a string: a row whose response is a list, an object, a number or null stops the run
-with one line naming the row and the key (such a value means a wrong key or a broken file, and grading
-it would report a made-up accuracy). ``--kind`` is an answer kind of :mod:`e2c.rewards.kinds` (math,
-mcq, countdown, code). A reference may be a string, a number, a list (a multi-part answer) or null (counted as
-``unparseable_gold``); an object only for a kind whose reference is one (``--kind countdown``). Prints a
-small table and, as its last line, one JSON object with ``n``, ``correct``, ``accuracy`` and the failure
-counts. ``--out`` must not be the input file, and is checked to be writable before grading starts.
-With ``--kind code`` the answers are programs, run on the reference's tests in the sandbox (``--sandbox``,
-else ``$E2C_SANDBOX``, else local), which must run ``print(1)`` before grading starts; ``--sandbox``,
-``$E2C_SANDBOX`` and ``$E2C_SANDBOX_WORKERS`` are checked whatever the kind.
-
-Examples (the benchmark copies in ``../shared/data/benchmarks``)::
-
-    python -m e2c.eval.score gsm8k.jsonl --response-key answer --answer-key answer
-    python -m e2c.eval.score medqa.jsonl --response-key answer --answer-key answer_idx --kind mcq
+Keys may be dotted paths with list indices (``reward_model.ground_truth``, ``solution.0``). Every response must
+be a string (anything else stops the run with one line naming the row and key); a reference may be a string,
+a number, a list or null (counted as ``unparseable_gold``), an object only for a kind whose reference is one.
+``--kind`` is an answer kind of :mod:`e2c.rewards.kinds`; with ``code`` the answers run on the reference's
+tests in the sandbox, checked to run ``print(1)`` first. Prints a table and, last, one JSON object (``n``,
+``correct``, ``accuracy``, failure counts). ``--out`` must not be the input and is checked before grading.
+More: docs/chain-format-and-grader.md, "Re-scoring a predictions file".
 """
 
 from __future__ import annotations
