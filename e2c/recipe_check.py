@@ -1,53 +1,13 @@
 """Check the GPU recipe's training configs at a cluster size, and estimate each stage's time, without a GPU.
 
-``python -m e2c.recipe_check --gpus 8 --nnodes 2`` (``scripts/gpu_recipe.sh`` runs it before anything else)
-composes, in-process, the exact Hydra configuration each training stage of the recipe would launch on
-``NNODES x N_GPUS`` GPUs: SFT (``configs/e2c_sft.yaml`` with :func:`e2c.sft.launch.hydra_overrides`' overrides)
-and RL stages 1 and 2 (``configs/e2c_grpo.yaml`` or ``configs/e2c_dapo.yaml`` with
-:func:`e2c.rl.launch.build_overrides`' overrides: the vLLM rollout and the config's tensor-parallel size). On
-each it runs
-
-- the batch arithmetic verl asserts only at run time, inside its workers (so a bad size fails minutes into a
-  job, after the model is loaded): the SFT batch splits over the data-parallel ranks (verl's SFT trainer
-  would silently train ``batch // ranks * ranks`` rows), each RL mini-batch's ``ppo_mini_batch_size x n``
-  samples split over the actor's data-parallel ranks (``verl.workers.engine_workers``), the rollout's
-  ``tp x dp x pp`` GPUs divide the world (one vLLM replica each), Ulysses and FSDP group sizes divide it,
-  micro-batches divide the per-rank batch, and one whole sequence fits a dynamic micro-batch
-  (``verl.utils.seqlen_balancing``);
-- verl's own configuration checks: ``verl.utils.config.validate_config`` (which builds
-  ``verl.workers.config.FSDPActorConfig`` and runs its ``__post_init__`` and ``validate``, and the critic's
-  when one is used), ``verl.utils.config.omega_conf_to_dataclass`` on the rollout (``RolloutConfig``) and
-  algorithm sections and, for SFT, on the sections ``verl.trainer.sft_trainer`` converts (engine, optim,
-  checkpoint, profiler), plus :func:`e2c.rl.settings.e2c_settings`.
-
-A failure is one :class:`~e2c.core.errors.UserError` line naming the stage, the setting, the numbers and a value that
-works. No worker, ray or GPU is started.
-
-Time estimates (a model, not a measurement; nothing here has been timed at the paper's scale)::
-
-    N   parameters (the model's config.json when it is a local folder, else 8.2e9 for Qwen3-8B and 4.0e9
-        for Qwen3-4B)
-    G   GPUs (NNODES x N_GPUS for training; one node's N_GPUS for eval and the filter)
-    P   peak dense bf16 FLOP/s of one GPU (H100: 989e12)
-    f   mean response length as a fraction of its maximum (default 0.5; SFT rows: f x data.max_length)
-    U   assumed model-FLOPs utilisation: training and log-prob passes 0.35, decoding 0.05
-
-    SFT step   = 6 N B L / (G P U_train),           B = data.train_batch_size, L = f x data.max_length
-    RL step    = generation + log-probs + training, with B = data.train_batch_size, n = rollout.n,
-                 R = data.max_response_length, p = data.max_prompt_length, T = B n (p + f R) tokens:
-      generation = 2 N g B n f R / (G P U_decode)   g = generation batches per step (1; DAPO: 2, assumed)
-      log-probs  = 2 N k T / (G P U_train)          k = 1 (old log-probs) + 1 when a reference model runs
-      training   = 6 N e T / (G P U_train)          e = actor.ppo_epochs
-    steps      = trainer.total_training_steps when set, else floor(rows / B) x trainer.total_epochs
-                 (rows: the local training file's, else the paper's 58k SFT pairs and 14k RL prompts)
-    eval       = 2 N (problems x samples x f x max_new_tokens) / (G_node P U_decode)
-    filter     = 2 N (prompts x k x f x max_tokens) / (G_node P U_decode)
-
-6N per token is a forward and backward pass, 2N a forward pass (prefill of the prompt is left out of the
-generation term: it is compute-bound and short next to the response). Left out: attention's quadratic
-FLOPs, activation recomputation (gradient checkpointing), weight syncs, validation and checkpoint saves;
-the MFU assumptions are meant to absorb them. TTS has no estimate (its token count depends on how each
-method stops, which the paper measured only at K=32).
+``python -m e2c.recipe_check --gpus 8 --nnodes 2`` (run first by ``scripts/gpu_recipe.sh``) composes, in-process,
+the exact Hydra configuration of each training stage (SFT; RL stages 1 and 2, GRPO or DAPO) through the
+launchers' own override builders, and runs on each the batch arithmetic verl asserts only inside its workers
+(batches over data-parallel ranks, rollout and FSDP group sizes dividing the world, micro-batches, one sequence
+in a dynamic micro-batch) and verl's own configuration checks. A failure is one
+:class:`~e2c.core.errors.UserError` line naming the stage, the setting, the numbers and a value that works; no
+worker, ray or GPU is started. The time estimates come from a FLOPs model, not a measurement.
+More: docs/cluster-and-gpu.md, "Checks and expected times before renting GPUs".
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """The one generator interface every caller (eval, TTS, demos) counts tokens through.
 
-A generator turns rendered prompt strings into completions, sampled as one :class:`Sampling` says::
-
-    gen.generate(prompts, Sampling(n=4, max_tokens=512, stop=("</EXPLORATION>",), seed=0))
-    -> [[Completion, ...n], ...per prompt]
-
-Completion semantics follow vLLM's, so every backend reads the same:
-
-- ``text``: the generated text, chain tags (special tokens) kept, EOS and padding dropped, and a matched
-  stop string removed (vLLM's default ``include_stop_str_in_output=False``).
-- ``token_ids``: every generated token, including the EOS or the stop token and the tokens that completed
-  a stop string; ``num_tokens`` is their count, so budgets and accounting agree across backends.
-- ``finish_reason``: ``"stop"`` (EOS, stop token or stop string) or ``"length"`` (``max_tokens`` reached).
-- ``stop_reason``: the stop string that ended generation, or ``None`` (EOS, or length). A stop string that
-  is a single special token of the tokenizer (the E2C tags) is matched as a token id, and reported as its
-  string.
-
-Each generator keeps a :class:`Usage` tally (calls, sequences, prompt and generated tokens).
+``gen.generate(prompts, Sampling(n=4, max_tokens=512, stop=("</EXPLORATION>",), seed=0))`` turns rendered
+prompt strings into ``[[Completion, ...n], ...per prompt]``, with vLLM's semantics on every backend: ``text``
+keeps the chain tags and drops EOS, padding and a matched stop string; ``token_ids`` holds every generated
+token, the EOS or stop token included (``num_tokens`` is their count, so budgets agree across backends);
+``finish_reason`` is ``"stop"`` or ``"length"``; ``stop_reason`` names the stop string, or ``None``. A stop
+string that is one special token (the E2C tags) is matched as a token id. Each generator keeps a
+:class:`Usage` tally (calls, sequences, prompt and generated tokens).
+More: docs/generation-and-evaluation.md, "The generator interface".
 """
 
 from __future__ import annotations

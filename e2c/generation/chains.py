@@ -1,16 +1,11 @@
 """E2C chains through any :class:`~e2c.generation.base.Generator`, in one call or in two budgeted phases.
 
-Two-phase mode is the Elastic Reasoning recipe applied to E2C: every prompt x sample explores for up to
-``explore_budget`` tokens, stopping at the exploration boundary tag; when the budget (or an early EOS)
-ends the exploration instead, the boundary is written for the model (``forced_close``) and the execution
-opened; then every chain executes, in one batched call, for up to ``execute_budget`` tokens. How an
-exploration ended and what is written after it follow the chain format's one rule
-(:func:`e2c.chain.exploration_stop`, :meth:`e2c.chain.ChainFormat.close_exploration`), as the RL agent
-loop's elastic budgets and TTS's executions do. Full mode is
-one call of ``max_tokens`` that stops at the execution's closing tag.
-
-Token counts are generated tokens only (what the generator's usage counts); text written for the model
-(the opener, a forced boundary, the execution's opening tag) is part of the response but never counted.
+Two-phase mode (Elastic Reasoning applied to E2C): every prompt x sample explores for up to ``explore_budget``
+tokens; when the budget or an early EOS ends the exploration, the boundary is written for the model
+(``forced_close``), following the chain format's one rule; then every chain executes, in one batched call, for
+up to ``execute_budget`` tokens. Full mode is one call of ``max_tokens``. Token counts are generated tokens
+only: text written for the model (the opener, a forced boundary, the execution's tag) is never counted.
+More: docs/generation-and-evaluation.md, "The generator interface".
 """
 
 from __future__ import annotations

@@ -1,16 +1,12 @@
 """The transformers backend (CPU, or a single GPU without vLLM).
 
-Every (prompt, sample) pair becomes one row, and at most ``batch_size`` rows decode at once. The decode loop
-is our own rather than ``model.generate``: a row that stops (EOS, a stop token, a stop string) leaves the
-batch at once, cache included, and the next prompts in the queue take its place (continuous batching), so
-compute follows the tokens actually generated instead of the longest row times the batch size, and a late
-batch never runs on with a handful of rows. A prompt is encoded once and its KV cache repeated for its n
-samples (prefix sharing).
-
-Sampling: temperature, then top-p (nucleus) filtering, then a multinomial draw; ``temperature == 0`` is
-greedy (and gives the same tokens as ``model.generate``'s greedy search, which a test checks). With a
-``seed`` the torch RNG is seeded once per call: the same call on the same machine gives the same output.
-:func:`e2c.generation.base.finish` cuts each row at its stop and reports it as vLLM would.
+Every (prompt, sample) pair is one row; at most ``batch_size`` rows decode at once in our own loop rather than
+``model.generate``: a row that stops leaves the batch with its cache and the next queued prompts take its place
+(continuous batching), and a prompt is encoded once with its KV cache repeated for its n samples. Sampling:
+temperature, then top-p, then a multinomial draw; ``temperature == 0`` is greedy and gives
+``model.generate``'s tokens (a test checks it). With a ``seed`` the same call on the same machine gives the
+same output. :func:`e2c.generation.base.finish` cuts each row at its stop and reports it as vLLM would.
+More: docs/generation-and-evaluation.md, "Backends".
 """
 
 from __future__ import annotations

@@ -1,23 +1,13 @@
 """Run a Python module as a child process forked from this one, where that is safe.
 
-A child forked after this process imported what the module needs starts at once, where a fresh interpreter
-imports it again: verl's driver (``python -m verl.trainer.main_ppo``) takes ~7 s to import on 2 cores, once
-per RL stage, and the RL launcher has imported verl for its checks already (:mod:`e2c.rl.launch`).
-
-The child is the module run as ``python -m`` would run it (``__main__``, its arguments in ``sys.argv``, the
-default SIGINT and SIGTERM handling, the ``atexit`` handlers it registers), and nothing of the parent's: the
-parent's ``atexit`` handlers are dropped (a module's temporary folder there is the parent's to remove), and
-the child leaves with ``os._exit``, so no ``finally`` of the parent's stack (a run folder's lock) runs in it.
-What a module registered when the parent imported it is dropped with them: the caller names what the child
-must still do before it leaves (``cleanups``: ray's shutdown, which ray registers when it is imported,
-else the agents of the cluster the child started outlive it), and logging is flushed.
-
-What is not safe to fork, and so gets a fresh interpreter (:func:`fork_refusal`): a platform without
-``fork``, a process with other Python threads (a lock one of them holds would stay held in the child), and
-one that initialized CUDA (a forked child cannot use it). The child sets the environment it is given, but
-environment variables that libraries read when they are imported must be set before the parent imports
-them: the child has the parent's imported modules as they are. Exit hooks that a library registered once,
-in the parent (``weakref.finalize``'s, ``multiprocessing``'s), do not run in the child either.
+A forked child starts at once with what the parent imported (the RL launcher has imported verl for its
+checks; a fresh interpreter would import it again). The child runs the module as ``python -m`` would
+(``__main__``, its ``sys.argv``, default SIGINT and SIGTERM, its own ``atexit`` handlers) and nothing of the
+parent's: the parent's exit handlers are dropped and the child leaves with ``os._exit``, so no ``finally`` of
+the parent (a run folder's lock) runs in it; the caller names what the child must still do (``cleanups``, such
+as ray's shutdown). Not forked (:func:`fork_refusal`): no ``fork``, other Python threads, or CUDA initialised.
+Environment variables that libraries read at import must be set before the parent imports them.
+More: docs/training.md, "On GPUs and on a CPU".
 """
 
 from __future__ import annotations

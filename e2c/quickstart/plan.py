@@ -1,16 +1,12 @@
 """Which stages a quickstart invocation runs: pure functions over what each stage folder recorded.
 
-A stage folder may hold ``STARTED.json`` (the settings it was started with) and ``DONE.json`` (written when
-it completed, with the same settings). From those, the requested settings and the flags, each stage gets
-one action:
-
-- ``skip``: done with the same settings, and nothing it reads runs again;
-- ``run``: not done; resumes what is there when it was started with the same settings, else starts fresh;
-- ``redo``: start over (``--force``, at or after ``--from``, or something it reads runs again);
-- ``missing``: before ``--from`` and never completed: not run here (a later stage that needs it fails).
-
-A finished stage asked to run with other settings is refused, and so is a half-run stage (resuming would
-mix settings): the message names the stage, the changed settings and the flag that redoes it.
+From a stage folder's ``STARTED.json`` and ``DONE.json``, the requested settings and the flags, each stage
+gets one action: ``skip`` (done with the same settings, nothing it reads runs again), ``run`` (not done;
+resumes when started with the same settings), ``redo`` (``--force``, at or after ``--from``, or something it
+reads runs again) or ``missing`` (before ``--from`` and never completed). A finished stage asked to run with
+other settings is refused, and so is a half-run one (resuming would mix settings), naming the stage, the
+changed settings and the flag that redoes it.
+More: docs/quickstart.md.
 """
 
 from __future__ import annotations

@@ -2,16 +2,12 @@
 
     python -m e2c.quickstart.readme                 # print both sections rendered from the kept reports
     python -m e2c.quickstart.readme --write         # put them into README.md, between their markers
-    python -m e2c.quickstart.readme --report R.json # the quickstart's from another report.json
-    python -m e2c.quickstart.readme --reproduction R.json   # the reproduction's from another report.json
 
-The kept reports are ``docs/runs/quickstart/report.json`` (a default run of ``bash scripts/quickstart.sh``)
-and ``docs/runs/reproduce/report.json`` (``bash scripts/reproduce.sh --with-control``), each with its
-``report.md`` and plots; the README holds the rendered text between :data:`BEGIN` and :data:`END` (and
-:data:`REPRO_BEGIN`, :data:`REPRO_END`), and a test renders them again and compares.
-
-The section's verdict is the quickstart's own rule for "RL does no harm": RL - SFT no lower than -2 SE on
-avg@k and on greedy accuracy, and greedy well-formedness after RL no lower than after SFT minus 5 points.
+The kept reports are ``docs/runs/quickstart/report.json`` and ``docs/runs/reproduce/report.json``; the
+README holds the rendered text between :data:`BEGIN` and :data:`END` (and :data:`REPRO_BEGIN`,
+:data:`REPRO_END`), and a test renders them again and compares. The verdict is the quickstart's rule for
+"RL does no harm": RL - SFT no lower than -2 SE on avg@k and greedy accuracy, well-formedness at most 5 points down.
+More: docs/results.md, "The quickstart's default run".
 """
 
 from __future__ import annotations
