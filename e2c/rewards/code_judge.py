@@ -1,35 +1,15 @@
 """Judge a program against a problem's tests in the sandbox: the check of the ``code`` answer kind.
 
-:func:`judge` runs the program the way the tests' mode says (:mod:`e2c.rewards.code_tests`) and compares
-the outputs here, in the caller:
-
-- ``stdin``: one sandbox run per test, the test's input on standard input, the test's time limit as the
-  run's wall limit (enforced by the caller);
-- ``call`` and ``assert``: one sandbox run of a driver (:data:`DRIVER`). The driver reads the tests one at a
-  time and runs each in a process of its own (a fork): that process defines the program afresh, then calls
-  the function with the test's arguments (``call``) or executes the test's code (``assert``), and writes
-  its one result line on a pipe of its own. The driver, a separate process the program never runs in,
-  times each test from the fork (the program's definition counts), kills it at the limit, and alone
-  writes the results channel (its standard output, which no test process holds).
-
-What this guards: the program cannot touch a test's time limit (cancelling timers, ignoring SIGALRM or
-stopping the driver gains nothing: the clock is the driver's, checked again when a result arrives), cannot
-write another test's result or the channel (a test process holds only its own pipe; the driver is
-non-dumpable, so a process of the same user can neither trace it nor open its descriptors through
-``/proc``), cannot see the arguments of later tests (the driver reads each test only when it starts it),
-and leaves no background process to compute for a later test (where the sandbox gives the run a PID
-namespace and a user of its own, the driver kills every other process of the run after each test, and
-starts the next only when all of them have ended). The
-expected outputs of ``call`` tests never enter the sandbox. What it does not guard: an ``assert`` test's
-code runs in the program's process and carries its expected values, so a program can read it, or make it
-pass (replace ``AssertionError``, patch the functions it calls): the documented limit of ``assert`` tests.
-
-Each test's outcome is ``pass``, ``wrong``, ``timeout``, ``runtime_error``, ``memory``, ``output_limit`` or
-``not_run`` (after a failure, with ``stop_on_fail``). Reading or comparing a program's output never raises:
-an output that cannot be read (JSON too deep, a number too large) is ``wrong``, with the reason in the
-verdict's ``extra["reasons"]``. The verdict is correct when every test passes (as LiveCodeBench, DeepCoder
-and EvalPlus count); ``passed / total`` is the second figure. A sandbox failure makes the verdict's status
-``error``: the grader reports it as an error, never as a wrong answer.
+:func:`judge` runs the program as the tests' mode says (``stdin``: one sandbox run per test; ``call`` and
+``assert``: one run of :data:`DRIVER`, which forks a process per test) and compares the outputs here, in the
+caller. Guaranteed: the program cannot touch a test's time limit (the clock is the driver's), write another
+test's result or the results channel, see later tests' arguments, or leave a process computing for a later
+test (where the run has a PID namespace of its own); ``call`` outputs never enter the sandbox. Not guaranteed:
+an ``assert`` test runs in the program's process with its expected values, so a program can read or forge it.
+Each test is ``pass``, ``wrong``, ``timeout``, ``runtime_error``, ``memory``, ``output_limit`` or ``not_run``;
+reading an output never raises; the verdict is correct when every test passes, and a sandbox failure is
+``error``, never a wrong answer.
+More: docs/code.md, "The answer and its reference".
 """
 
 from __future__ import annotations

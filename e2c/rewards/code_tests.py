@@ -1,41 +1,10 @@
 """The code answer kind's reference: a problem's tests in one schema for every source, and how outputs compare.
 
-A code record's reference (its ``answer``; ``reward_model.ground_truth`` of an RL row) is a JSON object::
-
-    {"mode": "stdin" | "call" | "assert",
-     "tests": [...],                 # at least one
-     "fn_name": "f",                 # call mode: the function (or ``Solution`` method) to call
-     "setup": "from typing import List",   # optional: code run before the program (imports)
-     "time_limit": 6.0,              # optional: seconds per test (LiveCodeBench's 6 s by default)
-     "compare": "lines",             # optional: how an output is compared (below)
-     "float_tol": 1e-6}              # optional: the tolerance of numbers under ``lines`` and ``json``
-
-and each test, by mode:
-
-- ``stdin`` (LiveCodeBench stdin problems, Codeforces, TACO/APPS): ``{"input": str, "output": str}``: the
-  program reads ``input`` on its standard input; its standard output is compared with ``output``;
-- ``call`` (LiveCodeBench's LeetCode problems, TACO's ``fn_name``): ``{"args": [...], "output": value}``:
-  ``fn_name(*args)`` (a top-level function, or a method of a class ``Solution``) returns a JSON value that is
-  compared with ``output``;
-- ``assert`` (MBPP, HumanEval's ``check``): ``{"code": "assert f(1) == 2"}``: the code runs after the
-  program; it passes when it raises nothing.
-
-Any test may say ``"public": true``: public tests are those a problem statement shows; test-time search may
-run them, and only they (never the hidden ones). The verdict counts every test.
-
-Comparison rules (``compare``):
-
-- ``lines`` (the default of ``stdin``; LiveCodeBench's rule): both outputs stripped and split into lines,
-  the same number of lines, and each pair of lines equal after stripping, or equal token by token where a
-  token pair is equal as text or as numbers (within ``float_tol``);
-- ``tokens``: the whitespace-separated tokens are equal (a Codeforces checker's default), numbers as above;
-- ``exact``: equal after removing trailing whitespace at the very end;
-- ``json`` (the default of ``call``): equal JSON values, a list equal to a tuple's list, numbers within
-  ``float_tol`` (relative or absolute), booleans never equal to numbers.
-
-The expected outputs of ``stdin`` and ``call`` tests never enter the program's process: the comparison
-happens here, in the caller. ``assert`` tests carry their expected values in their code, which must run
-beside the program: a hostile program can read or forge them (the documented limit of assert tests).
+A reference (a record's ``answer``, an RL row's ``reward_model.ground_truth``) is a JSON object: ``mode``
+(``stdin``, ``call``, ``assert``), ``tests`` (any may be ``"public": true``, the only tests search may run)
+and optional ``fn_name``, ``setup``, ``time_limit`` (6 s), ``compare`` and ``float_tol``. :func:`outputs_equal`
+never raises; expected outputs of ``stdin`` and ``call`` tests never enter the program's process.
+More: docs/code.md, "The answer and its reference".
 
 >>> t = parse_tests({"mode": "stdin", "tests": [{"input": "1 2", "output": "3", "public": True}]})
 >>> t.mode, t.compare, t.time_limit, len(t.public)

@@ -1,19 +1,9 @@
 """The table of answer kinds: every rule that depends on what an answer is lives in one entry here.
 
-An :class:`AnswerKind` says how to read the reference (``reference``), how to find the answer in a
-response (``extract``), how to compare the two (``check``), how to spell an answer for vote grouping
-(``canon``, ``symbolic``), and what the data layer needs to know (``answer_keys``, ``gold_keys``,
-``options``, ``object_gold``). Everything that branches on the kind is derived from :data:`ANSWER_KINDS`:
-
-- :func:`e2c.rewards.grader.grade` (dispatch, the valid names, the error for an unknown one);
-- :func:`e2c.rewards.vote.answer_classes` (canonical spelling, symbolic grouping);
-- :mod:`e2c.data.records` (gold fields, option handling) and :mod:`e2c.data.schema` (valid kinds, the
-  option-letter rule of an eval row);
-- :mod:`e2c.eval.score` (``--kind`` choices, which kinds take an object as reference).
-
-Adding a kind is one entry in :data:`ANSWER_KINDS` and its functions. Code reads the table when it runs
-(not a copy taken at import), so a test can add a throwaway kind with ``monkeypatch.setitem`` and see
-every derived place accept it.
+An :class:`AnswerKind` says how to read the reference, find and compare an answer, spell it for votes, and what
+the data layer needs. Everything that branches on the kind is derived from :data:`ANSWER_KINDS`, read when code
+runs (not copied at import): a kind is one entry, and a test can add one with ``monkeypatch.setitem``.
+More: docs/extending.md, "Answer kinds".
 
 >>> sorted(ANSWER_KINDS)
 ['code', 'countdown', 'math', 'mcq']

@@ -1,16 +1,12 @@
 """Mathematical equivalence of two answer strings.
 
-Two stages:
-
-1. :func:`quick_equal`, in-process and bounded: normalised string equality and exact numeric comparison
-   (integers, decimals, thousands separators, fractions, percents). Settles most real cases in
-   microseconds and cannot hang.
-2. math-verify (symbolic: sets, intervals, matrices, expressions), run in a :class:`HardTimeoutPool`
-   worker so a pathological input is cut at the bound whatever thread or process calls us.
-
-Seen math-verify quirks this module covers: ``50\\%`` vs ``0.5`` (math-verify says no; we compare
-percent values both ways), ``1,000`` as a thousands separator (math-verify reads ``2,3`` as a set, which
-we keep, but ``1,000`` needs the numeric path), and timeouts that raise off the main thread.
+:func:`quick_equal` is in-process and bounded (normalised strings, exact numbers, thousands separators,
+fractions, percents): it settles most cases in microseconds and cannot hang. Symbolic answers (sets,
+intervals, matrices, expressions) go to math-verify in a :class:`HardTimeoutPool` worker, cut at the bound
+whatever thread or process calls. Covered where math-verify alone falls short: ``50\\%`` against ``0.5``
+(percent values compared both ways), ``1,000`` as a thousands separator (``2,3`` stays a set), and its
+timeouts, which raise off the main thread.
+More: docs/chain-format-and-grader.md, "The grader".
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
 """A small process pool whose calls have a hard time limit.
 
-``concurrent.futures`` cannot stop one stuck task, and math-verify's own timeouts use ``signal.alarm``,
-which fails off the main thread (ray workers, thread pools). Here each worker is a separate Python
-process (``python -m e2c.rewards._worker <module:function>``) that reads pickled argument tuples on its
-stdin and writes pickled results on its stdout. A call that does not answer within its bound gets its
-worker killed and replaced, and the caller gets a :class:`CallTimeout` instead of a hang.
-
-Workers are plain subprocesses rather than ``multiprocessing`` children on purpose: they never re-import
-the caller's ``__main__`` (spawn does, running an unguarded script twice), and they can be started from
-daemonic processes (pool workers, some ray actors), which ``multiprocessing`` forbids.
-
-Thread-safe: each call borrows one idle worker. Fork-safe: a forked child builds its own workers.
+Each worker is a separate Python process (``python -m e2c.rewards._worker <module:function>``) reading
+pickled argument tuples on stdin and writing pickled results on stdout; a call that does not answer within
+its bound gets its worker killed and replaced, and the caller a :class:`CallTimeout` instead of a hang
+(``concurrent.futures`` cannot stop a stuck task; ``signal.alarm`` fails off the main thread). Workers are
+plain subprocesses, not ``multiprocessing`` children, so they never re-import the caller's ``__main__`` and
+can be started from daemonic processes. Thread-safe (a call borrows one idle worker) and fork-safe (a forked
+child builds its own workers).
+More: docs/chain-format-and-grader.md, "The grader".
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
 """Answer classes for voting: which extracted answers say the same thing.
 
-maj@k (eval) and every voting test-time-scaling method group candidate answers before counting votes.
-Grouping only the correct ones (they all equal the reference) while each wrong answer votes for its own
-spelling splits the wrong vote (``3``, ``3.0``, ``x=3`` as three answers) and biases maj@k upward. Here
-every answer, right or wrong, is grouped by the grader's own equivalence:
-
-- correct answers form one class (each equals the reference, so they equal each other);
-- a wrong answer joins the first earlier class whose representative the grader finds equal to it
-  (:func:`e2c.rewards.math_equiv.math_equal` for math, the letter for multiple choice, the normalised
-  expression for countdown), else starts a new class;
-- an answer-less sample is in no class and does not vote.
-
-Programs (the ``code`` kind) are grouped differently, by their behaviour on the public tests
-(:func:`program_key`, :func:`behaviour_classes`): test-time search never grades a candidate program on the
-hidden tests before choosing.
-
-Cost is bounded: identical normalised strings are merged without a check, each distinct pair is checked
-at most once per process (an LRU cache), symbolic checks get a 1 s timeout, and after ``max_checks``
-checks or two timed-out checks per call the remaining answers are grouped by the in-process fast path
-(strings and numbers) only (worst case about 4 s per problem however hostile its answers).
+maj@k and every voting test-time-scaling method group all answers, right or wrong, by the grader's own
+equivalence (grouping only the correct ones would split the wrong vote and bias maj@k upward): correct answers
+form one class; a wrong answer joins the first earlier class whose representative the grader finds equal, else
+starts one; an answer-less sample does not vote. Programs are grouped by their behaviour on the public tests
+(:func:`program_key`, :func:`behaviour_classes`), never on hidden tests. Cost is bounded: equal normalised
+strings merge unchecked, each pair is checked once per process, symbolic checks time out at 1 s, and after
+``max_checks`` checks or two timeouts per call the rest use the fast path only.
+More: docs/generation-and-evaluation.md, "Evaluation".
 """
 
 from __future__ import annotations
