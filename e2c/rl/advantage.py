@@ -1,29 +1,14 @@
 """Exploration-token advantage weighting (E2C) and per-segment statistics: pure tensor functions.
 
-After GRPO (or DAPO) normalisation every response token carries its sequence's advantage. E2C multiplies the
-advantages of the *exploration* tokens (up to and including the first ``</EXPLORATION>``) by a coefficient,
-``e2c.explore_adv_coef`` (1.0 in stage 1, 2.0 in stage 2), so that the plan, which decides the execution, gets
-a stronger signal.
-
-How the weighting is done is a *rule*, picked by ``e2c.explore_adv_rule`` from :data:`EXPLORE_ADV_RULES`, as
-verl picks its advantage estimator (``register_adv_est`` / ``get_adv_estimator_fn``). The default, ``paper``
-(:func:`paper_rule`), is the paper's: exploration tokens x ``explore_adv_coef``, the others x
-``execute_adv_coef`` (1.0 in the paper), whatever the advantage's sign and whatever the stage (stage 1 is the
-same rule at coefficient 1.0). A new rule is one function and one config key::
-
-    @register_explore_adv_rule("positive_only")
-    def positive_only_rule(advantages, explore_mask, response_mask, *, explore_adv_coef, execute_adv_coef):
-        weights = torch.where(explore_mask & (advantages > 0), explore_adv_coef, execute_adv_coef)
-        return advantages * (weights * response_mask.bool().float()).to(advantages.dtype)
-
-and ``-- e2c.explore_adv_rule=positive_only``. The rule must be registered in every process that reads the
-settings (the launcher checks the name before verl starts; the trainer applies it): define it here, or in a
-module that a verl plugin entry point imports.
-
-Departure from the paper's code: there, a response with no closing tag gets the exploration weight on every
-token, which rewards untagged responses in stage 2 whenever their advantage is positive. Here such a response
-has no exploration tokens (:func:`e2c.chain.exploration_token_mask`, the mask every rule receives), so it
-keeps weight 1.0 everywhere under the paper's rule, and is counted (``untagged``) so the share can be watched.
+After GRPO (or DAPO) normalisation every response token carries its sequence's advantage; E2C multiplies the
+advantages of the exploration tokens (up to and including the first ``</EXPLORATION>``) by
+``e2c.explore_adv_coef``. How is a rule, picked by ``e2c.explore_adv_rule`` from :data:`EXPLORE_ADV_RULES` (as
+verl picks its advantage estimator) and added with :func:`register_explore_adv_rule`; the default,
+:func:`paper_rule`, weights exploration tokens by ``explore_adv_coef`` and the rest by ``execute_adv_coef``
+whatever the sign and stage. A rule must be registered in every process that reads the settings. A response
+with no closing tag has no exploration tokens (the mask every rule receives), so it is never weighted as a
+plan, and is counted (``untagged``).
+More: docs/training.md, "Exploration-advantage weighting"; docs/extending.md, "Weighting rules".
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
 """The E2C agent loop: rollouts that start inside the exploration, with optional elastic per-phase budgets.
 
-Registered in verl's agent-loop registry as ``e2c`` (``actor_rollout_ref.rollout.agent.default_agent_loop=e2c``).
-
-- The prompt is the chat template with a generation prompt followed by the format's prefilled opener
-  (``<EXPLORATION>``), as at inference; the opener is part of the prompt, not of the trained response.
-- Single call (default): one generation of up to ``response_length`` tokens. Like inference
-  (:meth:`e2c.chain.ChainFormat.stop_strings`), generation stops at the execution's closing tag when that tag
-  is one token, so the policy is never trained, and the reward never reads, text after the chain that
-  inference would not have generated.
-- Elastic budgets (``e2c.rollout.explore_budget`` > 0, Elastic Reasoning's budget-constrained rollout): the
-  exploration is generated with its own budget and stops at the closing tag. If the budget (or an EOS) cut
-  it, the closing tag and the execution opener are appended for the model and are **masked out of the loss**
-  (response_mask 0; the Elastic Reasoning code trains on them although the policy never sampled them). An EOS
-  that ended the exploration is dropped, with its log-prob, from the response and from the execution call's
-  prompt, as inference does (:mod:`e2c.generation.chains` continues from the exploration's text); kept, it
-  would train the policy to end its plan with EOS. The execution then gets ``e2c.rollout.execute_budget``
-  tokens (default: what is left of ``response_length``).
-
-Per-row budget: a row whose ``extra_info`` has ``max_response_tokens`` gets at most that many response tokens
-(capped by ``rollout.response_length``, which sizes the padded tensors). The e3 curriculum
-(:mod:`e2c.rl.curriculum`) uses it to train at a stage's budget and validate the same run at twice it.
-
-Per-sample extras (``extra_fields``): ``explore_tokens``, ``execute_tokens``, ``forced_close``.
+Registered in verl as ``e2c`` (``actor_rollout_ref.rollout.agent.default_agent_loop=e2c``). The prompt ends
+with the format's prefilled opener, part of the prompt, not of the trained response. A single call stops, as
+inference does, at the execution's closing tag. With ``e2c.rollout.explore_budget`` > 0 the exploration has
+its own budget; a tag the loop writes for the model after a cut is masked out of the loss (response_mask 0),
+and an EOS that ended the exploration is dropped with its log-prob, so the policy is never trained on what it
+did not sample nor to end its plan with EOS. A row's ``extra_info.max_response_tokens`` caps its response
+(the e3 curriculum's per-row budget). Per-sample extras: ``explore_tokens``, ``execute_tokens``,
+``forced_close``.
+More: docs/training.md, "RL on verl: GRPO, DAPO, the e3 curriculum".
 """
 
 from __future__ import annotations

@@ -1,19 +1,13 @@
 """e3 curriculum: RL stages that couple a difficulty band with a response budget (``python -m e2c.rl.curriculum``).
 
-Stage k trains on the rows of its difficulty band at its budget, starting from stage k-1's latest
-checkpoint (stage 1 from ``--model``), and validates on the validation rows at ``val_budget_factor`` x
-that budget, so each stage reports how the policy extrapolates beyond the length it was trained at.
-
-How the two budgets share one verl run: the rollout's ``response_length`` (the padded tensor size) is set
-to the validation budget, and every row carries its own ``extra_info.max_response_tokens``, which the e2c
-agent loop and reward manager honour (training rows: the stage budget; validation rows: the longer one).
-
-The curriculum file is checked once, when it is read (:func:`load_curriculum`): every key it may have
-(:data:`TOP_KEYS`, :data:`STAGE_KEYS`, :data:`BAND_KEYS`), of its type and in its range, else one line naming
-the file, the field and what it must be. It then travels as a :class:`Curriculum`, which nothing re-checks.
-
-The curriculum is resumable: verl resumes a killed stage from its latest checkpoint, and a finished stage
-(``<output>/<stage>/CURRICULUM_DONE``) is skipped on the next run.
+Stage k trains on the rows of its difficulty band at its budget, from stage k-1's latest checkpoint (stage 1
+from ``--model``), and validates at ``val_budget_factor`` x that budget in the same verl run: the rollout's
+padded length is the validation budget, and each row carries its own ``extra_info.max_response_tokens``. The
+curriculum file is checked once, by :func:`load_curriculum` (every key of :data:`TOP_KEYS`, :data:`STAGE_KEYS`,
+:data:`BAND_KEYS`, of its type and range, else one line naming the file and field), then travels as a
+:class:`Curriculum` that nothing re-checks. A killed stage resumes; a finished one (``CURRICULUM_DONE``) is
+skipped.
+More: docs/training.md, "RL on verl: GRPO, DAPO, the e3 curriculum".
 """
 
 from __future__ import annotations

@@ -1,45 +1,14 @@
 """Launch E2C RL (GRPO or DAPO, stage 1 or 2) on verl: ``python -m e2c.rl.launch`` (wrapped by
 ``scripts/e2c_rl.sh`` and ``scripts/e2c_dapo.sh``).
 
-The launcher picks the stage's Hydra config (``configs/e2c_<algo>.yaml`` with ``e2c_stage=stage<N>``,
-inheriting verl's ``ppo_trainer``), resolves the model, hands stage 1's final checkpoint to stage 2, and adds the overrides
-that make the same config run here:
-
-- GPU (CUDA visible): vLLM rollout, the config's sizes, ``n_gpus_per_node`` from the visible GPUs.
-- CPU (no CUDA): the overrides of ``configs/cpu/rl.yaml``: the ``hf`` rollout and CPU platform that
-  :mod:`e2c.rl.plugin` registers, FSDP2 with SDPA attention, ray with logical GPUs, one transfer-queue
-  storage unit, and a small size preset (batch 4, n 4, 256+128 tokens, micro-batches of at most 2048
-  tokens) that any override given after ``--`` replaces.
-
-Before verl starts, the launcher composes the config with every override in-process, verl's own fields
-users set most (learning rates, temperatures, lengths, batch sizes, clip ratios: each by its value type,
-:data:`e2c.launch.checks.VERL_FIELDS`) included, and checks the data files (the rl schema) and the model
-folder (config, weight headers, a tokenizer that loads, a chat template; :mod:`e2c.launch.checks`), the
-``e2c`` settings group with each key's declared type (:mod:`e2c.rl.settings`: a Hydra override of an
-``e2c.*`` key is checked like its flag), that the config runs the algorithm and stage asked for and an
-advantage estimator verl has, the batch arithmetic (:mod:`e2c.launch.batch_shapes`), the output folder (:func:`e2c.core.files.check_output_dir`; created when the stage
-starts) and, on CPU, that the run fits in this machine's memory (:mod:`e2c.rl.memory`; ``--no-memory-check``
-skips it): bad input is one ``error:`` line and exit 2 (``E2C_CHECK_ONLY=1``: stop there, "checks passed"),
-never a traceback from inside verl minutes later. Paths go into the overrides quoted where Hydra would not
-read them plainly (a space, an accented letter: :func:`e2c.launch.checks.hydra_value`). Hydra's own files go
-to ``<output-dir>/hydra/<time>``.
-
-Ray's temp folder: when verl starts its own ray (no ``RAY_ADDRESS``), the launcher gives it a fresh folder
-under a parent of mode 0700 (``+ray_kwargs.ray_init._temp_dir=/tmp/e2c-ray-XXXXXXXX/ray``,
-:func:`e2c.launch.cluster.private_ray_dir`), so that a program a code reward runs, as another user, cannot reach the
-trainer's sockets; it is removed when the stage succeeds and kept (its logs) when it fails. A cluster's ray
-(``scripts/slurm_e2c.sbatch``) has its own; a ``ray_kwargs.ray_init._temp_dir`` override is the user's.
-
-Stages and folders, as the paper's ``e2c_rl.sh``: with no ``--stage`` both stages run in order. Each stage's
-run folder is ``<root>/stage1-warmup`` or ``<root>/stage2-main`` (root: ``--root-dir``, the scripts'
-``OUTPUT_DIR``, default ``models/checkpoints/rl``; DAPO's ``models/checkpoints/rl/dapo``); ``--output-dir``
-names one stage's folder exactly. Every stage saves a checkpoint at its last step at least, and its latest
-checkpoint's plain HF folder is linked as ``<run folder>/final`` (what ``eval.sh --model`` takes).
-
-Stage hand-off: every checkpoint also saves a plain HF folder (``actor/huggingface``); stage 2 starts from
-the latest one of stage 1's run folder (``--stage1-dir``, default ``<root>/stage1-warmup``) and fails with one
-line if there is none (it never falls back to the SFT model). ``--model`` starts stage 2 from another model
-instead; given with ``--stage1-dir`` it is refused, as the two name different start models.
+The launcher picks the stage's Hydra config, resolves the model, hands stage 1's latest checkpoint to stage 2
+(never falling back to the SFT model), and adds the overrides that run it here: vLLM on GPUs, or
+``configs/cpu/rl.yaml`` on a CPU. Before verl starts it composes the config with every override and checks
+the data, the model folder, the ``e2c`` settings and verl's common fields by their value types, the
+algorithm and stage, the batch arithmetic, the output folder and, on a CPU, the memory: bad input is one
+``error:`` line, exit 2, never a traceback from inside verl. verl's own ray gets a private temp folder (mode
+0700 parent) so that programs a code reward runs cannot reach the trainer's sockets.
+More: docs/training.md, "RL on verl: GRPO, DAPO, the e3 curriculum".
 """
 
 from __future__ import annotations

@@ -1,46 +1,14 @@
 """RL health: did a run have anything to learn from, and did the weights move? Pure functions.
 
-Per RL step the trainer (:class:`e2c.rl.trainer.E2CTrainer`) logs, into ``metrics.jsonl`` and every tracker:
-
-- ``health/train_acc``: mean correctness (the grader's ``acc``) of the step's sampled responses (those the
-  sandbox failed on left out);
-- ``health/reward_correct``, ``health/reward_plan``, ``health/reward_overlong``: per-response means of the
-  reward's parts: correctness (``correct_reward``: ``acc``, or a code row's share of tests passed under
-  ``code_reward=fraction``), the plan term (grader score - that term: with the plan bonus a
-  correct answer scores ``PLAN_FLOOR + (1 - PLAN_FLOOR) * adherence``, so this is <= 0, the deduction for an
-  execution that ignores its plan) and DAPO's overlong penalty (0 when off); ``health/reward_other`` only
-  when a custom reward function's score is not the sum of those;
-- ``health/zero_var_group_share``: share of GRPO groups (same uid) whose rewards are all equal (no advantage);
-- ``health/signal_share_correct|plan|overlong[|other]``: the share of the within-group reward variation
-  that each part carries (:func:`signal_shares`; they add up to 1);
-- ``health/truncated_share``: share of responses that ended without a stop token (cut at a length limit);
-- ``health/update_skipped``: 1.0 on a step whose trained tokens all had zero advantage, whose actor update
-  the trainer skipped (AdamW would otherwise still move the weights along its momentum);
-- ``health/entropy_sampled``, ``health/entropy_sampled_explore``, ``health/entropy_sampled_execute``:
-  ``-mean log p`` of the sampled tokens under the rollout policy (the rollout's own log-probs) over the
-  response tokens, overall and per chain segment: the entropy estimate when verl computes none (bypass mode);
-- on a step with code rows (answers run in the sandbox, :func:`code_health`): ``e2c/sandbox_s`` and
-  ``e2c/sandbox_s_max`` (the sum and the largest of the samples' sandbox wall seconds: what the step's
-  programs cost), ``health/code_acc`` (share of code rows whose program passed every test) and
-  ``health/code_tests_passed`` (mean share of tests passed), both over the code rows the sandbox answered, and
-  ``health/sandbox_errors`` (how many samples the sandbox failed on: they score 0, see
-  :func:`e2c.rewards.verl_score.compute_score`, and are left out of every accuracy, ``health/train_acc``
-  included).
-
-The three reward components add up to verl's ``critic/score/mean`` (same rows: padding and aborted
-responses excluded). verl's ``response_length/clip_ratio`` is *not* a truncation rate in the v1 trainer: it
-compares each length with the longest response of the batch (the padded width), so it is at least
-1/batch even when nothing was cut. Clip fraction is verl's ``actor/pg_clipfrac``; mean |advantage| before
-and after exploration weighting are ``e2c/adv_abs_before|after``, the exploration share of response tokens
-``e2c/explore_token_share``.
-
-Weight movement: the CPU rollout (:mod:`e2c.verl_cpu.hf_rollout`) keeps the first weights it is sent (the
-start checkpoint, in their own dtype) and logs, per sync, :func:`e2c.launch.weights.weight_movement` against them in
-``rollout_sync.jsonl``; :func:`e2c.launch.weights.checkpoint_movement` computes the same numbers from two HF folders (GPU runs,
-whose vLLM rollout is not ours). :func:`health_table` joins both files per step and :func:`signal_verdict`
-says in one line whether the run had signal.
-
-``python -m e2c.rl.health RUN_DIR [--start-model DIR]`` (its ``__main__``) prints the table and the verdict.
+The trainer logs per step, into ``metrics.jsonl`` and every tracker, the ``health/*`` metrics computed here:
+accuracy on the step's samples, the reward's parts (``health/reward_correct``, ``_plan``, ``_overlong``; they
+add up to verl's ``critic/score/mean``), the share of zero-variance groups, which part carries the
+within-group variation (:func:`signal_shares`), truncation, skipped updates, the sampled tokens' entropy per
+segment and, with code rows, the sandbox's figures (:func:`code_health`). Weight movement comes from the CPU
+rollout's ``rollout_sync.jsonl`` or from two HF folders. :func:`health_table` joins both files per step and
+:func:`signal_verdict` says in one line whether the run had signal; ``python -m e2c.rl.health RUN_DIR
+[--start-model DIR]`` prints them.
+More: docs/training.md, "RL health".
 """
 
 from __future__ import annotations
