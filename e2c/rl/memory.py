@@ -1,73 +1,13 @@
 """How much host memory a CPU RL run needs, estimated before it starts, and the check that refuses one that
-cannot fit (``python -m e2c.rl.launch``, the path of ``scripts/e2c_rl.sh``, and the quickstart's
-``validate``, which both call :func:`check_run`).
+cannot fit (``python -m e2c.rl.launch`` and the quickstart's ``validate`` both call :func:`check_run`).
 
-A CPU run that does not fit does not fail cleanly: ray's memory monitor kills a worker once the node's used
-memory passes 95% of its total, minutes in (after the quickstart's pass-rate filter, in the second step of
-a 32-sample run), and the run ends in ray's OOM dump. This module turns the run's shape into an estimate in
-bytes, compares it with what this machine can give a run, and says in one line what to change.
-
-The formula (bytes; ``P`` parameters, ``V`` vocabulary, ``h`` hidden size, ``I`` MLP width, ``L`` layers,
-``R`` ranks; on CPU one actor worker and one rollout replica per rank)::
-
-    states    = (16 P if trained else 4 P [LoRA's base]) / R     fp32 weights, grads, AdamW m and v (sharded
-                + 2 P  [+ 4 P / R + 2 P: a reference model]      over the ranks), the bf16 compute copy
-    per_token = L * ACT * (h + I)                                saved activations of the update, per padded
-                (gradient checkpointing: L * CKPT * h            token
-                 + ACT * (h + I))
-                + V * VOCAB_TRAIN  [+ V * VOCAB_ENTROPY]         the logits, their rows, log-softmax, grads
-                                                                 [an entropy term in the loss]; 0 with
-                                                                 verl's fused kernel, which instead holds
-                                                                 FUSED_CHUNK * V * FUSED_BYTES at a time
-    tokens    = dynamic: min(budget * PAD, S * FILL * longest)   padded tokens of one micro-batch of the
-                fixed:   min(micro, S) * FILL * longest          update (S: samples per rank per mini-batch)
-    actor     = ACTOR_RUNTIME + R * (states + max(tokens * per_token, log-prob pass) [+ fused chunk])
-    rollout   = ROLLOUT_RUNTIME + R * (P * rollout_bytes + 2 * 4 P + kv)
-                                                                 its weights, the fp32 start copy and the
-                                                                 fp32 weights each sync pushes; kv: vLLM's
-                                                                 preallocated cache, or transformers' cache
-                                                                 of the batch
-    rest      = REST_RUNTIME + (R - 1) * EXTRA_RANK + samples * REST_PER_SAMPLE
-    estimate  = actor + rollout + rest
-
-and the most a run may add is what ray's monitor leaves it::
-
-    limit = MemAvailable (at launch) - (1 - threshold) * MemTotal      threshold: RAY_memory_usage_threshold,
-                                                                       0.95 by default
-
-(a cgroup v2 ``memory.max`` below MemTotal takes its place). The check is about this machine's RAM for a run
-without a GPU: a GPU run is not checked (its activations live in GPU memory, for which no formula is given
-here), nor is a driver that joins a ray cluster (``RAY_ADDRESS``: the workers run on other machines).
-
-Calibration (embedded SmolLM2-135M: P 134.5 M, V 49,156, h 576, I 1,536, L 30; 2-core AMD EPYC, 23.54 GiB,
-November 2026):
-
-- ``ACT``, ``VOCAB_TRAIN``, ``VOCAB_INFER``, ``FUSED_BYTES``: one micro-batch measured in-process as verl's
-  FSDP engine computes it on CPU without padding removal (bf16 autocast, the logits' valid rows
-  concatenated, ``logprobs_from_logits``, backward; peak RSS over the optimizer's state, less the 2 P bf16
-  copy). 4 x 580 tokens: 3.73 GiB with 30 layers, 1.34 GiB with 2 (same vocabulary), so 39.5 kB per layer
-  and 540 kB for the vocabulary per padded token: 18.7 bytes per (h + I) and 11.0 per vocabulary entry.
-  Without gradients, with the entropy the log-prob pass computes: 6.7 bytes per entry. Through verl's
-  fused kernel (``FusedLinearForPPO``, torch backend): 1.14 MiB per token (18.8 bytes per (h + I), nothing
-  per entry) and 0.77 GiB of chunk buffers. Two and three micro-batches in a row peaked as one did.
-- The fixed parts, from the quickstart's measured failure: 4 prompts x 8 samples at a fixed micro-batch of
-  16 (prompt room 264, responses up to 320 tokens, no fused kernel), killed by ray's monitor with the node
-  at 22.45 of 23.54 GiB, the actor-update worker at 12.1 GiB, the rollout server (vLLM, bf16, 2 GiB KV
-  cache) at 4.9 GiB. ``FILL`` 0.6 (a micro-batch's longest sequence at 60% of the limit) gives the actor
-  12.1 GiB with ``ACTOR_RUNTIME`` 0.84 GiB; the rollout's 4.9 GiB less its weights, the two fp32 copies and
-  the cache leave ``ROLLOUT_RUNTIME`` 1.65 GiB; the remaining 5.45 GiB less about 0.9 GiB that an idle
-  machine uses leave 4.55 GiB for the rest at 32 samples.
-- The same quickstart at 2 prompts x 8 samples ran all its steps at the same micro-batch of 16: the two
-  runs differ only in samples per step, so their estimates differ only by ``REST_PER_SAMPLE`` (the driver's,
-  agent loop's, reward's and transfer queue's per-sample state), set to 8 MiB (at least 6 MiB keeps the
-  16-sample run under the line the 32-sample one crossed). Both sat within 0.2 GiB of the line: a fixed
-  micro-batch of 16 fitted by luck.
-- ``EXTRA_RANK`` 0.5 GiB per rank beyond the first (the tiny model's GRPO step at 4 ranks against 1: 8.64
-  against 7.19 GiB of summed PSS, docs/training.md; most of a rank's process is shared libraries).
-- Not measured: ``PAD`` 1.4 (a dynamic micro-batch's padded over its real tokens, with mixed lengths; the
-  CPU set-up trains without padding since 2026-12-07, where it only keeps the estimate on the safe side),
-  ``CKPT`` and ``VOCAB_ENTROPY`` (from the tensors kept), the transformers rollout's cache.
-  ``bench/rl_memory.py`` records real peaks next to the estimate, to refit the constants.
+A CPU run that does not fit does not fail cleanly: ray's memory monitor kills a worker minutes in. This module
+turns the run's shape (model sizes, samples, lengths, token budget, ranks, rollout engine) into an estimate in
+bytes (actor + rollout + rest, from the calibrated constants here), compares it with what ray's monitor leaves
+a run (MemAvailable less ``(1 - threshold) * MemTotal``, or a lower cgroup v2 ``memory.max``), and says in one
+line what to change. The estimate is meant to stay above the real peak. Not checked: GPU runs, and a driver
+that joins a ray cluster (``RAY_ADDRESS``). ``bench/rl_memory.py`` records real peaks to refit the constants.
+More: docs/training.md, "Memory on a CPU" (the formula and its calibration).
 """
 
 from __future__ import annotations

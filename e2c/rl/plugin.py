@@ -1,27 +1,13 @@
 """verl plugin entry point (``[project.entry-points."verl.plugins"] e2c = "e2c.rl.plugin"``).
 
-verl imports every ``verl.plugins`` entry point at the end of ``import verl``, in the driver and in every ray
-worker, and swallows import errors at debug level. This module therefore registers everything the E2C
-recipe adds, records what it registered in :data:`REGISTERED`, keeps the last failure in :data:`ERROR`
-(and logs it as a WARNING), and offers :func:`require` for code and tests that must not go on without it;
-``python -m e2c.rl.plugin`` checks a machine's install in one line.
-
-Registered, in this order (the entries of :data:`REGISTERED`):
-- ``platform:cpu``, only without a CUDA device: verl's ``cpu`` platform and the gloo process-group fix
-  (:func:`e2c.verl_cpu.install_platform`).
-- ``rollout:hf``: the transformers/vLLM-in-process rollout (replica and trainer adapter,
-  :func:`e2c.verl_cpu.register_rollout`), which ``configs/cpu/rl.yaml`` selects.
-- ``attention:sdpa_varlen``: causal attention per packed sequence, which the CPU configs select for training
-  without padding (:func:`e2c.verl_cpu.register_attention`).
-- ``trainer:e2c_sync``, ``agent_loop:e2c``, ``reward_manager:e2c``: the E2C trainer (exploration advantage
-  weighting of verl's GRPO advantages, also under DAPO, :mod:`e2c.rl.trainer`), the agent loop (prefilled
-  exploration opener, optional elastic per-phase budgets, :mod:`e2c.rl.agent_loop`) and the reward manager
-  (:mod:`e2c.rl.reward`), through :func:`e2c.rl.registry.register_all`.
-
-Import order does not matter. ``import e2c.rl.reward`` (or ``trainer``, ``agent_loop``) imports verl, which
-loads this plugin while that module is half imported; the recipe step then waits and the module's last line
-finishes it (:mod:`e2c.rl.registry`). :func:`register` can be called any number of times: finished steps are
-skipped and a failed one is tried again.
+verl imports every ``verl.plugins`` entry point at the end of ``import verl``, in the driver and every ray
+worker, and swallows import errors at debug level. So this module registers everything the recipe adds
+(``platform:cpu`` only without CUDA, ``rollout:hf``, ``attention:sdpa_varlen``, ``trainer:e2c_sync``,
+``agent_loop:e2c``, ``reward_manager:e2c``), records what it registered in :data:`REGISTERED`, keeps the last
+failure in :data:`ERROR` (logged as a WARNING), and offers :func:`require` for code that must not go on
+without it. Import order does not matter, and :func:`register` may be called any number of times: finished
+steps are skipped, a failed one is tried again. ``python -m e2c.rl.plugin`` checks an install in one line.
+More: docs/training.md, "RL on verl: GRPO, DAPO, the e3 curriculum".
 """
 
 from __future__ import annotations

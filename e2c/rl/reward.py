@@ -1,32 +1,15 @@
 """The E2C reward manager for verl's reward loop (``reward.reward_manager.name=e2c``).
 
-verl's ``naive`` and ``dapo`` managers decode responses with ``skip_special_tokens=True``, which deletes the
-E2C tags (they are special tokens): every chain then parses as untagged, the format metrics read zero and the
-plan-adherence bonus cannot find the plan. This manager decodes with the tags kept (pad and EOS removed) and
-grades with the project's grader through :func:`e2c.rewards.verl_score.compute_score` (enforced timeouts),
-unless ``reward.custom_reward_function`` names another function.
-
-Overlong penalty (DAPO's soft overlong punishment, also used by the E2C paper's GRPO runs): with
-``reward.reward_kwargs.overlong_buffer_cfg.enable`` a response longer than ``max_resp_len - len`` loses up
-to ``penalty_factor`` linearly over the buffer (:func:`overlong_penalty`); a row with its own
-``extra_info.max_response_tokens`` budget is measured against that budget.
-
-Every response's ``reward_extra_info`` carries the reward's parts: ``correct_reward`` (the correctness term:
-``acc``, or the share of tests passed under ``code_reward=fraction``), ``plan_reward`` (grader score - that
-term) and ``overlong_reward`` (0.0 when the penalty is off); their sum is the reward. The trainer logs their
-per-step means as ``health/reward_*`` (:mod:`e2c.rl.health`).
-
-Reward options (``plan_bonus``, ``require_format``, ``format_credit``, ``code_reward``) are
-``reward.custom_reward_function.reward_kwargs``; verl binds them to a configured function, and this manager
-binds them to the project's grader when no function is configured (stage 1), with the same precedence (they
-win over a row's ``extra_info``). ``code_reward`` is checked here, once.
-
-Concurrency: verl's reward worker scores a batch as one asyncio task per response (``compute_score_batch``)
-and each task runs the blocking grader on a thread. Rows whose answer runs in the sandbox (``code``) go to
-:func:`code_pool`, threads of their own, as many as the sandbox runs programs at once
-(:func:`e2c.sandbox.slots`, ``$E2C_SANDBOX_WORKERS``): a batch's programs run concurrently up to that bound and
-never hold the threads that decode responses and grade math rows, which keep the event loop's default
-executor as before. Each response's result is its own task's, so order and values do not depend on timing.
+verl's own managers decode with ``skip_special_tokens=True``, which deletes the E2C tags; this one keeps them
+(pad and EOS removed) and grades with :func:`e2c.rewards.verl_score.compute_score`, unless
+``reward.custom_reward_function`` names another function. It applies DAPO's overlong penalty
+(:func:`overlong_penalty`, against a row's own budget when it has one), and every response's
+``reward_extra_info`` carries the reward's parts, ``correct_reward``, ``plan_reward`` and ``overlong_reward``,
+whose sum is the reward. Reward options (``plan_bonus``, ``require_format``, ``format_credit``,
+``code_reward``) bind to the grader as verl binds them to a named function, winning over a row's
+``extra_info``. Code rows run on threads of their own (:func:`code_pool`), bounded by the sandbox's slots, so
+they never hold the threads that grade other rows; results do not depend on timing.
+More: docs/training.md, "Code rewards".
 """
 
 from __future__ import annotations

@@ -1,20 +1,10 @@
 """The ``e2c`` config group: every setting of the E2C recipe, its default and what it does, in one place.
 
-verl hands the whole composed Hydra config to the trainer, the agent loop and the reward manager; the recipe's
-own settings live under its top-level ``e2c`` key (defaults in ``configs/e2c_common.yaml``, per algorithm in
-``configs/e2c_<algo>.yaml``, per stage in ``configs/e2c_stage/``). :func:`e2c_settings` turns that group into
-an :class:`E2CSettings`: missing keys take the defaults below (a config without the group is plain GRPO), an
-unknown key or a value of the wrong type is refused in one line that names the valid keys. The trainer
-(:mod:`e2c.rl.trainer`), the agent loop (:mod:`e2c.rl.agent_loop`) and the launcher (:mod:`e2c.rl.launch`,
-before verl starts) all read it through here.
-
-Each field's metadata (:func:`setting`) is the single source of what the field means: its help line, its
-valid values, and, for the few settings the launcher offers as flags, the flag's spelling and ``--help``
-line. :func:`setting_flags` reads them, and ``python -m e2c.rl.launch`` builds its E2C flags and their Hydra
-overrides (``e2c.<key>=<value>``) from it, so a new setting is one field here (and its line in
-``configs/e2c_common.yaml``, which a test holds equal to this dataclass). TRL's ``GRPOConfig`` is the model:
-one dataclass that is the config, the command line and the docs. A flag's other spellings come from the one
-alias table, :data:`e2c.commandline.parsing.FLAG_ALIASES` (``--explore-coef`` for ``--explore-adv-coef``).
+:func:`e2c_settings` turns the Hydra config's ``e2c`` group into the :class:`E2CSettings` that the trainer,
+agent loop and launcher read (missing keys take the defaults; an unknown key or bad value is one line). Each
+field's metadata (:func:`setting`) is the one source of its help, valid values and flag (:func:`setting_flags`):
+a new setting is one field here and its line in ``configs/e2c_common.yaml``, which a test holds equal.
+More: docs/extending.md, "Settings and flags".
 
 >>> from omegaconf import OmegaConf
 >>> s = e2c_settings(OmegaConf.create({"e2c": {"explore_adv_coef": 2, "rollout": {"explore_budget": 512}}}))

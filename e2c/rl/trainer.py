@@ -1,38 +1,13 @@
 """The E2C trainer: verl's synchronous v1 PPO trainer with exploration-token advantage weighting.
 
-Registered as ``trainer.v1.trainer_mode=e2c_sync``. Everything except the advantage step is verl's: after
-verl computes GRPO/DAPO advantages, :meth:`E2CTrainer._compute_advantage` reads the response ids and
-advantages back from verl's transfer queue, weights the exploration span by the rule ``e2c.explore_adv_rule``
-(default ``paper``: x ``e2c.explore_adv_coef``; :mod:`e2c.rl.advantage`), applies the e3
-``only_train_on_positive`` switch, writes the advantages back, and logs per-segment metrics:
-
-``e2c/explore_tokens_mean``, ``e2c/execute_tokens_mean``, ``e2c/untagged_share`` (responses with no closing
-exploration tag, which keep weight 1.0), ``e2c/well_formed_share``, ``e2c/explore_token_share``,
-``e2c/entropy_explore`` and ``e2c/entropy_execute`` (from the old-log-prob pass), ``e2c/adv_abs_before`` and
-``e2c/adv_abs_after``, ``e2c/explore_adv_coef``; with ``only_train_on_positive``, ``e2c/positive_kept_share``
-(the share of sampled responses still in the loss).
-
-RL health (:mod:`e2c.rl.health`, one ``health/*`` set per step; a field the transfer queue lacks skips its
-metrics, never the step): in the advantage step, from ``rollout_log_probs`` (the rollout's log-probs of the
-sampled tokens, present whenever ``rollout.calculate_log_probs`` is on, as bypass mode needs),
-``health/entropy_sampled[_explore|_execute]``, the estimate of the policy entropy that verl does not compute
-under ``algorithm.rollout_correction.bypass_mode``; after verl's metrics (:meth:`E2CTrainer._compute_metrics`),
-from ``responses``, ``rm_scores`` and ``extra_fields["reward_extra_info"]`` of the step's non-padding rows,
-``health/train_acc``, ``health/reward_correct|plan|overlong`` (their sum is ``critic/score/mean``),
-``health/zero_var_group_share``, ``health/signal_share_*`` and ``health/truncated_share``.
-
-``only_train_on_positive`` (e3): every token of a response whose advantage is negative leaves the loss. Its
-advantages are zeroed *and* it is removed from ``response_mask`` and ``loss_mask`` in the transfer queue
-(:func:`~e2c.rl.advantage.positive_only_mask`), so it adds nothing to the policy, entropy or KL terms and
-does not count in token-mean's denominator. Zero-advantage responses stay. What reads the mask afterwards:
-the actor update (the point); verl's ``critic/advantages`` and ``critic/returns`` metrics (over trained
-tokens only); with a critic (GAE), its value loss, which then also skips those responses. Response-length
-metrics come from the response ids and still count every sampled token; the ``e2c/*`` segment metrics
-describe every sampled response. Under GRPO every group keeps at least one response; a PPO mini-batch with no
-kept token at all has a 0/0 token-mean loss, and verl skips an update whose gradient norm is not finite.
-
-Settings live in the top-level ``e2c`` config group, read through :func:`e2c.rl.settings.e2c_settings`
-(defaults and their meaning in ``configs/e2c_common.yaml``).
+Registered as ``trainer.v1.trainer_mode=e2c_sync``. Everything except the advantage step is verl's: after verl
+computes GRPO/DAPO advantages, :meth:`E2CTrainer._compute_advantage` reads the response ids and advantages
+back from the transfer queue, weights the exploration span by ``e2c.explore_adv_rule`` (:mod:`e2c.rl.advantage`),
+applies e3's ``only_train_on_positive`` (negative-advantage responses leave ``response_mask`` and
+``loss_mask``, not only their advantages), writes them back, and logs the ``e2c/*`` segment metrics and the
+``health/*`` set (:mod:`e2c.rl.health`; a field the queue lacks skips its metrics, never the step). An update
+whose trained tokens all have zero advantage is skipped, so AdamW's momentum does not move the weights.
+More: docs/training.md, "Exploration-advantage weighting" and "RL health".
 """
 
 from __future__ import annotations
