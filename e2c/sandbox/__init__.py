@@ -3,17 +3,10 @@
 A backend runs a Python program given as files in a fresh folder, with a standard input, under
 :class:`Limits`, and returns a :class:`RunResult`. It never raises on the program's behaviour; a failure of
 the sandbox itself (a server that does not answer, a tool missing) is the status ``sandbox_error``, which
-callers count as an error, never as a wrong answer.
-
-Backends (``--sandbox`` / ``$E2C_SANDBOX``, parsed once by :func:`parse_spec`):
-
-- ``local`` (the default): a separate process in its own session, in new network and PID namespaces, as an
-  unprivileged user, with rlimits (:mod:`e2c.sandbox.local`);
-- ``bwrap``: the same inside bubblewrap, with a read-only root and private ``/tmp`` (:mod:`e2c.sandbox.bwrap`);
-- ``fusion:URL`` (or a bare ``http(s)://`` URL): a SandboxFusion server (:mod:`e2c.sandbox.fusion`), one per
-  node on a cluster.
-
-``docs/code.md`` says what each backend protects against and what it does not.
+callers count as an error, never as a wrong answer. Backends (``--sandbox`` / ``$E2C_SANDBOX``, parsed once
+by :func:`parse_spec`): ``local`` (the default, :mod:`e2c.sandbox.local`), ``bwrap``
+(:mod:`e2c.sandbox.bwrap`) and ``fusion:URL``, a SandboxFusion server (:mod:`e2c.sandbox.fusion`).
+More: docs/code.md, "The sandbox: what each backend protects against" (what each does not protect against).
 """
 
 from __future__ import annotations

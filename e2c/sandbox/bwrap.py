@@ -1,22 +1,13 @@
 """The bubblewrap backend: the local backend's limits and user, inside ``bwrap``.
 
-Beyond :mod:`e2c.sandbox.local`: every namespace bwrap can make (user, network, PID, IPC, UTS, cgroup), a
-read-only view of the host's root, private empty ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock``, a minimal
-``/dev``, its own ``/proc``; the program's folder is the only writable place, and the tree dies with its
-caller (``--die-with-parent``) and never shares the caller's terminal session (``--new-session``).
-
-A caller killed while bwrap sets up its namespace: bwrap arms the namespace's parent-death signal only
-after it has forked PID 1, so a caller (and with it the outer bwrap) that dies in between leaves a PID 1
-that nothing ends. PID 1 of the namespace is therefore a guard (:data:`GUARD`, bwrap ``--as-pid-1``): it
-holds the read end of a pipe whose write end only the caller has, starts the program only if that pipe is
-still open (the caller lives, so the parent-death signal was armed in time), and ends the run (PID 1's exit
-ends every process of the namespace) once it sees EOF. As PID 1 it ignores the program's signals, so a
-program that kills all it can (the code judge's driver does, between tests) leaves it running.
-
-What it does not do: the host's files stay readable where their permissions allow (the root is bound
-read-only, not hidden); CPU and memory are bounded per process by rlimits, not for the tree (no cgroups).
-Needs the ``bwrap`` binary (Debian: ``apt-get install bubblewrap``) and user namespaces for an
-unprivileged caller (as root, the run drops to a uid of its own before bwrap starts).
+Adds to :mod:`e2c.sandbox.local`: every namespace bwrap can make, a read-only view of the host's root, private
+empty ``/tmp``, ``/var/tmp``, ``/dev/shm`` and ``/run/lock``, a minimal ``/dev``, its own ``/proc``; only the
+program's folder is writable, and the tree dies with its caller. PID 1 is a guard (:data:`GUARD`, ``--as-pid-1``)
+that starts the program only while a pipe from the caller is open and ends the run at its EOF, since bwrap arms
+the parent-death signal only after forking PID 1; it ignores the program's signals. Does not protect: host
+files stay readable where their permissions allow, and CPU and memory are bounded per process, not per tree.
+Needs ``bwrap`` and, for an unprivileged caller, user namespaces.
+More: docs/code.md, "The sandbox: what each backend protects against".
 """
 
 from __future__ import annotations

@@ -1,41 +1,14 @@
 """The local sandbox: each program a separate process tree, isolated with the kernel's own tools.
 
-A run, in order (every step is a util-linux tool, or ``/bin/sh`` running ``mount``, that execs the next, so
-no Python runs between the caller's fork and the program, and nothing here needs a thread-unsafe
-``preexec_fn``):
-
-1. a fresh folder holds the program's files; its standard input, output and error are files in another
-   folder the program cannot name (output is read back by the caller, up to the file-size limit);
-2. ``prlimit`` sets the rlimits: address space, CPU time, file size (which also bounds standard output:
-   a program that prints more is killed by SIGXFSZ), open files, processes, no core files;
-3. ``setpriv --pdeathsig KILL`` then ``unshare --net --pid --ipc --uts --mount --mount-proc --fork
-   --kill-child``: new network (no interface but a down loopback), PID, IPC, UTS and mount namespaces, a
-   ``/proc`` that shows the run's own processes only, and the launcher dies with the caller;
-4. as root, in the new mount namespace, ``mount -a`` puts fresh, bounded tmpfs on ``/tmp``, ``/var/tmp``,
-   ``/dev/shm`` and ``/run/lock`` (the world-writable places of a Debian host) and binds the run's folder
-   back at its own path; then every other writable file system of the host is remounted read-only there
-   (a bind remount: the host's own mounts are untouched), so no world-writable folder elsewhere (a
-   root-owned ``0777`` folder, a socket in it) can be written either;
-5. ``unshare --fork --kill-child`` (no new namespace) stays as PID 1 of the namespace, as root: the program
-   cannot signal or trace it, so it cannot clear PID 1's parent-death signal; when PID 1 dies (the program
-   ended, the wall limit, the caller killed) the kernel kills every process of the namespace, daemons that
-   left their session or cleared their own parent-death signal included;
-6. as root, ``setpriv --reuid U`` drops to an unprivileged user of its own (a uid per concurrent run, so
-   the process limit of one run never counts another's), no supplementary groups, no new privileges;
-   without root, ``unshare --user --map-root-user`` makes the namespaces where the kernel allows it;
-7. the caller waits up to the wall limit, then kills the process group (and so the namespace). In root
-   mode a uid is never handed out again while a process of it lives (:class:`UidPool`): after a killed
-   run every process of its uid is killed and none checked left at once; after a run that ended on its
-   own, the uid is checked (and anything found killed) with the other such uids in one pass over
-   ``/proc`` before its next run.
-
-What it does not do (use ``bwrap``, or a SandboxFusion server, for more): the rest of the file system is
-the host's, read as an unprivileged user: the program can read world-readable files. Without a mount
-namespace (a kernel or container that refuses one), it can also write into world-writable folders: files
-its user left in the four above are removed after the run, and any other world-writable folder is
-exposed (the toolkit makes none: ray's temp folder is private to its user). Without root and without user namespaces it runs with neither network isolation nor the
-PID namespace (``describe()`` says so): a daemon that leaves its session then outlives the run. CPU and
-memory are bounded per process, not for the tree (no cgroups).
+A run is a chain of util-linux tools, each exec'ing the next, so no Python runs between the caller's fork and
+the program: ``prlimit`` (rlimits, the file size bounding standard output), ``setpriv --pdeathsig KILL``,
+``unshare`` into new network, PID, IPC, UTS and mount namespaces, fresh tmpfs on the world-writable folders and
+the rest remounted read-only (as root), a root-owned PID 1 the program cannot signal, then an unprivileged uid
+of the run's own (:class:`UidPool` never hands one out while a process of it lives), or a user namespace
+without root. The caller kills the group at the wall limit. Does not protect: world-readable host files are
+readable; CPU and memory are per process; without a mount namespace world-writable folders are exposed, and
+without root or user namespaces there is no network or PID isolation (``describe()`` says so).
+More: docs/code.md, "The sandbox: what each backend protects against".
 """
 
 from __future__ import annotations

@@ -1,34 +1,13 @@
 """verl multi-turn SFT dataset with E2C loss scopes (``data.custom_cls.path=pkg://e2c.sft.dataset``).
 
-:class:`E2CSFTDataset` subclasses :class:`verl.utils.dataset.multiturn_sft_dataset.MultiTurnSFTDataset`
-and changes four things:
-
-0. **The trained text is the inference text**, for any chat template. verl renders each message through
-   the template; Qwen3's template writes an empty ``<think>\n\n</think>\n\n`` before the last assistant
-   turn of a whole conversation (and verl's check that per-message and whole renderings agree then
-   stops), a text inference never produces. Here a row ``[... user, assistant chain]`` is tokenized as
-   inference sees it: the turns before the chain rendered with the generation prompt and the prefilled
-   opening tag (:meth:`e2c.chain.ChainFormat.render_chat`, the function inference uses), then the rest of
-   the chain, then the text the template writes after an assistant message (:func:`end_of_turn`, e.g.
-   ``<|im_end|>\n``). The loss covers the chain (opening tag included) and the end of turn; nothing
-   before it. The release's SFT does the same (generation prompt, then the raw solution).
-1. **Loss scope per row.** The ``loss_scope`` column (or ``extra_info.loss_scope``; else
-   ``data.default_loss_scope``) picks the mask: ``full`` trains the whole assistant chain (verl's mask),
-   ``exploration`` trains assistant tokens up to and including the first ``</EXPLORATION>`` token
-   (:func:`e2c.sft.masks.exploration_loss_mask`; the tag's id comes from the tokenizer).
-2. **Over-long rows are decided up front**, not by a crash in the middle of training: ``data.overlong``
-   is ``skip`` (drop rows longer than ``data.max_length``, counted in the statistics), ``error`` (stop at
-   start naming the first such row) or ``truncate`` (verl's truncation; with ``pad_mode=no_padding``
-   verl always keeps the *first* ``max_length`` tokens, so a cut execution loses its end and an
-   exploration row cut before its closing tag trains nothing).
-3. **Trained-token share.** At start every row is tokenized once; the trained tokens, all assistant
-   tokens and their ratio are printed (rank 0) and, if ``data.stats_path`` is set, written to that JSON
-   file under a key naming the data files.
-
-Extra ``data.*`` keys (all optional): ``chain_format`` (default ``e2c``), ``loss_scope_key``
-(``loss_scope``), ``default_loss_scope`` (``full``; :class:`EFSFTDataset`: ``exploration``), ``overlong``
-(``skip``), ``stats_path`` (none). verl's ``apply_chat_template_kwargs`` and ``enable_thinking`` are passed
-to the template as verl does; inference passes neither, so leave them unset to train on its text.
+:class:`E2CSFTDataset` subclasses verl's ``MultiTurnSFTDataset``: the trained text is the inference text for
+any chat template (the prompt rendered with the generation prompt and the prefilled opener, as
+:meth:`e2c.chain.ChainFormat.render_chat` does, then the chain, then :func:`end_of_turn`; the loss covers the
+chain and the end of turn); each row's ``loss_scope`` picks ``full`` or ``exploration``
+(:func:`e2c.sft.masks.exploration_loss_mask`); over-long rows are decided up front by ``data.overlong``
+(``skip``, ``error``, ``truncate``); and the trained-token share is printed at start (and written to
+``data.stats_path``). :class:`EFSFTDataset` defaults to ``exploration``.
+More: docs/training.md, "SFT and EF-SFT".
 """
 
 from __future__ import annotations

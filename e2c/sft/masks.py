@@ -1,16 +1,11 @@
 """Loss masks for E2C SFT rows, on token ids.
 
-verl's multi-turn SFT dataset returns, per row, ``input_ids`` and a ``loss_mask`` of the same length that
-is 1 on every assistant token after the generation prompt (content, end-of-turn token and the template's
-trailing separator). The mask is aligned to the *token itself*, not to the position that predicts it:
-verl's ``sft_loss`` rolls it left by one before multiplying with the log-probs, so ``loss_mask[j] == 1``
-means "token ``j`` is a training label". The functions here keep that alignment: to train on the
-closing exploration tag, its own position is set.
-
-A ``full`` row keeps verl's mask. An ``exploration`` row keeps it up to and including the first boundary
-token (``</EXPLORATION>`` for the E2C format) *among the trained tokens*: a tag quoted in the prompt does
-not count, and nothing after the boundary (not even the end-of-turn token) is trained, so the model does
-not learn to stop after its plan.
+verl's ``loss_mask`` is aligned to the token itself, not to the position that predicts it (``sft_loss`` rolls
+it left by one): ``loss_mask[j] == 1`` means token ``j`` is a label, so training on the closing exploration tag
+sets its own position. A ``full`` row keeps verl's mask. An ``exploration`` row keeps it up to and including
+the first boundary token among the trained tokens (a tag quoted in the prompt does not count), and nothing
+after it, not even the end of turn, so the model does not learn to stop after its plan.
+More: docs/training.md, "SFT and EF-SFT".
 """
 
 from __future__ import annotations

@@ -1,32 +1,14 @@
 """SFT and EF-SFT on verl's SFT trainer (``bash scripts/e2c_sft.sh`` / ``bash scripts/ef-sft.sh`` wrap this).
 
-    python -m e2c.sft.run --mode sft                         # GPUs found: Qwen/Qwen3-8B, full E2C chains
     python -m e2c.sft.run --mode ef-sft --model embedded --steps 6      # CPU demo, no hub needed
-    python -m e2c.sft.run --mode sft --model tiny --steps 3 data.train_batch_size=4   # Hydra overrides
 
-What it does, in order:
-
-1. checks the data (the processed ``sft`` / ``ef_sft`` schema), the Hydra overrides (composed in-process,
-   :mod:`e2c.launch.checks`), the output folder and the model (config, weight headers, a tokenizer that
-   loads, a chat template), each failure one line, exit 2, before anything is written
-   (``E2C_CHECK_ONLY=1`` stops there: "checks passed"); paths go into the overrides quoted where Hydra
-   would not read them plainly (a space, an accented letter);
-2. gives the base model the four E2C tags if its tokenizer lacks them: a tagged copy is saved once to
-   ``--tagged-dir`` (default ``models/base/<name>-e2c``) and reused;
-3. launches ``torchrun -m verl.trainer.sft_trainer --config-name e2c_sft`` (``configs/e2c_sft.yaml``) with
-   the E2C dataset class (:mod:`e2c.sft.dataset`): full chains for ``sft``, exploration-only rows for
-   ``ef-sft``. GPUs are counted by :func:`e2c.launch.devices.gpu_count` (``CUDA_VISIBLE_DEVICES``, else torch);
-   with none, one CPU process runs with the CPU preset ``configs/cpu/sft.yaml`` (FSDP2 on gloo, sdpa
-   attention, small batches, 20 steps);
-4. converts verl's last checkpoint to a plain Hugging Face folder with verl's model merger and moves it
-   atomically to ``<output-dir>/final`` (config, safetensors, tokenizer with the tags);
-5. prints a table of the losses verl's file logger wrote to ``<output-dir>/metrics.jsonl`` (every launch
-   of a resumed run; :mod:`e2c.sft.metrics`) and, as its last line, one JSON object (final folder, steps,
-   losses, seconds per step, trained-token share).
-
-Departures from the paper: the maximum length is 8,192 tokens, not 1,000 (which cuts most executions);
-rows longer than that are skipped and counted (``data.overlong``), never silently truncated. A re-run with
-the same output folder resumes from verl's last checkpoint; a finished run is not repeated (``--force``).
+In order: checks the data, the Hydra overrides, the output folder and the model (each failure one line, exit
+2, before anything is written; ``E2C_CHECK_ONLY=1`` stops there); gives the base model the E2C tags once
+(``--tagged-dir``); launches ``torchrun -m verl.trainer.sft_trainer`` with :mod:`e2c.sft.dataset` (the CPU
+preset ``configs/cpu/sft.yaml`` without GPUs); exports verl's last checkpoint atomically to
+``<output-dir>/final``; prints the losses and, last, one JSON object. A rerun resumes from verl's last
+checkpoint; a finished run is not repeated without ``--force``.
+More: docs/training.md, "SFT and EF-SFT".
 """
 
 from __future__ import annotations
