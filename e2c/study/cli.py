@@ -1,17 +1,14 @@
 """``python -m e2c.study``: ablations of SFT length and RL recipes, declared in one study file.
 
-    python -m e2c.study --study configs/study/sft_length.toml            # SFT 20 / 60 / 120 steps
-    python -m e2c.study --study configs/study/rl_recipe.toml             # RL recipes from one SFT start
     python -m e2c.study --study configs/study/rl_recipe.toml --dry-run   # the plan: units and commands
     python -m e2c.study --study configs/study/sft_length.toml --fast     # the tiny model at tiny sizes
-    python -m e2c.study --study configs/study/rl_recipe.toml --arms rl_gate   # one arm (and its start)
 
-Every arm and seed trains in its own folder, then is screened on a validation split (new synthetic problems,
-none trained on, not the held-out set); the best arm by screening (or ``--confirm`` ARM,...) is then
-evaluated with its start and its equal-token SFT continuation on the held-out set with fresh sampling seeds.
-A rerun skips finished units and resumes an interrupted one; a unit whose settings changed is refused
-(``--force`` redoes it and everything downstream). The last line printed is one JSON object: the report's
-paths, the chosen arms and their confirmation verdicts.
+Every arm and seed trains in its own folder and is screened on a validation split (none trained on, not the
+held-out set); the best arm (or ``--confirm ARM,...``) is then evaluated with its start and its equal-token
+control on the held-out set with fresh sampling seeds. A rerun skips finished units and resumes an interrupted
+one; a unit whose settings changed is refused (``--force`` redoes it). The last line printed is one JSON
+object: the report's paths, the chosen arms and their verdicts.
+More: docs/study.md.
 """
 
 from __future__ import annotations

@@ -1,18 +1,13 @@
 """``e2c reproduce`` (``bash scripts/reproduce.sh``): the method's result at this scale from one command.
 
-    bash scripts/reproduce.sh              # SFT 120 steps, filter, GRPO stage 2, held-out avg@4: ~2 hours here
     bash scripts/reproduce.sh --fast       # the same units on the tiny test model, in minutes
-    bash scripts/reproduce.sh --seeds 1    # the same recipe with training seed 1 (next to seed 0's runs)
-    bash scripts/reproduce.sh --with-control   # and SFT alone for as many tokens as SFT + RL
 
-It is the study engine (:mod:`e2c.study.cli`) running the study file ``configs/study/reproduce.toml`` with
-the recipe chosen on screening already, so nothing is screened: the RL arm and its SFT start are trained and
-both are evaluated on the held-out problems (greedy, and avg@k at T 1.0 with fresh sampling seeds), paired
-per problem; ``--with-control`` adds the equal-token control (an ``sft_matched`` arm: continuing the SFT
-start instead restarts its learning-rate schedule, which is not a fair control). A rerun skips finished units and resumes an interrupted one; settings that differ from the
-kept runs' are refused in one line. The output folder defaults to ``outputs/reproduce`` (``-fast`` under
-``--fast``), or ``$E2C_BASE_DIR/reproduce`` when the variable is set, so a checkout can resume or report
-runs kept outside it.
+The study engine (:mod:`e2c.study.cli`) on ``configs/study/reproduce.toml``, whose recipe screening already
+chose, so nothing is screened: the RL arm and its SFT start are trained and evaluated on the held-out problems
+(greedy, and avg@k with fresh sampling seeds), paired per problem; ``--with-control`` adds the equal-token
+``sft_matched`` arm. A rerun skips finished units and resumes an interrupted one; settings that differ from the
+kept runs' are refused in one line. The output folder is ``outputs/reproduce`` or ``$E2C_BASE_DIR/reproduce``.
+More: docs/quickstart.md, "The reproduction: what RL adds".
 """
 
 from __future__ import annotations

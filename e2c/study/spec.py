@@ -1,40 +1,13 @@
 """The study file: one TOML (or JSON) file declaring a base and named arms, read and checked once.
 
-    [study]                      # optional: the study's own settings (StudyOptions)
-    seeds = [0, 1]
-    delta = 0.02
-
-    [base]                       # quickstart settings (python -m e2c.quickstart --help), as Config names them
-    model = "embedded"
-    eval_samples = 4
-
-    [arms.sft20]                 # N SFT steps from the base model (start = "base", the default) ...
-    kind = "sft"
-    sft_steps = 20
-
-    [arms.sft40]                 # ... or continued from another arm's model
-    kind = "sft"
-    start = "sft20"
-    sft_steps = 20
-
-    [arms.grpo]                  # GRPO stage 2 from an arm's model: any rl_* and filter_* setting
-    kind = "rl"
-    start = "sft20"
-    rl_lr = 1e-5
-
-    [arms.grpo_sft]              # SFT from grpo's start for as many trained tokens as grpo trained on
-    kind = "sft_continue"
-    of = "grpo"
-
-    [arms.grpo_total]            # SFT from sft20's start (base) for sft20's steps plus grpo's tokens, in
-    kind = "sft_matched"         # one schedule (continuing sft20 restarts its schedule)
-    of = "grpo"
-
-Every setting an arm may name is a quickstart :class:`~e2c.quickstart.config.Config` field, checked with the
-quickstart's own declaration of it (the value type and choices of its flag, then its ``validate``): an arm's
-settings are the base's with the arm's own on top, as one ``Config``. What the file gets wrong (an unknown
-key, a wrong type, a value out of range, an unknown start, a cycle of starts) is one :class:`UserError` line
-naming the table, the key and the valid choices, before anything is written.
+``[study]`` holds the study's own settings (:class:`StudyOptions`), ``[base]`` quickstart settings, and each
+``[arms.NAME]`` a ``kind`` (``sft``, ``rl``, ``sft_continue``, ``sft_matched``), its link (``start`` or
+``of``) and its own settings. Every setting is a quickstart :class:`~e2c.quickstart.config.Config` field,
+checked with the quickstart's own declaration of it: an arm's settings are the base's with its own on top, as
+one ``Config``. What the file gets wrong (an unknown key, a wrong type, a value out of range, an unknown start,
+a cycle of starts) is one :class:`UserError` line naming the table, the key and the valid choices, before
+anything is written.
+More: docs/study.md, "Declaring a study".
 """
 
 from __future__ import annotations

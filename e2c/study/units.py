@@ -1,23 +1,12 @@
 """A study's units of work, the settings each depends on, and what a run does with each: pure functions over
 what the unit folders recorded.
 
-Units, each in its own folder under the output folder:
-
-=================================  ===========================================================================
-``data/``                          the quickstart's data stage: SFT chains, RL prompts, held-out problems
-``validation/``                    the screening split: new synthetic problems, none in ``data/``
-``filters/<start>-seed<k>-<id>/``  the pass-rate filter of an RL arm's start model (shared by the RL arms
-                                   with the same start, seed, pool and sampling and grading settings; it
-                                   keeps as many prompts as the largest of them draws)
-``arms/<arm>/seed<k>/``            one arm's training run for seed ``k`` (verl's output folder)
-``arms/<arm>/seed<k>/<phase>/``    its evaluations: ``screen/`` (validation split) and ``confirm/`` (held-out
-                                   set, fresh sampling seeds), each ``greedy/`` and ``sampled/`` (avg@k)
-=================================  ===========================================================================
-
-A unit folder holds ``STARTED.json`` (the settings it was started with) and, once complete, ``DONE.json``
-(the same settings, the seconds and what it produced). A unit's settings name everything its result depends
-on, the settings of the units it reads included (an arm's start, its data), so a change anywhere upstream
-changes every unit downstream of it.
+Units, each in its own folder: ``data/``, ``validation/``, ``filters/<start>-seed<k>-<id>/`` (shared by the RL
+arms with the same start, seed and sampling and grading settings), ``arms/<arm>/seed<k>/`` and its
+``screen/`` and ``confirm/`` evaluations. A unit folder holds ``STARTED.json`` and, once complete,
+``DONE.json``. A unit's settings name everything its result depends on, the settings of the units it reads
+included, so a change anywhere upstream changes every unit downstream of it.
+More: docs/study.md, "What runs".
 """
 
 from __future__ import annotations
