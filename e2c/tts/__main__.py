@@ -3,23 +3,12 @@
     python -m e2c.tts [--methods ...] [--budgets 4 8 16 32] [--limit N] [--dataset aime24] [--model ...]
                       [--backend ...] [--config tts/config/tts.yaml] [--set key=value ...] [--sandbox SPEC]
 
-``python tts/run_tts.py`` (the paper's command) is the same program with the same flags. Defaults come
-from ``tts/config/tts.yaml``; flags override them, ``--set`` overrides method settings (``--set
-explore_budget=256``; the old names ``explore_tokens`` and ``execute_tokens`` are accepted). Results
-(records.jsonl, results.json, results.csv, accuracy_vs_tokens.png) go to ``<output_dir>/<dataset>/<model>/``;
-a rerun with the same settings resumes per (method, budget, problem); Ctrl-C or SIGTERM stops a run with one
-line naming what was saved and the command that resumes it (exit 130 / 143). The last line printed is one
-JSON object with the results' paths and the summary.
-
-On a code benchmark (answers that are programs), ``--sandbox`` says where programs run (default
-``$E2C_SANDBOX`` or local): the candidates' runs on the public tests during the search and the chosen
-program's grading. It does not change results, so it is not part of a run's identity: a run resumes under
-another sandbox.
-
-Run it with the package installed (``pip install -e .``); relative paths of the config (its ``output_dir``)
-are the project's (:func:`e2c.core.paths.project_root`). The methods, their ``--methods`` names and what the
-runner does with each (whole chains, budget-free, nestable, needs an embedder) come from the registry
-(:func:`e2c.tts.base.register`).
+``python tts/run_tts.py`` (the paper's command) is the same program. Defaults come from ``tts/config/tts.yaml``
+(relative paths are the project's, :func:`e2c.core.paths.project_root`); flags override them, ``--set``
+overrides method settings. A rerun with the same settings resumes per (method, budget, problem); Ctrl-C or
+SIGTERM names what was saved (exit 130 / 143). The last line printed is one JSON object with the results'
+paths and the summary. The methods and their traits come from the registry (:func:`e2c.tts.base.register`).
+More: docs/test-time-scaling.md.
 """
 
 from __future__ import annotations

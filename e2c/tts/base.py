@@ -1,16 +1,12 @@
 """Shared pieces of the test-time-scaling methods: settings, token metering, the method registry, voting.
 
-Every method receives a :class:`Meter`, a generator wrapper that counts every token of every call it
-forwards (explorations, executions, judge and refinement calls alike), so a method cannot spend tokens
-that are not reported. Votes merge answers with the project's grader, exactly as maj@k does in
-:mod:`e2c.eval.metrics` (equivalent answers vote together, however written, whether right or wrong).
-
-Programs (an answer kind that ``runs_programs``: ``code``) are different, because grading one runs it on
-the problem's hidden tests: while a method searches, a candidate program is only extracted
-(:meth:`Context.grade`), run on the problem's public tests when a vote or the ReAct loop asks
-(:meth:`Context.public_run`), and programs vote by that behaviour (:func:`weighted_vote`). Only the program
-a method chooses is graded on every test (:meth:`Context.final`, called by :func:`run_method`). Sandbox
-seconds are metered beside tokens (:attr:`MethodResult.sandbox_s`).
+Every method receives a :class:`Meter`, a generator wrapper that counts every token of every call it forwards,
+so a method cannot spend tokens that are not reported; votes merge answers with the grader, as maj@k does.
+Programs (an answer kind that ``runs_programs``) are only extracted while a method searches
+(:meth:`Context.grade`), run on the public tests when a vote or the ReAct loop asks (:meth:`Context.public_run`),
+and vote by that behaviour (:func:`weighted_vote`); only the chosen program is graded on every test
+(:meth:`Context.final`). Sandbox seconds are metered beside tokens (:attr:`MethodResult.sandbox_s`).
+More: docs/test-time-scaling.md, "Token metering, votes, outputs".
 """
 
 from __future__ import annotations

@@ -1,22 +1,13 @@
 """The ten test-time-scaling methods, registered by name in :data:`e2c.tts.base.METHODS`.
 
-Each is a function ``(ctx, budget) -> (chosen candidate or None, details)``; ``budget`` is the paper's K/N
-(samples, explorations or tree leaves, per method). Every generation goes through ``ctx.gen`` (a
-:class:`~e2c.tts.base.Meter`), so all tokens are counted; ``role`` labels each call for the breakdown.
-Executions of a plan continue the chain after what the chain format writes for the model after an
-exploration (:meth:`e2c.chain.ChainFormat.close_exploration`: ``</EXPLORATION><EXECUTION>`` for E2C, the
-rule eval's two-phase chains and the RL agent loop follow) and are decoded greedily
-(``execute_temperature``), as in the paper's TTS code.
-
-On a problem whose answers are programs (the ``code`` kind), every method that votes votes over the
-programs' behaviour on the problem's public tests (:func:`e2c.tts.base.weighted_vote`), the ReAct loop
-accepts a program only when it passes them and otherwise refines with a short description of the first
-failing public test (:func:`public_failure`); no hidden test is run before a method has chosen.
-
-A method declares what the runner must know about it where it registers (``@register("name",
-chains=True, ...)``, the fields of :class:`~e2c.tts.base.MethodTraits`), so adding one is adding one
-decorated function here: the runner, ``python -m e2c.tts --methods`` and its config check all read the
-registry.
+Each is a function ``(ctx, budget) -> (chosen candidate or None, details)``; ``budget`` is the paper's K/N.
+Every generation goes through ``ctx.gen`` (a :class:`~e2c.tts.base.Meter`), so all tokens are counted; ``role``
+labels each call. Executions continue the chain after what the chain format writes after an exploration
+(:meth:`e2c.chain.ChainFormat.close_exploration`) and are decoded greedily (``execute_temperature``). On code
+problems methods vote by behaviour on the public tests, and no hidden test runs before a method has chosen. A
+method declares its traits where it registers (``@register("name", chains=True, ...)``), so adding one is one
+decorated function here.
+More: docs/test-time-scaling.md, "Methods"; docs/extending.md, "Test-time-scaling methods".
 """
 
 from __future__ import annotations

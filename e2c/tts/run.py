@@ -1,17 +1,11 @@
 """Run test-time-scaling methods over a benchmark and budgets (``python -m e2c.tts`` is the entry).
 
-Every (method, budget, problem) result is appended to ``records.jsonl`` in the run folder as soon as it
-exists, so a killed run restarted with the same settings skips what is done. At the end the folder gets
-``results.json`` and ``results.csv`` (accuracy, mean generated tokens per problem in thousands, mean
-prompt tokens, mean sandbox seconds (programs run by the code kind), wall time, per method and budget) and ``accuracy_vs_tokens.png`` (one line per method,
-generated tokens on a log axis).
-
-Every figure of the results is read from the records, never from this process's generator: each record
-carries what its method spent (generated and prompt tokens, calls, seconds: :class:`e2c.tts.base.Meter`),
-the summary averages them per (method, budget), and ``results.json``'s ``cost`` (:func:`run_cost`) sums
-them over the records whose method ran. A finished run restarted (it runs nothing) or a killed run resumed
-(a record is written whole, or is cut and run again) therefore reports the cost of one uninterrupted run:
-the same tokens and calls, and the seconds its records hold.
+Every (method, budget, problem) result is appended to ``records.jsonl`` as soon as it exists, so a killed run
+restarted with the same settings skips what is done; at the end the folder gets ``results.json``,
+``results.csv`` and ``accuracy_vs_tokens.png``. Every figure is read from the records, never from this
+process's generator (:func:`run_cost` sums them over the records whose method ran), so a finished run
+restarted or a killed run resumed reports the cost of one uninterrupted run.
+More: docs/test-time-scaling.md, "Token metering, votes, outputs".
 """
 
 from __future__ import annotations
