@@ -1,18 +1,12 @@
 """verl 0.9.1 without an accelerator: a ``cpu`` platform and an ``hf`` rollout, added through verl's registries.
 
-Nothing here is specific to E2C: it runs any verl PPO/GRPO recipe on a machine without CUDA (tests, CPU
-demos) and on one device for debugging. The E2C recipe (:mod:`e2c.rl`) uses it through its verl plugin
-(:mod:`e2c.rl.plugin`), which calls :func:`install_platform` and :func:`register_rollout` in every process.
-
-- :mod:`e2c.verl_cpu.platform`: the ``cpu`` platform, the gloo process-group fix, torch on every core.
-- :mod:`e2c.verl_cpu.hf_rollout`: the rollout server (a ray actor that batches the agent loop's requests).
-- :mod:`e2c.verl_cpu.rollout_engine`: its decoding engines (transformers, or vLLM's in-process engine).
-- :mod:`e2c.verl_cpu.hf_verl`: the verl-side replica and trainer adapter (imported lazily by verl).
-- :mod:`e2c.verl_cpu.attention`: ``sdpa_varlen``, causal attention per sequence of a packed row (what
-  flash attention's varlen kernel does on a GPU), for training without padding on a CPU.
-
-The launcher's matching overrides (``actor_rollout_ref.rollout.name=hf``, FSDP2, ray with logical GPUs) are
-in ``configs/cpu/rl.yaml``.
+Nothing here is specific to E2C: it runs any verl PPO/GRPO recipe on a machine without CUDA (tests, CPU demos)
+and on one device for debugging. The E2C recipe uses it through its verl plugin (:mod:`e2c.rl.plugin`), which
+calls :func:`install_platform` and :func:`register_rollout` in every process. Modules: :mod:`.platform` (the
+platform, the gloo fix, torch on every core), :mod:`.hf_rollout` (the rollout server), :mod:`.rollout_engine`
+(its engines), :mod:`.hf_verl` (verl's replica and trainer adapter), :mod:`.attention` (``sdpa_varlen``).
+The launcher's matching overrides are in ``configs/cpu/rl.yaml``.
+More: docs/training.md, "On GPUs and on a CPU".
 """
 
 from __future__ import annotations

@@ -1,20 +1,13 @@
 """Causal attention one sequence at a time for packed rows: the ``sdpa_varlen`` attention of transformers.
 
-verl trains without padding (``use_remove_padding``, SFT's ``pad_mode: no_padding``) by packing a
-micro-batch's sequences into one row whose position ids restart at 0 at each sequence. On a GPU, flash
-attention's varlen kernel reads those boundaries. With ``sdpa`` (the only choice on a CPU) transformers
-turns them into a block-diagonal mask over the whole row, and PyTorch's CPU kernel, given a mask instead of
-``is_causal``, computes every query-key score of the row: for 8 chains of ~320 tokens, ~6.5 M scores per
-head and layer of which ~6% are used, as much work as every matmul of the model together
-(docs/training.md, "Speed on a CPU").
-
-:func:`sdpa_varlen_forward` splits such a row at its boundaries and runs ``scaled_dot_product_attention``
-with ``is_causal=True`` on each sequence: the same scores and softmax over the same keys, summed in another
-order. Anything else (a padded batch, a single sequence, decoding with a cache, positions that do not restart
-at 0 such as left padding's) goes to transformers' own ``sdpa``, with the same mask. It is registered under
-:data:`NAME` with sdpa's mask function (:func:`register`, called by the verl plugin in every process); the
-CPU configs select it (``attn_implementation: sdpa_varlen``). Nothing here is CPU-only, but on a GPU flash
-attention is the better choice.
+verl trains without padding by packing a micro-batch into one row whose position ids restart at 0 at each
+sequence; with ``sdpa`` on a CPU that becomes a block-diagonal mask whose every score PyTorch computes.
+:func:`sdpa_varlen_forward` splits such a row at its boundaries and runs ``scaled_dot_product_attention`` with
+``is_causal=True`` on each sequence: the same scores and softmax, summed in another order. Anything else (a
+padded batch, one sequence, decoding with a cache, positions that do not restart at 0) goes to transformers'
+own ``sdpa`` with the same mask. Registered as :data:`NAME` by :func:`register` (the verl plugin, in every
+process); nothing here is CPU-only, but on a GPU flash attention is the better choice.
+More: docs/training.md, "Speed on a CPU".
 """
 
 from __future__ import annotations

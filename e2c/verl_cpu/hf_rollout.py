@@ -1,28 +1,14 @@
 """A transformers rollout for verl: the CPU (and single-device debugging) path of RL.
 
-verl 0.9.1 rolls out through an inference server per replica (vLLM, SGLang, TensorRT-LLM) that its agent
-loop calls once per sample, ``generate(prompt_ids, sampling_params)`` -> :class:`TokenOutput`. This module
-provides the same three pieces for plain transformers, registered under the rollout name ``hf``:
-
-- :class:`HFRolloutServer`, a ray actor that holds the policy and answers ``generate``. The agent loop sends
-  its requests one by one, but concurrently; the server collects the requests that arrive together
-  (within ``E2C_ROLLOUT_BATCH_WAIT_S``, 50 ms by default) and decodes them as one batch with an engine of
-  :mod:`e2c.verl_cpu.rollout_engine`: vLLM's in-process engine when vLLM is installed, else transformers with
-  :func:`e2c.generation.hf.decode_rows` (``E2C_ROLLOUT_ENGINE`` chooses). On a 2-core CPU batching is the
-  difference between ~17 tok/s one request at a time and ~100 tok/s with transformers.
-- :class:`e2c.verl_cpu.hf_verl.HFReplica`, the :class:`~verl.workers.rollout.replica.RolloutReplica` that starts one server per
-  replica on the node of its trainer workers.
-- :class:`e2c.verl_cpu.hf_verl.HFServerAdapter`, the trainer-side :class:`~verl.workers.rollout.base.BaseRollout`: every weight
-  sync gathers the trainer's full tensors (all ranks take part in the gather) and rank 0 pushes them to the
-  server, so each step samples from the current policy: through one shared-memory file when the server is on
-  its machine (:mod:`e2c.verl_cpu.shared_weights`, ``E2C_ROLLOUT_SYNC_VIA``), else through ray.
-
-Every sync is a line of ``rollout_sync.jsonl`` (:func:`record_sync`) with how far the weights have moved
-from the first ones this server was sent (the start checkpoint, or the checkpoint a resumed launch starts
-from: ``start_global_steps``): ``weight_rel_l2`` and ``weight_bf16_changed_share``
-(:func:`e2c.launch.weights.weight_movement`). The server keeps one copy of those first weights, in the dtype they
-arrive in (fp32 weights of a 135M model: about 0.5 GB); ``E2C_ROLLOUT_WEIGHT_MOVEMENT=0`` turns this off.
-The line also says what the server decoded since the previous one (``gen_*``: the step's rollout).
+verl's agent loop calls an inference server per replica once per sample, ``generate(prompt_ids,
+sampling_params)`` -> :class:`TokenOutput`. Registered as the rollout ``hf``: :class:`HFRolloutServer`, a ray
+actor that batches the requests arriving together (``E2C_ROLLOUT_BATCH_WAIT_S``) and decodes them with an
+engine of :mod:`e2c.verl_cpu.rollout_engine`; the replica and trainer adapter in :mod:`e2c.verl_cpu.hf_verl`,
+whose every weight sync gathers the trainer's full tensors and pushes them to the server, so each step samples
+from the current policy. Every sync is a line of ``rollout_sync.jsonl`` (:func:`record_sync`): the weights'
+movement from the first ones the server was sent (``E2C_ROLLOUT_WEIGHT_MOVEMENT=0`` turns it off), the sync's
+seconds and what the server decoded since the previous line (``gen_*``).
+More: docs/training.md, "RL on verl: GRPO, DAPO, the e3 curriculum".
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """CPU support for verl 0.9.1: a ``cpu`` platform and a gloo process group.
 
-verl knows CUDA, NPU and ROCm platforms only; on a machine without an accelerator it falls back to CUDA and
-fails (``Distributed package doesn't have NCCL built in``). :func:`install` registers a ``cpu`` platform in
-verl's own :class:`~verl.plugin.platform.PlatformRegistry`, selects it through ``VERL_PLATFORM`` and makes
-the rest of verl's CPU path work:
-
-- verl builds the process-group backend as ``cpu:gloo,<device>:<backend>``, which on CPU becomes
-  ``cpu:gloo,cpu:gloo`` and torch rejects (``Duplicate device type cpu``); such strings are reduced to
-  ``gloo`` before they reach torch.
-- verl's FSDP engines are registered for ``cuda``/``npu``; ``VERL_ENGINE_DEVICE=cuda`` makes verl pick
-  them, and they run on the CPU tensors they are given (FSDP2 only; FSDP1 needs an accelerator).
-
-- ray exports ``OMP_NUM_THREADS=1`` to its actors; torch is given every core instead (``E2C_CPU_THREADS``).
-
-Everything here is a no-op when CUDA is available, so the same plugin is safe on GPU clusters.
+verl knows CUDA, NPU and ROCm only, and on a machine without an accelerator falls back to CUDA and fails.
+:func:`install` registers a ``cpu`` platform in verl's ``PlatformRegistry``, selects it (``VERL_PLATFORM``),
+reduces verl's ``cpu:gloo,cpu:gloo`` process-group string to ``gloo``, has verl pick its FSDP engines
+(``VERL_ENGINE_DEVICE=cuda``; FSDP2 only, FSDP1 needs an accelerator), and gives torch every core instead of
+ray's ``OMP_NUM_THREADS=1`` (``E2C_CPU_THREADS``). Everything here is a no-op when CUDA is available, so the same
+plugin is safe on GPU clusters.
+More: docs/training.md, "On GPUs and on a CPU".
 """
 
 from __future__ import annotations

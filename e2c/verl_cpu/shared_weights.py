@@ -1,27 +1,13 @@
 """The CPU rollout's weight sync through one shared-memory file instead of ray's object store.
 
-Every RL step sends the trainer's full tensors to the rollout server on the same node. Through a ray call
-argument the embedded model's 540 MB of fp32 are pickled into ray's object store by the trainer and copied
-out again by the server: 8-12 s a step on a 2-core CPU (measured 2026-12-07: ``sync_transfer_s`` of the sync
-log), longer than the update's own backward pass on some steps. Here the trainer copies each tensor into
-its slot of one file under ``/dev/shm`` (memory, not disk), mapped by both processes, and the call carries
-only the :class:`Manifest` (names, dtypes, shapes, offsets); the server reads the tensors as views of its
-own mapping.
-
-Contract:
-
-- :class:`SharedWeightsWriter` (trainer side) keeps one file per layout (the same names, dtypes and
-  shapes); a sync with another layout gets a new file. The path is removed once the
-  server has mapped it (:meth:`SharedWeightsWriter.forget_path`), so the file lives exactly as long as the
-  two mappings; a process killed between creating and forgetting it leaves the file in ``/dev/shm``
-  (named ``e2c-weights-*``).
-- :func:`read_shared` (server side) returns views that are valid only until the trainer's next write: the
-  trainer awaits the server's load, and everything the server keeps is copied (the engine's own weights,
-  the movement log's clone of the first weights).
-- Both sides must be on one machine and see the same ``/dev/shm``: the adapter checks the server's ray node
-  before it uses this path, and uses ray's object store otherwise. Two processes of one node in separate
-  containers (ray's container runtime environment) fail the sync with the file not found: set
-  ``E2C_ROLLOUT_SYNC_VIA=ray`` there.
+The trainer copies each tensor into its slot of one file under ``/dev/shm``, mapped by both processes, and the
+call carries only the :class:`Manifest`. :class:`SharedWeightsWriter` keeps one file per layout and removes its
+path once the server has mapped it (:meth:`SharedWeightsWriter.forget_path`); a process killed in between
+leaves ``/dev/shm/e2c-weights-*``. :func:`read_shared` returns views valid only until the trainer's next write,
+so everything the server keeps is copied. Both sides must see one ``/dev/shm``: the adapter checks the
+server's ray node first and uses ray otherwise; processes of one node in separate containers fail with the
+file not found, so set ``E2C_ROLLOUT_SYNC_VIA=ray`` there.
+More: docs/training.md, "Speed on a CPU".
 """
 
 from __future__ import annotations
