@@ -1,11 +1,9 @@
 """A Codeforces rating estimated from an evaluation run: pass@n per problem against the problems' ratings.
 
-Accepts DeepCoder's ``cf_elo_calc.py --results_path R --pass_n 8``, where ``R`` is a run folder, its
-``results.json`` or one predictions file; the ratings come from the set's records (``extra["rating"]``). The
-rating is the ``R`` at which the Elo-expected number of solved problems, ``sum_i 1 / (1 + 10 ** ((r_i - R) /
-400))``, equals the sum of the problems' unbiased pass@n (bisection over [0, 4000]). It assumes independent
-problems, Codeforces' Elo curve for a model, pass@n as solving within n submissions, and Codeforces' own
-problem ratings; it does not replay contests against live standings as DeepCoder's script does.
+Accepts DeepCoder's ``cf_elo_calc.py --results_path R --pass_n 8`` (``R``: a run folder, its ``results.json``
+or a predictions file). The rating is the ``R`` at which the Elo-expected number of solved problems equals the
+sum of their unbiased pass@n (bisection over [0, 4000]); it needs only the problems' ratings, not live contest
+standings, and rests on assumptions the docs list (independent problems, Codeforces' Elo curve for a model).
 More: docs/generation-and-evaluation.md, "A Codeforces rating from a run".
 
 >>> round(estimate_rating([1.0, 0.0], [1500, 1500]), 3)

@@ -1,9 +1,8 @@
 """The code answer kind's reference: a problem's tests in one schema for every source, and how outputs compare.
 
-A reference (a record's ``answer``, an RL row's ``reward_model.ground_truth``) is a JSON object: ``mode``
-(``stdin``, ``call``, ``assert``), ``tests`` (any may be ``"public": true``, the only tests search may run)
-and optional ``fn_name``, ``setup``, ``time_limit`` (6 s), ``compare`` and ``float_tol``. :func:`outputs_equal`
-never raises; expected outputs of ``stdin`` and ``call`` tests never enter the program's process.
+A reference is a JSON object: ``mode`` (``stdin``, ``call``, ``assert``), ``tests`` (any may be ``"public":
+true``, the only tests search may run), optional ``fn_name``, ``setup``, ``time_limit``, ``compare``,
+``float_tol``. :func:`outputs_equal` never raises; ``stdin`` and ``call`` expected outputs never reach the program.
 More: docs/code.md, "The answer and its reference".
 
 >>> t = parse_tests({"mode": "stdin", "tests": [{"input": "1 2", "output": "3", "public": True}]})

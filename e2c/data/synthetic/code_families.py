@@ -1,12 +1,8 @@
 """The synthetic code family: write a small Python function, with its public examples shown and hidden tests.
 
-A task names a function and shows two public examples; its reference program is the function's body, which
-the tracer runs on the first example and the narrator tells; the execution ends with the whole function in a
-fenced ``python`` block, the answer the ``code`` kind grades. The tests (``call`` mode): the two public
-examples and six hidden ones, edge cases first, whose outputs come from a second, independent
-implementation (``reference``), never from the step lines. Levels 1-3: one line; a loop with a condition;
-two steps or a nested loop.
-More: docs/data.md, "Synthetic tasks".
+The function's body is the reference program, traced on the first public example; the answer is the function
+in a fenced ``python`` block; its two public and six hidden ``call`` tests' outputs come from an independent
+implementation (``reference``), never from the step lines. More: docs/data.md, "Synthetic tasks".
 
 >>> t = code(random.Random("0:0"), 2)
 >>> tests = json.loads(t.gold)
