@@ -85,7 +85,7 @@ def written_after_exploration(boundary_sampled: bool, boundary: T, execute_opene
 
 # The release's evaluation config and TTS prompts append this to every question, with no separator.
 RELEASE_PROMPT_SUFFIX = "Provide the final answer in the boxed{}. Please reasoning step-by-step."
-# An earlier version of the release's code had no space after "boxed{}."; data in the wild carries either.
+# The same suffix without the space after "boxed{}.": data in the wild carries either spelling.
 RELEASE_PROMPT_SUFFIX_NO_SPACE = "Provide the final answer in the boxed{}.Please reasoning step-by-step."
 # The release's optional prompts for the medical sets (off by default there, as here): a system message
 # and a suffix that starts with a real newline and has no space after "step-by-step.".

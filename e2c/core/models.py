@@ -344,7 +344,7 @@ def tag_init_rows(weight: Any, pieces: list[list[int]], n_used: int) -> Any:
     tokenizer's own pieces (``weight[pieces[i]]``); a token with no usable piece gets the mean of the
     ``n_used`` trained rows.
 
-    Why not the mean of all rows (Hewitt, 2021), as before: that row scores every context alike, far below
+    Why not the mean of all rows (Hewitt, 2021): that row scores every context alike, far below
     the likely tokens, and with tied embeddings the four tags were one row that no argmax could tell apart.
     Measured on SmolLM2-135M-Instruct (E2C synthetic chains, AdamW lr 2e-4, batch 8): from the mean row the
     tags started at log-prob -18.8 (median rank 23,100 at their places) and were still at -12.6 (rank 17,663)
@@ -476,7 +476,7 @@ def build_tiny_model(fmt: ChainFormat = E2C, root: Path | None = None, force: bo
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=32,  # the smallest head size vLLM's CPU attention supports (v1 had 16)
+        head_dim=32,  # the smallest head size vLLM's CPU attention supports
         max_position_embeddings=4096,
         tie_word_embeddings=True,
         bos_token_id=None,

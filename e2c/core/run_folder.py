@@ -271,7 +271,7 @@ class RunFolder:
             return ["--force"]
         record = self._recorded()
         if record is None:
-            # No record (a run of an older toolkit): resumed as before.
+            # No record: the folder resumes (eval and TTS compare their own config.json).
             return []
         diff = identity_diff(
             {"command": record.get("command"), **self.defaults, **record["identity"]},

@@ -104,8 +104,8 @@ SAMPLE_FIELDS = (
     "reward_shape",
     "plan_bonus",
 )
-# The value of a sample setting in a file written before the setting was recorded (files graded by an older
-# toolkit, whose lines hold no rewards: refused, as other settings are).
+# What a sample setting a samples file does not record is compared as: None, which no run asks for, so a
+# file whose lines hold no rewards is refused as any other change of settings is.
 RECORDED_BEFORE: dict[str, Any] = {"reward_shape": None, "plan_bonus": None}
 
 
@@ -401,7 +401,7 @@ def check_resume(path: Path, settings: dict[str, Any]) -> None:
         return
     try:
         before = json.loads(first)["settings"]
-        # A file written before require_format existed was graded without it.
+        # A setting the file does not record is compared as RECORDED_BEFORE's value (None, refused).
         diff = identity_diff(
             {f: before.get(f, RECORDED_BEFORE.get(f)) for f in SAMPLE_FIELDS},
             {f: settings[f] for f in SAMPLE_FIELDS},

@@ -62,8 +62,7 @@ GENERATION_FIELDS = (
     "prefill",
     "medical_prompt",
 )
-# Values of settings added after runs were first recorded: a config.json without the key was made with
-# this value, so such a run still resumes under the same settings.
+# What a config.json without one of these keys stands for, so that its run resumes under the same settings.
 FIELD_DEFAULTS: dict[str, Any] = {"prefill": True, "medical_prompt": "none"}
 # --medical-prompt: "none" (the release's default) or "release" (its optional medical system prompt and
 # question suffix, for the medical sets only).

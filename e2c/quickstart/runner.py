@@ -44,8 +44,8 @@ class Pipeline:
     eta: Mapping[str, float]
 
 
-# Settings recorded under an earlier name -> their name now: a finished stage recorded before a rename is
-# still recognised as the same settings.
+# Old setting names -> current names: a finished stage that recorded an old name is recognised as the same
+# settings.
 RENAMED_SETTINGS = {"rl_explore_coef": "rl_explore_adv_coef"}
 
 

@@ -79,8 +79,8 @@ def hostile_corpus() -> list[Hostile]:
         Hostile("nested_boxes", _chain(_nest("\\boxed{", "}", 50_000)), "1"),
         Hostile("unclosed_boxes", _chain("\\boxed{" * 50_000), "1"),
         Hostile("unbalanced_braces", _chain("\\boxed{1}" + "}" * 100_000 + "{" * 100_000), "1"),
-        # A megabyte of towers of nested boxes, each short enough to be kept: copying every box's content
-        # was quadratic (3 s in boxed_contents, outside any timeout).
+        # A megabyte of towers of nested boxes, each short enough to be kept: boxed_contents must not copy
+        # every box's content, which is quadratic (seconds spent outside any timeout).
         Hostile("nested_box_towers", _chain(_towers()), "1"),
         Hostile("mcq_nested_box_towers", _chain(_towers()), "B", "mcq", _OPTS),
         Hostile(

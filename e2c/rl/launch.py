@@ -859,7 +859,7 @@ def epochs_for_steps(cfg: Any, steps: int | None) -> int | None:
 
     verl's loop ends at the end of the last epoch even when ``total_training_steps`` asks for more, and an
     epoch is ``rows // data.train_batch_size`` steps (its loader drops the last partial batch): with 15
-    prompts, batch 4 and 2 epochs, ``--steps 45`` used to stop at step 6. A data file too small for one step
+    prompts, batch 4 and 2 epochs, ``--steps 45`` would stop at step 6. A data file too small for one step
     is refused here.
 
     >>> from omegaconf import OmegaConf

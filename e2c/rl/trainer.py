@@ -191,8 +191,8 @@ class E2CTrainer(PPOTrainerSync):
         self.parameter_sync_step = self.config.trainer.v1.get("sync", {}).get("parameter_sync_step", 1)
         buffer = super()._build_replay_buffer()
         # verl's sync buffer looks for finished rollouts every 2 s (a constructor default its trainer does not
-        # pass on), so each step's generation ended on the next multiple of 2 s: on a 2-core CPU, timing_s/gen
-        # was 0.4-2.1 s (mean 1.6) above the rollout's own decoding time in every step.
+        # pass on), which ends each step's generation on the next multiple of 2 s, up to 2 s after the
+        # rollout's own decoding: a short poll keeps that wait out of every step.
         buffer.poll_interval = REPLAY_POLL_S
         max_batches = self.e2c.max_num_gen_batches
         if type(buffer) is ReplayBuffer and buffer.filter_groups_metric is not None and max_batches > 0:

@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None, prog: str = PROG, entry: Sequence[str] =
         "limit": cfg.get("limit"),
         "settings": settings.to_dict(),
     }
-    if control.nested_budgets:  # recorded only when on, so earlier run folders keep resuming
+    if control.nested_budgets:  # recorded only when on: a folder without the key is a run with it off
         run_cfg["nested_budgets"] = True
     # The sandbox is not in run_cfg (the run's identity): where programs run does not change results.
     check_run_folder(out_dir, run_cfg, control.force)

@@ -165,7 +165,8 @@ def legacy_config(path: Path) -> dict[str, Any] | None:
             "move the run folder away to start over"
         )
     if isinstance(old.get("settings"), dict):
-        # A run recorded before a setting's rename (explore_tokens -> explore_budget) still resumes.
+        # Settings recorded under an old key (explore_tokens for explore_budget) are read under the current
+        # one, so such a run resumes.
         with contextlib.suppress(ValueError):
             old["settings"] = canonical_settings(old["settings"])
     return old
@@ -223,7 +224,7 @@ def nested_records(res: dict[str, Any], budgets: Sequence[int]) -> list[dict[str
             "details": {"nested_from": big},
             "response": None,
         }
-        if "sandbox_s" in res:  # a record of an older toolkit has no sandbox figure: its nested ones neither
+        if "sandbox_s" in res:  # a record without a sandbox figure gives its nested ones none either
             sub["sandbox_s"] = float(p.get("sandbox_s", round(float(res["sandbox_s"]) * scale, 4)))
         out.append(sub)
     return out
@@ -255,7 +256,7 @@ def summarize(results: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-# What a record says it spent, summed by run_cost (a record of an older toolkit may lack one: then partial).
+# What a record says it spent, summed by run_cost (a record that lacks one makes the cost partial).
 COST_FIGURES = ("generated_tokens", "prompt_tokens", "calls", "seconds")
 
 

@@ -104,8 +104,8 @@ class HFRolloutServer:
 
         # The engine is built, and every call into it made, on one thread of its own: OpenMP's thread count
         # is a per-thread setting, and vLLM's CPU attention checks that a batch runs with the thread count
-        # its metadata was built with. Calls spread over asyncio's default pool once failed that check
-        # ("thread_num (1 vs. 2)") on a thread where ray's OMP_NUM_THREADS=1 still held.
+        # its metadata was built with. Calls spread over asyncio's default pool can fail that check
+        # ("thread_num (1 vs. 2)") on a thread where ray's OMP_NUM_THREADS=1 still holds.
         self._engine_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="e2c-rollout-engine")
         self.engine = self._engine_thread.submit(build).result()
         # The same ids the hf generator, the agent loop and vLLM stop on (tokenizer + generation config).

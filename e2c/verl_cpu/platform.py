@@ -221,8 +221,8 @@ def install() -> bool:
 
     # ray exports OMP_NUM_THREADS=1 to every actor, so verl's workers and the rollout would each compute on
     # one core. On CPU the phases of a step (generate, log-probs, update) run one after another, so each
-    # can use every core: measured on 2 cores with SmolLM2-135M (bench/rl_cpu_step.py), the first GRPO step
-    # went from 122 s to 89 s (actor update 49.5 -> 34.8 s, old log-probs 14.5 -> 9.7 s).
+    # can use every core (SmolLM2-135M's first GRPO step on 2 cores, bench/rl_cpu_step.py: 89 s with both
+    # cores against 122 s with one).
     torch.set_num_threads(cpu_threads())
     _platform_class()
     os.environ.setdefault("VERL_PLATFORM", PLATFORM_NAME)
