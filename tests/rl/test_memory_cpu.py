@@ -51,7 +51,7 @@ def quickstart_plan(samples: int, **kw) -> RunPlan:
 
 
 def reference_estimate(m: ModelShape, p: RunPlan) -> float:
-    """The module docstring's formula, term by term, written out plainly."""
+    """The formula of docs/training.md ("Memory on a CPU"), term by term, written out plainly."""
     trained = 4 * m.params if p.lora else 16 * m.params
     copy = p.compute_bytes * m.params  # the copy the forward runs on: bf16 2 bytes, fp32 4
     states = trained / p.ranks + copy

@@ -125,7 +125,7 @@ def _sign_aware_reference(
 
 @pytest.fixture
 def sign_aware_rule() -> Any:
-    """A researcher's rule, as the advantage module's docstring shows it: one function, one name."""
+    """A researcher's rule, as docs/extending.md ("Weighting rules") shows it: one function, one name."""
 
     @register_explore_adv_rule("test_positive_only")
     def positive_only(advantages, explore_mask, response_mask, *, explore_adv_coef, execute_adv_coef):
