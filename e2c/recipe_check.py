@@ -102,7 +102,7 @@ STEPS = ("data", "sft", "filter", "rl1", "rl2", "eval", "tts")  # scripts/gpu_re
 # ------------------------------------------------------------------------------------------------ shapes
 @dataclass(frozen=True)
 class Assumptions:
-    """The estimate's stated assumptions (see the module docstring)."""
+    """The estimate's stated assumptions (docs/cluster-and-gpu.md gives the whole model)."""
 
     peak_flops: float = H100_PEAK_FLOPS
     mfu_train: float = MFU_TRAIN
@@ -210,7 +210,7 @@ def sft_step_seconds(params: float, shape: SftShape, world: int, a: Assumptions)
 def rl_step_seconds(
     params: float, shape: RlShape, world: int, a: Assumptions, gen_batches: float = 1.0
 ) -> dict[str, float]:
-    """One RL step's phases (see the module docstring): ``generation``, ``log-probs``, ``training``."""
+    """One RL step's phases (docs/cluster-and-gpu.md): ``generation``, ``log-probs``, ``training``."""
     samples = shape.batch * shape.n
     response = a.length_fraction * shape.response_length
     tokens = samples * (shape.prompt_length + response)

@@ -494,7 +494,7 @@ def filter_prompts(
     log: Callable[[str], None] = lambda s: None,
 ) -> dict[str, Any]:
     """Sample, grade and filter the prompts of an RL parquet; writes the kept rows, the report and the plot
-    (see the module docstring) and returns the report.
+    (docs/data.md, "Learnable RL prompts: the pass-rate filter") and returns the report.
 
     ``gen`` is any :class:`~e2c.generation.base.Generator` (vLLM, transformers, scripted). Raises
     :class:`UserError` for bad input and when no prompt is left in the band; then nothing but the samples
@@ -623,7 +623,7 @@ def build_report(
     keep: Sequence[int],
     gen: Any,
 ) -> dict[str, Any]:
-    """The report's content (see the module docstring). Its ``usage`` and ``seconds`` are the cost of the
+    """The report's content (docs/data.md, the pass-rate filter). Its ``usage`` and ``seconds`` are the cost of the
     ``results`` lines (:func:`samples_cost`), not of this process's generator: a rerun that generates
     nothing reports what the samples cost."""
 

@@ -30,7 +30,7 @@ from e2c.verl_cpu.rollout_engine import ROLLOUT_KV_CACHE_GIB, rollout_engine
 GIB = 2**30
 MIB = 2**20
 
-# -- constants (see the module docstring for where each comes from) -------------------------------------
+# -- constants (docs/training.md, "Memory on a CPU", says where each comes from) ------------------------
 ACT = 18.7  # bytes per (hidden + MLP width) unit, per layer, per padded token of the update
 CKPT = 4.0  # bytes per hidden unit per layer per token with gradient checkpointing (the fp32 layer input)
 # bytes per vocabulary entry per padded token of the update (the logits, their rows, log-softmax, grads)
@@ -300,7 +300,7 @@ def micro_tokens(budget: int, micro: int, samples: int, longest: int, dynamic: b
 
 def estimate(model: ModelShape, plan: RunPlan) -> Estimate:
     """The peak resident bytes of an RL run of ``model`` shaped as ``plan`` on one machine without a GPU
-    (the formula of the module docstring)."""
+    (the formula of docs/training.md, "Memory on a CPU")."""
     p, r = model.params, plan.ranks
     # ACT and COMPUTE_COPY were measured in bf16: an fp32 update (a CPU without native bf16) holds twice both
     scale = plan.compute_bytes / 2
