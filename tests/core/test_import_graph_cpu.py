@@ -176,6 +176,13 @@ def upward_imports(graph: dict[str, dict[str, int]]) -> list[str]:
     ]
 
 
+def test_a_door_runs_the_moved_module_cpu() -> None:
+    import e2c.cluster
+    import e2c.launch.cluster
+
+    assert e2c.cluster.main is e2c.launch.cluster.main
+
+
 def test_floors_cpu() -> None:
     assert floor_of("e2c.core.errors") == 0 and floor_of("e2c.rl.health") == 7 and floor_of("e2c.eval") == 5
     graph = {"e2c.data.io": {"e2c.eval.run": 3}, "e2c.eval.run": {"e2c.data.io": 1}}

@@ -401,12 +401,12 @@ def test_cli_no_prompt_in_the_band_is_one_line(
     rl_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     import e2c.core.models
+    import e2c.eval.passrate
     import e2c.generation
     from e2c.core.models import ResolvedModel
 
-    monkeypatch.setattr(
-        e2c.core.models, "resolve_model", lambda *a, **k: ResolvedModel("m", "local", "scripted")
-    )
+    for holder in (e2c.core.models, e2c.eval.passrate):
+        monkeypatch.setattr(holder, "resolve_model", lambda *a, **k: ResolvedModel("m", "local", "scripted"))
     monkeypatch.setattr(e2c.generation, "make_generator", lambda *a, **k: (ScriptedGenerator(script), None))
     out = tmp_path / "out.parquet"
     # "tiny": a model reference the parser accepts without building anything (resolve_model is scripted)

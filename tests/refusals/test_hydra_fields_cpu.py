@@ -41,6 +41,8 @@ from e2c.launch.checks import (
     parse_overrides,
     trainer_of,
 )
+from e2c.rl import launch as rl_launch
+from e2c.sft import launch as sft_launch
 
 # The launchers whose Hydra overrides reach verl, and the trainer whose config each composes.
 LAUNCHERS = {"e2c.sft.run": "sft", "e2c.rl.launch": "ppo"}
@@ -75,6 +77,9 @@ def _keys_of(values: dict[str, Any], pattern: str) -> list[str]:
     ]
 
 
+LAUNCHER_MODULES = (rl_launch, sft_launch)
+
+
 class Composed:
     """What a launcher composed for its good command line, and how to run that command."""
 
@@ -92,11 +97,15 @@ class Composed:
             seen.append((cfg, args))
             return cfg
 
-        launch_checks.compose_checked = capture  # the launchers import it when they compose
+        # the launchers hold their own name for it (imported at their top)
+        holders = [launch_checks, *(m for m in LAUNCHER_MODULES if hasattr(m, "compose_checked"))]
+        for holder in holders:
+            holder.compose_checked = capture
         try:
             ok = run_in_process(self.main, self.good, self.entry.env)
         finally:
-            launch_checks.compose_checked = real
+            for holder in holders:
+                holder.compose_checked = real
         assert ok.code == 0 and "checks passed" in ok.stderr, (name, ok.stderr[-2000:])
         assert len(seen) == 1, f"{name} composed {len(seen)} configs for one stage"
         from omegaconf import OmegaConf

@@ -339,8 +339,6 @@ def test_a_registered_method_is_run_by_its_traits_with_no_other_edit_cpu(
     the nestable one at the largest budget only, the embedder loaded for the one that needs it."""
     import numpy as np
 
-    import e2c.generation
-    import e2c.tts.run
     from e2c.generation.scripted import ScriptedGenerator
     from e2c.tts import __main__ as cli
 
@@ -350,14 +348,14 @@ def test_a_registered_method_is_run_by_its_traits_with_no_other_edit_cpu(
 
     gen = ScriptedGenerator(lambda prompt, j: "add</EXPLORATION><EXECUTION>\\boxed{12}</EXECUTION>")
     gen.max_context = 4096
-    monkeypatch.setattr(e2c.generation, "make_generator", lambda *a, **k: (gen, None))
+    monkeypatch.setattr(cli, "make_generator", lambda *a, **k: (gen, None))
     embedders: list[str] = []
 
     def load_embedder(name: str):
         embedders.append(name)
         return lambda texts: np.ones((len(texts), 2))
 
-    monkeypatch.setattr(e2c.tts.run, "load_embedder", load_embedder)
+    monkeypatch.setattr(cli, "load_embedder", load_embedder)
     monkeypatch.setattr(cli, "interrupt_on_sigterm", lambda: None)  # keep pytest's own SIGTERM handling
     args = [
         *["--model", "tiny", "--backend", "hf", "--dataset", "gsm8k", "--data-dir", str(bench_dir)],

@@ -380,12 +380,10 @@ def test_eval_view_flag_writes_the_page_after_the_results_cpu(
 
     # A page that cannot be written is a line; the run's results and its JSON line stand (and a chained
     # evaluation after it would still run).
-    import e2c.view
-
     def no_room(*a: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(e2c.view, "write_view", no_room)
+    monkeypatch.setattr(eval_run, "write_view", no_room)
     capsys.readouterr()
     assert eval_run.main(["--model", "tiny", "--output-dir", str(tmp_path / "full"), "--view"]) == 0
     out, err = capsys.readouterr()
