@@ -198,22 +198,23 @@ TIER_FIX = {
 }
 
 
-# The files whose end-to-end runs take longest (seconds on 2 cores beside another worker, 2026-11-29), longest
-# first. pytest-xdist (scripts/test.sh: two workers, whole files, --no-loadscope-reorder) hands out files in
-# collection order: these go first, so the longest run does not start last, with one worker idle while it
-# finishes.
+# The files whose end-to-end runs take longest (seconds on 2 cores beside another worker, `.ci/run` of
+# 2026-12-08), longest first. pytest-xdist (scripts/test.sh: two workers, whole files, --no-loadscope-reorder)
+# hands out files in collection order: these go first, so the longest run does not start last, with one
+# worker idle while it finishes.
 LONG_FILES = (
-    "rl/test_rl_train_cpu.py",  # ~750 s
-    "pipeline/test_claims_fast_slow.py",  # ~720 s
-    "rl/test_multirank_cpu.py",  # ~600 s; its two-ray-node GRPO step (marker alone) runs apart
-    "study/test_study_fast_slow.py",  # ~470 s with vLLM's evaluations (now transformers')
-    "pipeline/test_quickstart_cpu.py",  # ~360 s
-    "pipeline/test_paper_pipeline_slow.py",  # ~310 s
-    "rl/test_rl_curriculum_cpu.py",  # ~260 s
-    "generation/test_vllm_cpu.py",  # ~210 s
-    "sft/test_lora_train_cpu.py",  # ~180 s
-    "rl/test_slurm_cpu.py",  # ~35 s
-    "sft/test_sft_run_cpu.py",  # ~155 s
+    "pipeline/test_claims_fast_slow.py",  # ~730 s
+    "rl/test_rl_train_cpu.py",  # ~620 s
+    "rl/test_multirank_cpu.py",  # ~550 s; its two-ray-node GRPO step (marker alone) runs apart
+    "pipeline/test_quickstart_cpu.py",  # ~420 s
+    "study/test_reproduce_cpu.py",  # ~400 s
+    "pipeline/test_paper_pipeline_slow.py",  # ~360 s
+    "rl/test_rl_curriculum_cpu.py",  # ~310 s
+    "study/test_study_fast_slow.py",  # ~305 s
+    "sft/test_sft_run_cpu.py",  # ~250 s
+    "sft/test_lora_train_cpu.py",  # ~210 s
+    "generation/test_vllm_cpu.py",  # ~150 s
+    "rl/test_slurm_cpu.py",  # ~40 s
 )
 
 

@@ -370,3 +370,13 @@ def test_stage2_start_is_the_latest_complete_checkpoint_cpu(tmp_path: Path) -> N
     (hf / "config.json").write_text("{}")
     (hf / "model.safetensors").write_bytes(b"")
     assert latest_hf_checkpoint(tmp_path) == hf
+
+
+def test_a_local_ray_gets_room_for_every_rank_and_no_dashboard_cpu() -> None:
+    from e2c.rl.launch import cpu_shape
+
+    local = cpu_shape(4, 1, joins_cluster=False)
+    assert local["+ray_kwargs.ray_init.num_gpus"] == "4" and local["ray_kwargs.ray_init.num_cpus"] == "16"
+    assert local["+ray_kwargs.ray_init.include_dashboard"] == "false"
+    # a cluster (RAY_ADDRESS) brings its own resources and dashboard
+    assert not [k for k in cpu_shape(4, 2, joins_cluster=True) if k.startswith(("ray_", "+ray_"))]

@@ -169,8 +169,8 @@ def test_reproduce_fast_end_to_end_and_found_again_through_the_base_folder_slow(
 
     # A SIGTERM during RL (after its step's checkpoint), then the same command: the RL unit resumes from that
     # checkpoint and the finished report matches the uninterrupted one in settings and record counts.
-    killed = base / "killed"
-    shutil.copytree(out, killed, ignore=shutil.ignore_patterns("report*", "study.*", "pages", "confirm"))
+    killed = base / "killed"  # the finished run less its RL arm (SFT's evaluations kept: they are not redone)
+    shutil.copytree(out, killed, ignore=shutil.ignore_patterns("report*", "study.*", "pages"))
     shutil.rmtree(killed / "arms" / RL_ARM)
     log = (tmp_path / "killed.log").open("w")
     cmd = [sys.executable, "-m", "e2c.study.reproduce", "--fast", "--out", str(killed)]
@@ -197,6 +197,7 @@ def test_reproduce_fast_end_to_end_and_found_again_through_the_base_folder_slow(
     resumed = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=3600)
     assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
     assert f"resuming the interrupted run in {killed / 'arms' / RL_ARM / 'seed0'}" in resumed.stdout
+    assert resumed.stdout.count("complete from an earlier run") == 6  # all but RL and its two evaluations
     # its one step was checkpointed and logged: the launcher trains nothing (verl alone would train a step 2)
     assert "holds step 1 of 1: nothing left to train" in (rl_dir / "log.txt").read_text()
     assert _steps(rl_dir / "metrics.jsonl") == [1] and not (rl_dir / "global_step_2").exists()
