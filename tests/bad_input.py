@@ -182,8 +182,8 @@ def run_in_process(
     from e2c.commandline.parsing import resume_command
 
     mod = load(target)
-    if not hasattr(mod, "main"):  # a package run with -m: its __main__ module
-        mod = load(f"{target}.__main__")
+    if not hasattr(mod, "main"):  # a package run with -m: its command, cli.py
+        mod = load(f"{target}.cli")
     prog = target if not target.endswith(".py") else Path(target).name
     entry = [target] if target.endswith(".py") else ["-m", target]
     o = call_main(

@@ -87,8 +87,8 @@ FAMILIES: dict[str, Callable[..., list[str]]] = {
         ctx.folder,
         "/nonexistent/e2c/data.parquet",
     ],
-    "e2c.tts.__main__.MethodName": lambda t, ctx: ["", NON_UTF8, "beam_search"],
-    "e2c.tts.__main__.SettingValue": lambda t, ctx: [
+    "e2c.tts.cli.MethodName": lambda t, ctx: ["", NON_UTF8, "beam_search"],
+    "e2c.tts.cli.SettingValue": lambda t, ctx: [
         "",
         NON_UTF8,
         "oops",

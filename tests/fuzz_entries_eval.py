@@ -28,14 +28,14 @@ DEMO = (*TINY, "--max-tokens", "16", "--explore-budget", "8")
 
 ENTRIES: dict[str, Entry] = {
     "e2c.eval.score": Entry("e2c.eval.score", (GSM8K, "--response-key", "answer", "--format", "none")),
-    "e2c.sandbox": Entry("e2c.sandbox.__main__", ("check", "--sandbox", "local")),  # python -m e2c.sandbox
+    "e2c.sandbox.cli": Entry("e2c.sandbox.cli", ("check", "--sandbox", "local")),  # python -m e2c.sandbox
     "e2c.eval.run": Entry("e2c.eval.run", EVAL),
     "e2c.eval.elastic": Entry("e2c.eval.elastic", ELASTIC),
     "e2c.eval.compare": Entry(
         "e2c.eval.compare", (EVAL_RUN, EVAL_RUN, "--labels", "a", "b", "--plot-dir", "{tmp}/plots")
     ),
-    "e2c.view": Entry("e2c.view.__main__", (EVAL_RUN, "--out", "{tmp}/view.html")),  # python -m e2c.view
-    "e2c.tts": Entry("e2c.tts.__main__", TTS),  # python -m e2c.tts
+    "e2c.view.cli": Entry("e2c.view.cli", (EVAL_RUN, "--out", "{tmp}/view.html")),  # python -m e2c.view
+    "e2c.tts.cli": Entry("e2c.tts.cli", TTS),  # python -m e2c.tts
     "tts/run_tts.py": Entry("tts/run_tts.py", TTS),
     "tts/scripts/download_aime2024.py": Entry("tts/scripts/download_aime2024.py", ("--out", "{tmp}/aime")),
     "example_inference.py": Entry("example_inference.py", DEMO),

@@ -61,7 +61,7 @@ ENTRIES: dict[str, Entry] = {
         ("--model", "tiny", "--train-data", RL, "--val-data", RL, "--output-dir", "{tmp}/curriculum"),
         env=CPU,
     ),
-    "e2c.rl.health": Entry("e2c.rl.health.__main__", (str(RUN),)),
+    "e2c.rl.health.cli": Entry("e2c.rl.health.cli", (str(RUN),)),
     "e2c.rl.plugin": Entry("e2c.rl.plugin", ()),
     "e2c.launch.cluster": Entry(
         "e2c.launch.cluster", ("--address", "127.0.0.1:6379", "--nodes", "2", "--timeout", "1")

@@ -1,6 +1,6 @@
 """Test-time scaling, as the paper's command runs it: ``python tts/run_tts.py --config tts/config/tts.yaml``.
 
-A shim: the program is :mod:`e2c.tts.__main__` (``python -m e2c.tts``), with the same flags, defaults,
+A shim: the program is :mod:`e2c.tts.cli` (``python -m e2c.tts``), with the same flags, defaults,
 outputs and exit codes; only its name in usage lines and in the printed resume command is this file's.
 Run it with the package installed (``pip install -e .``, which ``tts/requirements.txt`` does), from the
 project folder or from ``tts/`` (``python run_tts.py``), or as ``python -m tts.run_tts`` from the checkout.
@@ -12,9 +12,9 @@ import sys
 
 from e2c.commandline.entry import run_main
 from e2c.commandline.parsing import ArgumentParser
-from e2c.tts.__main__ import build_parser as _build_parser
-from e2c.tts.__main__ import load_config, out_root, set_value
-from e2c.tts.__main__ import main as _main
+from e2c.tts.cli import build_parser as _build_parser
+from e2c.tts.cli import load_config, out_root, set_value
+from e2c.tts.cli import main as _main
 
 PROG = "tts/run_tts.py"
 

@@ -71,7 +71,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "health",
-        "e2c.rl.health.__main__",
+        "e2c.rl.health.cli",
         "an RL run's health: did it have signal, did the weights move",
         "training",
     ),
@@ -99,16 +99,16 @@ COMMANDS: tuple[Command, ...] = (
         "evaluation runs side by side: accuracy with intervals, format, lengths",
         "evaluation",
     ),
-    Command("tts", "e2c.tts.__main__", "test-time scaling: search over short explorations", "test-time"),
+    Command("tts", "e2c.tts.cli", "test-time scaling: search over short explorations", "test-time"),
     Command(
         "view",
-        "e2c.view.__main__",
+        "e2c.view.cli",
         "one run's chains (or two side by side) as a page for the browser",
         "inspect",
     ),
     Command(
         "sandbox",
-        "e2c.sandbox.__main__",
+        "e2c.sandbox.cli",
         "check the sandbox that runs programs (e2c sandbox check)",
         "set-up",
     ),

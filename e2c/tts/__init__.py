@@ -1,7 +1,7 @@
 """Test-time scaling: ten search methods over one metered generator (see :mod:`e2c.tts.methods`).
 
 A method registers with its traits (:func:`register`, :class:`MethodTraits`); ``python -m e2c.tts`` runs
-them over a benchmark and budgets (:mod:`e2c.tts.__main__`).
+them over a benchmark and budgets (:mod:`e2c.tts.cli`).
 """
 
 from e2c.tts import methods as _methods  # noqa: F401  (registers the methods)

@@ -101,7 +101,7 @@ def _launcher_parsers() -> dict[str, tuple]:
     from e2c.rl.settings import GROUP
     from e2c.sft import run as sft_run
     from e2c.sft.launch import SFTSettings
-    from e2c.tts import __main__ as tts
+    from e2c.tts import cli as tts
 
     return {
         "tts": (tts.build_parser(), (tts.RunSettings, ""), (tts.RunControl, "")),
@@ -132,10 +132,10 @@ def _command_parsers() -> dict[str, tuple]:
     from e2c.quickstart.config import Config
     from e2c.quickstart.runner import RunFlags
     from e2c.rl import curriculum
-    from e2c.rl.health import __main__ as health
-    from e2c.sandbox import __main__ as sandbox
+    from e2c.rl.health import cli as health
+    from e2c.sandbox import cli as sandbox
     from e2c.study import cli as study
-    from e2c.view import __main__ as view
+    from e2c.view import cli as view
 
     one = {
         "sandbox": (sandbox, sandbox.CheckSettings),
@@ -197,7 +197,7 @@ def test_no_flag_is_declared_by_hand_in_the_package_cpu() -> None:
 
 
 def test_tts_run_control_is_one_checked_object_cpu() -> None:
-    from e2c.tts.__main__ import RunControl, build_parser, run_control
+    from e2c.tts.cli import RunControl, build_parser, run_control
 
     p = build_parser()
     control = run_control(p.parse_args(["--set", "explore_budget=30", "--set", "seed=1", "--force"]))

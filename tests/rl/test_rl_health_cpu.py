@@ -27,7 +27,7 @@ from e2c.rl.health import (
     truncated_flags,
     zero_variance_group_share,
 )
-from e2c.rl.health import __main__ as health_cli
+from e2c.rl.health import cli as health_cli
 
 # ------------------------------------------------------------------------------------------ zero variance
 rewards_and_groups = st.lists(

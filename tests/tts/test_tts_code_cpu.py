@@ -19,8 +19,8 @@ from e2c.rewards.code_tests import parse_tests
 from e2c.rewards.vote import behaviour_classes, majority_class, program_key
 from e2c.sandbox import SANDBOX_HELP, setting
 from e2c.tts import TTSSettings, run_method
-from e2c.tts.__main__ import build_parser
 from e2c.tts.base import Candidate, weighted_vote
+from e2c.tts.cli import build_parser
 from e2c.tts.methods import clip, describe_failure, error_line
 from e2c.tts.run import format_table, nested_records, summarize
 

@@ -255,7 +255,7 @@ def test_shim_parses_and_loads_configs_as_the_package_cpu() -> None:
     """The shim's ``parse_args`` / ``load_config`` (the paper's-command tests use them) are the package's."""
     import importlib.util
 
-    from e2c.tts import __main__ as cli
+    from e2c.tts import cli as cli
 
     spec = importlib.util.spec_from_file_location("run_tts_shim", ROOT / "tts" / "run_tts.py")
     shim = importlib.util.module_from_spec(spec)
@@ -340,7 +340,7 @@ def test_a_registered_method_is_run_by_its_traits_with_no_other_edit_cpu(
     import numpy as np
 
     from e2c.generation.scripted import ScriptedGenerator
-    from e2c.tts import __main__ as cli
+    from e2c.tts import cli as cli
 
     help_text = " ".join(cli.build_parser().format_help().split())
     assert "probe_draws" in help_text and "probe_whole" in help_text
