@@ -7,6 +7,8 @@ segment and, with code rows, the sandbox's figures (:func:`code_health`). The ke
 More: docs/training.md, "RL health".
 """
 
+from __future__ import annotations
+
 import math
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence

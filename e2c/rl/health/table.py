@@ -4,6 +4,8 @@ the run had signal, :func:`format_warning` and :func:`stop_reason` flag collapse
 More: docs/training.md, "RL health".
 """
 
+from __future__ import annotations
+
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
