@@ -2,7 +2,7 @@
 
 Each converter turns one row into a :class:`CodeProblem` (``id``, ``problem`` text, ``tests``, ``extra`` facts
 such as a ``rating`` or a ``contest_date``); :func:`detect_shape` tells the source by the row's fields, so a
-local folder loads like the hub copy; :func:`parse_window` reads a LiveCodeBench selection. Converters are pure:
+local folder loads like the hub copy (LiveCodeBench's date windows: :mod:`e2c.data.lcb_windows`). Converters are pure:
 no row's code is run (the only parser of code is :mod:`ast`; values come from :func:`ast.literal_eval` and
 :func:`json.loads`), and a bad row raises :class:`CodeSetError`, one line naming the field.
 More: docs/data.md, "Code benchmarks".
@@ -20,19 +20,15 @@ import binascii
 import datetime as dt
 import gzip
 import importlib.util
-import io
 import json
-import pickle
-import pickletools
 import re
 import zlib
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from e2c.data.records import Record
+from e2c.data.safe_pickle import UnsafePickle, inflate, measure, restricted_loads
 from e2c.rewards.code_tests import CodeTests, CodeTestsError, parse_tests
 
 CODE_KIND = "code"
@@ -61,18 +57,6 @@ PREAMBLE = "\n".join(
 # kind's prompt suffix (e2c.rewards.kinds), added where the prompt is made, once for every set.
 STDIN_NOTE = "Write a Python 3 program that reads the input from standard input and writes the answer to standard output."
 CALL_NOTE = "Complete the following starter code (keep its names and signature):"
-MAX_DECOMPRESSED = 512 * 2**20
-"""Largest decompressed test blob read (a LiveCodeBench private-test field): more is refused, not read."""
-MAX_TEST_CHARS = MAX_DECOMPRESSED
-"""Most text (characters of strings, bytes) a pickled test field may build, each reference counted as the
-copy it becomes when the tests are written out: a pickle may reference one string many times (2,048
-references to one 1 MiB test are a 1 KiB row and a 2 GiB record). A pickled string, what LiveCodeBench
-stores, is never over it (the blob cap bounds it)."""
-MAX_PICKLE_ITEMS = 1_000_000
-"""Most opcodes a pickled test field may have (checked by a scan before anything is built, so what
-unpickling builds is bounded by it and the blob's size), and most values what it builds may hold, each
-reference counted (a structure that references itself, or shares parts, grows per reference).
-LiveCodeBench's fields are one pickled string: a handful of opcodes."""
 MAX_TESTS = 10_000
 """Most tests one problem may have (every source's counts are in the hundreds): more is refused."""
 
@@ -187,123 +171,11 @@ def _rating(value: Any) -> int | None:
     return int(r) if r == r and 0 < r < 10000 and float(int(r)) == r else None
 
 
-# ------------------------------------------------------------------------------------ safe decoding
-class _NoGlobals(pickle.Unpickler):
-    """An unpickler that builds plain data only: any class, function or global is refused.
-
-    A pickled string (what LiveCodeBench stores) needs no global; anything that names one could run code
-    when loaded, so it never loads here."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        raise CodeSetError(f"pickle names a global ({module}.{name}); only plain data is read")
-
-    def persistent_load(self, pid: Any) -> Any:
-        raise CodeSetError("pickle has a persistent id; only plain data is read")
-
-
-_LENGTH_BYTES = {
-    pickletools.TAKEN_FROM_ARGUMENT1: (1, False),
-    pickletools.TAKEN_FROM_ARGUMENT4: (4, True),
-    pickletools.TAKEN_FROM_ARGUMENT4U: (4, False),
-    pickletools.TAKEN_FROM_ARGUMENT8U: (8, False),
-}
-_OPS = {op.code.encode("latin-1")[0]: op for op in pickletools.opcodes}
-_NAMES_GLOBAL = frozenset({"GLOBAL", "STACK_GLOBAL", "INST", "EXT1", "EXT2", "EXT4"})
-_NOT_DATA = frozenset(
-    {"REDUCE", "BUILD", "OBJ", "NEWOBJ", "NEWOBJ_EX", "PERSID", "BINPERSID", "NEXT_BUFFER", "READONLY_BUFFER"}
-)
-
-
-def _scan_pickle(data: bytes) -> None:
-    """The streaming guard: walk a pickle's opcodes without building anything (a string's bytes are skipped,
-    not read), refusing more than :data:`MAX_PICKLE_ITEMS` of them or an opcode that builds anything but
-    plain data. Stops at ``STOP``, at a global (the unpickler's ``find_class`` names it) and at anything
-    unreadable (the unpickler says so)."""
-    pos, n, ops = 0, len(data), 0
-    while pos < n:
-        op = _OPS.get(data[pos])
-        if op is None or op.name in _NAMES_GLOBAL or op.name == "STOP":
-            return
-        if op.name in _NOT_DATA:
-            raise CodeSetError(f"pickle has a {op.name} opcode; only plain data is read")
-        ops += 1
-        if ops > MAX_PICKLE_ITEMS:
-            raise CodeSetError(f"pickle has over {MAX_PICKLE_ITEMS:,} opcodes; refused")
-        pos += 1
-        size = op.arg.n if op.arg is not None else 0
-        if size == pickletools.UP_TO_NEWLINE:
-            end = data.find(b"\n", pos)
-            pos = n if end < 0 else end + 1
-        elif size in _LENGTH_BYTES:
-            width, signed = _LENGTH_BYTES[size]
-            length = int.from_bytes(data[pos : pos + width], "little", signed=signed)
-            pos += width + max(length, 0)
-        else:
-            pos += size
-
-
-def _measure(obj: Any, what: str) -> None:
-    """Refuse unpickled data whose values, or whose text, counted per reference (what writing it out or
-    copying it per test makes of shared parts), pass :data:`MAX_PICKLE_ITEMS` or :data:`MAX_TEST_CHARS`.
-    The walk itself stops at the first limit, so a self-referencing structure ends it too."""
-    values = chars = 0
-    stack = [obj]
-    while stack:
-        v = stack.pop()
-        values += 1
-        if values > MAX_PICKLE_ITEMS:
-            raise CodeSetError(
-                f"{what}: pickled tests hold over {MAX_PICKLE_ITEMS:,} values (each shared reference "
-                "counted); refused"
-            )
-        if isinstance(v, (str, bytes, bytearray)):
-            chars += len(v)
-            if chars > MAX_TEST_CHARS:
-                raise CodeSetError(
-                    f"{what}: pickled tests hold over {MAX_TEST_CHARS // 2**20} MiB of text (each shared "
-                    "reference counted as the copy it becomes); refused"
-                )
-        elif isinstance(v, dict):
-            stack.extend(v.keys())
-            stack.extend(v.values())
-        elif isinstance(v, (list, tuple, set, frozenset)):
-            stack.extend(v)
-
-
-def restricted_loads(data: bytes) -> Any:
-    """Unpickle plain data (str, bytes, numbers, lists, dicts, tuples) and nothing else; raises
-    :class:`CodeSetError` for a pickle that names any global, that is not a pickle, or that has more
-    opcodes than :data:`MAX_PICKLE_ITEMS` (scanned before anything is built, :func:`_scan_pickle`).
-
-    >>> restricted_loads(pickle.dumps("[1]"))
-    '[1]'
-    >>> restricted_loads(pickle.dumps(print))
-    Traceback (most recent call last):
-    ...
-    e2c.data.code_sets.CodeSetError: pickle names a global (builtins.print); only plain data is read
-    """
-    _scan_pickle(data)
-    try:
-        return _NoGlobals(io.BytesIO(data)).load()
-    except CodeSetError:
-        raise
-    except Exception as e:  # a truncated or foreign blob: UnpicklingError, EOFError, ValueError, ...
-        raise CodeSetError(f"not a readable pickle ({type(e).__name__})") from None
-
-
-def _inflate(raw: bytes) -> bytes:
-    d = zlib.decompressobj()
-    out = d.decompress(raw, MAX_DECOMPRESSED + 1)
-    if len(out) > MAX_DECOMPRESSED or d.unconsumed_tail:
-        raise CodeSetError(f"compressed tests inflate past {MAX_DECOMPRESSED // 2**20} MiB; refused")
-    return out
-
-
+# ------------------------------------------------------------------------------------ test-case fields
 def decode_test_cases(value: Any, what: str = "test cases") -> Any:
     """LiveCodeBench's test-case field: JSON text, or base64(zlib(pickle(JSON text))) as its lite set stores
-    the private tests. The pickle is read by :func:`restricted_loads` (plain data only, at most
-    :data:`MAX_PICKLE_ITEMS` opcodes), what it built is measured per reference (:data:`MAX_PICKLE_ITEMS`
-    values, :data:`MAX_TEST_CHARS` of text), then the text is read by :func:`json.loads`. Returns the JSON
+    the private tests. The pickle is read by :mod:`e2c.data.safe_pickle` (plain data only, bounded in opcodes,
+    values and text, each counted per reference), then the text is read by :func:`json.loads`. Returns the JSON
     value; a field over a limit is refused in one line naming it."""
     value = _listify(value)
     if not isinstance(value, (str, bytes)):
@@ -316,14 +188,12 @@ def decode_test_cases(value: Any, what: str = "test cases") -> Any:
     except (binascii.Error, ValueError):
         raise CodeSetError(f"{what} are neither JSON nor base64") from None
     try:
-        blob = _inflate(raw)
+        obj = restricted_loads(inflate(raw))
+        measure(obj)
     except zlib.error:
         raise CodeSetError(f"{what}: base64 text that is not zlib data") from None
-    try:
-        obj = restricted_loads(blob)
-    except CodeSetError as e:
+    except UnsafePickle as e:
         raise CodeSetError(f"{what}: {e}") from None
-    _measure(obj, what)
     if isinstance(obj, bytes):
         obj = obj.decode("utf-8", "replace")
     return _json(obj, what) if isinstance(obj, str) else obj
@@ -790,140 +660,3 @@ def code_problem(
     if shape not in converters:
         raise CodeSetError(f"unknown shape {shape!r}; valid: {', '.join(SHAPES)}")
     return converters[shape](row, index)
-
-
-# ---------------------------------------------------------------------------------- LiveCodeBench windows
-LCB_START = dt.date(2023, 5, 1)
-LCB_RELEASES: tuple[tuple[str, dt.date], ...] = (
-    ("test.jsonl", dt.date(2024, 3, 31)),
-    ("test2.jsonl", dt.date(2024, 5, 31)),
-    ("test3.jsonl", dt.date(2024, 7, 31)),
-    ("test4.jsonl", dt.date(2024, 9, 30)),
-    ("test5.jsonl", dt.date(2025, 1, 31)),
-    ("test6.jsonl", dt.date(2025, 4, 30)),
-)
-"""(hub file, last contest date) of each LiveCodeBench release, v1 first: release N's additions are in its file."""
-LCB_FILES = tuple(f for f, _ in LCB_RELEASES)
-
-
-@dataclass(frozen=True)
-class Window:
-    """A selection of problems by contest date: ``start``/``end`` inclusive (None: open), and the hub files
-    that hold it (None: every file)."""
-
-    text: str
-    start: dt.date | None
-    end: dt.date | None
-    files: tuple[str, ...] | None = None
-
-    def keeps(self, date: str) -> bool:
-        """Whether a ``YYYY-MM-DD`` contest date is inside the window."""
-        d = dt.date.fromisoformat(date)
-        return (self.start is None or d >= self.start) and (self.end is None or d <= self.end)
-
-
-_TAG = re.compile(r"(?:release_)?v(\d+)(?:_v(\d+))?\Z")
-WINDOW_HELP = (
-    "release_v1..release_v6, release_latest, vN (one release's additions), vA_vB, or a date window "
-    "YYYY-MM-DD..YYYY-MM-DD (either side may be empty)"
-)
-
-
-def _day(text: str, what: str) -> dt.date | None:
-    if not text:
-        return None
-    try:
-        return dt.date.fromisoformat(text)
-    except ValueError:
-        raise CodeSetError(f"{what} {text!r} is not a date YYYY-MM-DD") from None
-
-
-def parse_window(text: str) -> Window:
-    """A LiveCodeBench selector (:data:`WINDOW_HELP`) -> :class:`Window`; CodeSetError naming the valid ones.
-
-    >>> w = parse_window("release_v2"); (w.start, w.end, w.files)
-    (datetime.date(2023, 5, 1), datetime.date(2024, 5, 31), ('test.jsonl', 'test2.jsonl'))
-    >>> parse_window("v5").start, parse_window("2024-08-01..").end
-    (datetime.date(2024, 10, 1), None)
-    """
-    t = text.strip().lower()
-    if t == "release_latest":
-        return Window(t, None, None, None)
-    m = _TAG.match(t)
-    if m:
-        lo = int(m.group(1))
-        hi = int(m.group(2) or lo)
-        if t.startswith("release_"):
-            lo, hi = 1, int(m.group(1)) if not m.group(2) else hi
-        n = len(LCB_RELEASES)
-        if not 1 <= lo <= hi <= n:
-            raise CodeSetError(f"LiveCodeBench release {text!r} is not one of v1..v{n}; valid: {WINDOW_HELP}")
-        start = LCB_START if lo == 1 else LCB_RELEASES[lo - 2][1] + dt.timedelta(days=1)
-        return Window(t, start, LCB_RELEASES[hi - 1][1], LCB_FILES[lo - 1 : hi])
-    if ".." in t:
-        a, b = t.split("..", 1)
-        start, end = _day(a.strip(), "window start"), _day(b.strip(), "window end")
-        if start and end and start > end:
-            raise CodeSetError(f"window {text!r} starts after it ends")
-        return Window(t, start, end, None)
-    raise CodeSetError(f"unknown LiveCodeBench selection {text!r}; valid: {WINDOW_HELP}")
-
-
-def in_window(problems: Iterable[Any], window: Window, date_of: Callable[[Any], str]) -> list[Any]:
-    """The problems whose contest date (``date_of``) is in ``window``; CodeSetError for one without a date."""
-    out = []
-    for p in problems:
-        d = date_of(p)
-        if not d:
-            raise CodeSetError(
-                f"problem {getattr(p, 'id', '?')} has no contest_date; a window {window.text!r} needs one"
-            )
-        if window.keeps(d):
-            out.append(p)
-    return out
-
-
-# ------------------------------------------------------------------------------------------ RL rows
-def code_rl_rows(
-    rows: Iterable[Mapping[str, Any]],
-    source: str,
-    messages: Callable[[str], list[dict[str, str]]],
-    **opts: Any,
-) -> tuple[list[dict[str, Any]], Counter]:
-    """verl RL rows from code problems of any shape: ``prompt`` = ``messages(statement)``,
-    ``reward_model.ground_truth`` = the tests JSON, ``extra_info.kind = "code"``; and the count of rows left
-    out by reason (a bad row is data here, not a stop: a training set has thousands)."""
-    out: list[dict[str, Any]] = []
-    dropped: Counter = Counter()
-    for i, row in enumerate(rows):
-        try:
-            p = code_problem(row, i, **opts)
-        except CodeSetError as e:
-            dropped[str(e).split(" (")[0][:80]] += 1
-            continue
-        if p is None:
-            dropped["not gradable here (interactive or special checker)"] += 1
-            continue
-        info: dict[str, Any] = {"index": len(out), "kind": CODE_KIND, "id": p.id, "split": "rl"}
-        info.update({k: v for k, v in p.extra.items() if k in ("rating", "contest_date", "difficulty")})
-        out.append(
-            {
-                "prompt": messages(p.problem),
-                "data_source": str(row.get("data_source") or source),
-                "ability": "code",
-                "reward_model": {"style": "rule", "ground_truth": p.tests.dumps()},
-                "extra_info": info,
-            }
-        )
-    return out, dropped
-
-
-# ------------------------------------------------------------------------------------------ records
-def to_code_record(row: Mapping[str, Any], name: str, index: int, **opts: Any) -> Record | None:
-    """One row of a code set named ``name`` -> a :class:`Record` (kind ``code``, answer = the tests JSON,
-    ``extra`` = the problem's facts), or None for a problem the converter leaves out."""
-    p = code_problem(row, index, **opts)
-    if p is None:
-        return None
-    rid = p.id if p.id.startswith(f"{name}-") else f"{name}-{p.id}"
-    return Record(rid, p.problem, p.tests.dumps(), CODE_KIND, [], name, dict(p.extra))

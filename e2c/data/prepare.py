@@ -28,7 +28,7 @@ from e2c.core.errors import UserError
 from e2c.core.files import check_output_dir
 from e2c.core.models import ModelSpecError, resolve_model
 from e2c.core.paths import data_dir
-from e2c.data import code_sets, efsft, paper, registry
+from e2c.data import code_records, code_sets, efsft, paper, registry
 from e2c.data.download import DATA_REPO, download, endpoint, hf_token
 from e2c.data.io import read_rows, write_parquet
 from e2c.data.schema import validate_file
@@ -249,7 +249,7 @@ def prepare_code_rl(
     fmt = prompt_format(E2C, code_sets.CODE_KIND)
     rows: list[dict[str, Any]] = []
     for name, part in parts:
-        got, dropped = code_sets.code_rl_rows(part, name, fmt.messages)
+        got, dropped = code_records.code_rl_rows(part, name, fmt.messages)
         if dropped:
             run.notes.append(f"code RL {name}: dropped {dict(dropped)}")
         rows.extend(got)

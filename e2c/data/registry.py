@@ -22,7 +22,7 @@ from typing import Any
 from e2c.core.errors import UserError
 from e2c.core.models import hub_unreachable
 from e2c.core.paths import data_dir as project_data_dir
-from e2c.data import code_sets
+from e2c.data import code_records, code_sets, lcb_windows
 from e2c.data.io import ROW_SUFFIXES, read_rows
 
 # The record schema and the row mapping live in e2c.data.records; these names stay importable from here.
@@ -69,7 +69,7 @@ class DatasetSpec:
         hub_files: files of the hub repository to read instead of ``datasets.load_dataset`` (a repository
             whose loading script the ``datasets`` library no longer runs: LiveCodeBench's).
         windowed: the set takes a ``name@selector`` (a LiveCodeBench release or a contest-date window,
-            :func:`e2c.data.code_sets.parse_window`).
+            :func:`e2c.data.lcb_windows.parse_window`).
     """
 
     name: str
@@ -121,7 +121,7 @@ def code_converter(**opts: Any) -> Callable[[Mapping[str, Any], DatasetSpec, int
     after the set; ``opts`` are the DeepCoder converter's (``compare``, ``preamble_stdin``)."""
 
     def convert(row: Mapping[str, Any], spec: DatasetSpec, index: int) -> Record | None:
-        return code_sets.to_code_record(row, spec.name, index, **opts)
+        return code_records.to_code_record(row, spec.name, index, **opts)
 
     return convert
 
@@ -173,7 +173,7 @@ CODE_SPECS: tuple[DatasetSpec, ...] = (
         "test",
         local_names=("code_generation_lite",),
         convert=CODE_LCB,
-        hub_files=code_sets.LCB_FILES,
+        hub_files=lcb_windows.LCB_FILES,
         windowed=True,
     ),
     DatasetSpec("codeforces", "code", "code", "open-r1/codeforces", None, "test", convert=CODE_TOKENS),
@@ -343,9 +343,9 @@ def _windowed(name: str, key: str) -> str:
     spec = REGISTRY.get(base)
     if spec is None or not spec.windowed:
         takers = ", ".join(s.name for s in SPECS if s.windowed)
-        raise UserError(f"{name!r}: only {takers} take an @selection ({code_sets.WINDOW_HELP})")
+        raise UserError(f"{name!r}: only {takers} take an @selection ({lcb_windows.WINDOW_HELP})")
     try:
-        window = code_sets.parse_window(selector)
+        window = lcb_windows.parse_window(selector)
     except code_sets.CodeSetError as e:
         raise UserError(f"{name!r}: {e}") from None
     return f"{base}@{window.text}"
@@ -483,13 +483,13 @@ def _from_hub(spec: DatasetSpec, dirs: Sequence[Path], files: Sequence[str] | No
     return records_from_rows(ds, spec, f"{spec.hf_id}[{spec.split}]")
 
 
-def in_window(records: Sequence[Record], window: code_sets.Window, source: str) -> list[Record]:
+def in_window(records: Sequence[Record], window: lcb_windows.Window, source: str) -> list[Record]:
     """The records of a windowed set inside ``window`` (by ``extra["contest_date"]``); one line when a record
     has no date, or when none is left."""
     if window.start is None and window.end is None:
         return list(records)
     try:
-        kept = code_sets.in_window(records, window, lambda r: str(r.extra.get("contest_date") or ""))
+        kept = lcb_windows.in_window(records, window, lambda r: str(r.extra.get("contest_date") or ""))
     except code_sets.CodeSetError as e:
         raise UserError(f"{source}: {e}") from None
     if not kept:
@@ -529,7 +529,7 @@ def load_benchmark(
     """
     spec = get_spec(name)
     selector = split_selector(resolve_names(name)[0])[1]
-    window = code_sets.parse_window(selector) if selector else None
+    window = lcb_windows.parse_window(selector) if selector else None
     dirs = search_dirs(data_dir)
     if data_dir is not None and not Path(data_dir).is_dir():
         raise UserError(f"--data-dir {data_dir}: no such folder")

@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from e2c.core.errors import UserError
+from e2c.data import code_records, lcb_windows, registry, safe_pickle
 from e2c.data import code_sets as cs
-from e2c.data import registry
 from e2c.data.code_sets import CodeSetError
 from e2c.data.io import read_rows, write_parquet
+from e2c.data.safe_pickle import UnsafePickle
 from e2c.data.schema import check_row, validate_rows
 from e2c.rewards.code_tests import parse_tests
 
@@ -196,8 +197,8 @@ def test_livecodebench_functional_row() -> None:
 
 def test_restricted_unpickler_refuses_globals() -> None:
     evil = pickle.dumps(os.system)  # loading it would hand back a callable; a REDUCE would call it
-    with pytest.raises(CodeSetError, match=r"pickle names a global \((posix|nt)\.system\)"):
-        cs.restricted_loads(evil)
+    with pytest.raises(UnsafePickle, match=r"pickle names a global \((posix|nt)\.system\)"):
+        safe_pickle.restricted_loads(evil)
 
     class Boom:
         def __reduce__(self):
@@ -208,11 +209,11 @@ def test_restricted_unpickler_refuses_globals() -> None:
         cs.decode_test_cases(blob, "private_test_cases")
     with pytest.raises(CodeSetError, match="pickle names a global"):
         cs.lcb_problem({**_lcb_row(), "private_test_cases": blob})
-    assert cs.restricted_loads(pickle.dumps({"a": [1, 2.5, "x", b"y", (1,)]})) == {
+    assert safe_pickle.restricted_loads(pickle.dumps({"a": [1, 2.5, "x", b"y", (1,)]})) == {
         "a": [1, 2.5, "x", b"y", (1,)]
     }
-    with pytest.raises(CodeSetError, match="not a readable pickle"):
-        cs.restricted_loads(b"\x80\x04garbage")
+    with pytest.raises(UnsafePickle, match="not a readable pickle"):
+        safe_pickle.restricted_loads(b"\x80\x04garbage")
 
 
 def test_decoding_bad_and_oversized_blobs(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -220,7 +221,7 @@ def test_decoding_bad_and_oversized_blobs(monkeypatch: pytest.MonkeyPatch) -> No
         cs.decode_test_cases("not base64 !!", "private_test_cases")
     with pytest.raises(CodeSetError, match="not zlib data"):
         cs.decode_test_cases(base64.b64encode(b"plain").decode(), "private_test_cases")
-    monkeypatch.setattr(cs, "MAX_DECOMPRESSED", 1000)
+    monkeypatch.setattr(safe_pickle, "MAX_DECOMPRESSED", 1000)
     bomb = base64.b64encode(zlib.compress(pickle.dumps("[" + "0," * 5000 + "0]"))).decode()
     with pytest.raises(CodeSetError, match="inflate past"):
         cs.decode_test_cases(bomb, "private_test_cases")
@@ -229,13 +230,14 @@ def test_decoding_bad_and_oversized_blobs(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_livecodebench_windows() -> None:
-    w = cs.parse_window("release_v1")
+    w = lcb_windows.parse_window("release_v1")
     assert (str(w.start), str(w.end), w.files) == ("2023-05-01", "2024-03-31", ("test.jsonl",))
-    assert cs.parse_window("v2_v3").files == ("test2.jsonl", "test3.jsonl")
+    assert lcb_windows.parse_window("v2_v3").files == ("test2.jsonl", "test3.jsonl")
     assert (
-        str(cs.parse_window("v6").start) == "2025-02-01" and cs.parse_window("release_latest").files is None
+        str(lcb_windows.parse_window("v6").start) == "2025-02-01"
+        and lcb_windows.parse_window("release_latest").files is None
     )
-    d = cs.parse_window("2024-08-01..2025-02-01")
+    d = lcb_windows.parse_window("2024-08-01..2025-02-01")
     assert d.keeps("2024-08-01") and d.keeps("2025-02-01") and not d.keeps("2025-02-02") and d.files is None
     for bad, message in (
         ("release_v9", "is not one of v1..v6"),
@@ -245,7 +247,7 @@ def test_livecodebench_windows() -> None:
         ("latest", "unknown LiveCodeBench selection"),
     ):
         with pytest.raises(CodeSetError, match=message):
-            cs.parse_window(bad)
+            lcb_windows.parse_window(bad)
 
 
 def test_registry_selects_livecodebench_by_release_and_date(tmp_path: Path) -> None:
@@ -279,7 +281,7 @@ def test_registry_code_names_and_sources() -> None:
                          "test_livecodebench", "test_codeforces"}  # fmt: skip
     assert all(s.kind == "code" and s.convert is not None and s.max_new_tokens == 8192 for s in code.values())
     assert (
-        code["test_codeforces"].hf_config == "codeforces" and code["livecodebench"].hub_files == cs.LCB_FILES
+        code["test_codeforces"].hf_config == "codeforces" and code["livecodebench"].hub_files == lcb_windows.LCB_FILES
     )
     with pytest.raises(UserError, match="benchmark 'test_livecodebench': no local file"):
         registry.load_benchmark("test_livecodebench", use_hub=False)
@@ -457,7 +459,7 @@ def test_code_rl_rows_fit_the_rl_schema() -> None:
         {"problem": "bad", "tests": "{oops"},
         _cf_row(interaction_format="Interact."),
     ]
-    got, dropped = cs.code_rl_rows(rows, "deepcoder", E2C.messages)
+    got, dropped = code_records.code_rl_rows(rows, "deepcoder", E2C.messages)
     assert len(got) == 2 and sum(dropped.values()) == 2
     assert validate_rows(got, "rl", "code rl") == 2
     assert got[0]["extra_info"] == {"index": 0, "kind": "code", "id": "abc001_a", "split": "rl",
