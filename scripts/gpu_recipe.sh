@@ -14,7 +14,7 @@
 #
 # It runs in the environment named by E2C_VENV (default .venv), or the python on PATH when that has none:
 # build it from requirements-gpu.txt (scripts/setup_env.sh installs the CPU stack). Every step is one of the
-# toolkit's entry points (python -m e2c.data.prepare, e2c.sft.run, e2c.eval.passrate, e2c.rl.launch,
+# toolkit's entry points (python -m e2c.data.prepare, e2c.sft.run, e2c.rl.passrate, e2c.rl.launch,
 # e2c.eval.run, and e2c.tts; each has --help), run from the checkout, so the relative paths below are
 # the checkout's.
 # Each step resumes when re-run (verl checkpoints, per-problem result files), so after a failure re-run
@@ -59,7 +59,7 @@ RL1_STEPS="${RL1_STEPS:-}"              # stop stage 1 after N steps (empty: the
 RL2_STEPS="${RL2_STEPS:-}"              # stop stage 2 after N steps (empty: the config's epochs)
 RL_TRAIN_DATA="${RL_TRAIN_DATA:-data/processed/rl/e2c_rl_train.parquet}"
 RL_VAL_DATA="${RL_VAL_DATA:-data/processed/rl/e2c_rl_val.parquet}"
-# pass-rate filter (opt-in; python -m e2c.eval.passrate): k samples per RL training prompt from the SFT model
+# pass-rate filter (opt-in; python -m e2c.rl.passrate): k samples per RL training prompt from the SFT model
 # on vLLM, at the rollout's temperature (1.0) and the RL configs' response length, graded by the RL reward's
 # grader; both GRPO stages then train on the prompts whose pass rate lies in the band (the validation set
 # is not filtered). Zero-variance groups (all right or all wrong) then cost no rollouts; with RL_ALGO=dapo
@@ -216,7 +216,7 @@ if [ "$PASS_RATE_FILTER" = 1 ]; then
     args=(--model "$SFT_DIR/final" --input "$RL_TRAIN_DATA" --output "$PASS_RATE_OUTPUT" --k "$PASS_RATE_K"
           --band "$PASS_RATE_BAND" --backend vllm --seed "$SEED")
     [ -n "$PASS_RATE_MAX_TOKENS" ] && args+=(--max-tokens "$PASS_RATE_MAX_TOKENS")
-    run "$PY" -m e2c.eval.passrate "${args[@]}"
+    run "$PY" -m e2c.rl.passrate "${args[@]}"
   fi
   RL_TRAIN_DATA="$PASS_RATE_OUTPUT"  # both stages train on the kept prompts
 elif [ "$FROM" = filter ]; then

@@ -12,7 +12,7 @@
 # data/raw/rl/ with e2c-rl*.parquet, data/evaluation/<name>.parquet), with no extra flags.
 # The first run converts the embedded SmolLM2 tokenizer used for EF-SFT token counts (about a minute).
 #
-# Opt-in, learnable RL prompts (python -m e2c.eval.passrate --help): --pass-rate-filter MODEL samples k
+# Opt-in, learnable RL prompts (python -m e2c.rl.passrate --help): --pass-rate-filter MODEL samples k
 # answers per prompt of each RL training file this run wrote (rl/e2c_rl_train.parquet, rl/synthetic_rl.parquet)
 # from MODEL (the model RL starts from) and writes the prompts solved sometimes, but not always, to
 # rl/<name>.filtered.parquet, with rl/<name>.filtered.passrate.{json,png} (report, histogram) and .jsonl
@@ -63,7 +63,7 @@ e2c_setup_venv >/dev/null
 if [ "$HELP" = 1 ]; then
   "$PY" -m e2c.data.prepare --help
   echo
-  echo "learnable RL prompts (opt-in; python -m e2c.eval.passrate --help):"
+  echo "learnable RL prompts (opt-in; python -m e2c.rl.passrate --help):"
   echo "  --pass-rate-filter MODEL   keep the prompts of each RL training file written that MODEL solves"
   echo "                             sometimes: rl/<name>.filtered.parquet (default: off)"
   echo "  --pass-rate-k K            samples per prompt (default: 8)"
@@ -123,7 +123,7 @@ for name in e2c_rl_train synthetic_rl; do
   if [ ! -f "$input" ] || [ "$(stat -c %Y "$input")" -lt "$started" ]; then continue; fi
   filtered=1
   echo "pass-rate filter: $input with $PR_MODEL"  # progress: stdout (stderr is for error lines)
-  if ! "$PY" -m e2c.eval.passrate --model "$PR_MODEL" --input "$input" "${PR_ARGS[@]}"; then
+  if ! "$PY" -m e2c.rl.passrate --model "$PR_MODEL" --input "$input" "${PR_ARGS[@]}"; then
     echo "FAILED pass-rate filter $input" >&2
     status=1
   fi

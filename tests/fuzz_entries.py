@@ -22,5 +22,6 @@ NOT_ENTRY_POINTS: dict[str, str] = {
     "e2c.rewards._worker": "the grader pool's worker process, started by the pool with a socket path",
     "e2c.data.synthetic.tracer": "the tracer's sandboxed child process",
     "e2c.tts.run": "the library of the TTS runner; its __main__ block points at python -m e2c.tts",
+    "e2c.eval.passrate": "a door: python -m e2c.eval.passrate runs e2c.rl.passrate.cli's main (registered there)",
     "e2c.cluster": "a door: python -m e2c.cluster runs e2c.launch.cluster's main (registered under that name)",
 }

@@ -50,8 +50,8 @@ ENTRIES: dict[str, Entry] = {
     "e2c.data.download": Entry(
         "e2c.data.download", ("--dataset", "eval", "--endpoint", "http://127.0.0.1:9", "--out", "{tmp}/raw")
     ),
-    "e2c.eval.passrate": Entry(
-        "e2c.eval.passrate",
+    "e2c.rl.passrate.cli": Entry(
+        "e2c.rl.passrate.cli",
         ("--model", "tiny", "--input", RL_FILE, "--output", "{tmp}/kept.parquet", "--backend", "hf"),
         env={"HF_HUB_OFFLINE": "1"},
     ),

@@ -83,7 +83,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "passrate",
-        "e2c.eval.passrate",
+        "e2c.rl.passrate",
         "sample prompts k times; keep those in a learnable band",
         "evaluation",
     ),

@@ -1,6 +1,6 @@
 """Pass-rate bands: which prompts a filter keeps, by the share of k samples the start model got right.
 
-The filter that samples and grades (:mod:`e2c.eval.passrate`) runs a model; this module is its arithmetic
+The filter that samples and grades (:mod:`e2c.rl.passrate`) runs a model; this module is its arithmetic
 only: the bands (names and intervals), pass rates, and the histogram of correct counts.
 """
 

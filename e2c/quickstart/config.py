@@ -199,7 +199,7 @@ SECTIONS = {
     "data": "data",
     "eval": "evaluation (baseline: greedy; eval_sft, eval_rl, eval_control: greedy, then the paper's avg@k)",
     "sft": "SFT (scripts/e2c_sft.sh)",
-    "filter": "RL prompts (python -m e2c.eval.passrate with the SFT model)",
+    "filter": "RL prompts (python -m e2c.rl.passrate with the SFT model)",
     "rl": "RL (scripts/e2c_rl.sh --stage 2)",
     "control": "equal-compute control (SFT from the SFT model for the RL stage's trained tokens)",
     "tts": "test-time scaling (python -m e2c.tts)",
@@ -285,14 +285,14 @@ class Config(
     sft_lr: float = knob(2e-4, "learning rate", positive(), "sft")
     sft_batch: int = knob(8, "chains per step", whole(1), "sft")
     sft_max_length: int = knob(512, "longest row in tokens", whole(1), "sft")
-    # RL prompts: the pass-rate filter (python -m e2c.eval.passrate) keeps the RL prompts the SFT model
+    # RL prompts: the pass-rate filter (python -m e2c.rl.passrate) keeps the RL prompts the SFT model
     # solves sometimes but not always, sampled as the rollout samples (rl_temperature, rl_response_length)
     filter_k: int = knob(
         4, "samples per candidate prompt (>= 2)", whole(2), "filter"
     )  # a pass rate needs two
     # varies: the RL reward differs across samples, so every kept group has an advantage
     filter_band: str = knob(
-        "varies", "pass-rate band kept (see python -m e2c.eval.passrate --help)", BAND, "filter"
+        "varies", "pass-rate band kept (see python -m e2c.rl.passrate --help)", BAND, "filter"
     )
     # RL prompts the filter samples at most (0: the pool; it stops once it has enough)
     filter_candidates: int = knob(0, "RL prompts sampled by the filter (0: all)", whole(0), "filter")

@@ -19,7 +19,6 @@ from e2c.core.errors import UserError
 from e2c.core.models import resolve_model
 from e2c.core.paths import project_root
 from e2c.data.bands import format_histogram
-from e2c.eval.passrate import PassRateFiles
 from e2c.launch.checkpoints import step_metrics
 from e2c.launch.devices import gpu_count
 from e2c.quickstart.config import RL_SAVE_EVERY, SFT_SAVE_EVERY, Config, resolve_dtype
@@ -31,6 +30,7 @@ from e2c.quickstart.progress import Reporter, child_env, eval_parser, run_logged
 from e2c.rewards.shape import reward_shape
 from e2c.rl import memory
 from e2c.rl.launch import latest_hf_checkpoint, planned_cpu_config
+from e2c.rl.passrate.config import PassRateFiles
 from e2c.sft.metrics import read_losses
 
 
@@ -344,13 +344,13 @@ def rl_pool_file(ctx: Context) -> Path:
 
 
 def filter_command(ctx: Context) -> list[str]:
-    """``python -m e2c.eval.passrate`` on the data stage's RL prompts with the SFT model, sampling as the RL
+    """``python -m e2c.rl.passrate`` on the data stage's RL prompts with the SFT model, sampling as the RL
     rollout does (its temperature and response length)."""
     cfg = ctx.cfg
     cmd = [
         sys.executable,
         "-m",
-        "e2c.eval.passrate",
+        "e2c.rl.passrate",
         "--model",
         str(sft_model(ctx)),
         "--input",

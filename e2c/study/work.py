@@ -1,5 +1,5 @@
 """What each unit of a study runs: the toolkit's own entry points as subprocesses, built by the quickstart's
-command builders (``scripts/e2c_sft.sh``, ``python -m e2c.eval.passrate``, ``scripts/e2c_rl.sh --stage 2``,
+command builders (``scripts/e2c_sft.sh``, ``python -m e2c.rl.passrate``, ``scripts/e2c_rl.sh --stage 2``,
 ``python -m e2c.eval.run``), with the study's models, data and seeds put in; and the unit bookkeeping
 (``STARTED.json``, ``DONE.json``, the time of interrupted attempts).
 
@@ -26,7 +26,6 @@ from e2c.core.models import resolve_model
 from e2c.core.paths import project_root
 from e2c.data.io import write_parquet
 from e2c.data.synthetic.generate import eval_row, generate, split_of
-from e2c.eval.passrate import PassRateFiles
 from e2c.launch.weights import checkpoint_movement
 from e2c.quickstart.config import ETA_SECONDS, FAST, SFT_SAVE_EVERY, SPLIT_FRACTIONS, Config
 from e2c.quickstart.context import Context, rel, shell_line
@@ -44,6 +43,7 @@ from e2c.quickstart.stages import (
     sft_overrides,
 )
 from e2c.rl.launch import latest_hf_checkpoint
+from e2c.rl.passrate.config import PassRateFiles
 from e2c.study.spec import BASE, EQUAL_TOKEN_KINDS, Study
 from e2c.study.units import (
     CONFIRM,
@@ -152,7 +152,7 @@ def sft_command(sc: StudyContext, arm: str, seed: int, steps: int | None) -> tup
 
 
 def filter_cmd(sc: StudyContext, unit: Unit) -> list[str]:
-    """``python -m e2c.eval.passrate`` on the unit's RL prompt pool with the RL arm's start model, sampling
+    """``python -m e2c.rl.passrate`` on the unit's RL prompt pool with the RL arm's start model, sampling
     as its rollout will (the quickstart's filter command, the arm's seed as its sampling seed), until it has
     kept the unit's ``keep``: the largest need among the RL arms that read it."""
 

@@ -281,7 +281,8 @@ def test_registry_code_names_and_sources() -> None:
                          "test_livecodebench", "test_codeforces"}  # fmt: skip
     assert all(s.kind == "code" and s.convert is not None and s.max_new_tokens == 8192 for s in code.values())
     assert (
-        code["test_codeforces"].hf_config == "codeforces" and code["livecodebench"].hub_files == lcb_windows.LCB_FILES
+        code["test_codeforces"].hf_config == "codeforces"
+        and code["livecodebench"].hub_files == lcb_windows.LCB_FILES
     )
     with pytest.raises(UserError, match="benchmark 'test_livecodebench': no local file"):
         registry.load_benchmark("test_livecodebench", use_hub=False)

@@ -24,8 +24,10 @@ from e2c.commandline.entry import guarded
 from e2c.core.errors import UserError
 from e2c.data.bands import BANDS, Band, histogram, in_band, kept_indices, parse_band, pass_rate, pass_rates
 from e2c.data.io import write_parquet
-from e2c.eval.passrate import FilterConfig, PassRateFiles, build_parser, filter_prompts, main
 from e2c.generation.scripted import ScriptedGenerator
+from e2c.rl.passrate.cli import build_parser, main
+from e2c.rl.passrate.config import FilterConfig, PassRateFiles
+from e2c.rl.passrate.filter import filter_prompts
 
 K = 4
 # prompt id -> correct samples out of K (pass rates 0, 1/4, 1/2, 3/4, 1 and a second 0 and 1/2)
@@ -353,7 +355,7 @@ def test_no_prompt_in_the_band_writes_nothing(rl_file: Path, tmp_path: Path) -> 
 
 # ---------------------------------------------------------------------------------------- CLI input
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return run("-m", "e2c.eval.passrate", *args, timeout=60)
+    return run("-m", "e2c.rl.passrate", *args, timeout=60)
 
 
 BAD_INPUT = {
@@ -401,11 +403,11 @@ def test_cli_no_prompt_in_the_band_is_one_line(
     rl_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     import e2c.core.models
-    import e2c.eval.passrate
     import e2c.generation
+    import e2c.rl.passrate.cli
     from e2c.core.models import ResolvedModel
 
-    for holder in (e2c.core.models, e2c.eval.passrate):
+    for holder in (e2c.core.models, e2c.rl.passrate):
         monkeypatch.setattr(holder, "resolve_model", lambda *a, **k: ResolvedModel("m", "local", "scripted"))
     monkeypatch.setattr(e2c.generation, "make_generator", lambda *a, **k: (ScriptedGenerator(script), None))
     out = tmp_path / "out.parquet"
@@ -499,13 +501,13 @@ def test_gpu_recipe_filters_before_stage_1_when_asked(monkeypatch: pytest.Monkey
     # that they exist when it runs; here its parser reads the printed flags.
     monkeypatch.setattr(argtypes.ModelRef, "parse", lambda self, text: text)
     monkeypatch.setattr(argtypes.PathType, "parse", lambda self, text: text)
-    assert not any("e2c.eval.passrate" in c for c in recipe_commands())  # off by default
+    assert not any("e2c.rl.passrate" in c for c in recipe_commands())  # off by default
     commands = recipe_commands(PASS_RATE_FILTER="1", PASS_RATE_K="16", PASS_RATE_MAX_TOKENS="4096")
     entries = [c[2] if c[1] == "-m" else c[1] for c in commands]
     assert entries[:5] == [
         "e2c.data.prepare",
         "e2c.sft.run",
-        "e2c.eval.passrate",
+        "e2c.rl.passrate",
         "e2c.rl.launch",
         "e2c.rl.launch",
     ]

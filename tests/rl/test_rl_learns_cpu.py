@@ -317,9 +317,9 @@ def test_format_credit_is_tinyzero_shape(text: str, credit: float, gate: bool, s
 def test_the_filter_grades_with_the_rl_reward(shape: str, rewards: list[float]) -> None:
     """Each sample's reward is the one RL's reward function gives under the run's shape; its correctness is
     the evaluation's (the answer, whatever the chain's form), under every shape."""
-    from e2c.eval.passrate import grade_samples
     from e2c.rewards.shape import reward_shape
     from e2c.rewards.verl_score import compute_score
+    from e2c.rl.passrate.filter import grade_samples
 
     row = {
         "data_source": "synthetic",
@@ -339,7 +339,8 @@ def test_the_filter_grades_with_the_rl_reward(shape: str, rewards: list[float]) 
 def test_the_filter_refuses_to_resume_samples_graded_another_way(tmp_path: Path) -> None:
     import json
 
-    from e2c.eval.passrate import SAMPLE_FIELDS, check_resume
+    from e2c.rl.passrate.config import SAMPLE_FIELDS
+    from e2c.rl.passrate.samples import check_resume
 
     before = dict.fromkeys(SAMPLE_FIELDS, 1)
     before["reward_shape"] = "correct"

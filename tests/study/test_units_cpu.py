@@ -153,7 +153,7 @@ def test_dry_run_prints_every_unit_and_its_command_and_writes_nothing_cpu(tmp_pa
     for key in ("data", "validation", "arms/sft/seed0", "arms/rl/seed1", "arms/rl_sft/seed0/screen/sampled"):
         assert f" {key} (" in o.stdout
     assert "scripts/e2c_sft.sh" in o.stdout and "scripts/e2c_rl.sh --stage 2" in o.stdout
-    assert "-m e2c.eval.passrate" in o.stdout and "-m e2c.eval.run" in o.stdout
+    assert "-m e2c.rl.passrate" in o.stdout and "-m e2c.eval.run" in o.stdout
     assert "TOTAL_TRAINING_STEPS='<equal-token steps>'" in o.stdout  # the continuation's, before RL ran
     assert "the best arm by screening" in o.stdout
     assert not out.exists()
