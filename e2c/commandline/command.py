@@ -83,7 +83,7 @@ COMMANDS: tuple[Command, ...] = (
     ),
     Command(
         "passrate",
-        "e2c.rl.passrate",
+        "e2c.rl.passrate.cli",
         "sample prompts k times; keep those in a learnable band",
         "evaluation",
     ),

@@ -407,7 +407,7 @@ def test_cli_no_prompt_in_the_band_is_one_line(
     import e2c.rl.passrate.cli
     from e2c.core.models import ResolvedModel
 
-    for holder in (e2c.core.models, e2c.rl.passrate):
+    for holder in (e2c.core.models, e2c.rl.passrate.cli):
         monkeypatch.setattr(holder, "resolve_model", lambda *a, **k: ResolvedModel("m", "local", "scripted"))
     monkeypatch.setattr(e2c.generation, "make_generator", lambda *a, **k: (ScriptedGenerator(script), None))
     out = tmp_path / "out.parquet"
