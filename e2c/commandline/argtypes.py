@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any
 
 from e2c.core.errors import UserError
-from e2c.core.files import check_output_dir, check_output_file
-from e2c.core.models import SPEC_FORMS, check_model_folder, is_hub_id
 
 __all__ = [
     "ANY_TEXT",
@@ -306,10 +304,15 @@ class PathType(ValueType):
             if not path.is_dir():
                 raise UserError(f"{s} is not a folder" if path.exists() else f"{s} does not exist")
         elif self.mode == "out_dir":
+            # start-up: the e2c command's --help and tab completion import this module, not the file helpers
+            from e2c.core.files import check_output_dir
+
             if os.path.lexists(path) and not path.is_dir():
                 raise UserError(f"{s} exists and is not a folder")
             check_output_dir(path, "folder")
         else:
+            from e2c.core.files import check_output_file  # start-up, as above
+
             check_output_file(path, "file")
         return path
 
@@ -324,6 +327,8 @@ class ModelRef(ValueType):
     extra: tuple[str, ...] = ()  # more names this entry point resolves itself ("auto")
 
     def parse(self, text: str) -> str:
+        # start-up: model names bring the chain format and progress; the e2c command's --help needs neither
+        from e2c.core.models import SPEC_FORMS, check_model_folder, is_hub_id
 
         s = str(text)
         if not s.strip():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from importlib import metadata
 from pathlib import Path
 
 PACKAGES = ("torch", "transformers", "vllm", "verl", "math-verify", "datasets")
@@ -33,6 +32,8 @@ def git_commit() -> str:
 
 def versions() -> dict[str, str | None]:
     """Installed versions of the packages that shape results (``None`` when absent)."""
+    from importlib import metadata  # start-up: it brings zipfile, email and csv; only a run's record reads it
+
     out: dict[str, str | None] = {"python": sys.version.split()[0]}
     for p in PACKAGES:
         out[p] = None

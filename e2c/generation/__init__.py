@@ -17,8 +17,6 @@ from e2c.core.errors import UserError
 from e2c.core.models import ResolvedModel, load_model_and_tokenizer, resolve_model
 from e2c.generation.base import Completion, Generator, Sampling, Usage, derive_seed
 from e2c.generation.chains import ChainResult, chain_prompts, generate_chains
-from e2c.generation.hf import HFGenerator, resolve_cpu_dtype
-from e2c.generation.vllm import VLLMGenerator
 from e2c.launch.devices import gpu_count
 
 BACKENDS = ("auto", "vllm", "hf")
@@ -76,6 +74,8 @@ def make_generator(
     :class:`~e2c.core.models.ModelSpecError` (bad model)."""
     which = pick_backend(backend)
     if which == "vllm":
+        from e2c.generation.vllm import VLLMGenerator  # start-up: a backend loads when it is chosen
+
         res = resolve_model(model, subfolder, fmt=fmt)
         on_cpu = not gpu_count()
         tp = 1 if on_cpu else gpus or gpu_count()
@@ -93,6 +93,8 @@ def make_generator(
             ),
             res,
         )
+
+    from e2c.generation.hf import HFGenerator, resolve_cpu_dtype  # start-up, as vLLM's above
 
     if not gpu_count():
         # bf16 where the CPU multiplies it natively (1.8x fp32 here), else fp32: emulated bf16 would crawl.

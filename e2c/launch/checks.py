@@ -32,7 +32,6 @@ from typing import Any
 
 from e2c.commandline.argtypes import Number, ValueType, at_least, finite, positive, probability, whole
 from e2c.core.errors import UserError
-from e2c.data.schema import SchemaError, validate_file
 
 VERL_PKG_CONFIG = "pkg://verl.trainer.config"
 _TYPE_NAMES = {bool: "a boolean (true/false)", int: "an integer", float: "a float"}
@@ -647,6 +646,9 @@ def check_data_file(path: str, what: str, schema: str, suffixes: Sequence[str], 
         raise UserError(
             f"{what} {path}: the trainer reads {' or '.join(suffixes)} files, not {p.suffix or 'no suffix'}"
         )
+    # start-up: the schema brings the grader and the sandbox, which every launcher's --help would pay for
+    from e2c.data.schema import SchemaError, validate_file
+
     try:
         validate_file(p, schema)
     except SchemaError as e:

@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from e2c.chain import ChainFormat
-from e2c.rewards.code_judge import judge
-from e2c.rewards.code_tests import CodeTestsError, extract_code, parse_tests
 from e2c.rewards.countdown import check as countdown_check
 from e2c.rewards.countdown import parse_reference as countdown_reference
 from e2c.rewards.extract import extract_answer, reference_answer
@@ -151,6 +149,8 @@ CODE_PROMPT_SUFFIX = (
 
 def _code_reference(gold: Any, options: Options) -> str | None:
     """The tests as canonical JSON text; None when they do not fit the schema (``unparseable_gold``)."""
+    # start-up: the code modules bring the sandbox (and urllib); every grader process would pay for them
+    from e2c.rewards.code_tests import CodeTestsError, parse_tests
 
     try:
         return parse_tests(gold).dumps()
@@ -159,6 +159,7 @@ def _code_reference(gold: Any, options: Options) -> str | None:
 
 
 def _code_extract(region: str, options: Options, fallback_number: bool) -> tuple[str | None, str]:
+    from e2c.rewards.code_tests import extract_code  # start-up, as in _code_reference
 
     return extract_code(region)
 
@@ -170,6 +171,8 @@ def _code_check(
     sandbox failed: an error, never a wrong answer)."""
     if pred is None or ref is None:
         return False, ""
+    from e2c.rewards.code_judge import judge  # start-up, as in _code_reference
+    from e2c.rewards.code_tests import parse_tests
 
     v = judge(pred, parse_tests(ref), sandbox(), stop_on_fail=stop_on_fail)
     if v.status == "error":

@@ -30,9 +30,6 @@ from e2c.sandbox.base import (
     parse_spec,
     workers_setting,
 )
-from e2c.sandbox.bwrap import BwrapSandbox
-from e2c.sandbox.fusion import FusionSandbox
-from e2c.sandbox.local import LocalSandbox
 
 __all__ = [
     "BACKENDS",
@@ -61,10 +58,16 @@ def make(spec: SandboxSpec | str | None = None) -> Sandbox:
     (``describe`` says what was found); a missing tool is a :class:`UserError` naming it."""
     if not isinstance(spec, SandboxSpec):
         spec = parse_spec(spec)
+    # start-up: a backend's module loads when it is chosen (every grader process imports this package)
     if spec.backend == "local":
+        from e2c.sandbox.local import LocalSandbox
+
         return LocalSandbox()
     if spec.backend == "bwrap":
+        from e2c.sandbox.bwrap import BwrapSandbox
+
         return BwrapSandbox()
+    from e2c.sandbox.fusion import FusionSandbox  # urllib and ssl
 
     return FusionSandbox(spec.url)
 

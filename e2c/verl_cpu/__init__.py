@@ -15,13 +15,12 @@ import json
 from pathlib import Path
 
 from e2c.core.files import atomic_write_json
-from e2c.verl_cpu import platform
-from e2c.verl_cpu.hf_rollout import ROLLOUT_NAME
 
 
 def install_platform() -> list[str]:
     """Register and select the ``cpu`` platform when no accelerator is present; returns the registry entries
     (none on a machine with CUDA, where verl's own platforms apply)."""
+    from e2c.verl_cpu import platform  # start-up: SFT's export imports this package, not the platform
 
     return [f"platform:{platform.PLATFORM_NAME}"] if platform.install() else []
 
@@ -30,6 +29,8 @@ def register_rollout() -> list[str]:
     """Register the ``hf`` rollout (replica and trainer adapter) in verl's rollout registries."""
     from verl.workers.rollout import base as rollout_base
     from verl.workers.rollout.replica import RolloutReplicaRegistry
+
+    from e2c.verl_cpu.hf_rollout import ROLLOUT_NAME  # start-up, as in install_platform
 
     def load_hf_replica() -> type:
         from e2c.verl_cpu.hf_verl import HFReplica  # imports ray, torch and verl: only when verl builds it

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from e2c.core.errors import UserError
 from e2c.data.registry import Record
 from e2c.generation.scripted import ASSISTANT, ScriptedGenerator
-from e2c.rewards import code_judge, kinds
+from e2c.rewards import code_judge
 from e2c.rewards.code_tests import parse_tests
 from e2c.rewards.vote import behaviour_classes, majority_class, program_key
 from e2c.sandbox import SANDBOX_HELP, setting
@@ -88,7 +88,6 @@ def judged(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, tuple[str, ...]]]
         return real(program, tests, *args, **kwargs)
 
     monkeypatch.setattr(code_judge, "judge", spy)
-    monkeypatch.setattr(kinds, "judge", spy)  # the grader's own name for it (final gradings)
     return calls
 
 
