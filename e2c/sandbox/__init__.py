@@ -64,7 +64,7 @@ def make(spec: SandboxSpec | str | None = None) -> Sandbox:
 
         return LocalSandbox()
     if spec.backend == "bwrap":
-        from e2c.sandbox.bwrap import BwrapSandbox
+        from e2c.sandbox.bwrap import BwrapSandbox  # start-up, as local above
 
         return BwrapSandbox()
     from e2c.sandbox.fusion import FusionSandbox  # urllib and ssl

@@ -254,3 +254,52 @@ def test_python_inside_shell_scripts_imports_names_that_exist() -> None:
                     problems.append(f"{script.relative_to(root)}: from {module} import {name}")
     assert seen > 5, seen  # the scan found the scripts' imports
     assert not problems, "\n".join(problems)
+
+
+def imports_in_functions(
+    stmts: list[ast.stmt], in_function: bool = False
+) -> list[ast.Import | ast.ImportFrom]:
+    """The import statements inside functions (not under ``if TYPE_CHECKING:``) among ``stmts``."""
+    out: list[ast.Import | ast.ImportFrom] = []
+    for s in stmts:
+        if isinstance(s, (ast.Import, ast.ImportFrom)):
+            if in_function:
+                out.append(s)
+        elif isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out += imports_in_functions(s.body, True)
+        elif not (isinstance(s, ast.If) and isinstance(s.test, ast.Name) and s.test.id == "TYPE_CHECKING"):
+            for part in ("body", "orelse", "finalbody"):
+                out += imports_in_functions(getattr(s, part, None) or [], in_function)
+            for handler in getattr(s, "handlers", None) or []:
+                out += imports_in_functions(handler.body, in_function)
+    return out
+
+
+def function_imports(root: Path = PACKAGE) -> list[tuple[str, int, list[str]]]:
+    """Imports of ``e2c`` modules inside functions: (file, line, the line and the two above it)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        for s in imports_in_functions(ast.parse(text).body):
+            name = s.module if isinstance(s, ast.ImportFrom) else s.names[0].name
+            if (isinstance(s, ast.ImportFrom) and s.level) or (name or "").startswith("e2c"):
+                found.append((str(path.relative_to(root)), s.lineno, lines[max(0, s.lineno - 3) : s.lineno]))
+    return found
+
+
+def test_imports_in_functions_cpu() -> None:
+    tree = ast.parse(
+        "import os\nif TYPE_CHECKING:\n    import e2c.x\ndef f():\n    try:\n        import e2c.y\n"
+        "    except ImportError:\n        import e2c.z\n    class C:\n        def g(self):\n            import e2c.w\n"
+    )
+    assert [n.names[0].name for n in imports_in_functions(tree.body)] == ["e2c.y", "e2c.z", "e2c.w"]
+
+
+def test_dependencies_sit_at_the_top_of_their_module_cpu() -> None:
+    """An e2c import inside a function is kept only for a heavy package (torch, transformers, ray, verl) or a
+    measured start-up cost, and a comment on its line or just above it says which."""
+    found = function_imports()
+    assert len(found) <= 40, len(found)
+    unexplained = [f"{f}:{line}" for f, line, near in found if not any("#" in x for x in near)]
+    assert not unexplained, unexplained
