@@ -37,7 +37,7 @@ def project_root() -> Path:
     for folder in (cwd, *cwd.parents):
         if _is_project(folder):
             return folder
-    checkout = Path(__file__).resolve().parents[1]
+    checkout = Path(__file__).resolve().parents[2]  # e2c/core/paths.py -> the checkout
     if _is_project(checkout):
         return checkout
     return cwd
