@@ -8,15 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from e2c.core.files import read_records
 from e2c.launch.checkpoints import step_metrics
 from e2c.launch.weights import BF16_CHANGED, REL_L2, checkpoint_movement
-
-if TYPE_CHECKING:
-    pass
-
 from e2c.rl.health.metrics import (
     CODE_ACC,
     CODE_TESTS,
