@@ -116,7 +116,6 @@ class Assumptions:
 def sft_config(cluster: Cluster, model: str, overrides: Sequence[str] = (), steps: int | None = None) -> Any:
     """The composed ``configs/e2c_sft.yaml`` as :func:`e2c.sft.launch.hydra_overrides` writes it for a GPU
     plan of ``cluster`` (the launcher's placeholder data path; nothing is read)."""
-
     # Plan's fields as the launcher's make_plan fills them for GPUs (``ranks``: processes per node, where
     # this version of the launcher has it).
     fields = {f.name for f in dataclasses.fields(Plan)}
@@ -143,7 +142,6 @@ def rl_config(
     """The composed ``configs/e2c_<algo>.yaml`` with ``e2c_stage=stage<stage>`` and the overrides
     :func:`e2c.rl.launch.build_overrides` gives a launch on ``cluster`` (its flags parsed by the launcher's own
     :func:`~e2c.rl.launch.parse_args`)."""
-
     argv = ["--algo", algo, "--stage", str(stage), "--nnodes", str(cluster.nnodes)]
     if steps is not None:
         argv += ["--steps", str(steps)]
@@ -266,7 +264,6 @@ def eval_tokens(
     datasets: str, samples: int, fraction: float, max_tokens: int | None
 ) -> tuple[float | None, str]:
     """Generated tokens of an evaluation: ``problems x samples x f x max_new_tokens`` per set."""
-
     try:
         names = resolve_names(datasets)
     except Exception as e:  # a bad name is the eval entry point's to report

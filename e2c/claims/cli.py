@@ -84,7 +84,6 @@ def config_from_args(args: argparse.Namespace) -> ClaimsConfig:
 def validate(cfg: ClaimsConfig) -> None:
     """One UserError line for a setting out of range: every field by its declared value type (the flags' own
     rule, for the preset's values too), then what one value cannot say alone."""
-
     cfg.check_values()
     if len(cfg.weight_coefs) < 2 or len(set(cfg.weight_coefs)) != len(cfg.weight_coefs):
         raise UserError(

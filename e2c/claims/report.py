@@ -54,7 +54,6 @@ def needed_scale(ci: Sequence[float], delta: float) -> float:
 # ------------------------------------------------------------------------------------------------ claim 1
 def predictions(cc: ClaimsContext, path: str) -> dict[str, float]:
     """``{problem id: score}`` of an evaluation's predictions (a path relative to the claims folder)."""
-
     full = cc.out / path
     scores = per_problem_scores(full)
     if not scores:

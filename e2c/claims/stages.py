@@ -75,7 +75,6 @@ def make_context(cfg: ClaimsConfig, out: Path) -> ClaimsContext:
 
 def unit(folder: Path, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """Run ``work`` unless ``folder/DONE.json`` holds its result already; write it (with the seconds) after."""
-
     done = read_done(folder)
     if done is not None:
         return done
@@ -94,7 +93,6 @@ def unit(folder: Path, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------ start
 def stage_start(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     """The quickstart run every experiment starts from (its finished stages are reused)."""
-
     q = cc.quickstart
     rep.say(
         f"quickstart run in {q.out} (RL {cc.qcfg.rl_steps} steps, coefficient {cc.qcfg.rl_explore_adv_coef:g})"
@@ -128,7 +126,6 @@ def stage_start(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
 def first_changed(q: Context) -> str | None:
     """The first quickstart stage that finished with other settings than the claims ask for (e.g. another
     --rl-steps): the quickstart redoes it and what follows, instead of refusing."""
-
     for stage in STAGES:
         done = read_done(q.dir(stage))
         if done is not None and dict(done.get("settings") or {}) != q.cfg.stage_settings(stage):
@@ -189,7 +186,6 @@ def arm_name(coef: float, seed: int) -> str:
 def rl_metrics(run_dir: Path) -> list[dict[str, Any]]:
     """Per step of an RL run's ``metrics.jsonl``: the reward, the E2C segment metrics and the health
     metrics (``critic/score/mean``, ``e2c/*``, ``health/*``, ``response_length/mean``), step order."""
-
     rows = []
     for step, data in step_metrics(run_dir).items():
         keep = {
@@ -207,7 +203,6 @@ def run_arm(cc: ClaimsContext, rep: Reporter, coef: float, seed: int) -> dict[st
     """One weighting arm: GRPO stage 2 from the SFT model with exploration coefficient ``coef`` and ``seed``
     (data order and rollout sampling), then its evaluation. Arm (the quickstart's coefficient, seed 0) is
     the quickstart's own RL run, reused."""
-
     q = cc.quickstart
     name = arm_name(coef, seed)
     folder = cc.dir("weighting") / name
@@ -288,7 +283,6 @@ def tts_command(cc: ClaimsContext, model: str) -> list[str]:
 
 def stage_tts(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     """Claim 2: the TTS methods at every budget on held-out problems with the RL model (arm 2.0, seed 0)."""
-
     model = rl_model(cc.quickstart)
     if model is None:
         raise UserError("no RL model in the start stage's quickstart run")
@@ -383,7 +377,6 @@ def old_ids(q: Context) -> set[str]:
 def adapt_sft(cc: ClaimsContext, rep: Reporter, method: str, model: Path) -> dict[str, Any]:
     """One adaptation run from the RL model: ``ef_sft`` (scripts/ef-sft.sh on the EF-SFT rows) or ``full_sft``
     (scripts/e2c_sft.sh on the full chains of the same problems), same steps, batch and learning rate."""
-
     c = cc.cfg
     d = cc.dir("adapt") / method
     data = cc.dir("adapt") / "data" / ("ef_sft.parquet" if method == "ef_sft" else "sft.parquet")
@@ -427,7 +420,6 @@ def data_stats(path: Path) -> dict[str, Any]:
 def stage_adapt(cc: ClaimsContext, rep: Reporter) -> dict[str, Any]:
     """Claim 3: EF-SFT, full E2C SFT and nothing, from the RL model, on a family held out of SFT and RL;
     accuracy on the new family and on the old held-out problems (forgetting); trained-token share."""
-
     q = cc.quickstart
     rl = rl_model(q)
     if rl is None:

@@ -134,7 +134,6 @@ def run_folder(path: Path) -> Path:
 
 def predictions_by_problem(path: Path) -> dict[str, list[bool]]:
     """``{problem id: [correct per sample]}`` from one predictions file (samples in order)."""
-
     out: dict[str, list[bool]] = {}
     for _, lines in sorted(read_predictions(path, repair=False).items()):
         for _, line in sorted(lines.items()):
@@ -192,7 +191,6 @@ def estimate_run(
     distribution: dict[float, int] | None = None,
 ) -> Estimate:
     """The rating estimate of one run folder's Codeforces predictions (see the module's text)."""
-
     folder = run_folder(Path(results_path))
     name = pick_dataset(folder, dataset)
     samples = predictions_by_problem(folder / "predictions" / f"{name}.jsonl")

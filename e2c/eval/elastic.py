@@ -145,7 +145,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def translate(argv: list[str]) -> list[str]:
     """Elastic Reasoning's flags -> the arguments of ``python -m e2c.eval.run`` (raises UserError)."""
-
     ns, rest = build_parser().parse_known_args(argv)
     args = from_flags(ns, ElasticSettings)
     try:

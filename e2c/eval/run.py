@@ -431,7 +431,6 @@ def plan(args: argparse.Namespace, where: dict[str, Path], sandboxes: dict[str, 
     """Check one evaluation's inputs (the flags by their types already, then the settings together, the run
     folder, the model folder, the data, an earlier run in the folder and the GPUs) without loading a model
     or changing a file. ``sandboxes``: the ones built so far, by setting (one per command and setting)."""
-
     trackers = result_trackers(args.logger)
     backend = pick_backend(args.backend)
     cfg = EvalConfig(
@@ -518,7 +517,6 @@ def run_checked(
     """The evaluations in this process, once every check passed: the model loads once; every evaluation's
     prompts are checked against its context before the first runs; each claims its folder in
     :func:`run_eval` and goes to ``finished`` when it has its results (none in a data-parallel worker)."""
-
     first = planned[0]
     args = first.args
     where["save"] = first.save  # the model loads for the first evaluation

@@ -70,7 +70,6 @@ def engine_kwargs(on_cpu: bool, dtype: str, enforce_eager: bool | None) -> dict[
     engine start from 13 s to 90-126 s for no throughput gain (32 prompts x 128 tokens: 383 greedy / 228
     sampled tok/s eager, 470 / 254 compiled).
     """
-
     if on_cpu:
         dtype = resolve_cpu_dtype(dtype)
     eager = on_cpu if enforce_eager is None else enforce_eager

@@ -32,7 +32,6 @@ def generation_count(cfg: Config, length_keep: float = 0.8) -> int:
 
 def levels_upto(max_level: int) -> tuple[int, ...]:
     """The generator's levels 1..``max_level`` (at least level 1)."""
-
     return tuple(lv for lv in LEVELS if lv <= max(max_level, 1))
 
 
@@ -199,7 +198,6 @@ def rl_pool(cfg: Config, count: Callable[[str], int], rep: Reporter) -> tuple[li
     held-out problems of the same seed, however many are drawn: the pool is as large as asked, drawn in its
     own generation (the SFT and held-out sets are those of the main one, unchanged by the pool's size).
     """
-
     families, level = rl_families(cfg), rl_max_level(cfg)
     n = math.ceil(cfg.rl_prompts / (SPLIT_FRACTIONS[1] * 0.8)) + 50
     while True:

@@ -61,7 +61,6 @@ def kind_scores(predictions: Path) -> dict[str, dict[str, list[int]]]:
     """``{kind: {problem id: [correct of each sample]}}`` from an eval predictions file (each record carries
     its problem's answer kind; empty when the file does not exist). A code sample is correct when its
     program passes every test, public and hidden."""
-
     out: dict[str, dict[str, list[int]]] = {}
     if not predictions.is_file():
         return out
@@ -180,7 +179,6 @@ def paired(
 def trend(values: Sequence[float]) -> dict[str, Any] | None:
     """Least-squares slope per step with its standard error and 95% interval (normal approximation; the
     per-step values are treated as independent), and the means of the first and second halves of a curve."""
-
     n = len(values)
     if n == 0:
         return None
@@ -206,7 +204,6 @@ def trend(values: Sequence[float]) -> dict[str, Any] | None:
 
 def system_info() -> dict[str, Any]:
     """The machine: CPU model, cores, torch threads, native bf16, OS, Python, package versions."""
-
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -379,7 +376,6 @@ def collect(ctx: Context) -> dict[str, Any]:
 def rl_health(ctx: Context) -> dict[str, Any] | None:
     """The RL run's per-step health table and its one-line verdict (:mod:`e2c.rl.health`); weight movement
     from the rollout's syncs, and for the last step from its checkpoint against the SFT model."""
-
     run = ctx.dir("rl")
     if not (run / "metrics.jsonl").is_file():
         return None
@@ -524,7 +520,6 @@ def health_lines(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> lis
 
 def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
     """report.md from the collected numbers."""
-
     cfg, sysi, data = rep["config"], rep["system"], rep["data"] or {}
     base = (rep["eval"].get("baseline") or {}).get("synthetic") or {}
     model = f"`{cfg['model']}`" + (f" ({base['model_description']})" if base.get("model_description") else "")
@@ -681,7 +676,6 @@ def render_markdown(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> 
 
 def write_report(ctx: Context) -> dict[str, Any]:
     """Collect, plot and write ``report.json`` and ``report.md``; returns the report's outputs."""
-
     rep = collect(ctx)
     folder = ctx.dir("report")
     plots = write_plots(rep, ctx, folder)

@@ -156,7 +156,6 @@ def sft_model(ctx: Context) -> Path:
 
 def rl_model(ctx: Context) -> Path | None:
     """The RL model (HF folder of the run's latest checkpoint), or None when RL was skipped (0 steps)."""
-
     done = read_done(ctx.dir("rl"))
     if done is not None and done.get("skipped"):
         return None
@@ -224,7 +223,6 @@ def stage_sft(ctx: Context, rep: Reporter) -> dict[str, Any]:
 def sft_losses(sft_dir: Path) -> dict[int, float]:
     """Training loss per step from the SFT run's ``metrics.jsonl`` (verl's file logger, every launch of a
     resumed run; a step logged again keeps its last value); ``final/e2c_sft.json`` as fallback."""
-
     losses = read_losses(sft_dir).train
     if not losses:
         meta = sft_dir / "final" / "e2c_sft.json"
@@ -296,7 +294,6 @@ def rl_memory_check(cfg: Config) -> None:
 def planned_rl_run(overrides: tuple[str, ...], ranks: str) -> Any:
     """The :class:`e2c.rl.memory.RunPlan` of the RL stage with these overrides, composed once per settings
     (the study checks every arm's settings; ``ranks``, ``$N_GPUS``, is part of the key)."""
-
     engine, weight_bytes = memory.cpu_rollout()
     return memory.plan_from_config(planned_cpu_config(list(overrides)), engine, weight_bytes)
 
@@ -305,7 +302,6 @@ def local_model_folder(spec: str) -> Path | None:
     """The folder of the quickstart's base model (the SFT model RL starts from has its shape): the tiny and
     embedded models (built into the cache if they are not there yet, as the data stage would) and a local
     folder; None for an HF id (not downloaded for a check)."""
-
     if spec in ("tiny", "embedded"):
         return Path(resolve_model(spec).path)
     path = Path(spec).expanduser()
@@ -318,7 +314,6 @@ def reward_shape_overrides(name: str) -> list[str]:
     >>> reward_shape_overrides("gate")[0]
     'reward.custom_reward_function.reward_kwargs.require_format=true'
     """
-
     kwargs = reward_shape(name).reward_kwargs()
     return [
         f"reward.custom_reward_function.reward_kwargs.{k}={str(v).lower() if isinstance(v, bool) else f'{v:g}'}"
@@ -394,7 +389,6 @@ def rl_prompts_needed(cfg: Config) -> int:
 def stage_filter(ctx: Context, rep: Reporter) -> dict[str, Any]:
     """Keep the RL prompts whose pass rate under the SFT model is in the band (default strictly between 0
     and 1): a group of samples that all score the same gives GRPO no advantage, so such prompts only cost."""
-
     cfg, d = ctx.cfg, ctx.dir("filter")
     pool = write_rl_pool(ctx, rl_pool_file(ctx), rep)
     cmd = filter_command(ctx)
@@ -490,7 +484,6 @@ ACC_KEYS = ("health/train_acc", "reward_extra_info/acc/mean", "e2c/acc_mean", "c
 def rl_curve(run_dir: Path) -> list[dict[str, Any]]:
     """Per step of the RL run's ``metrics.jsonl``: reward (verl's ``critic/score/mean``), accuracy and the
     E2C segment metrics when logged."""
-
     out = []
     for step, data in step_metrics(run_dir).items():
         reward = next((data[k] for k in REWARD_KEYS if k in data), None)

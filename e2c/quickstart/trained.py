@@ -25,7 +25,6 @@ from e2c.quickstart.stages import Context, read_done, rl_model, sft_model
 
 def trained_model(out: Path) -> tuple[Path, str] | None:
     """``(model folder, "rl" | "sft")`` of the last finished training stage under ``out``, or None."""
-
     ctx = Context(Config(), out)
     rl = read_done(ctx.dir("rl"))
     if rl is not None and not rl.get("skipped"):

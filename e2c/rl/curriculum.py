@@ -365,7 +365,6 @@ def stage_data(
     cur: Curriculum, stage: Stage, train: list[dict], val: list[dict], out: Path
 ) -> tuple[Path, Path, int]:
     """Write a stage's training rows (its band, its budget) and validation rows (every row, factor x budget)."""
-
     picked = stage_rows(cur, stage, train)
     val_budget = cur.val_budget(stage)
     train_path = write_parquet(with_budget(picked, stage.max_response_length), out / "train.parquet")
@@ -409,7 +408,6 @@ def check_inputs(cur: Curriculum, args: CurriculumSettings) -> tuple[list[dict],
     """Everything a later stage would trip over, checked before stage 1 writes or trains anything: the
     data files, every stage's band (it has training rows), the start model, every stage's overrides
     (composed as that stage's launch will) and the output folder. Returns the training and validation rows."""
-
     rows: list[list[dict]] = []
     for value, what, flag in (
         (args.train_data, "training data", "--train-data (TRAIN_DATA)"),
@@ -456,7 +454,6 @@ def run_curriculum(
     lora: list[str] | None = None,
 ) -> list[Path]:
     """Run every stage in order (skipping finished ones) on the checked rows; returns the stage run folders."""
-
     launch = launch or launch_main
     runs = []
     current = model

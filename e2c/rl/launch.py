@@ -203,7 +203,6 @@ def plain_checkpoints(run_dir: Path) -> None:
 
 def resolve_model_path(spec: str) -> str:
     """tiny | embedded | a folder | an HF id -> a loadable folder (one line on failure)."""
-
     # Absolute: verl runs in the project folder, not the caller's.
     path = os.path.abspath(resolve_model(spec).path)
     check_policy_folder(Path(path))
@@ -214,7 +213,6 @@ def check_policy_folder(folder: Path) -> None:
     """A start model verl can load, checked before ray starts (inside its workers a broken folder is pages
     of ray output): config, weight headers, a tokenizer that loads, and the chat template the RL dataset
     and the agent loop apply to every prompt."""
-
     check_model_folder(folder, chat_template=True)
     try:
         from transformers import AutoTokenizer
@@ -391,7 +389,6 @@ def data_files(value: Any) -> list[str]:
 
 def check_data(cfg: Any) -> None:
     """The data files the composed config names exist and fit the rl schema (remote ones are verl's)."""
-
     for key, what, flag in (
         ("train_files", "training data", "--train-data (TRAIN_DATA)"),
         ("val_files", "validation data", "--val-data (VAL_DATA)"),
@@ -922,7 +919,6 @@ def check_algorithm(cfg: Any, settings: E2CSettings, algo: str, stage: int) -> N
 def adv_estimators() -> list[str]:
     """The advantage estimators verl has registered (``verl.trainer.ppo.core_algos``), with those of the
     verl plugins its import loads; its import prints warnings, which are kept off the terminal."""
-
     with _quiet_fds():
         from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
     return sorted(ADV_ESTIMATOR_REGISTRY)
@@ -940,7 +936,6 @@ def memory_checked(args: argparse.Namespace, env: Mapping[str, str] | None = Non
     """Whether this launch checks its memory (:func:`check_memory`): not with ``--no-memory-check`` or
     ``E2C_MEMORY_CHECK=0``, not for ``--dry-run`` (it runs nothing), and not when the driver joins a ray
     cluster (``RAY_ADDRESS``: the workers run on its machines, not this one)."""
-
     env = os.environ if env is None else env
     if getattr(args, "no_memory_check", False) or getattr(args, "dry_run", False) or env.get("RAY_ADDRESS"):
         return False
@@ -951,7 +946,6 @@ def check_memory(cfg: Any, model_folder: Path, label: str) -> None:
     """A CPU run that cannot fit in this machine's memory is one line here (the estimate, what this machine
     can give it, what to change: :mod:`e2c.rl.memory`), not ray's memory monitor killing a worker minutes
     in; one that fits says its estimate. GPU runs are not checked (:mod:`e2c.rl.memory`)."""
-
     model = memory.model_shape(model_folder)
     if model is None:
         print(f"[e2c-rl] memory not estimated: {model_folder}/config.json does not give the model's shape")
@@ -970,7 +964,6 @@ def check_memory(cfg: Any, model_folder: Path, label: str) -> None:
 
 def shape_label(cfg: Any, args: argparse.Namespace, stage: int) -> str:
     """How an error line names the run: ``GRPO stage 1 at 1x1 GPUs``."""
-
     cluster = Cluster(int(cfg.trainer.n_gpus_per_node), int(cfg.trainer.nnodes))
     return stage_label(f"rl{stage}", args.algo, cluster)
 

@@ -470,7 +470,6 @@ def launcher_changes(plan: RunPlan, batch: int, n: int) -> list[str]:
 def cpu_rollout() -> tuple[str, int]:
     """(engine, bytes per weight) of the CPU rollout this machine would run (``E2C_ROLLOUT_ENGINE``,
     ``E2C_ROLLOUT_DTYPE``); their values are checked by the launcher before this is asked."""
-
     try:
         engine, dtype = rollout_engine(), rollout_dtype()
     except ValueError as e:

@@ -92,7 +92,6 @@ def require() -> list[str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """``python -m e2c.rl.plugin``: no flags, only ``--help``."""
-
     return ArgumentParser(
         prog="python -m e2c.rl.plugin",
         description="Check this machine's install: import verl (which loads its plugins, this one among "

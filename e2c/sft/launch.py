@@ -321,7 +321,6 @@ def make_plan(args: SFTSettings, overrides: list[str]) -> Plan:
 
 def prepare(plan: Plan) -> None:
     """After the checks: the run folder, and the model's tagged copy when one is planned."""
-
     ensure_output_dir(plan.output_dir, "output folder")
     if plan.tagging is not None:
         plan.tagging.make()

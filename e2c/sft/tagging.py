@@ -47,7 +47,6 @@ def plan_tagged_model(spec: str, tagged_dir: str | None, subfolder: str | None =
     """Resolve ``spec`` and read its tokenizer (the checks); nothing is written. A tokenizer without the
     E2C tags plans a copy at ``tagged_dir`` (default ``models/base/<name>-e2c``), or reuses one made
     before."""
-
     res = resolve_model(spec, subfolder)
     path = os.path.abspath(res.path)  # the trainer runs in the repository, not in the caller's folder
     # verl's SFT dataset applies the chat template to every row: a model without one fails in the trainer.

@@ -159,7 +159,6 @@ def settings_from_args(argv: list[str] | None) -> StudySettings:
 
 def with_backend(study: Study) -> Study:
     """The study with ``auto`` backends resolved, so every unit records the backend it used."""
-
     base = replace(study.base, backend=pick_backend(study.base.backend))
     arms = {
         n: replace(a, cfg=replace(a.cfg, backend=pick_backend(a.cfg.backend))) for n, a in study.arms.items()
@@ -206,7 +205,6 @@ def check_memory(study: Study, units: list[Unit], actions: dict[str, str]) -> No
     """The quickstart's RL memory check (:func:`e2c.quickstart.stages.rl_memory_check`: one line when a run
     cannot fit in this machine's free memory) for every RL arm with a unit still to run, each distinct
     recipe once, before anything starts."""
-
     seen: list[Any] = []  # Configs (not hashable: their extra is a dict)
     for u in units:
         if u.kind != "rl" or actions[u.key] == "skip":

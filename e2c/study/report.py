@@ -483,7 +483,6 @@ def _phase_section(rep: Mapping[str, Any], phase: str, avg: str) -> list[str]:
 def study_pages(study: Study, out: Path, comps: Sequence[Mapping[str, Any]]) -> list[Any]:
     """The chain viewer's pages of the confirmation: each compared pair (an arm against its start or an
     equal-token SFT arm) on the first seed both ran, sampled where sampled, gained and lost problems first."""
-
     sampled = study.base.eval_samples > 0
     how = "sampled" if sampled else "greedy"
     pages: dict[str, Any] = {}
@@ -505,7 +504,6 @@ def write_report(
 ) -> dict[str, Any]:
     """Write ``study.json`` and ``study.md`` (and the confirmation's pages under ``pages/``); returns the
     report's numbers."""
-
     rep = build_report(study, out, chosen, how, confirmed)
     rep["pages"] = write_pages(study_pages(study, out, rep["comparisons"][CONFIRM]), out / "pages", out)
     atomic_write_json(out / "study.json", rep, default=str)

@@ -107,7 +107,6 @@ def roles(study_rep: Mapping[str, Any], rl_arm: str, control_arm: str) -> dict[s
 def rl_health(out: Path, rl_arm: str, seed: int) -> dict[str, Any] | None:
     """The RL run's per-step health and its verdict (:mod:`e2c.rl.health`), weight movement against its
     start; None when it did not run."""
-
     run = out / train_key(rl_arm, seed)
     done = read_json(run / "DONE.json")
     if done is None or not (run / "metrics.jsonl").is_file():
@@ -120,7 +119,6 @@ def rl_health(out: Path, rl_arm: str, seed: int) -> dict[str, Any] | None:
 
 def collect(out: Path, study_rep: Mapping[str, Any], rl_arm: str, control_arm: str) -> dict[str, Any]:
     """Every number of the reproduction's report."""
-
     labels = roles(study_rep, rl_arm, control_arm)
     arms = study_rep["arms"]
     ran = [int(k) for k, t in arms[rl_arm]["training"].items() if t]
@@ -180,7 +178,6 @@ def difference_line(c: Mapping[str, Any], labels: Mapping[str, str], measure: st
 
 def render(rep: Mapping[str, Any], plots: Mapping[str, str | None]) -> str:
     """``report.md`` from the report's numbers."""
-
     sysi, st, proto = rep["system"], rep["study"], rep["study"]["protocol"]
     k = proto["samples"]
     avg = f"avg@{k} at T {proto['temperature']:g}"
@@ -321,7 +318,6 @@ def _family_lines(rep: Mapping[str, Any]) -> list[str]:
 
 def write_plots(rep: Mapping[str, Any], out: Path) -> dict[str, str | None]:
     """The report's plots under ``<out>/report/``; ``{name: path relative to out, or None}``."""
-
     folder = out / PLOT_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     made: dict[str, bool] = {}

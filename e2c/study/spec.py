@@ -458,7 +458,6 @@ def check_config(cfg: Config, where: str) -> None:
     Its RL memory check is left to the run (:func:`e2c.study.cli.check_memory`): whether an arm fits depends
     on the machine and on which units still run, not on the file (``rl_steps`` 0 skips it here; an RL
     arm's steps are checked by :func:`parse_arm`)."""
-
     try:
         MODEL.check(cfg.model, "model")
         validate(replace(cfg, rl_steps=0))

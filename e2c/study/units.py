@@ -133,7 +133,6 @@ def filter_settings(study: Study, arm: str, seed: int) -> dict[str, Any]:
 
 def prompts_needed(study: Study, arm: str) -> int:
     """The RL prompts arm ``arm``'s run draws from its filter (the quickstart's rule: one batch per step)."""
-
     return rl_prompts_needed(study.arms[arm].cfg)
 
 

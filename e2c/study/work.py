@@ -137,7 +137,6 @@ def set_flag(cmd: list[str], flag: str, value: str) -> list[str]:
 def sft_command(sc: StudyContext, arm: str, seed: int, steps: int | None) -> tuple[list[str], dict[str, str]]:
     """``scripts/e2c_sft.sh`` (verl's SFT trainer) from the arm's start on the SFT split into the unit's
     folder; ``steps`` None (a continuation before its RL arm ran) shows a placeholder."""
-
     cfg = seeded(sc.study.arms[arm].cfg, seed)
     n = steps if steps is not None else SFT_SAVE_EVERY
     env = {
@@ -155,7 +154,6 @@ def filter_cmd(sc: StudyContext, unit: Unit) -> list[str]:
     """``python -m e2c.rl.passrate`` on the unit's RL prompt pool with the RL arm's start model, sampling
     as its rollout will (the quickstart's filter command, the arm's seed as its sampling seed), until it has
     kept the unit's ``keep``: the largest need among the RL arms that read it."""
-
     arm, seed = unit.arm or "", unit.seed or 0
     cfg = seeded(sc.study.arms[arm].cfg, seed)
     cmd = filter_command(Context(cfg, sc.out))
@@ -169,7 +167,6 @@ def filter_cmd(sc: StudyContext, unit: Unit) -> list[str]:
 def rl_cmd(sc: StudyContext, unit: Unit) -> list[str]:
     """``scripts/e2c_rl.sh --stage 2`` with the arm's RL settings from its start model on its filter's
     prompts; the rollout seed of seed k as the claims' arms draw it."""
-
     arm, seed = unit.arm or "", unit.seed or 0
     cfg = seeded(sc.study.arms[arm].cfg, seed)
     data = str(sc.out / (unit.filter_key or "") / "rl.parquet")
@@ -186,7 +183,6 @@ def rl_cmd(sc: StudyContext, unit: Unit) -> list[str]:
 def eval_cmd(sc: StudyContext, unit: Unit) -> list[str]:
     """``python -m e2c.eval.run`` as the quickstart's evaluations run it (greedy, or avg@k at the eval
     temperature), with the phase's sampling seed; screening reads the validation split."""
-
     arm, seed, phase = unit.arm or "", unit.seed or 0, unit.phase or SCREEN
     cfg = replace(sc.study.base, seed=sampling_seed(sc.study, phase, seed))
     model = str(trained_model(sc, arm, seed))
@@ -225,7 +221,6 @@ def unit_commands(sc: StudyContext, unit: Unit) -> list[str]:
 # ------------------------------------------------------------------------------------------------ work
 def run_data(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
     """The quickstart's data stage into ``data/``, with enough SFT rows for the largest arm's batch."""
-
     sft_batch = max(a.cfg.sft_batch for a in sc.study.arms.values())
     return stage_data(Context(replace(sc.study.base, sft_batch=sft_batch), sc.out), rep)
 
@@ -344,7 +339,6 @@ def run_filter(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
     held-out text), then the pass-rate filter on it with the arm's start model. Run again with a larger
     ``keep`` (``extend``), the filter resumes from its samples file: only prompts it has not sampled yet are
     sampled."""
-
     cfg = sc.study.arms[unit.arm or ""].cfg
     d = unit.folder(sc.out)
     pool = write_rl_pool(Context(replace(cfg, seed=sc.study.base.seed), sc.out), d / "pool.parquet", rep)
@@ -370,7 +364,6 @@ def continuation_steps(sc: StudyContext, arm: str, seed: int) -> int | None:
     """SFT steps of an equal-token arm: as many trained tokens as its RL arm's run of the same seed trained on
     (the quickstart's control rule), plus, for ``sft_matched``, the steps of the SFT arm that run started
     from; None before that run is complete."""
-
     a = sc.study.arms[arm]
     rl_dir = sc.out / train_key(a.of or "", seed)
     if read_json(rl_dir / "DONE.json") is None:
@@ -389,7 +382,6 @@ def chain_tokens(sc: StudyContext) -> float:
 
 def run_train(sc: StudyContext, rep: Reporter, unit: Unit) -> dict[str, Any]:
     """An arm's training run for one seed, then how far its weights moved from its start."""
-
     arm, seed = unit.arm or "", unit.seed or 0
     a = sc.study.arms[arm]
     d = unit.folder(sc.out)
@@ -450,7 +442,6 @@ def _from(sc: StudyContext, arm: str, seed: int) -> str:
 def movement(start: str, model: Path) -> dict[str, Any]:
     """:func:`e2c.launch.weights.checkpoint_movement` of the trained model against its start (the numbers, or why
     there are none)."""
-
     try:
         m = checkpoint_movement(model_folder(start), model)
     except (OSError, UserError, ValueError) as e:
@@ -505,7 +496,6 @@ def execute(
     sc: StudyContext, unit: Unit, action: str, index: int, total: int, estimate: float
 ) -> dict[str, Any]:
     """Run one unit (fresh, resumed or redone as ``action`` says) and write its DONE.json."""
-
     d = unit.folder(sc.out)
     if action == "redo" and d.exists():
         shutil.rmtree(d)
@@ -623,7 +613,6 @@ def best_by_screening(scores: Mapping[str, float | None]) -> str | None:
 def screen_scores(sc: StudyContext) -> dict[str, float | None]:
     """Each arm's screening score: its avg@k (greedy accuracy without samples) on the screening split,
     averaged over its seeds, from the evaluations' DONE.json; None when any seed's is missing."""
-
     sampled = sc.study.base.eval_samples > 0
     out: dict[str, float | None] = {}
     for arm, a in sc.study.arms.items():

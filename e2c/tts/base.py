@@ -223,7 +223,6 @@ class Context:
 
     def programs(self) -> Sandbox:
         """The sandbox programs run in (:attr:`sandbox`, else :func:`e2c.sandbox.from_env`)."""
-
         return given_or_env(self.sandbox)
 
     @cached_property

@@ -347,7 +347,6 @@ class WeightMovementLog:
 
     def update(self, state_dict: dict[str, Any], global_steps: int | None) -> dict[str, Any]:
         """The movement fields of this sync's log line; empty (and a warning) when they cannot be computed."""
-
         try:
             if self.start is None:
                 self.start = {k: v.detach().clone() for k, v in state_dict.items()}
